@@ -1,0 +1,85 @@
+#include "error.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void set_message(vtr_error *err, const char *fmt, va_list ap)
+{
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+}
+
+vtr_status vtr_fail(vtr_error *err, vtr_status status, const char *fmt, ...)
+{
+    if (!err)
+        return status;
+    err->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    set_message(err, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+vtr_status vtr_fail_errno(vtr_error *err, const char *fmt, ...)
+{
+    int saved = errno;
+    if (!err)
+        return VTR_ERR_IO;
+    err->status = VTR_ERR_IO;
+    va_list ap;
+    va_start(ap, fmt);
+    set_message(err, fmt, ap);
+    va_end(ap);
+    size_t used = strlen(err->msg);
+    snprintf(err->msg + used, sizeof err->msg - used, ": %s", strerror(saved));
+    return VTR_ERR_IO;
+}
+
+void vtr_error_context(vtr_error *err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    char prefix[VTR_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    /* shift the message right to make room for "prefix: ", dropping what overflows */
+    size_t plen = strlen(prefix) + 2;
+    if (plen >= sizeof err->msg)
+        plen = sizeof err->msg - 1;
+    size_t mlen = strlen(err->msg);
+    if (plen + mlen >= sizeof err->msg)
+        mlen = sizeof err->msg - 1 - plen;
+    memmove(err->msg + plen, err->msg, mlen);
+    err->msg[plen + mlen] = '\0';
+    memcpy(err->msg, prefix, plen - 2);
+    memcpy(err->msg + plen - 2, ": ", plen >= 2 ? 2 : 0);
+}
+
+void vtr_error_clear(vtr_error *err)
+{
+    if (!err)
+        return;
+    err->status = VTR_OK;
+    err->msg[0] = '\0';
+}
+
+const char *vtr_status_name(vtr_status status)
+{
+    switch (status) {
+    case VTR_OK: return "ok";
+    case VTR_ERR_IO: return "io";
+    case VTR_ERR_FORMAT: return "format";
+    case VTR_ERR_UNSUPPORTED: return "unsupported";
+    case VTR_ERR_INVALID: return "invalid";
+    case VTR_ERR_NOMEM: return "nomem";
+    case VTR_ERR_NOT_FOUND: return "not_found";
+    case VTR_ERR_DB: return "db";
+    case VTR_ERR_CODEC: return "codec";
+    case VTR_ERR_DEVICE: return "device";
+    }
+    return "unknown";
+}

@@ -1,0 +1,52 @@
+/* Errors as values.
+ *
+ * Every libvtr function that can fail returns a vtr_status and, when it is not VTR_OK,
+ * fills the caller's vtr_error with one line of text naming the item and the cause.
+ * Callers higher up add context with vtr_error_context() ("reading a.npy: ..."); only
+ * programs print the final message. The library never prints and never exits.
+ *
+ * A vtr_error is a plain value on the caller's stack; it owns no memory. Passing NULL
+ * for err is allowed: the status is still returned, the text is dropped.
+ */
+#ifndef VTR_ERROR_H
+#define VTR_ERROR_H
+
+typedef enum vtr_status {
+    VTR_OK = 0,
+    VTR_ERR_IO,          /* open/read/write/mmap failed; the message carries strerror */
+    VTR_ERR_FORMAT,      /* malformed input: bad magic, truncated, inconsistent header */
+    VTR_ERR_UNSUPPORTED, /* well-formed, but outside what vtr handles (Fortran order, ...) */
+    VTR_ERR_INVALID,     /* bad argument, option or config value */
+    VTR_ERR_NOMEM,       /* allocation failed */
+    VTR_ERR_NOT_FOUND,   /* a named item, tensor or key does not exist */
+    VTR_ERR_DB,          /* SQLite reported an error */
+    VTR_ERR_CODEC,       /* FFmpeg could not demux or decode */
+    VTR_ERR_DEVICE,      /* CUDA / cuBLAS / cuDNN reported an error */
+} vtr_status;
+
+#define VTR_ERROR_MSG_MAX 1024
+
+typedef struct vtr_error {
+    vtr_status status;
+    char msg[VTR_ERROR_MSG_MAX];
+} vtr_error;
+
+/* Sets err to (status, printf-formatted text) and returns status, so that a failing
+ * branch reads `return vtr_fail(err, VTR_ERR_FORMAT, "%s: bad magic", path);`. */
+vtr_status vtr_fail(vtr_error *err, vtr_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Like vtr_fail with VTR_ERR_IO, appending ": " and strerror(errno) (errno read on entry). */
+vtr_status vtr_fail_errno(vtr_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prefixes the message with "context: ". Keeps the status. Truncates safely. */
+void vtr_error_context(vtr_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+void vtr_error_clear(vtr_error *err);
+
+/* A short stable name for a status ("format", "io", ...), for JSON events. */
+const char *vtr_status_name(vtr_status status);
+
+#endif

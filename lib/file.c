@@ -1,0 +1,114 @@
+#define _POSIX_C_SOURCE 200809L
+#include "file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+vtr_status vtr_map_file(const char *path, vtr_mapped_file *out, vtr_error *err)
+{
+    out->data = NULL;
+    out->size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return vtr_fail_errno(err, "%s", path);
+    vtr_status st = VTR_OK;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        st = vtr_fail_errno(err, "%s", path);
+        goto end;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = vtr_fail(err, VTR_ERR_IO, "%s: not a regular file", path);
+        goto end;
+    }
+    if (sb.st_size == 0)
+        goto end;
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+        st = vtr_fail_errno(err, "%s: mmap", path);
+        goto end;
+    }
+    out->data = p;
+    out->size = (size_t)sb.st_size;
+end:
+    close(fd);
+    return st;
+}
+
+void vtr_unmap_file(vtr_mapped_file *file)
+{
+    if (file->data)
+        munmap((void *)file->data, file->size);
+    file->data = NULL;
+    file->size = 0;
+}
+
+vtr_status vtr_atomic_open(vtr_atomic_file *file, const char *path, vtr_error *err)
+{
+    memset(file, 0, sizeof *file);
+    size_t n = strlen(path) + 32;
+    file->path = strdup(path);
+    file->tmp_path = malloc(n);
+    if (!file->path || !file->tmp_path) {
+        vtr_atomic_abort(file);
+        return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
+    }
+    snprintf(file->tmp_path, n, "%s.tmp.%ld", path, (long)getpid());
+    file->fp = fopen(file->tmp_path, "wb");
+    if (!file->fp) {
+        vtr_status st = vtr_fail_errno(err, "%s", path);
+        vtr_atomic_abort(file);
+        return st;
+    }
+    return VTR_OK;
+}
+
+vtr_status vtr_atomic_commit(vtr_atomic_file *file, vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    if (fflush(file->fp) != 0 || fsync(fileno(file->fp)) != 0) {
+        st = vtr_fail_errno(err, "%s", file->path);
+        goto fail;
+    }
+    int rc = fclose(file->fp);
+    file->fp = NULL;
+    if (rc != 0) {
+        st = vtr_fail_errno(err, "%s", file->path);
+        goto fail;
+    }
+    if (rename(file->tmp_path, file->path) != 0) {
+        st = vtr_fail_errno(err, "%s: rename", file->path);
+        goto fail;
+    }
+    free(file->path);
+    free(file->tmp_path);
+    memset(file, 0, sizeof *file);
+    return VTR_OK;
+fail:
+    vtr_atomic_abort(file);
+    return st;
+}
+
+void vtr_atomic_abort(vtr_atomic_file *file)
+{
+    if (file->fp)
+        fclose(file->fp);
+    if (file->tmp_path)
+        unlink(file->tmp_path);
+    free(file->path);
+    free(file->tmp_path);
+    memset(file, 0, sizeof *file);
+}
+
+vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *what,
+                         vtr_error *err)
+{
+    if (size && fwrite(data, 1, size, fp) != size)
+        return vtr_fail_errno(err, "%s: write", what);
+    return VTR_OK;
+}

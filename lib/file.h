@@ -1,0 +1,45 @@
+/* Files: read-only mappings for readers, atomic replacement for writers.
+ *
+ * Readers map whole files (NPY, safetensors, feature stores) so that large arrays are
+ * paged in on demand. Writers never leave a half-written file under the final name:
+ * they write to "<path>.tmp.<pid>" in the same directory, fsync, then rename.
+ */
+#ifndef VTR_FILE_H
+#define VTR_FILE_H
+
+#include <stdio.h>
+
+#include "error.h"
+
+typedef struct vtr_mapped_file {
+    const void *data; /* NULL for an empty file */
+    size_t size;
+} vtr_mapped_file;
+
+/* Maps `path` read-only. On failure `out` is left empty and err names the path. */
+vtr_status vtr_map_file(const char *path, vtr_mapped_file *out, vtr_error *err);
+
+/* Unmaps; safe on an empty or already-unmapped value. */
+void vtr_unmap_file(vtr_mapped_file *file);
+
+typedef struct vtr_atomic_file {
+    FILE *fp;         /* write here */
+    char *path;       /* final name (owned) */
+    char *tmp_path;   /* temporary name (owned) */
+} vtr_atomic_file;
+
+/* Opens a temporary file beside `path` for writing. */
+vtr_status vtr_atomic_open(vtr_atomic_file *file, const char *path, vtr_error *err);
+
+/* Flushes, fsyncs and renames the temporary file to its final name, then frees `file`.
+ * On failure the temporary file is removed and the final name is untouched. */
+vtr_status vtr_atomic_commit(vtr_atomic_file *file, vtr_error *err);
+
+/* Closes and removes the temporary file; safe after a failed open or a commit. */
+void vtr_atomic_abort(vtr_atomic_file *file);
+
+/* fwrite that reports a short write as an error naming `what`. */
+vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *what,
+                         vtr_error *err);
+
+#endif

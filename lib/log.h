@@ -1,0 +1,48 @@
+/* Logging and progress for programs (the library itself never prints).
+ *
+ * Human mode: messages on stderr prefixed with the program name; a progress line
+ * (items, rate, ETA) redrawn in place when stderr is a terminal, nothing when it is not.
+ * JSON mode (--log-json): every message and progress update is one JSON object per line
+ * on stderr: {"t": seconds since start, "event": "...", ...}.
+ */
+#ifndef VTR_LOG_H
+#define VTR_LOG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* Call once at program start. */
+void vtr_log_init(const char *program, bool json);
+
+void vtr_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void vtr_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Reports a failed item: "program: item: message" (or an "error" event naming the item
+ * and the status). item may be NULL for a failure not tied to one item. */
+void vtr_log_item_error(const char *item, const vtr_error *err);
+
+/* Emits a JSON event in JSON mode (fields may be NULL; it is not stolen); nothing in
+ * human mode. */
+void vtr_log_event(const char *event, const json_t *fields);
+
+/* Seconds since vtr_log_init (monotonic clock). */
+double vtr_log_elapsed(void);
+
+typedef struct vtr_progress {
+    char what[64];
+    int64_t total;     /* -1 when unknown */
+    int64_t done;
+    double start;      /* vtr_log_elapsed() at begin */
+    double last_draw;
+    bool drawn;
+} vtr_progress;
+
+void vtr_progress_begin(vtr_progress *p, const char *what, int64_t total);
+void vtr_progress_step(vtr_progress *p, int64_t n);
+/* Clears the terminal line and, in JSON mode, emits a final "progress" event. */
+void vtr_progress_end(vtr_progress *p);
+
+#endif

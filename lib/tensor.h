@@ -1,0 +1,57 @@
+/* The one tensor type of vtr: a dtype, a shape and a pointer to C-ordered data.
+ *
+ * A vtr_tensor does not own its data; whoever filled it says who does (a mapped file,
+ * a record buffer, a caller's malloc). Shapes are int64 to match NPY and safetensors.
+ */
+#ifndef VTR_TENSOR_H
+#define VTR_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define VTR_MAX_DIMS 8
+
+typedef enum vtr_dtype {
+    VTR_F32,
+    VTR_F16,
+    VTR_BF16,
+    VTR_U8,
+    VTR_I32,
+    VTR_I64,
+    VTR_DTYPE_COUNT
+} vtr_dtype;
+
+typedef struct vtr_tensor {
+    vtr_dtype dtype;
+    int ndim;                      /* 0 .. VTR_MAX_DIMS; 0 is a scalar (one element) */
+    int64_t shape[VTR_MAX_DIMS];
+    void *data;
+} vtr_tensor;
+
+/* Bytes per element. */
+size_t vtr_dtype_size(vtr_dtype dtype);
+
+/* numpy-style name: "float32", "float16", "bfloat16", "uint8", "int32", "int64". */
+const char *vtr_dtype_name(vtr_dtype dtype);
+
+int64_t vtr_tensor_numel(const vtr_tensor *t);
+size_t vtr_tensor_nbytes(const vtr_tensor *t);
+
+/* Byte size of an array of this dtype and shape, for parsers of untrusted headers:
+ * fails with VTR_ERR_FORMAT on a negative dimension, more than VTR_MAX_DIMS dimensions,
+ * or a product that overflows or exceeds `limit` bytes. */
+vtr_status vtr_shape_nbytes(vtr_dtype dtype, int ndim, const int64_t *shape, size_t limit,
+                            size_t *nbytes, vtr_error *err);
+
+/* Writes "(2, 3, 4)" into buf (always NUL-terminated), for messages. */
+const char *vtr_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
+
+/* IEEE half and bfloat16 conversions (round to nearest even; NaN and Inf preserved). */
+float vtr_half_to_float(uint16_t h);
+uint16_t vtr_float_to_half(float f);
+float vtr_bf16_to_float(uint16_t b);
+uint16_t vtr_float_to_bf16(float f);
+
+#endif

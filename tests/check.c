@@ -1,0 +1,130 @@
+/* The unit-test runner. Usage: unit-tests [SUBSTRING...]
+ * Runs every registered test whose "file:name" contains one of the substrings (all when
+ * none are given), prints "ok", "FAIL" or "skip" per test, then "N passed, N failed". */
+#define _GNU_SOURCE
+#include "check.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define MAX_TESTS 2048
+
+static struct {
+    const char *file;
+    const char *name;
+    test_fn fn;
+} tests[MAX_TESTS];
+static int n_tests;
+static jmp_buf test_jump;
+static char tmpdir[256];
+static int any_failed;
+
+void test_register(const char *file, const char *name, test_fn fn)
+{
+    if (n_tests == MAX_TESTS) {
+        fprintf(stderr, "too many tests\n");
+        exit(1);
+    }
+    const char *slash = strrchr(file, '/');
+    tests[n_tests].file = slash ? slash + 1 : file;
+    tests[n_tests].name = name;
+    tests[n_tests].fn = fn;
+    n_tests++;
+}
+
+void test_fail(const char *file, int line, const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *slash = strrchr(file, '/');
+    printf("    %s:%d: %s\n", slash ? slash + 1 : file, line, msg);
+    longjmp(test_jump, 1);
+}
+
+void test_skip(const char *why)
+{
+    printf("    skipped: %s\n", why);
+    longjmp(test_jump, 2);
+}
+
+const char *test_tmpdir(void)
+{
+    return tmpdir;
+}
+
+const char *test_path(const char *name)
+{
+    static char slots[8][512];
+    static int next;
+    char *p = slots[next++ % 8];
+    snprintf(p, sizeof slots[0], "%s/%s", tmpdir, name);
+    return p;
+}
+
+int test_run(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    int rc = system(cmd);
+    if (rc == -1)
+        return -1;
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+static int selected(const char *file, const char *name, int argc, char **argv)
+{
+    if (argc < 2)
+        return 1;
+    char full[512];
+    snprintf(full, sizeof full, "%s:%s", file, name);
+    for (int i = 1; i < argc; i++)
+        if (strstr(full, argv[i]))
+            return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(tmpdir, sizeof tmpdir, "%s/vtr-test-XXXXXX", base);
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int passed = 0, failed = 0, skipped = 0;
+    for (int i = 0; i < n_tests; i++) {
+        if (!selected(tests[i].file, tests[i].name, argc, argv))
+            continue;
+        int outcome = setjmp(test_jump);
+        if (outcome == 0) {
+            tests[i].fn();
+            printf("ok   %s:%s\n", tests[i].file, tests[i].name);
+            passed++;
+        } else if (outcome == 1) {
+            printf("FAIL %s:%s\n", tests[i].file, tests[i].name);
+            failed++;
+        } else {
+            printf("skip %s:%s\n", tests[i].file, tests[i].name);
+            skipped++;
+        }
+    }
+    any_failed = failed > 0;
+    if (!any_failed)
+        test_run("rm -rf '%s'", tmpdir);
+    else
+        printf("test files kept in %s\n", tmpdir);
+    if (skipped)
+        printf("%d skipped\n", skipped);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
