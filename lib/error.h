@@ -11,6 +11,10 @@
 #ifndef VTR_ERROR_H
 #define VTR_ERROR_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum vtr_status {
     VTR_OK = 0,
     VTR_ERR_IO,          /* open/read/write/mmap failed; the message carries strerror */
@@ -48,5 +52,9 @@ void vtr_error_clear(vtr_error *err);
 
 /* A short stable name for a status ("format", "io", ...), for JSON events. */
 const char *vtr_status_name(vtr_status status);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,55 @@
+/* The CPU-only build's side of lib/device.h: without VTR_HAVE_CUDA there is no GPU, and
+ * asking for one is an error the program reports (lib/cuda/device.cu is the real one). */
+#include "device.h"
+
+#ifndef VTR_HAVE_CUDA
+
+static vtr_status no_cuda(vtr_error *err)
+{
+    return vtr_fail(err, VTR_ERR_DEVICE,
+                    "this vtr was built without CUDA (configure found no nvcc/cuBLAS/cuDNN)");
+}
+
+bool vtr_cuda_available(void)
+{
+    return false;
+}
+
+vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vtr_error *err)
+{
+    return no_cuda(err);
+}
+
+vtr_status vtr_cuda_malloc(void **ptr, size_t bytes, vtr_error *err)
+{
+    *ptr = NULL;
+    return no_cuda(err);
+}
+
+void vtr_cuda_free(void *ptr)
+{
+}
+
+vtr_status vtr_cuda_to_device(void *dst, const void *src, size_t bytes, vtr_error *err)
+{
+    return no_cuda(err);
+}
+
+vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error *err)
+{
+    return no_cuda(err);
+}
+
+vtr_status vtr_cuda_uniform(float *out, size_t n, uint64_t seed, uint64_t stream,
+                            vtr_error *err)
+{
+    return no_cuda(err);
+}
+
+vtr_status vtr_cuda_matmul(const float *a, const float *b, float *c, int m, int n, int k,
+                           vtr_error *err)
+{
+    return no_cuda(err);
+}
+
+#endif

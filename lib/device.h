@@ -1,0 +1,46 @@
+/* The CUDA device: availability, memory, and the glue the CUDA backend is built on.
+ *
+ * The CUDA backend lives in lib/cuda/ (nvcc sources) and is compiled only when configure finds
+ * nvcc, cuBLAS and cuDNN (VTR_HAVE_CUDA). Without it, vtr_cuda_available() is false and
+ * every other function fails with VTR_ERR_DEVICE saying so; programs then run on CPU.
+ * Per-element kernel math is shared with the CPU through VTR_HD functions (hostdevice.h).
+ */
+#ifndef VTR_DEVICE_H
+#define VTR_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* True when vtr was built with CUDA and a GPU is visible. Never fails. */
+bool vtr_cuda_available(void);
+
+/* Selects GPU `device`, creates the cuBLAS and cuDNN handles (once per process) and
+ * writes a description ("NVIDIA H100 80GB HBM3, 79.1 GiB, cc 9.0") into name. */
+vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vtr_error *err);
+
+vtr_status vtr_cuda_malloc(void **ptr, size_t bytes, vtr_error *err);
+void vtr_cuda_free(void *ptr);
+vtr_status vtr_cuda_to_device(void *dst, const void *src, size_t bytes, vtr_error *err);
+vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error *err);
+
+/* out[i] = vtr_philox_uniform_at(seed, stream, i) for i < n, on the GPU (out is device
+ * memory). Bit-identical to the CPU function by construction. */
+vtr_status vtr_cuda_uniform(float *out, size_t n, uint64_t seed, uint64_t stream,
+                            vtr_error *err);
+
+/* C (m x n) = A (m x k) * B (k x n), row-major float32 device buffers, through cuBLAS. */
+vtr_status vtr_cuda_matmul(const float *a, const float *b, float *c, int m, int n, int k,
+                           vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
