@@ -83,3 +83,28 @@ const char *vtr_status_name(vtr_status status)
     }
     return "unknown";
 }
+
+const char *vtr_printable(const char *s, size_t n, char *buf, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        size_t need = (c >= 0x20 && c < 0x7f && c != '\\') ? 1 : 4;
+        if (used + need + 4 > size) {
+            memcpy(buf + used, "...", 3);
+            used += 3;
+            break;
+        }
+        if (need == 1) {
+            buf[used++] = (char)c;
+        } else {
+            buf[used++] = '\\';
+            buf[used++] = 'x';
+            buf[used++] = hex[c >> 4];
+            buf[used++] = hex[c & 15];
+        }
+    }
+    buf[used] = '\0';
+    return buf;
+}

@@ -11,6 +11,8 @@
 #ifndef VTR_ERROR_H
 #define VTR_ERROR_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,6 +51,11 @@ void vtr_error_context(vtr_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 void vtr_error_clear(vtr_error *err);
+
+/* Copies n bytes of untrusted text (a key, a dtype string read from a file) into buf for
+ * a one-line message: printable ASCII as is, anything else as \xNN, cut with "..." when
+ * it does not fit. Returns buf (always NUL-terminated; size >= 8). */
+const char *vtr_printable(const char *s, size_t n, char *buf, size_t size);
 
 /* A short stable name for a status ("format", "io", ...), for JSON events. */
 const char *vtr_status_name(vtr_status status);

@@ -81,6 +81,12 @@ vtr_status vtr_record_write(FILE *out, const char *key, const json_t *meta,
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: record %s: metadata not serializable", what,
                         key);
     size_t key_len = strlen(key), meta_len = strlen(meta_text);
+    size_t payload_len = vtr_npy_serialized_size(array, 0);
+    if (payload_len == 0) {
+        st = vtr_fail(err, VTR_ERR_INVALID, "%s: record %s: a %s array cannot be stored as NPY",
+                      what, key, vtr_dtype_name(array->dtype));
+        goto end;
+    }
     if (meta_len > VTR_RECORD_MAX_META) {
         st = vtr_fail(err, VTR_ERR_INVALID, "%s: record %s: metadata of %zu bytes is too large",
                       what, key, meta_len);
@@ -92,7 +98,7 @@ vtr_status vtr_record_write(FILE *out, const char *key, const json_t *meta,
     put_u16(header + 6, 0);
     put_u32(header + 8, (uint32_t)key_len);
     put_u32(header + 12, (uint32_t)meta_len);
-    put_u64(header + 16, vtr_npy_serialized_size(array, 0));
+    put_u64(header + 16, payload_len);
     if ((st = vtr_write_all(out, header, sizeof header, what, err)) != VTR_OK ||
         (st = vtr_write_all(out, key, key_len, what, err)) != VTR_OK ||
         (st = vtr_write_all(out, meta_text, meta_len, what, err)) != VTR_OK ||

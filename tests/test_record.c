@@ -213,5 +213,9 @@ TEST(record_writer_refuses_bad_keys_and_meta)
     CHECK_FAILS(vtr_record_write(fp, "k", arr, &t, "out", &err), VTR_ERR_INVALID,
                 "not a JSON object");
     json_decref(arr);
+    uint16_t bf[2] = {0x3f80, 0};
+    vtr_tensor bt = {.dtype = VTR_BF16, .ndim = 1, .shape = {2}, .data = bf};
+    CHECK_FAILS(vtr_record_write(fp, "k", NULL, &bt, "out", &err), VTR_ERR_INVALID,
+                "bfloat16 array cannot be stored");
     fclose(fp);
 }
