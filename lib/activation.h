@@ -1,0 +1,99 @@
+/* Elementwise activations and dropout (conventions: lib/nn.h).
+ *
+ * The per-element math is in VTR_HD functions below, shared with the CUDA backend. Every
+ * forward here allows out == inp (in place). Every backward accumulates into dinp.
+ */
+#ifndef VTR_ACTIVATION_H
+#define VTR_ACTIVATION_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hostdevice.h"
+#include "nn.h"
+#include "rng.h"
+
+static VTR_HD float vtr_relu(float x)
+{
+    return x > 0.0f ? x : 0.0f;
+}
+
+/* d relu / dx from either the input or the output (both are > 0 at the same places) */
+static VTR_HD float vtr_relu_grad(float x_or_y)
+{
+    return x_or_y > 0.0f ? 1.0f : 0.0f;
+}
+
+/* GELU, erf form (PyTorch's default): x * Phi(x) */
+static VTR_HD float vtr_gelu(float x)
+{
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+/* d gelu / dx = Phi(x) + x * phi(x) */
+static VTR_HD float vtr_gelu_grad(float x)
+{
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    float pdf = expf(-0.5f * x * x) * 0.39894228040143268f;
+    return cdf + x * pdf;
+}
+
+static VTR_HD float vtr_sigmoid(float x)
+{
+    return 1.0f / (1.0f + expf(-x));
+}
+
+/* d sigmoid / dx from the output y */
+static VTR_HD float vtr_sigmoid_grad(float y)
+{
+    return y * (1.0f - y);
+}
+
+/* d tanh / dx from the output y */
+static VTR_HD float vtr_tanh_grad(float y)
+{
+    return 1.0f - y * y;
+}
+
+/* Dropout's multiplier for an element whose draw is u: 0 when u < p, else 1 / (1 - p).
+ * Element i's draw is vtr_philox_uniform_at(seed, stream, i). */
+static VTR_HD float vtr_dropout_multiplier(float u, float p)
+{
+    if (p <= 0.0f)
+        return 1.0f;
+    if (p >= 1.0f)
+        return 0.0f;
+    return u < p ? 0.0f : 1.0f / (1.0f - p);
+}
+
+// inp (n), out (n)
+void vtr_relu_forward(float *out, const float *inp, size_t n);
+// dinp (n), dout (n), inp (n): the forward's input or output (the same test, x > 0)
+void vtr_relu_backward(float *dinp, const float *dout, const float *inp, size_t n);
+
+// inp (n), out (n)
+void vtr_gelu_forward(float *out, const float *inp, size_t n);
+// dinp (n), dout (n), inp (n): the forward's input
+void vtr_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
+
+// inp (n), out (n)
+void vtr_tanh_forward(float *out, const float *inp, size_t n);
+// dinp (n), dout (n), out (n): the forward's output
+void vtr_tanh_backward(float *dinp, const float *dout, const float *out, size_t n);
+
+// inp (n), out (n)
+void vtr_sigmoid_forward(float *out, const float *inp, size_t n);
+// dinp (n), dout (n), out (n): the forward's output
+void vtr_sigmoid_backward(float *dinp, const float *dout, const float *out, size_t n);
+
+// inp (n), out (n). Training-mode dropout: element i is zeroed when
+// vtr_philox_uniform_at(seed, stream, i) < p, the others are scaled by 1 / (1 - p).
+// No mask is stored: backward redraws it from (seed, stream). p = 0 copies; p >= 1 zeroes.
+void vtr_dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t seed,
+                         uint64_t stream);
+// dinp (n), dout (n); the same n, p, seed and stream as the forward
+void vtr_dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t seed,
+                          uint64_t stream);
+
+#endif

@@ -1,0 +1,189 @@
+#include "set_pooling.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "softmax.h"
+
+#define PARALLEL_MIN 65536
+#define DIM_BLOCK 64
+
+void vtr_set_sort_desc(int *order, const float *x, int len, int D, int k)
+{
+    for (int r = 0; r < k; r++) /* in range whatever NaNs do to the ranks */
+        memset(order + (size_t)r * D, 0, sizeof(int) * (size_t)D);
+    for (int d0 = 0; d0 < D; d0 += DIM_BLOCK) {
+        int nd = D - d0 < DIM_BLOCK ? D - d0 : DIM_BLOCK;
+        for (int t = 0; t < len; t++) {
+            const float *xt = x + (size_t)t * D + d0;
+            int rank[DIM_BLOCK] = {0};
+            for (int u = 0; u < len; u++) {
+                if (u == t)
+                    continue;
+                const float *xu = x + (size_t)u * D + d0;
+#pragma omp simd
+                for (int d = 0; d < nd; d++)
+                    rank[d] += vtr_sorts_before(xu[d], u, xt[d], t);
+            }
+            for (int d = 0; d < nd; d++)
+                if (rank[d] < k)
+                    order[(size_t)rank[d] * D + d0 + d] = t;
+        }
+    }
+}
+
+void vtr_mean_pool_forward(float *out, const float *inp, const int *lengths, int B, int T, int D)
+{
+#pragma omp parallel for schedule(static) if ((long)B * T * D > PARALLEL_MIN)
+    for (int b = 0; b < B; b++) {
+        const float *x = inp + (size_t)b * T * D;
+        for (int d = 0; d < D; d++) {
+            double sum = 0.0;
+            for (int t = 0; t < lengths[b]; t++)
+                sum += x[(size_t)t * D + d];
+            out[(size_t)b * D + d] = (float)(sum / lengths[b]);
+        }
+    }
+}
+
+void vtr_mean_pool_backward(float *dinp, const float *dout, const int *lengths, int B, int T, int D)
+{
+#pragma omp parallel for schedule(static) if ((long)B * T * D > PARALLEL_MIN)
+    for (int b = 0; b < B; b++) {
+        float inv = 1.0f / lengths[b];
+        for (int t = 0; t < lengths[b]; t++) {
+            float *dx = dinp + ((size_t)b * T + t) * D;
+            const float *dy = dout + (size_t)b * D;
+            for (int d = 0; d < D; d++)
+                dx[d] += dy[d] * inv;
+        }
+    }
+}
+
+void vtr_max_pool_forward(float *out, int *argmax, const float *inp, const int *lengths, int B,
+                          int T, int D)
+{
+#pragma omp parallel for schedule(static) if ((long)B * T * D > PARALLEL_MIN)
+    for (int b = 0; b < B; b++) {
+        const float *x = inp + (size_t)b * T * D;
+        for (int d = 0; d < D; d++) {
+            int best = 0;
+            for (int t = 1; t < lengths[b]; t++)
+                if (x[(size_t)t * D + d] > x[(size_t)best * D + d])
+                    best = t;
+            argmax[(size_t)b * D + d] = best;
+            out[(size_t)b * D + d] = x[(size_t)best * D + d];
+        }
+    }
+}
+
+void vtr_max_pool_backward(float *dinp, const float *dout, const int *argmax, int B, int T, int D)
+{
+#pragma omp parallel for schedule(static) if ((long)B * T * D > PARALLEL_MIN)
+    for (int b = 0; b < B; b++)
+        for (int d = 0; d < D; d++)
+            dinp[((size_t)b * T + argmax[(size_t)b * D + d]) * D + d] += dout[(size_t)b * D + d];
+}
+
+void vtr_kmax_pool_forward(float *out, int *index, const float *inp, const int *lengths, int B,
+                           int T, int D, int K)
+{
+#pragma omp parallel for schedule(static) if ((long)B * T * D > PARALLEL_MIN)
+    for (int b = 0; b < B; b++) {
+        int k = K < lengths[b] ? K : lengths[b];
+        const float *x = inp + (size_t)b * T * D;
+        int *idx = index + (size_t)b * K * D;
+        vtr_set_sort_desc(idx, x, lengths[b], D, k);
+        for (int d = 0; d < D; d++) {
+            double sum = 0.0;
+            for (int j = 0; j < k; j++)
+                sum += x[(size_t)idx[(size_t)j * D + d] * D + d];
+            for (int j = k; j < K; j++)
+                idx[(size_t)j * D + d] = -1;
+            out[(size_t)b * D + d] = (float)(sum / k);
+        }
+    }
+}
+
+void vtr_kmax_pool_backward(float *dinp, const float *dout, const int *index, const int *lengths,
+                            int B, int T, int D, int K)
+{
+#pragma omp parallel for schedule(static) if ((long)B * T * D > PARALLEL_MIN)
+    for (int b = 0; b < B; b++) {
+        int k = K < lengths[b] ? K : lengths[b];
+        const int *idx = index + (size_t)b * K * D;
+        float *dx = dinp + (size_t)b * T * D;
+        for (int d = 0; d < D; d++) {
+            float g = dout[(size_t)b * D + d] / (float)k;
+            for (int j = 0; j < k; j++)
+                dx[(size_t)idx[(size_t)j * D + d] * D + d] += g;
+        }
+    }
+}
+
+/* dot product of two rows of D floats */
+static float dot(const float *a, const float *b, int D)
+{
+    float s = 0.0f;
+    for (int d = 0; d < D; d++)
+        s += a[d] * b[d];
+    return s;
+}
+
+void vtr_attention_pool_forward(float *out, float *weights, const float *inp,
+                                const float *score_weight, const float *score_bias,
+                                const int *lengths, int B, int T, int D)
+{
+    float bias = score_bias ? score_bias[0] : 0.0f;
+#pragma omp parallel for schedule(static) if ((long)B * T * D > PARALLEL_MIN)
+    for (int b = 0; b < B; b++) {
+        const float *x = inp + (size_t)b * T * D;
+        float *w = weights + (size_t)b * T;
+        for (int t = 0; t < lengths[b]; t++)
+            w[t] = dot(x + (size_t)t * D, score_weight, D) + bias;
+        vtr_masked_softmax_row_forward(w, w, lengths[b], T, 1.0f);
+        float *y = out + (size_t)b * D;
+        memset(y, 0, sizeof(float) * (size_t)D);
+        for (int t = 0; t < lengths[b]; t++)
+            for (int d = 0; d < D; d++)
+                y[d] += w[t] * x[(size_t)t * D + d];
+    }
+}
+
+/* sum_t weights[t] (dout · x_t) over the real elements of one item */
+static float weighted_dout_dot(const float *x, const float *w, const float *dy, int len, int D)
+{
+    float s = 0.0f;
+    for (int t = 0; t < len; t++)
+        s += w[t] * dot(dy, x + (size_t)t * D, D);
+    return s;
+}
+
+void vtr_attention_pool_backward(float *dinp, float *dscore_weight, float *dscore_bias,
+                                 const float *dout, const float *inp, const float *weights,
+                                 const float *score_weight, const int *lengths, int B, int T, int D)
+{
+    /* One pass in item order: the scorer's gradients sum over every (b, t), and this order
+     * keeps them independent of any thread count. */
+    double dbias = 0.0;
+    for (int b = 0; b < B; b++) {
+        const float *x = inp + (size_t)b * T * D;
+        const float *w = weights + (size_t)b * T;
+        const float *dy = dout + (size_t)b * D;
+        float dsum = weighted_dout_dot(x, w, dy, lengths[b], D);
+        for (int t = 0; t < lengths[b]; t++) {
+            const float *xt = x + (size_t)t * D;
+            float ds = w[t] * (dot(dy, xt, D) - dsum); /* gradient of score (b, t) */
+            dbias += ds;
+            for (int d = 0; d < D; d++)
+                dscore_weight[d] += ds * xt[d];
+            if (dinp) {
+                float *dx = dinp + ((size_t)b * T + t) * D;
+                for (int d = 0; d < D; d++)
+                    dx[d] += w[t] * dy[d] + ds * score_weight[d];
+            }
+        }
+    }
+    if (dscore_bias)
+        dscore_bias[0] += (float)dbias;
+}

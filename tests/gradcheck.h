@@ -1,0 +1,62 @@
+/* Test helpers for the nn ops: finite-difference gradient checks, random fills, and
+ * comparisons with the PyTorch fixtures in tests/fixtures/nn/ (make_nn_fixtures.py).
+ *
+ * Failures go through test_fail (tests/check.h), naming the tensor and the element.
+ */
+#ifndef VTR_TESTS_GRADCHECK_H
+#define VTR_TESTS_GRADCHECK_H
+
+#include <stddef.h>
+
+#include "lib/rng.h"
+
+/* Central-difference step, error floor and pass threshold (see gradcheck). float32
+ * rounding in the forward leaves up to ~1e-4 of absolute noise in a numeric derivative at
+ * this step (more behind GPO's softmax at temperature 0.1), hence the floor: an element
+ * whose gradient is wrong by more than ~3% of (its magnitude + 0.01) fails. */
+#define GRADCHECK_EPS 1e-3
+#define GRADCHECK_FLOOR 1e-2
+#define GRADCHECK_TOL 3e-2
+
+/* Parity threshold against PyTorch (REFERENCE.md: relative error under 1e-4). */
+#define PARITY_TOL 1e-4
+
+/* A scalar loss of the op under test, computed from the current inputs and parameters,
+ * summed in double (e.g. gradcheck_dot of the op's output and a fixed upstream gradient). */
+typedef double (*gradcheck_loss_fn)(void *ctx);
+
+/* Compares analytic (n), the gradient of loss with respect to x (n), with central
+ * differences: numeric = (loss(x_i + eps) - loss(x_i - eps)) / (2 eps), x_i restored
+ * after. The error of an element is
+ * |analytic - numeric| / (|analytic| + |numeric| + GRADCHECK_FLOOR);
+ * the test fails if the largest exceeds GRADCHECK_TOL. Checks every element when
+ * n <= max_checks, else max_checks elements spread evenly over x. Returns the largest
+ * error. */
+double gradcheck(const char *name, gradcheck_loss_fn loss, void *ctx, float *x,
+                 const float *analytic, size_t n, size_t max_checks);
+
+/* sum_i a[i] * b[i] in double */
+double gradcheck_dot(const float *a, const float *b, size_t n);
+
+/* Uniform in [lo, hi) from rng. */
+void nn_fill_uniform(float *x, size_t n, float lo, float hi, vtr_rng *rng);
+
+/* x (B,T,D) with every (b, d) column a shuffled grid, T <= 64: values distinct by at least
+ * 0.15, so a finite-difference step never reorders a sort, max or k-max. */
+void nn_fill_separated(float *x, int B, int T, int D, vtr_rng *rng);
+
+/* malloc'd, zero-filled (test_fail when out of memory) */
+float *nn_alloc_floats(size_t n);
+
+/* Loads tests/fixtures/nn/<name>.npy (the directory can be overridden with the environment
+ * variable VTR_NN_FIXTURES) into a malloc'd copy; the test fails unless the file exists,
+ * is float32 (or int32 for nn_fixture_ints) and has n elements. */
+float *nn_fixture_floats(const char *name, size_t n);
+int *nn_fixture_ints(const char *name, size_t n);
+
+/* Relative error of got (n) against the fixture <name>: max|got - ref| / max(max|ref|, 1e-6)
+ * over the whole tensor. Fails the test above PARITY_TOL; returns the error. With
+ * VTR_TEST_VERBOSE set, prints it. */
+double nn_parity_check(const char *name, const float *got, size_t n);
+
+#endif

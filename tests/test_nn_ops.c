@@ -1,0 +1,507 @@
+/* The nn ops one by one: finite-difference gradient checks of every input and parameter
+ * gradient, the accumulation rule, dropout's draws, the input checks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gradcheck.h"
+#include "lib/activation.h"
+#include "lib/embedding.h"
+#include "lib/linear.h"
+#include "lib/nn.h"
+#include "lib/norm.h"
+#include "lib/set_pooling.h"
+#include "lib/similarity.h"
+#include "lib/softmax.h"
+
+/* Every gradcheck below has the same shape: an op context holding the buffers, a forward
+ * that fills ctx->out from the current inputs, and the loss sum(out * g) whose gradient
+ * with respect to out is the fixed upstream g. */
+typedef struct op_ctx op_ctx;
+struct op_ctx {
+    void (*forward)(op_ctx *c);
+    float *out, *g;
+    size_t n_out;
+    float *in[4];  /* inputs and parameters the op reads */
+    float *aux[4]; /* saved values (means, indices as floats, ...) */
+    int *ints[2];
+    int dims[6];
+    float f;
+};
+
+static double op_loss(void *ctx)
+{
+    op_ctx *c = ctx;
+    c->forward(c);
+    return gradcheck_dot(c->out, c->g, c->n_out);
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+static void linear_fwd(op_ctx *c)
+{
+    vtr_linear_forward(c->out, c->in[0], c->in[1], c->in[2], c->dims[0], c->dims[1], c->dims[2]);
+}
+
+TEST(linear_gradcheck_with_and_without_bias)
+{
+    int N = 4, C = 5, OC = 3;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 1, 0);
+    float *x = nn_alloc_floats(N * C), *w = nn_alloc_floats(OC * C), *b = nn_alloc_floats(OC);
+    float *out = nn_alloc_floats(N * OC), *g = nn_alloc_floats(N * OC);
+    float *dx = nn_alloc_floats(N * C), *dw = nn_alloc_floats(OC * C), *db = nn_alloc_floats(OC);
+    nn_fill_uniform(x, N * C, -1, 1, &rng);
+    nn_fill_uniform(w, OC * C, -1, 1, &rng);
+    nn_fill_uniform(b, OC, -1, 1, &rng);
+    nn_fill_uniform(g, N * OC, -1, 1, &rng);
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        op_ctx c = {.forward = linear_fwd,
+                    .out = out,
+                    .g = g,
+                    .n_out = N * OC,
+                    .in = {x, w, with_bias ? b : NULL},
+                    .dims = {N, C, OC}};
+        memset(dx, 0, sizeof(float) * N * C);
+        memset(dw, 0, sizeof(float) * OC * C);
+        memset(db, 0, sizeof(float) * OC);
+        vtr_linear_forward(out, x, w, c.in[2], N, C, OC);
+        vtr_linear_backward(dx, dw, with_bias ? db : NULL, g, x, w, N, C, OC);
+        gradcheck("linear.dinp", op_loss, &c, x, dx, N * C, 1000);
+        gradcheck("linear.dweight", op_loss, &c, w, dw, OC * C, 1000);
+        if (with_bias)
+            gradcheck("linear.dbias", op_loss, &c, b, db, OC, 1000);
+    }
+    free(x), free(w), free(b), free(out), free(g), free(dx), free(dw), free(db);
+}
+
+TEST(backward_accumulates_into_every_gradient)
+{
+    int N = 3, C = 4, OC = 2;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 2, 0);
+    float x[12], w[8], g[6], dx1[12] = {0}, dw1[8] = {0}, db1[2] = {0};
+    float dx2[12], dw2[8], db2[2];
+    nn_fill_uniform(x, 12, -1, 1, &rng);
+    nn_fill_uniform(w, 8, -1, 1, &rng);
+    nn_fill_uniform(g, 6, -1, 1, &rng);
+    vtr_linear_backward(dx1, dw1, db1, g, x, w, N, C, OC);
+    for (int i = 0; i < 12; i++)
+        dx2[i] = 1.0f + dx1[i];
+    for (int i = 0; i < 8; i++)
+        dw2[i] = 2.0f + dw1[i];
+    db2[0] = 3.0f + db1[0];
+    db2[1] = 3.0f + db1[1];
+    vtr_linear_backward(dx2, dw2, db2, g, x, w, N, C, OC);
+    for (int i = 0; i < 12; i++)
+        CHECK(fabsf(dx2[i] - (1.0f + 2 * dx1[i])) < 1e-5f);
+    for (int i = 0; i < 8; i++)
+        CHECK(fabsf(dw2[i] - (2.0f + 2 * dw1[i])) < 1e-5f);
+    CHECK(fabsf(db2[1] - (3.0f + 2 * db1[1])) < 1e-5f);
+
+    /* an elementwise op and a set op too */
+    float y[4] = {0.5f, -1, 2, 0.1f}, gy[4] = {1, 1, 1, 1}, d[4] = {10, 10, 10, 10};
+    vtr_relu_backward(d, gy, y, 4);
+    CHECK(d[0] == 11 && d[1] == 10 && d[2] == 11 && d[3] == 11);
+    int len = 2;
+    float set[4] = {1, 2, 3, 4}, dset[4] = {1, 1, 1, 1}, dmean[2] = {2, 4};
+    (void)set;
+    vtr_mean_pool_backward(dset, dmean, &len, 1, 2, 2);
+    CHECK(dset[0] == 2 && dset[1] == 3 && dset[2] == 2 && dset[3] == 3);
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+static void act_fwd(op_ctx *c)
+{
+    size_t n = c->n_out;
+    switch (c->dims[0]) {
+    case 0: vtr_relu_forward(c->out, c->in[0], n); break;
+    case 1: vtr_gelu_forward(c->out, c->in[0], n); break;
+    case 2: vtr_tanh_forward(c->out, c->in[0], n); break;
+    default: vtr_sigmoid_forward(c->out, c->in[0], n); break;
+    }
+}
+
+TEST(activations_gradcheck)
+{
+    enum { n = 64 };
+    static const char *names[] = {"relu", "gelu", "tanh", "sigmoid"};
+    vtr_rng rng;
+    vtr_rng_init(&rng, 3, 0);
+    float x[n], out[n], g[n], dx[n];
+    for (int i = 0; i < n; i++) { /* away from relu's kink at 0 */
+        float v = 0.05f + 2.95f * vtr_rng_uniform(&rng);
+        x[i] = i % 2 ? v : -v;
+    }
+    nn_fill_uniform(g, n, -1, 1, &rng);
+    for (int op = 0; op < 4; op++) {
+        op_ctx c = {.forward = act_fwd, .out = out, .g = g, .n_out = n, .in = {x}, .dims = {op}};
+        act_fwd(&c);
+        memset(dx, 0, sizeof dx);
+        switch (op) {
+        case 0: vtr_relu_backward(dx, g, x, n); break;
+        case 1: vtr_gelu_backward(dx, g, x, n); break;
+        case 2: vtr_tanh_backward(dx, g, out, n); break;
+        default: vtr_sigmoid_backward(dx, g, out, n); break;
+        }
+        gradcheck(names[op], op_loss, &c, x, dx, n, n);
+    }
+    /* in place */
+    float y[3] = {-1, 0.5f, 2};
+    vtr_relu_forward(y, y, 3);
+    CHECK(y[0] == 0 && y[1] == 0.5f && y[2] == 2);
+    CHECK(fabsf(vtr_gelu(1.0f) - 0.8413447f) < 1e-6f);
+}
+
+TEST(dropout_draws_scale_and_determinism)
+{
+    enum { n = 100003 };
+    float *x = nn_alloc_floats(n), *y = nn_alloc_floats(n), *y2 = nn_alloc_floats(n);
+    float *dx = nn_alloc_floats(n), *g = nn_alloc_floats(n);
+    for (size_t i = 0; i < n; i++)
+        x[i] = g[i] = 1.0f + (float)(i % 7);
+    float p = 0.2f;
+    vtr_dropout_forward(y, x, n, p, 42, 5);
+    size_t dropped = 0;
+    for (size_t i = 0; i < n; i++) {
+        int drop = vtr_philox_uniform_at(42, 5, i) < p;
+        dropped += drop;
+        CHECK_MSG(y[i] == (drop ? 0.0f : x[i] * (1.0f / (1.0f - p))), "element %zu", i);
+    }
+    CHECK(fabs((double)dropped / n - p) < 0.01);
+    /* the same seed and stream give the same bytes; another stream differs */
+    vtr_dropout_forward(y2, x, n, p, 42, 5);
+    CHECK(memcmp(y, y2, sizeof(float) * n) == 0);
+    vtr_dropout_forward(y2, x, n, p, 42, 6);
+    CHECK(memcmp(y, y2, sizeof(float) * n) != 0);
+    /* backward applies the same mask and scale: dx = g * y / x here */
+    vtr_dropout_backward(dx, g, n, p, 42, 5);
+    for (size_t i = 0; i < n; i++)
+        CHECK(dx[i] == y[i]);
+    /* p = 0 is the identity; p = 1 zeroes */
+    vtr_dropout_forward(y2, x, 10, 0.0f, 1, 1);
+    CHECK(memcmp(y2, x, sizeof(float) * 10) == 0);
+    vtr_dropout_forward(y2, x, 10, 1.0f, 1, 1);
+    for (int i = 0; i < 10; i++)
+        CHECK(y2[i] == 0.0f);
+    free(x), free(y), free(y2), free(dx), free(g);
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+static void embedding_fwd(op_ctx *c)
+{
+    vtr_embedding_forward(c->out, c->ints[0], c->in[0], c->dims[0], c->dims[1]);
+}
+
+TEST(embedding_gradcheck_with_repeated_ids)
+{
+    int V = 6, D = 3, N = 7;
+    int ids[7] = {2, 0, 5, 2, 2, 1, 0};
+    vtr_rng rng;
+    vtr_rng_init(&rng, 4, 0);
+    float table[18], out[21], g[21], dtable[18] = {0};
+    nn_fill_uniform(table, 18, -1, 1, &rng);
+    nn_fill_uniform(g, 21, -1, 1, &rng);
+    op_ctx c = {.forward = embedding_fwd,
+                .out = out,
+                .g = g,
+                .n_out = 21,
+                .in = {table},
+                .ints = {ids},
+                .dims = {N, D}};
+    embedding_fwd(&c);
+    CHECK(out[3 * 3 + 1] == table[2 * 3 + 1]);
+    vtr_embedding_backward(dtable, g, ids, N, D);
+    gradcheck("embedding.dtable", op_loss, &c, table, dtable, (size_t)V * D, 100);
+    for (int d = 0; d < D; d++) /* id 3 and 4 unused */
+        CHECK(dtable[3 * D + d] == 0.0f && dtable[4 * D + d] == 0.0f);
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+static void batchnorm_fwd(op_ctx *c)
+{
+    vtr_batchnorm_forward(c->out, c->aux[0], c->aux[1], NULL, NULL, c->in[0], c->in[1], c->in[2],
+                          c->dims[0], c->dims[1], 0.1f, 1e-5f);
+}
+
+TEST(batchnorm_gradcheck_and_running_statistics)
+{
+    int N = 7, C = 70; /* more than one block of channels */
+    vtr_rng rng;
+    vtr_rng_init(&rng, 5, 0);
+    float *x = nn_alloc_floats(N * C), *w = nn_alloc_floats(C), *b = nn_alloc_floats(C);
+    float *out = nn_alloc_floats(N * C), *g = nn_alloc_floats(N * C), *mean = nn_alloc_floats(C);
+    float *rstd = nn_alloc_floats(C), *dx = nn_alloc_floats(N * C), *dw = nn_alloc_floats(C);
+    float *db = nn_alloc_floats(C), *rm = nn_alloc_floats(C), *rv = nn_alloc_floats(C);
+    nn_fill_uniform(x, N * C, -2, 3, &rng);
+    nn_fill_uniform(w, C, 0.5f, 1.5f, &rng);
+    nn_fill_uniform(b, C, -0.5f, 0.5f, &rng);
+    nn_fill_uniform(g, N * C, -1, 1, &rng);
+    for (int i = 0; i < C; i++)
+        rv[i] = 1.0f;
+    op_ctx c = {.forward = batchnorm_fwd,
+                .out = out,
+                .g = g,
+                .n_out = N * C,
+                .in = {x, w, b},
+                .aux = {mean, rstd},
+                .dims = {N, C}};
+    vtr_batchnorm_forward(out, mean, rstd, rm, rv, x, w, b, N, C, 0.1f, 1e-5f);
+    vtr_batchnorm_backward(dx, dw, db, g, x, w, mean, rstd, N, C);
+    gradcheck("batchnorm.dinp", op_loss, &c, x, dx, N * C, 300);
+    gradcheck("batchnorm.dweight", op_loss, &c, w, dw, C, 300);
+    gradcheck("batchnorm.dbias", op_loss, &c, b, db, C, 300);
+    /* running statistics, channel 3: momentum 0.1, unbiased variance */
+    double s = 0, ss = 0;
+    for (int n = 0; n < N; n++)
+        s += x[n * C + 3];
+    double m = s / N;
+    for (int n = 0; n < N; n++)
+        ss += (x[n * C + 3] - m) * (x[n * C + 3] - m);
+    CHECK(fabs(rm[3] - 0.1 * m) < 1e-6);
+    CHECK(fabs(rv[3] - (0.9 + 0.1 * ss / (N - 1))) < 1e-5);
+    /* eval mode normalizes with the running statistics */
+    vtr_batchnorm_forward_eval(out, x, w, b, rm, rv, N, C, 1e-5f);
+    double want = (x[2 * C + 3] - rm[3]) / sqrt(rv[3] + 1e-5) * w[3] + b[3];
+    CHECK(fabs(out[2 * C + 3] - want) < 1e-5);
+    free(x), free(w), free(b), free(out), free(g), free(mean), free(rstd), free(dx);
+    free(dw), free(db), free(rm), free(rv);
+}
+
+static void layernorm_fwd(op_ctx *c)
+{
+    vtr_layernorm_forward(c->out, c->aux[0], c->aux[1], c->in[0], c->in[1], c->in[2], c->dims[0],
+                          c->dims[1], 1e-5f);
+}
+
+TEST(layernorm_gradcheck)
+{
+    int N = 5, C = 6;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 6, 0);
+    float x[30], w[6], b[6], out[30], g[30], mean[5], rstd[5];
+    float dx[30] = {0}, dw[6] = {0}, db[6] = {0};
+    nn_fill_uniform(x, 30, -2, 2, &rng);
+    nn_fill_uniform(w, 6, 0.5f, 1.5f, &rng);
+    nn_fill_uniform(b, 6, -0.5f, 0.5f, &rng);
+    nn_fill_uniform(g, 30, -1, 1, &rng);
+    op_ctx c = {.forward = layernorm_fwd,
+                .out = out,
+                .g = g,
+                .n_out = 30,
+                .in = {x, w, b},
+                .aux = {mean, rstd},
+                .dims = {N, C}};
+    layernorm_fwd(&c);
+    vtr_layernorm_backward(dx, dw, db, g, x, w, mean, rstd, N, C);
+    gradcheck("layernorm.dinp", op_loss, &c, x, dx, 30, 100);
+    gradcheck("layernorm.dweight", op_loss, &c, w, dw, 6, 100);
+    gradcheck("layernorm.dbias", op_loss, &c, b, db, 6, 100);
+}
+
+static void l2norm_fwd(op_ctx *c)
+{
+    vtr_l2norm_forward(c->out, c->aux[0], c->in[0], c->dims[0], c->dims[1]);
+}
+
+TEST(l2norm_gradcheck_and_zero_row)
+{
+    int N = 4, D = 5;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 7, 0);
+    float x[20], out[20], g[20], norm[4], dx[20] = {0};
+    nn_fill_uniform(x, 20, -1, 1, &rng);
+    nn_fill_uniform(g, 20, -1, 1, &rng);
+    op_ctx c = {.forward = l2norm_fwd,
+                .out = out,
+                .g = g,
+                .n_out = 20,
+                .in = {x},
+                .aux = {norm},
+                .dims = {N, D}};
+    l2norm_fwd(&c);
+    double ss = 0;
+    for (int d = 0; d < D; d++)
+        ss += out[D + d] * out[D + d];
+    CHECK(fabs(ss - 1.0) < 1e-6);
+    vtr_l2norm_backward(dx, g, x, norm, N, D);
+    gradcheck("l2norm.dinp", op_loss, &c, x, dx, 20, 100);
+    /* a zero row stays zero, with a finite gradient */
+    float z[3] = {0}, zo[3], zn, zg[3] = {1, 1, 1}, zd[3] = {0};
+    vtr_l2norm_forward(zo, &zn, z, 1, 3);
+    vtr_l2norm_backward(zd, zg, z, &zn, 1, 3);
+    CHECK(zo[0] == 0 && isfinite(zd[0]));
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+static const int ragged[3] = {5, 2, 3}; /* B 3, T 5 */
+
+static void softmax_fwd(op_ctx *c)
+{
+    vtr_masked_softmax_forward(c->out, c->in[0], c->ints[0], c->dims[0], c->dims[1], c->f);
+}
+
+TEST(masked_softmax_gradcheck_with_temperature)
+{
+    int B = 3, T = 5;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 8, 0);
+    float x[15], out[15], g[15], dx[15] = {0};
+    nn_fill_uniform(x, 15, -0.3f, 0.3f, &rng);
+    nn_fill_uniform(g, 15, -1, 1, &rng);
+    op_ctx c = {.forward = softmax_fwd,
+                .out = out,
+                .g = g,
+                .n_out = 15,
+                .in = {x},
+                .ints = {(int *)ragged},
+                .dims = {B, T},
+                .f = 0.1f};
+    softmax_fwd(&c);
+    for (int b = 0; b < B; b++) {
+        double s = 0;
+        for (int t = 0; t < T; t++) {
+            s += out[b * T + t];
+            if (t >= ragged[b])
+                CHECK(out[b * T + t] == 0.0f);
+        }
+        CHECK(fabs(s - 1.0) < 1e-6);
+    }
+    vtr_masked_softmax_backward(dx, g, out, ragged, B, T, 0.1f);
+    gradcheck("softmax.dinp", op_loss, &c, x, dx, 15, 100);
+    /* equals PyTorch's softmax(masked_fill(-10000) / 0.1) */
+    float filled[5] = {x[5], x[6], -10000, -10000, -10000}, plain[5];
+    vtr_masked_softmax_forward(plain, filled, NULL, 1, 5, 0.1f);
+    CHECK(memcmp(plain, out + 5, sizeof plain) == 0);
+}
+
+static void similarity_fwd(op_ctx *c)
+{
+    vtr_cosine_similarity_forward(c->out, c->in[0], c->in[1], c->dims[0], c->dims[1], c->dims[2]);
+}
+
+TEST(cosine_similarity_gradcheck)
+{
+    int NA = 3, NB = 4, D = 5;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 9, 0);
+    float a[15], b[20], S[12], g[12], da[15] = {0}, db[20] = {0};
+    nn_fill_uniform(a, 15, -1, 1, &rng);
+    nn_fill_uniform(b, 20, -1, 1, &rng);
+    nn_fill_uniform(g, 12, -1, 1, &rng);
+    op_ctx c = {.forward = similarity_fwd,
+                .out = S,
+                .g = g,
+                .n_out = 12,
+                .in = {a, b},
+                .dims = {NA, NB, D}};
+    similarity_fwd(&c);
+    CHECK(fabs(S[1 * NB + 2] - gradcheck_dot(a + 5, b + 10, 5)) < 1e-6);
+    vtr_cosine_similarity_backward(da, db, g, a, b, NA, NB, D);
+    gradcheck("similarity.da", op_loss, &c, a, da, 15, 100);
+    gradcheck("similarity.db", op_loss, &c, b, db, 20, 100);
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+static void pool_fwd(op_ctx *c)
+{
+    int B = c->dims[0], T = c->dims[1], D = c->dims[2];
+    switch (c->dims[3]) {
+    case 0: vtr_mean_pool_forward(c->out, c->in[0], c->ints[0], B, T, D); break;
+    case 1: vtr_max_pool_forward(c->out, c->ints[1], c->in[0], c->ints[0], B, T, D); break;
+    case 2:
+        vtr_kmax_pool_forward(c->out, c->ints[1], c->in[0], c->ints[0], B, T, D, c->dims[4]);
+        break;
+    default:
+        vtr_attention_pool_forward(c->out, c->aux[0], c->in[0], c->in[1], c->in[2], c->ints[0], B,
+                                   T, D);
+        break;
+    }
+}
+
+TEST(set_pooling_gradcheck)
+{
+    enum { B = 3, T = 5, D = 4 };
+    static const char *names[] = {"mean_pool", "max_pool", "kmax_pool(2)", "kmax_pool(4)",
+                                  "attention_pool"};
+    vtr_rng rng;
+    vtr_rng_init(&rng, 10, 0);
+    float x[B * T * D], out[B * D], g[B * D], dx[B * T * D], w[D], bias[1], weights[B * T];
+    float dw[D], dbias[1];
+    int index[B * 4 * D];
+    nn_fill_separated(x, B, T, D, &rng);
+    nn_fill_uniform(g, B * D, -1, 1, &rng);
+    nn_fill_uniform(w, D, -1, 1, &rng);
+    bias[0] = 0.3f;
+    for (int variant = 0; variant < 5; variant++) {
+        int kind = variant <= 1 ? variant : variant <= 3 ? 2 : 3;
+        int K = variant == 2 ? 2 : 4;
+        op_ctx c = {.forward = pool_fwd,
+                    .out = out,
+                    .g = g,
+                    .n_out = B * D,
+                    .in = {x, w, bias},
+                    .aux = {weights},
+                    .ints = {(int *)ragged, index},
+                    .dims = {B, T, D, kind, K}};
+        pool_fwd(&c);
+        memset(dx, 0, sizeof dx);
+        memset(dw, 0, sizeof dw);
+        dbias[0] = 0;
+        switch (kind) {
+        case 0: vtr_mean_pool_backward(dx, g, ragged, B, T, D); break;
+        case 1: vtr_max_pool_backward(dx, g, index, B, T, D); break;
+        case 2: vtr_kmax_pool_backward(dx, g, index, ragged, B, T, D, K); break;
+        default:
+            vtr_attention_pool_backward(dx, dw, dbias, g, x, weights, w, ragged, B, T, D);
+            break;
+        }
+        gradcheck(names[variant], op_loss, &c, x, dx, B * T * D, 1000);
+        if (kind == 3) {
+            gradcheck("attention_pool.dweight", op_loss, &c, w, dw, D, 100);
+            gradcheck("attention_pool.dbias", op_loss, &c, bias, dbias, 1, 100);
+        }
+        for (int b = 0; b < B; b++) /* padded elements: no gradient */
+            for (int t = ragged[b]; t < T; t++)
+                for (int d = 0; d < D; d++)
+                    CHECK(dx[(b * T + t) * D + d] == 0.0f);
+    }
+    /* k-max of item 1 (length 2) with K = 4: the mean of both, index -1 past them */
+    vtr_kmax_pool_forward(out, index, x, ragged, B, T, D, 4);
+    CHECK(fabsf(out[D] - 0.5f * (x[T * D] + x[(T + 1) * D])) < 1e-6f);
+    CHECK(index[1 * 4 * D + 2 * D] == -1);
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+TEST(nn_checks_reject_bad_lengths_and_ids)
+{
+    vtr_error err;
+    int good[3] = {1, 5, 3}, zero[2] = {2, 0}, big[2] = {6, 1};
+    CHECK_OK(vtr_nn_check_lengths(good, 3, 5, &err));
+    CHECK_FAILS(vtr_nn_check_lengths(zero, 2, 5, &err), VTR_ERR_INVALID, "item 1: length 0");
+    CHECK_FAILS(vtr_nn_check_lengths(big, 2, 5, &err), VTR_ERR_INVALID, "outside 1..5");
+    int ids[4] = {0, 3, 9, 10};
+    CHECK_OK(vtr_nn_check_ids(ids, 3, 10, &err));
+    CHECK_FAILS(vtr_nn_check_ids(ids, 4, 10, &err), VTR_ERR_INVALID, "token 3: id 10");
+}
+
+TEST(set_sort_desc_ties_keep_position_order)
+{
+    /* 4 elements, 2 dimensions; dimension 0 has a tie, dimension 1 a NaN */
+    const float x[8] = {1, 0, 3, NAN, 3, 5, 2, -1};
+    int order[8];
+    vtr_set_sort_desc(order, x, 4, 2, 4);
+    CHECK(order[0] == 1 && order[2] == 2 && order[4] == 3 && order[6] == 0);
+    for (int r = 0; r < 4; r++)
+        CHECK(order[r * 2 + 1] >= 0 && order[r * 2 + 1] < 4);
+    int top2[4];
+    vtr_set_sort_desc(top2, x, 4, 2, 2);
+    CHECK(top2[0] == 1 && top2[2] == 2);
+}
