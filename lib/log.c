@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
+
 static struct {
     char program[64];
     bool json;
@@ -54,7 +56,7 @@ static void emit_event(const char *event, const json_t *fields)
     json_object_set_new(obj, "event", json_string(event));
     if (fields)
         json_object_update(obj, (json_t *)fields);
-    char *text = json_dumps(obj, JSON_COMPACT);
+    char *text = json_dumps(obj, VTR_JSON_FLAGS);
     if (text)
         fprintf(stderr, "%s\n", text);
     free(text);

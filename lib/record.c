@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "npy.h"
 
 #define HEADER_SIZE 24
@@ -76,7 +77,7 @@ vtr_status vtr_record_write(FILE *out, const char *key, const json_t *meta,
     if (meta && !json_is_object(meta))
         return vtr_fail(err, VTR_ERR_INVALID, "%s: record %s: metadata is not a JSON object",
                         what, key);
-    char *meta_text = meta ? json_dumps(meta, JSON_COMPACT) : strdup("{}");
+    char *meta_text = meta ? json_dumps(meta, VTR_JSON_FLAGS) : strdup("{}");
     if (!meta_text)
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: record %s: metadata not serializable", what,
                         key);

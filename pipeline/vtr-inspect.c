@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/json.h"
 #include "lib/log.h"
 #include "lib/npy.h"
 #include "lib/record.h"
@@ -38,7 +39,7 @@ static void print_array(const char *source, const char *kind, const char *name,
             json_object_set_new(obj, kind[0] == 'r' ? "key" : "name", json_string(name));
         if (meta)
             json_object_set(obj, "meta", (json_t *)meta);
-        char *text = json_dumps(obj, JSON_COMPACT);
+        char *text = json_dumps(obj, VTR_JSON_FLAGS);
         puts(text);
         free(text);
         json_decref(obj);
@@ -46,7 +47,7 @@ static void print_array(const char *source, const char *kind, const char *name,
     }
     char shape[160];
     vtr_shape_str(t->ndim, t->shape, shape, sizeof shape);
-    char *meta_text = meta ? json_dumps(meta, JSON_COMPACT) : NULL;
+    char *meta_text = meta ? json_dumps(meta, VTR_JSON_FLAGS) : NULL;
     if (name)
         printf("  %s  %s %s", name, vtr_dtype_name(t->dtype), shape);
     else
@@ -82,7 +83,7 @@ static vtr_status inspect_safetensors(const char *path, vtr_error *err)
     if (rc != VTR_OK)
         return rc;
     if (!json_output) {
-        char *meta = st.metadata ? json_dumps(st.metadata, JSON_COMPACT) : NULL;
+        char *meta = st.metadata ? json_dumps(st.metadata, VTR_JSON_FLAGS) : NULL;
         printf("%s: safetensors, %zu tensors%s%s\n", path, st.count, meta ? ", metadata " : "",
                meta ? meta : "");
         free(meta);
