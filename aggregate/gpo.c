@@ -115,13 +115,7 @@ void vtr_gpo_forward(float *out, float *weights, void *workspace, const float *i
         for (int k = len; k < T; k++)
             for (int d = 0; d < D; d++)
                 idx[(size_t)k * D + d] = -1;
-        for (int d = 0; d < D; d++)
-            y[d] = 0.0f;
-        for (int k = 0; k < len; k++) {
-            const int *row = idx + (size_t)k * D;
-            for (int d = 0; d < D; d++)
-                y[d] += w[k] * x[(size_t)row[d] * D + d];
-        }
+        vtr_gpo_pool_columns(y, x, w, idx, len, D, 0, D);
     }
 }
 
@@ -151,23 +145,10 @@ void vtr_gpo_backward(float *dinp, float *dparams, void *scratch, const float *d
         const float *dy = dout + (size_t)b * D;
         const int *idx = sort_index + (size_t)b * T * D;
         float *dw = dweights + (size_t)b * T;
-        for (int k = 0; k < T; k++) {
-            float s = 0.0f;
-            if (k < len) {
-                const int *row = idx + (size_t)k * D;
-                for (int d = 0; d < D; d++)
-                    s += dy[d] * x[(size_t)row[d] * D + d];
-            }
-            dw[k] = s;
-        }
-        if (dinp) {
-            float *dx = dinp + (size_t)b * T * D;
-            for (int k = 0; k < len; k++) {
-                const int *row = idx + (size_t)k * D;
-                for (int d = 0; d < D; d++)
-                    dx[(size_t)row[d] * D + d] += w[k] * dy[d];
-            }
-        }
+        for (int k = 0; k < T; k++)
+            dw[k] = k < len ? vtr_gpo_dweight_at(x, dy, idx, D, k) : 0.0f;
+        if (dinp)
+            vtr_gpo_dinp_columns(dinp + (size_t)b * T * D, w, dy, idx, len, D, 0, D);
     }
 
     // softmax -> linear -> GRU (its input, the encodings, wants no gradient)

@@ -28,6 +28,10 @@
 #include "lib/hostdevice.h"
 #include "lib/nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define VTR_GPO_D_PE 32          /* positional-encoding size of the reference */
 #define VTR_GPO_HIDDEN 32        /* GRU hidden size of the reference */
 #define VTR_GPO_TEMPERATURE 0.1f /* softmax temperature of the reference code */
@@ -41,6 +45,45 @@ static VTR_HD float vtr_gpo_positional_encoding_at(int k, int i, int d_pe)
     float div = expf((float)(i & ~1) * (float)(-9.210340371976184 / d_pe)); /* ln 10000 */
     float angle = (float)k * div;
     return (i & 1) ? cosf(angle) : sinf(angle);
+}
+
+/* Step 5 for the dimensions d0 <= d < d1 of one set x (len, D): y[d] = sum_k w[k] *
+ * x[index[k,d], d], summed in float in the order of k; index (len, D) the element at rank k
+ * of each dimension. */
+static VTR_HD void vtr_gpo_pool_columns(float *y, const float *x, const float *w, const int *index,
+                                        int len, int D, int d0, int d1)
+{
+    for (int d = d0; d < d1; d++)
+        y[d] = 0.0f;
+    for (int k = 0; k < len; k++) {
+        const int *row = index + (size_t)k * D;
+        for (int d = d0; d < d1; d++)
+            y[d] += w[k] * x[(size_t)row[d] * D + d];
+    }
+}
+
+/* Gradient of the weight of rank k of one set: sum_d dout[d] * x[index[k,d], d], summed in
+ * float in the order of d. */
+static VTR_HD float vtr_gpo_dweight_at(const float *x, const float *dout, const int *index, int D,
+                                       int k)
+{
+    const int *row = index + (size_t)k * D;
+    float s = 0.0f;
+    for (int d = 0; d < D; d++)
+        s += dout[d] * x[(size_t)row[d] * D + d];
+    return s;
+}
+
+/* Input gradient of one set for the dimensions d0 <= d < d1: dx[index[k,d], d] +=
+ * w[k] * dout[d] for k < len. Within a dimension the len ranks are distinct elements. */
+static VTR_HD void vtr_gpo_dinp_columns(float *dx, const float *w, const float *dout,
+                                        const int *index, int len, int D, int d0, int d1)
+{
+    for (int k = 0; k < len; k++) {
+        const int *row = index + (size_t)k * D;
+        for (int d = d0; d < d1; d++)
+            dx[(size_t)row[d] * D + d] += w[k] * dout[d];
+    }
 }
 
 /* Floats in GPO's parameter buffer. */
@@ -85,5 +128,9 @@ int vtr_gpo_augment_set(int *keep, int n, float p, uint64_t seed, uint64_t strea
  * the new length; when every token would be deleted, returns the caption unchanged. */
 int vtr_gpo_augment_caption(int *out, const int *ids, int n, int vocab_size, int mask_id, float p,
                             uint64_t seed, uint64_t stream);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -14,6 +14,10 @@
 #include "nn.h"
 #include "rng.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 static VTR_HD float vtr_relu(float x)
 {
     return x > 0.0f ? x : 0.0f;
@@ -95,5 +99,9 @@ void vtr_dropout_forward(float *out, const float *inp, size_t n, float p, uint64
 // dinp (n), dout (n); the same n, p, seed and stream as the forward
 void vtr_dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t seed,
                           uint64_t stream);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

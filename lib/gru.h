@@ -28,6 +28,10 @@
 #include "hostdevice.h"
 #include "nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* How the two directions' outputs combine. */
 typedef enum vtr_gru_merge {
     VTR_GRU_AVERAGE, /* out (B,T,H) = (forward + reverse) / 2 (VSE∞, HGR, GPO) */
@@ -97,5 +101,9 @@ void vtr_gru_backward(float *dinp, float *dparams, void *scratch, const float *d
                       const float *inp, const int *lengths, const float *params,
                       const void *workspace, int B, int T, int D, int H, int num_directions,
                       vtr_gru_merge merge);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -3,9 +3,6 @@
 #include <cblas.h>
 #include <string.h>
 
-/* Columns per block in column reductions: a block's rows are read contiguously. */
-#define COLUMN_BLOCK 64
-
 void vtr_linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
                         int C, int OC)
 {
@@ -45,18 +42,11 @@ void vtr_bias_forward(float *out, const float *bias, int N, int C)
 
 void vtr_bias_backward(float *dbias, const float *dout, int N, int C)
 {
-    int blocks = (C + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
+    int blocks = (C + VTR_COLUMN_BLOCK - 1) / VTR_COLUMN_BLOCK;
 #pragma omp parallel for schedule(static) if ((long)N * C > 65536)
     for (int blk = 0; blk < blocks; blk++) {
-        int c0 = blk * COLUMN_BLOCK;
-        int nc = C - c0 < COLUMN_BLOCK ? C - c0 : COLUMN_BLOCK;
-        double acc[COLUMN_BLOCK] = {0};
-        for (int n = 0; n < N; n++) {
-            const float *row = dout + (size_t)n * C + c0;
-            for (int c = 0; c < nc; c++)
-                acc[c] += row[c];
-        }
-        for (int c = 0; c < nc; c++)
-            dbias[c0 + c] += (float)acc[c];
+        int c0 = blk * VTR_COLUMN_BLOCK;
+        int nc = C - c0 < VTR_COLUMN_BLOCK ? C - c0 : VTR_COLUMN_BLOCK;
+        vtr_bias_backward_columns(dbias, dout, N, C, c0, nc);
     }
 }

@@ -5,7 +5,8 @@
  * comment giving every buffer's shape. Arguments come in one order:
  *     forward (outputs, saved-for-backward, workspace, inputs, parameters, dims, options)
  *     backward(input grads, parameter grads, scratch, dout, forward's inputs/saved, dims, options)
- * The CPU versions here are the reference; a CUDA version has the same signature.
+ * The CPU versions here are the reference. The CUDA versions (lib/nn_cuda.h) take the same
+ * arguments in the same order as device pointers, plus a vtr_error, and return vtr_status.
  *
  * Buffers. Every buffer is float32 (indices int32) in C order, allocated and owned by the
  * caller, with the shape its comment gives; nothing is allocated inside an op and there is
@@ -64,6 +65,15 @@
 
 #include "error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Columns per block in the column reductions (bias, BatchNorm, LayerNorm and embedding
+ * gradients): the CPU backend calls a VTR_HD block function per block of this many
+ * columns (contiguous row reads), the CUDA backend the same function per column. */
+#define VTR_COLUMN_BLOCK 64
+
 /* How a loss reduces its per-example terms. */
 typedef enum vtr_reduction {
     VTR_REDUCE_SUM,  /* sum over the batch (VSE++, VSE∞) */
@@ -81,5 +91,9 @@ vtr_status vtr_nn_check_lengths(const int *lengths, int B, int T, vtr_error *err
 
 /* Fails with VTR_ERR_INVALID, naming the position, unless 0 <= ids[i] < V for every i. */
 vtr_status vtr_nn_check_ids(const int *ids, long n, int V, vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 #include "hostdevice.h"
 #include "nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define VTR_BATCHNORM_MOMENTUM 0.1f
 #define VTR_BATCHNORM_EPS 1e-5f
 #define VTR_LAYERNORM_EPS 1e-5f
@@ -29,6 +33,112 @@ static VTR_HD float vtr_norm_dinput(float dxhat, float xhat, float rstd, float m
                                     float mean_dxhat_xhat)
 {
     return rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
+}
+
+/* BatchNorm eval-mode output of one element, from the running statistics */
+static VTR_HD float vtr_batchnorm_eval_at(float x, float running_mean, float running_var,
+                                          float weight, float bias, float eps)
+{
+    return vtr_norm_affine(x, running_mean, 1.0f / sqrtf(running_var + eps), weight, bias);
+}
+
+/* BatchNorm training statistics of the columns c0 .. c0+nc-1 of inp (N,C), nc <=
+ * VTR_COLUMN_BLOCK, rows in order, two passes in double (mean, then squared deviations):
+ * writes mean and rstd of those columns and updates running_mean / running_var (each may
+ * be NULL) as vtr_batchnorm_forward documents. */
+static VTR_HD void vtr_batchnorm_stats_columns(float *mean, float *rstd, float *running_mean,
+                                               float *running_var, const float *inp, int N, int C,
+                                               int c0, int nc, float momentum, float eps)
+{
+    double sum[VTR_COLUMN_BLOCK] = {0}, ss[VTR_COLUMN_BLOCK] = {0};
+    for (int n = 0; n < N; n++) {
+        const float *row = inp + (size_t)n * C + c0;
+        for (int c = 0; c < nc; c++)
+            sum[c] += row[c];
+    }
+    for (int c = 0; c < nc; c++)
+        sum[c] /= N;
+    for (int n = 0; n < N; n++) {
+        const float *row = inp + (size_t)n * C + c0;
+        for (int c = 0; c < nc; c++)
+            ss[c] += (row[c] - sum[c]) * (row[c] - sum[c]);
+    }
+    for (int c = 0; c < nc; c++) {
+        double var = ss[c] / N;
+        mean[c0 + c] = (float)sum[c];
+        rstd[c0 + c] = (float)(1.0 / sqrt(var + eps));
+        if (running_mean)
+            running_mean[c0 + c] =
+                (1.0f - momentum) * running_mean[c0 + c] + momentum * (float)sum[c];
+        if (running_var)
+            running_var[c0 + c] =
+                (1.0f - momentum) * running_var[c0 + c] + momentum * (float)(ss[c] / (N - 1));
+    }
+}
+
+/* Over the N rows, for the columns c0 .. c0+nc-1 (nc <= VTR_COLUMN_BLOCK): sdy[c] = sum of
+ * dout and sdyx[c] = sum of dout * xhat, in row order, xhat = (x - mean) * rstd with mean and
+ * rstd per column (BatchNorm, per_row 0) or per row (LayerNorm, per_row 1). */
+static VTR_HD void vtr_norm_column_sums(double *sdy, double *sdyx, const float *dout,
+                                        const float *inp, const float *mean, const float *rstd,
+                                        int per_row, int N, int C, int c0, int nc)
+{
+    for (int c = 0; c < nc; c++)
+        sdy[c] = sdyx[c] = 0.0;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C + c0;
+        const float *dy = dout + (size_t)n * C + c0;
+        for (int c = 0; c < nc; c++) {
+            int k = per_row ? n : c0 + c;
+            sdy[c] += dy[c];
+            sdyx[c] += (double)dy[c] * ((x[c] - mean[k]) * rstd[k]);
+        }
+    }
+}
+
+/* BatchNorm backward of the columns c0 .. c0+nc-1 (nc <= VTR_COLUMN_BLOCK): their weight
+ * and bias gradients, then (dinp not NULL) their input gradients; the arguments as
+ * vtr_batchnorm_backward's. */
+static VTR_HD void vtr_batchnorm_backward_columns(float *dinp, float *dweight, float *dbias,
+                                                  const float *dout, const float *inp,
+                                                  const float *weight, const float *mean,
+                                                  const float *rstd, int N, int C, int c0, int nc)
+{
+    const float *m = mean + c0, *r = rstd + c0, *w = weight + c0;
+    double sdy[VTR_COLUMN_BLOCK], sdyx[VTR_COLUMN_BLOCK];
+    vtr_norm_column_sums(sdy, sdyx, dout, inp, mean, rstd, 0, N, C, c0, nc);
+    float mean_dxhat[VTR_COLUMN_BLOCK], mean_dxhat_xhat[VTR_COLUMN_BLOCK];
+    for (int c = 0; c < nc; c++) {
+        dbias[c0 + c] += (float)sdy[c];
+        dweight[c0 + c] += (float)sdyx[c];
+        mean_dxhat[c] = (float)(sdy[c] * w[c] / N);
+        mean_dxhat_xhat[c] = (float)(sdyx[c] * w[c] / N);
+    }
+    if (!dinp)
+        return;
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C + c0;
+        const float *dy = dout + (size_t)n * C + c0;
+        float *dx = dinp + (size_t)n * C + c0;
+        for (int c = 0; c < nc; c++)
+            dx[c] += vtr_norm_dinput(dy[c] * w[c], (x[c] - m[c]) * r[c], r[c], mean_dxhat[c],
+                                     mean_dxhat_xhat[c]);
+    }
+}
+
+/* LayerNorm weight and bias gradients of the columns c0 .. c0+nc-1 (nc <=
+ * VTR_COLUMN_BLOCK); mean (N) and rstd (N) per row as saved by the forward. */
+static VTR_HD void vtr_layernorm_param_grads_columns(float *dweight, float *dbias,
+                                                     const float *dout, const float *inp,
+                                                     const float *mean, const float *rstd, int N,
+                                                     int C, int c0, int nc)
+{
+    double sdy[VTR_COLUMN_BLOCK], sdyx[VTR_COLUMN_BLOCK];
+    vtr_norm_column_sums(sdy, sdyx, dout, inp, mean, rstd, 1, N, C, c0, nc);
+    for (int c = 0; c < nc; c++) {
+        dbias[c0 + c] += (float)sdy[c];
+        dweight[c0 + c] += (float)sdyx[c];
+    }
 }
 
 /* LayerNorm of one row x (C): writes out (C), returns mean and rstd */
@@ -136,5 +246,9 @@ void vtr_l2norm_forward(float *out, float *norm, const float *inp, int N, int D)
 // dinp (N,D), dout (N,D), inp (N,D), norm (N)
 void vtr_l2norm_backward(float *dinp, const float *dout, const float *inp, const float *norm, int N,
                          int D);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,34 +1,14 @@
 #include "set_pooling.h"
 
 #include <stddef.h>
-#include <string.h>
-
-#include "softmax.h"
 
 #define PARALLEL_MIN 65536
-#define DIM_BLOCK 64
 
 void vtr_set_sort_desc(int *order, const float *x, int len, int D, int k)
 {
-    for (int r = 0; r < k; r++) /* in range whatever NaNs do to the ranks */
-        memset(order + (size_t)r * D, 0, sizeof(int) * (size_t)D);
-    for (int d0 = 0; d0 < D; d0 += DIM_BLOCK) {
-        int nd = D - d0 < DIM_BLOCK ? D - d0 : DIM_BLOCK;
-        for (int t = 0; t < len; t++) {
-            const float *xt = x + (size_t)t * D + d0;
-            int rank[DIM_BLOCK] = {0};
-            for (int u = 0; u < len; u++) {
-                if (u == t)
-                    continue;
-                const float *xu = x + (size_t)u * D + d0;
-#pragma omp simd
-                for (int d = 0; d < nd; d++)
-                    rank[d] += vtr_sorts_before(xu[d], u, xt[d], t);
-            }
-            for (int d = 0; d < nd; d++)
-                if (rank[d] < k)
-                    order[(size_t)rank[d] * D + d0 + d] = t;
-        }
+    for (int d0 = 0; d0 < D; d0 += VTR_COLUMN_BLOCK) {
+        int nd = D - d0 < VTR_COLUMN_BLOCK ? D - d0 : VTR_COLUMN_BLOCK;
+        vtr_set_sort_desc_columns(order, x, len, D, k, d0, nd);
     }
 }
 
@@ -37,12 +17,8 @@ void vtr_mean_pool_forward(float *out, const float *inp, const int *lengths, int
 #pragma omp parallel for schedule(static) if ((long)B * T * D > PARALLEL_MIN)
     for (int b = 0; b < B; b++) {
         const float *x = inp + (size_t)b * T * D;
-        for (int d = 0; d < D; d++) {
-            double sum = 0.0;
-            for (int t = 0; t < lengths[b]; t++)
-                sum += x[(size_t)t * D + d];
-            out[(size_t)b * D + d] = (float)(sum / lengths[b]);
-        }
+        for (int d = 0; d < D; d++)
+            out[(size_t)b * D + d] = vtr_mean_pool_at(x, lengths[b], D, d);
     }
 }
 
@@ -67,10 +43,7 @@ void vtr_max_pool_forward(float *out, int *argmax, const float *inp, const int *
     for (int b = 0; b < B; b++) {
         const float *x = inp + (size_t)b * T * D;
         for (int d = 0; d < D; d++) {
-            int best = 0;
-            for (int t = 1; t < lengths[b]; t++)
-                if (x[(size_t)t * D + d] > x[(size_t)best * D + d])
-                    best = t;
+            int best = vtr_max_pool_at(x, lengths[b], D, d);
             argmax[(size_t)b * D + d] = best;
             out[(size_t)b * D + d] = x[(size_t)best * D + d];
         }
@@ -94,14 +67,8 @@ void vtr_kmax_pool_forward(float *out, int *index, const float *inp, const int *
         const float *x = inp + (size_t)b * T * D;
         int *idx = index + (size_t)b * K * D;
         vtr_set_sort_desc(idx, x, lengths[b], D, k);
-        for (int d = 0; d < D; d++) {
-            double sum = 0.0;
-            for (int j = 0; j < k; j++)
-                sum += x[(size_t)idx[(size_t)j * D + d] * D + d];
-            for (int j = k; j < K; j++)
-                idx[(size_t)j * D + d] = -1;
-            out[(size_t)b * D + d] = (float)(sum / k);
-        }
+        for (int d = 0; d < D; d++)
+            out[(size_t)b * D + d] = vtr_kmax_pool_at(idx, x, k, K, D, d);
     }
 }
 
@@ -113,21 +80,9 @@ void vtr_kmax_pool_backward(float *dinp, const float *dout, const int *index, co
         int k = K < lengths[b] ? K : lengths[b];
         const int *idx = index + (size_t)b * K * D;
         float *dx = dinp + (size_t)b * T * D;
-        for (int d = 0; d < D; d++) {
-            float g = dout[(size_t)b * D + d] / (float)k;
-            for (int j = 0; j < k; j++)
-                dx[(size_t)idx[(size_t)j * D + d] * D + d] += g;
-        }
+        for (int d = 0; d < D; d++)
+            vtr_kmax_pool_backward_at(dx, dout[(size_t)b * D + d], idx, k, D, d);
     }
-}
-
-/* dot product of two rows of D floats */
-static float dot(const float *a, const float *b, int D)
-{
-    float s = 0.0f;
-    for (int d = 0; d < D; d++)
-        s += a[d] * b[d];
-    return s;
 }
 
 void vtr_attention_pool_forward(float *out, float *weights, const float *inp,
@@ -139,14 +94,8 @@ void vtr_attention_pool_forward(float *out, float *weights, const float *inp,
     for (int b = 0; b < B; b++) {
         const float *x = inp + (size_t)b * T * D;
         float *w = weights + (size_t)b * T;
-        for (int t = 0; t < lengths[b]; t++)
-            w[t] = dot(x + (size_t)t * D, score_weight, D) + bias;
-        vtr_masked_softmax_row_forward(w, w, lengths[b], T, 1.0f);
-        float *y = out + (size_t)b * D;
-        memset(y, 0, sizeof(float) * (size_t)D);
-        for (int t = 0; t < lengths[b]; t++)
-            for (int d = 0; d < D; d++)
-                y[d] += w[t] * x[(size_t)t * D + d];
+        vtr_attention_pool_weights_row(w, x, score_weight, bias, lengths[b], T, D);
+        vtr_weighted_sum_columns(out + (size_t)b * D, x, w, lengths[b], D, 0, D);
     }
 }
 
@@ -155,7 +104,7 @@ static float weighted_dout_dot(const float *x, const float *w, const float *dy, 
 {
     float s = 0.0f;
     for (int t = 0; t < len; t++)
-        s += w[t] * dot(dy, x + (size_t)t * D, D);
+        s += w[t] * vtr_dot(dy, x + (size_t)t * D, D);
     return s;
 }
 
@@ -173,7 +122,7 @@ void vtr_attention_pool_backward(float *dinp, float *dscore_weight, float *dscor
         float dsum = weighted_dout_dot(x, w, dy, lengths[b], D);
         for (int t = 0; t < lengths[b]; t++) {
             const float *xt = x + (size_t)t * D;
-            float ds = w[t] * (dot(dy, xt, D) - dsum); /* gradient of score (b, t) */
+            float ds = vtr_attention_dscore(w[t], vtr_dot(dy, xt, D), dsum); /* score (b, t) */
             dbias += ds;
             for (int d = 0; d < D; d++)
                 dscore_weight[d] += ds * xt[d];

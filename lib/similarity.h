@@ -8,11 +8,19 @@
 
 #include "nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 // a (NA,D), b (NB,D), both l2-normalized rows; S (NA,NB) = a · bᵀ
 void vtr_cosine_similarity_forward(float *S, const float *a, const float *b, int NA, int NB, int D);
 
 // da (NA,D) or NULL += dS · b, db (NB,D) or NULL += dSᵀ · a; dS (NA,NB)
 void vtr_cosine_similarity_backward(float *da, float *db, const float *dS, const float *a,
                                     const float *b, int NA, int NB, int D);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

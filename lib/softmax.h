@@ -12,6 +12,10 @@
 #include "hostdevice.h"
 #include "nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One row: x (T), out (T), len real entries; out may equal x. */
 static VTR_HD void vtr_masked_softmax_row_forward(float *out, const float *x, int len, int T,
                                                   float temperature)
@@ -51,5 +55,9 @@ void vtr_masked_softmax_forward(float *out, const float *inp, const int *lengths
 // dinp (B,T), dout (B,T), out (B,T) the forward's output, lengths (B) or NULL
 void vtr_masked_softmax_backward(float *dinp, const float *dout, const float *out,
                                  const int *lengths, int B, int T, float temperature);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 #include "lib/hostdevice.h"
 #include "lib/nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define VTR_HINGE_MARGIN 0.2f
 
 typedef enum vtr_hinge_negatives {
@@ -74,5 +78,9 @@ float vtr_hinge_loss_forward(const float *S, int B, float margin, vtr_hinge_nega
 // dS (B,B) += dloss * d(loss)/dS; S (B,B) and the options as given to the forward
 void vtr_hinge_loss_backward(float *dS, float dloss, const float *S, int B, float margin,
                              vtr_hinge_negatives negatives, vtr_reduction reduction);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,13 +5,19 @@
 #include <cudnn.h>
 #include <stdio.h>
 
+#include "lib/cuda/launch.h"
 #include "lib/device.h"
 #include "lib/rng.h"
 
 static cublasHandle_t cublas_handle;
 static cudnnHandle_t cudnn_handle;
 
-static vtr_status cuda_fail(vtr_error *err, cudaError_t rc, const char *what)
+cublasHandle_t vtr_cuda_cublas(void)
+{
+    return cublas_handle;
+}
+
+vtr_status vtr_cuda_fail(vtr_error *err, cudaError_t rc, const char *what)
 {
     return vtr_fail(err, VTR_ERR_DEVICE, "CUDA %s: %s", what, cudaGetErrorString(rc));
 }
@@ -26,11 +32,11 @@ extern "C" vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vt
 {
     cudaError_t rc = cudaSetDevice(device);
     if (rc != cudaSuccess)
-        return cuda_fail(err, rc, "set device");
+        return vtr_cuda_fail(err, rc, "set device");
     cudaDeviceProp prop;
     rc = cudaGetDeviceProperties(&prop, device);
     if (rc != cudaSuccess)
-        return cuda_fail(err, rc, "device properties");
+        return vtr_cuda_fail(err, rc, "device properties");
     if (name)
         snprintf(name, name_size, "%s, %.1f GiB, cc %d.%d", prop.name,
                  prop.totalGlobalMem / 1073741824.0, prop.major, prop.minor);
@@ -66,13 +72,13 @@ extern "C" vtr_status vtr_cuda_to_device(void *dst, const void *src, size_t byte
                                          vtr_error *err)
 {
     cudaError_t rc = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
-    return rc == cudaSuccess ? VTR_OK : cuda_fail(err, rc, "copy to device");
+    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "copy to device");
 }
 
 extern "C" vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error *err)
 {
     cudaError_t rc = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
-    return rc == cudaSuccess ? VTR_OK : cuda_fail(err, rc, "copy to host");
+    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "copy to host");
 }
 
 __global__ static void uniform_kernel(float *out, size_t n, uint64_t seed, uint64_t stream)
@@ -93,7 +99,7 @@ extern "C" vtr_status vtr_cuda_uniform(float *out, size_t n, uint64_t seed, uint
     cudaError_t rc = cudaGetLastError();
     if (rc == cudaSuccess)
         rc = cudaDeviceSynchronize();
-    return rc == cudaSuccess ? VTR_OK : cuda_fail(err, rc, "uniform kernel");
+    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "uniform kernel");
 }
 
 extern "C" vtr_status vtr_cuda_matmul(const float *a, const float *b, float *c, int m, int n,
@@ -108,5 +114,5 @@ extern "C" vtr_status vtr_cuda_matmul(const float *a, const float *b, float *c, 
     if (bs != CUBLAS_STATUS_SUCCESS)
         return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS sgemm: %s", cublasGetStatusString(bs));
     cudaError_t rc = cudaDeviceSynchronize();
-    return rc == cudaSuccess ? VTR_OK : cuda_fail(err, rc, "sgemm");
+    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "sgemm");
 }

@@ -1,0 +1,171 @@
+/* The CUDA backend of the nn ops (lib/cuda/, one .cu file per op family): one
+ * vtr_cuda_X_forward / _backward per CPU op vtr_X_forward / _backward, with the same
+ * arguments in the same order and with the
+ * same meaning, conventions and shapes (lib/nn.h and the op's CPU header), except that:
+ *
+ *   - every buffer is device memory (vtr_cuda_malloc), lengths and ids included; scalars
+ *     (dims, options, seeds) are host values;
+ *   - each function takes a vtr_error last and returns vtr_status: VTR_ERR_DEVICE with
+ *     CUDA's or cuBLAS's message when a launch fails (or vtr_cuda_init was not called
+ *     before an op that multiplies matrices);
+ *   - the work is queued on the default stream and the function returns without waiting:
+ *     ops run in the order they were called, and an error during execution surfaces at
+ *     the next synchronizing call (vtr_cuda_to_host).
+ *
+ * Gradients accumulate (+=) into every gradient buffer, as on the CPU. Workspaces and
+ * scratches are device buffers of the CPU's sizes (vtr_gru_workspace_size, ...), so a
+ * caller sizes them once for either backend. The per-element and per-row math is the
+ * CPU's own VTR_HD functions (DESIGN.md, "single source"); matrix products go through
+ * cuBLAS in float32, so results agree with the CPU to float32 rounding (sums in another
+ * order, fused multiply-adds), not bit for bit; dropout masks, sort orders, argmax and
+ * hardest negatives are identical for identical inputs. Matrix products are deterministic
+ * on a given GPU, and every other reduction runs in a fixed order.
+ *
+ * Declared always, implemented only when vtr is built with CUDA (VTR_HAVE_CUDA): code
+ * that calls these must be compiled under #ifdef VTR_HAVE_CUDA.
+ */
+#ifndef VTR_NN_CUDA_H
+#define VTR_NN_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aggregate/gpo.h"
+#include "lib/error.h"
+#include "lib/gru.h"
+#include "lib/nn.h"
+#include "match/hinge_loss.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* lib/linear.h */
+vtr_status vtr_cuda_linear_forward(float *out, const float *inp, const float *weight,
+                                   const float *bias, int N, int C, int OC, vtr_error *err);
+vtr_status vtr_cuda_linear_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                    const float *inp, const float *weight, int N, int C, int OC,
+                                    vtr_error *err);
+vtr_status vtr_cuda_bias_forward(float *out, const float *bias, int N, int C, vtr_error *err);
+vtr_status vtr_cuda_bias_backward(float *dbias, const float *dout, int N, int C, vtr_error *err);
+
+/* lib/activation.h (forwards allow out == inp) */
+vtr_status vtr_cuda_relu_forward(float *out, const float *inp, size_t n, vtr_error *err);
+vtr_status vtr_cuda_relu_backward(float *dinp, const float *dout, const float *inp, size_t n,
+                                  vtr_error *err);
+vtr_status vtr_cuda_gelu_forward(float *out, const float *inp, size_t n, vtr_error *err);
+vtr_status vtr_cuda_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n,
+                                  vtr_error *err);
+vtr_status vtr_cuda_tanh_forward(float *out, const float *inp, size_t n, vtr_error *err);
+vtr_status vtr_cuda_tanh_backward(float *dinp, const float *dout, const float *out, size_t n,
+                                  vtr_error *err);
+vtr_status vtr_cuda_sigmoid_forward(float *out, const float *inp, size_t n, vtr_error *err);
+vtr_status vtr_cuda_sigmoid_backward(float *dinp, const float *dout, const float *out, size_t n,
+                                     vtr_error *err);
+/* The same mask as the CPU for the same (n, p, seed, stream), bit for bit. */
+vtr_status vtr_cuda_dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t seed,
+                                    uint64_t stream, vtr_error *err);
+vtr_status vtr_cuda_dropout_backward(float *dinp, const float *dout, size_t n, float p,
+                                     uint64_t seed, uint64_t stream, vtr_error *err);
+
+/* lib/embedding.h (ids already checked with vtr_nn_check_ids on the host) */
+vtr_status vtr_cuda_embedding_forward(float *out, const int *ids, const float *table, int N, int D,
+                                      vtr_error *err);
+vtr_status vtr_cuda_embedding_backward(float *dtable, const float *dout, const int *ids, int N,
+                                       int D, vtr_error *err);
+
+/* lib/norm.h */
+vtr_status vtr_cuda_batchnorm_forward(float *out, float *mean, float *rstd, float *running_mean,
+                                      float *running_var, const float *inp, const float *weight,
+                                      const float *bias, int N, int C, float momentum, float eps,
+                                      vtr_error *err);
+vtr_status vtr_cuda_batchnorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                       const float *inp, const float *weight, const float *mean,
+                                       const float *rstd, int N, int C, vtr_error *err);
+vtr_status vtr_cuda_batchnorm_forward_eval(float *out, const float *inp, const float *weight,
+                                           const float *bias, const float *running_mean,
+                                           const float *running_var, int N, int C, float eps,
+                                           vtr_error *err);
+vtr_status vtr_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                                      const float *weight, const float *bias, int N, int C,
+                                      float eps, vtr_error *err);
+vtr_status vtr_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                       const float *inp, const float *weight, const float *mean,
+                                       const float *rstd, int N, int C, vtr_error *err);
+vtr_status vtr_cuda_l2norm_forward(float *out, float *norm, const float *inp, int N, int D,
+                                   vtr_error *err);
+vtr_status vtr_cuda_l2norm_backward(float *dinp, const float *dout, const float *inp,
+                                    const float *norm, int N, int D, vtr_error *err);
+
+/* lib/softmax.h (lengths may be NULL: all T real) */
+vtr_status vtr_cuda_masked_softmax_forward(float *out, const float *inp, const int *lengths, int B,
+                                           int T, float temperature, vtr_error *err);
+vtr_status vtr_cuda_masked_softmax_backward(float *dinp, const float *dout, const float *out,
+                                            const int *lengths, int B, int T, float temperature,
+                                            vtr_error *err);
+
+/* lib/similarity.h */
+vtr_status vtr_cuda_cosine_similarity_forward(float *S, const float *a, const float *b, int NA,
+                                              int NB, int D, vtr_error *err);
+vtr_status vtr_cuda_cosine_similarity_backward(float *da, float *db, const float *dS,
+                                               const float *a, const float *b, int NA, int NB,
+                                               int D, vtr_error *err);
+
+/* lib/gru.h. The workspace and scratch (device) have the CPU's sizes; their contents are
+ * laid out differently than the CPU's, so a workspace filled by one backend's forward is
+ * for that backend's backward only. Every step processes the whole batch (items past
+ * their length are masked), so a step costs the same whatever the lengths; T steps run. */
+vtr_status vtr_cuda_gru_forward(float *out, void *workspace, const float *inp, const int *lengths,
+                                const float *params, int B, int T, int D, int H, int num_directions,
+                                vtr_gru_merge merge, vtr_error *err);
+vtr_status vtr_cuda_gru_backward(float *dinp, float *dparams, void *scratch, const float *dout,
+                                 const float *inp, const int *lengths, const float *params,
+                                 const void *workspace, int B, int T, int D, int H,
+                                 int num_directions, vtr_gru_merge merge, vtr_error *err);
+
+/* lib/set_pooling.h */
+vtr_status vtr_cuda_mean_pool_forward(float *out, const float *inp, const int *lengths, int B,
+                                      int T, int D, vtr_error *err);
+vtr_status vtr_cuda_mean_pool_backward(float *dinp, const float *dout, const int *lengths, int B,
+                                       int T, int D, vtr_error *err);
+vtr_status vtr_cuda_max_pool_forward(float *out, int *argmax, const float *inp, const int *lengths,
+                                     int B, int T, int D, vtr_error *err);
+vtr_status vtr_cuda_max_pool_backward(float *dinp, const float *dout, const int *argmax, int B,
+                                      int T, int D, vtr_error *err);
+vtr_status vtr_cuda_kmax_pool_forward(float *out, int *index, const float *inp, const int *lengths,
+                                      int B, int T, int D, int K, vtr_error *err);
+vtr_status vtr_cuda_kmax_pool_backward(float *dinp, const float *dout, const int *index,
+                                       const int *lengths, int B, int T, int D, int K,
+                                       vtr_error *err);
+vtr_status vtr_cuda_attention_pool_forward(float *out, float *weights, const float *inp,
+                                           const float *score_weight, const float *score_bias,
+                                           const int *lengths, int B, int T, int D, vtr_error *err);
+vtr_status vtr_cuda_attention_pool_backward(float *dinp, float *dscore_weight, float *dscore_bias,
+                                            const float *dout, const float *inp,
+                                            const float *weights, const float *score_weight,
+                                            const int *lengths, int B, int T, int D,
+                                            vtr_error *err);
+
+/* aggregate/gpo.h (workspace and scratch of the CPU's sizes, as for the GRU) */
+vtr_status vtr_cuda_gpo_forward(float *out, float *weights, void *workspace, const float *inp,
+                                const int *lengths, const float *params, int B, int T, int D,
+                                int d_pe, int hidden, vtr_error *err);
+vtr_status vtr_cuda_gpo_backward(float *dinp, float *dparams, void *scratch, const float *dout,
+                                 const float *inp, const float *weights, const int *lengths,
+                                 const float *params, const void *workspace, int B, int T, int D,
+                                 int d_pe, int hidden, vtr_error *err);
+
+/* match/hinge_loss.h. The forward writes the loss to *loss, one float of device memory
+ * (the CPU function returns it); the backward's dloss is a host value, as on the CPU. */
+vtr_status vtr_cuda_hinge_loss_forward(float *loss, const float *S, int B, float margin,
+                                       vtr_hinge_negatives negatives, vtr_reduction reduction,
+                                       vtr_error *err);
+vtr_status vtr_cuda_hinge_loss_backward(float *dS, float dloss, const float *S, int B, float margin,
+                                        vtr_hinge_negatives negatives, vtr_reduction reduction,
+                                        vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

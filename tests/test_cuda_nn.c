@@ -1,0 +1,670 @@
+/* The CUDA nn ops (lib/nn_cuda.h) against the CPU reference: for every op, random inputs,
+ * forward and backward on both backends, every gradient accumulated onto the same random
+ * starting values (so the += rule is checked too), then each tensor compared as
+ * max|gpu - cpu| / max(max|cpu|, 1e-6). Ops with matrix products or long sums agree to
+ * 1e-4; elementwise ops to 1e-6 (fused multiply-adds and the device's libm round
+ * differently); dropout masks, sort orders, argmax and sums in the same order exactly.
+ * Skipped where no GPU is present, or without CUDA. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "lib/device.h"
+#include "lib/rng.h"
+
+#ifdef VTR_HAVE_CUDA
+
+#include "aggregate/gpo.h"
+#include "lib/activation.h"
+#include "lib/embedding.h"
+#include "lib/gru.h"
+#include "lib/linear.h"
+#include "lib/nn_cuda.h"
+#include "lib/norm.h"
+#include "lib/set_pooling.h"
+#include "lib/similarity.h"
+#include "lib/softmax.h"
+#include "match/hinge_loss.h"
+
+#define TOL_PRODUCT 1e-4     /* matrix products, reductions in another order */
+#define TOL_ELEMENTWISE 1e-6 /* the same math, up to a rounding */
+#define TOL_EXACT 0.0        /* the same operations in the same order */
+
+/* Every buffer a test takes, freed by release_all at its end (and at the start of the
+ * next test, after a failed one). */
+#define MAX_BUFFERS 256
+static void *device_buffers[MAX_BUFFERS], *host_buffers[MAX_BUFFERS];
+static int n_device, n_host;
+
+static void release_all(void)
+{
+    for (int i = 0; i < n_device; i++)
+        vtr_cuda_free(device_buffers[i]);
+    for (int i = 0; i < n_host; i++)
+        free(host_buffers[i]);
+    n_device = n_host = 0;
+}
+
+static void start_on_gpu(void)
+{
+    release_all();
+    if (!vtr_cuda_available())
+        test_skip("no CUDA GPU here");
+    vtr_error err;
+    char name[256];
+    CHECK_OK(vtr_cuda_init(0, name, sizeof name, &err));
+}
+
+static void *host_alloc(size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    CHECK_MSG(p && n_host < MAX_BUFFERS, "out of host buffers");
+    host_buffers[n_host++] = p;
+    return p;
+}
+
+static void *device_alloc(size_t bytes)
+{
+    vtr_error err;
+    void *p = NULL;
+    CHECK_MSG(n_device < MAX_BUFFERS, "out of device buffers");
+    CHECK_OK(vtr_cuda_malloc(&p, bytes ? bytes : 1, &err));
+    device_buffers[n_device++] = p;
+    return p;
+}
+
+static float *random_floats(size_t n, float lo, float hi, vtr_rng *rng)
+{
+    float *x = host_alloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++)
+        x[i] = lo + (hi - lo) * vtr_rng_uniform(rng);
+    return x;
+}
+
+/* a host copy of host floats (the CPU's gradient buffers start as copies) */
+static float *copy_floats(const float *x, size_t n)
+{
+    float *y = host_alloc(sizeof(float) * n);
+    memcpy(y, x, sizeof(float) * n);
+    return y;
+}
+
+static void *to_device(const void *host, size_t bytes)
+{
+    vtr_error err;
+    void *p = device_alloc(bytes);
+    CHECK_OK(vtr_cuda_to_device(p, host, bytes, &err));
+    return p;
+}
+
+static float *device_floats(const float *host, size_t n)
+{
+    return to_device(host, sizeof(float) * n);
+}
+
+static int *device_ints(const int *host, size_t n)
+{
+    return to_device(host, sizeof(int) * n);
+}
+
+static void *to_host(const void *dev, size_t bytes)
+{
+    vtr_error err;
+    void *p = host_alloc(bytes);
+    CHECK_OK(vtr_cuda_to_host(p, dev, bytes, &err));
+    return p;
+}
+
+/* Fails unless the device tensor dev (n) matches the CPU's ref (n) within tol. */
+static void expect_close(const char *name, const float *dev, const float *ref, size_t n, double tol)
+{
+    const float *got = to_host(dev, sizeof(float) * n);
+    double max_ref = 0.0, max_diff = 0.0;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - ref[i]);
+        if (fabs(ref[i]) > max_ref)
+            max_ref = fabs(ref[i]);
+        if (d > max_diff || d != d) {
+            max_diff = d;
+            worst = i;
+        }
+    }
+    double rel = max_diff / (max_ref > 1e-6 ? max_ref : 1e-6);
+    if (getenv("VTR_TEST_VERBOSE"))
+        printf("    %-28s %7zu values, relative error %.2e\n", name, n, rel);
+    CHECK_MSG(rel <= tol, "%s: relative error %.3g > %.1g (element %zu: cuda %.9g, cpu %.9g)", name,
+              rel, tol, worst, n ? got[worst] : 0.0f, n ? ref[worst] : 0.0f);
+}
+
+static void expect_same_ints(const char *name, const int *dev, const int *ref, size_t n)
+{
+    const int *got = to_host(dev, sizeof(int) * n);
+    for (size_t i = 0; i < n; i++)
+        CHECK_MSG(got[i] == ref[i], "%s: element %zu: cuda %d, cpu %d", name, i, got[i], ref[i]);
+}
+
+/* ------------------------------------------------------------------------------------- */
+
+TEST(cuda_nn_linear_and_bias)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 11, 0);
+    int N = 33, C = 70, OC = 45;
+    float *x = random_floats((size_t)N * C, -1, 1, &rng);
+    float *w = random_floats((size_t)OC * C, -1, 1, &rng);
+    float *b = random_floats(OC, -1, 1, &rng);
+    float *g = random_floats((size_t)N * OC, -1, 1, &rng);
+    float *dx0 = random_floats((size_t)N * C, -1, 1, &rng);
+    float *dw0 = random_floats((size_t)OC * C, -1, 1, &rng);
+    float *db0 = random_floats(OC, -1, 1, &rng);
+    float *d_x = device_floats(x, (size_t)N * C), *d_w = device_floats(w, (size_t)OC * C);
+    float *d_b = device_floats(b, OC), *d_g = device_floats(g, (size_t)N * OC);
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        float *out = host_alloc(sizeof(float) * N * OC);
+        float *dx = copy_floats(dx0, (size_t)N * C), *dw = copy_floats(dw0, (size_t)OC * C);
+        float *db = copy_floats(db0, OC);
+        vtr_linear_forward(out, x, w, with_bias ? b : NULL, N, C, OC);
+        vtr_linear_backward(dx, dw, with_bias ? db : NULL, g, x, w, N, C, OC);
+
+        float *d_out = device_alloc(sizeof(float) * N * OC);
+        float *d_dx = device_floats(dx0, (size_t)N * C), *d_dw = device_floats(dw0, (size_t)OC * C);
+        float *d_db = device_floats(db0, OC);
+        CHECK_OK(vtr_cuda_linear_forward(d_out, d_x, d_w, with_bias ? d_b : NULL, N, C, OC, &err));
+        CHECK_OK(vtr_cuda_linear_backward(d_dx, d_dw, with_bias ? d_db : NULL, d_g, d_x, d_w, N, C,
+                                          OC, &err));
+        expect_close("linear.out", d_out, out, (size_t)N * OC, TOL_PRODUCT);
+        expect_close("linear.dinp", d_dx, dx, (size_t)N * C, TOL_PRODUCT);
+        expect_close("linear.dweight", d_dw, dw, (size_t)OC * C, TOL_PRODUCT);
+        expect_close("linear.dbias", d_db, db, OC, TOL_PRODUCT);
+    }
+
+    // bias alone: the column sums run in the same order in double on both
+    float *y = copy_floats(g, (size_t)N * OC), *db = copy_floats(db0, OC);
+    float *d_y = device_floats(g, (size_t)N * OC), *d_db = device_floats(db0, OC);
+    vtr_bias_forward(y, b, N, OC);
+    vtr_bias_backward(db, g, N, OC);
+    CHECK_OK(vtr_cuda_bias_forward(d_y, d_b, N, OC, &err));
+    CHECK_OK(vtr_cuda_bias_backward(d_db, d_g, N, OC, &err));
+    expect_close("bias.out", d_y, y, (size_t)N * OC, TOL_EXACT);
+    expect_close("bias.dbias", d_db, db, OC, TOL_EXACT);
+    release_all();
+}
+
+typedef void (*unary_forward_fn)(float *out, const float *inp, size_t n);
+typedef void (*unary_backward_fn)(float *dinp, const float *dout, const float *saved, size_t n);
+typedef vtr_status (*cuda_unary_forward_fn)(float *out, const float *inp, size_t n, vtr_error *err);
+typedef vtr_status (*cuda_unary_backward_fn)(float *dinp, const float *dout, const float *saved,
+                                             size_t n, vtr_error *err);
+
+TEST(cuda_nn_activations)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 12, 0);
+    size_t n = 10007;
+    struct {
+        const char *name;
+        unary_forward_fn forward;
+        unary_backward_fn backward;
+        cuda_unary_forward_fn cuda_forward;
+        cuda_unary_backward_fn cuda_backward;
+        int backward_reads_output;
+    } ops[] = {
+        {"relu", vtr_relu_forward, vtr_relu_backward, vtr_cuda_relu_forward, vtr_cuda_relu_backward,
+         0},
+        {"gelu", vtr_gelu_forward, vtr_gelu_backward, vtr_cuda_gelu_forward, vtr_cuda_gelu_backward,
+         0},
+        {"tanh", vtr_tanh_forward, vtr_tanh_backward, vtr_cuda_tanh_forward, vtr_cuda_tanh_backward,
+         1},
+        {"sigmoid", vtr_sigmoid_forward, vtr_sigmoid_backward, vtr_cuda_sigmoid_forward,
+         vtr_cuda_sigmoid_backward, 1},
+    };
+    float *x = random_floats(n, -4, 4, &rng), *g = random_floats(n, -1, 1, &rng);
+    float *dx0 = random_floats(n, -1, 1, &rng);
+    float *d_x = device_floats(x, n), *d_g = device_floats(g, n);
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        char name[64];
+        float *out = host_alloc(sizeof(float) * n), *dx = copy_floats(dx0, n);
+        ops[k].forward(out, x, n);
+        ops[k].backward(dx, g, ops[k].backward_reads_output ? out : x, n);
+        float *d_out = device_alloc(sizeof(float) * n), *d_dx = device_floats(dx0, n);
+        CHECK_OK(ops[k].cuda_forward(d_out, d_x, n, &err));
+        CHECK_OK(
+            ops[k].cuda_backward(d_dx, d_g, ops[k].backward_reads_output ? d_out : d_x, n, &err));
+        snprintf(name, sizeof name, "%s.out", ops[k].name);
+        expect_close(name, d_out, out, n, TOL_ELEMENTWISE);
+        snprintf(name, sizeof name, "%s.dinp", ops[k].name);
+        expect_close(name, d_dx, dx, n, TOL_ELEMENTWISE);
+
+        // in place
+        float *d_inplace = device_floats(x, n);
+        CHECK_OK(ops[k].cuda_forward(d_inplace, d_inplace, n, &err));
+        snprintf(name, sizeof name, "%s.out in place", ops[k].name);
+        expect_close(name, d_inplace, out, n, TOL_ELEMENTWISE);
+    }
+    release_all();
+}
+
+TEST(cuda_nn_dropout_masks_match_cpu_bit_for_bit)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 13, 0);
+    size_t n = 10007; /* not a multiple of 4: the last Philox block is partial */
+    float ps[] = {0.0f, 0.1f, 0.5f, 1.0f};
+    float *x = random_floats(n, -1, 1, &rng), *g = random_floats(n, -1, 1, &rng);
+    float *dx0 = random_floats(n, -1, 1, &rng);
+    float *d_x = device_floats(x, n), *d_g = device_floats(g, n);
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+        float *out = host_alloc(sizeof(float) * n), *dx = copy_floats(dx0, n);
+        vtr_dropout_forward(out, x, n, ps[k], 42, 1000 + k);
+        vtr_dropout_backward(dx, g, n, ps[k], 42, 1000 + k);
+        float *d_out = device_alloc(sizeof(float) * n), *d_dx = device_floats(dx0, n);
+        CHECK_OK(vtr_cuda_dropout_forward(d_out, d_x, n, ps[k], 42, 1000 + k, &err));
+        CHECK_OK(vtr_cuda_dropout_backward(d_dx, d_g, n, ps[k], 42, 1000 + k, &err));
+        expect_close("dropout.out", d_out, out, n, TOL_EXACT);
+        expect_close("dropout.dinp", d_dx, dx, n, TOL_ELEMENTWISE);
+        // the mask itself: zero exactly where the CPU's is
+        const float *got = to_host(d_out, sizeof(float) * n);
+        for (size_t i = 0; i < n; i++)
+            CHECK_MSG((got[i] == 0.0f) == (out[i] == 0.0f), "p %g: mask differs at %zu", ps[k], i);
+    }
+    release_all();
+}
+
+TEST(cuda_nn_embedding)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 14, 0);
+    int V = 50, D = 70, N = 200;
+    int *ids = host_alloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++)
+        ids[i] = (int)vtr_rng_below(&rng, 20); /* many repeats */
+    float *table = random_floats((size_t)V * D, -1, 1, &rng);
+    float *g = random_floats((size_t)N * D, -1, 1, &rng);
+    float *dt0 = random_floats((size_t)V * D, -1, 1, &rng);
+    float *out = host_alloc(sizeof(float) * N * D), *dt = copy_floats(dt0, (size_t)V * D);
+    vtr_embedding_forward(out, ids, table, N, D);
+    vtr_embedding_backward(dt, g, ids, N, D);
+    int *d_ids = device_ints(ids, N);
+    float *d_table = device_floats(table, (size_t)V * D), *d_g = device_floats(g, (size_t)N * D);
+    float *d_out = device_alloc(sizeof(float) * N * D), *d_dt = device_floats(dt0, (size_t)V * D);
+    CHECK_OK(vtr_cuda_embedding_forward(d_out, d_ids, d_table, N, D, &err));
+    CHECK_OK(vtr_cuda_embedding_backward(d_dt, d_g, d_ids, N, D, &err));
+    expect_close("embedding.out", d_out, out, (size_t)N * D, TOL_EXACT);
+    expect_close("embedding.dtable", d_dt, dt, (size_t)V * D, TOL_EXACT);
+    release_all();
+}
+
+TEST(cuda_nn_batchnorm)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 15, 0);
+    int N = 37, C = 150; /* C spans several of the CPU's column blocks */
+    size_t nc = (size_t)N * C;
+    float *x = random_floats(nc, -2, 3, &rng), *w = random_floats(C, 0.5f, 1.5f, &rng);
+    float *b = random_floats(C, -1, 1, &rng), *g = random_floats(nc, -1, 1, &rng);
+    float *rm0 = random_floats(C, -1, 1, &rng), *rv0 = random_floats(C, 0.5f, 2, &rng);
+    float *dx0 = random_floats(nc, -1, 1, &rng), *dw0 = random_floats(C, -1, 1, &rng);
+    float *db0 = random_floats(C, -1, 1, &rng);
+
+    float *out = host_alloc(sizeof(float) * nc), *mean = host_alloc(sizeof(float) * C);
+    float *rstd = host_alloc(sizeof(float) * C), *eval = host_alloc(sizeof(float) * nc);
+    float *rm = copy_floats(rm0, C), *rv = copy_floats(rv0, C);
+    float *dx = copy_floats(dx0, nc), *dw = copy_floats(dw0, C), *db = copy_floats(db0, C);
+    vtr_batchnorm_forward(out, mean, rstd, rm, rv, x, w, b, N, C, VTR_BATCHNORM_MOMENTUM,
+                          VTR_BATCHNORM_EPS);
+    vtr_batchnorm_backward(dx, dw, db, g, x, w, mean, rstd, N, C);
+    vtr_batchnorm_forward_eval(eval, x, w, b, rm, rv, N, C, VTR_BATCHNORM_EPS);
+
+    float *d_x = device_floats(x, nc), *d_w = device_floats(w, C), *d_b = device_floats(b, C);
+    float *d_g = device_floats(g, nc), *d_rm = device_floats(rm0, C), *d_rv = device_floats(rv0, C);
+    float *d_out = device_alloc(sizeof(float) * nc), *d_mean = device_alloc(sizeof(float) * C);
+    float *d_rstd = device_alloc(sizeof(float) * C), *d_eval = device_alloc(sizeof(float) * nc);
+    float *d_dx = device_floats(dx0, nc), *d_dw = device_floats(dw0, C);
+    float *d_db = device_floats(db0, C);
+    CHECK_OK(vtr_cuda_batchnorm_forward(d_out, d_mean, d_rstd, d_rm, d_rv, d_x, d_w, d_b, N, C,
+                                        VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS, &err));
+    CHECK_OK(
+        vtr_cuda_batchnorm_backward(d_dx, d_dw, d_db, d_g, d_x, d_w, d_mean, d_rstd, N, C, &err));
+    CHECK_OK(vtr_cuda_batchnorm_forward_eval(d_eval, d_x, d_w, d_b, d_rm, d_rv, N, C,
+                                             VTR_BATCHNORM_EPS, &err));
+    expect_close("batchnorm.out", d_out, out, nc, TOL_PRODUCT);
+    expect_close("batchnorm.mean", d_mean, mean, C, TOL_PRODUCT);
+    expect_close("batchnorm.rstd", d_rstd, rstd, C, TOL_PRODUCT);
+    expect_close("batchnorm.running_mean", d_rm, rm, C, TOL_PRODUCT);
+    expect_close("batchnorm.running_var", d_rv, rv, C, TOL_PRODUCT);
+    expect_close("batchnorm.dinp", d_dx, dx, nc, TOL_PRODUCT);
+    expect_close("batchnorm.dweight", d_dw, dw, C, TOL_PRODUCT);
+    expect_close("batchnorm.dbias", d_db, db, C, TOL_PRODUCT);
+    expect_close("batchnorm.eval", d_eval, eval, nc, TOL_PRODUCT);
+
+    // without running statistics and without an input gradient
+    dw = copy_floats(dw0, C), db = copy_floats(db0, C);
+    vtr_batchnorm_forward(out, mean, rstd, NULL, NULL, x, w, b, N, C, VTR_BATCHNORM_MOMENTUM,
+                          VTR_BATCHNORM_EPS);
+    vtr_batchnorm_backward(NULL, dw, db, g, x, w, mean, rstd, N, C);
+    d_dw = device_floats(dw0, C), d_db = device_floats(db0, C);
+    CHECK_OK(vtr_cuda_batchnorm_forward(d_out, d_mean, d_rstd, NULL, NULL, d_x, d_w, d_b, N, C,
+                                        VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS, &err));
+    CHECK_OK(
+        vtr_cuda_batchnorm_backward(NULL, d_dw, d_db, d_g, d_x, d_w, d_mean, d_rstd, N, C, &err));
+    expect_close("batchnorm.out (no running)", d_out, out, nc, TOL_PRODUCT);
+    expect_close("batchnorm.dweight (no dinp)", d_dw, dw, C, TOL_PRODUCT);
+    expect_close("batchnorm.dbias (no dinp)", d_db, db, C, TOL_PRODUCT);
+    release_all();
+}
+
+TEST(cuda_nn_layernorm_and_l2norm)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 16, 0);
+    int N = 37, C = 150;
+    size_t nc = (size_t)N * C;
+    float *x = random_floats(nc, -2, 3, &rng), *w = random_floats(C, 0.5f, 1.5f, &rng);
+    float *b = random_floats(C, -1, 1, &rng), *g = random_floats(nc, -1, 1, &rng);
+    float *dx0 = random_floats(nc, -1, 1, &rng), *dw0 = random_floats(C, -1, 1, &rng);
+    float *db0 = random_floats(C, -1, 1, &rng);
+    float *d_x = device_floats(x, nc), *d_w = device_floats(w, C), *d_b = device_floats(b, C);
+    float *d_g = device_floats(g, nc);
+
+    float *out = host_alloc(sizeof(float) * nc), *mean = host_alloc(sizeof(float) * N);
+    float *rstd = host_alloc(sizeof(float) * N);
+    float *dx = copy_floats(dx0, nc), *dw = copy_floats(dw0, C), *db = copy_floats(db0, C);
+    vtr_layernorm_forward(out, mean, rstd, x, w, b, N, C, VTR_LAYERNORM_EPS);
+    vtr_layernorm_backward(dx, dw, db, g, x, w, mean, rstd, N, C);
+    float *d_out = device_alloc(sizeof(float) * nc), *d_mean = device_alloc(sizeof(float) * N);
+    float *d_rstd = device_alloc(sizeof(float) * N);
+    float *d_dx = device_floats(dx0, nc), *d_dw = device_floats(dw0, C);
+    float *d_db = device_floats(db0, C);
+    CHECK_OK(vtr_cuda_layernorm_forward(d_out, d_mean, d_rstd, d_x, d_w, d_b, N, C,
+                                        VTR_LAYERNORM_EPS, &err));
+    CHECK_OK(
+        vtr_cuda_layernorm_backward(d_dx, d_dw, d_db, d_g, d_x, d_w, d_mean, d_rstd, N, C, &err));
+    expect_close("layernorm.out", d_out, out, nc, TOL_PRODUCT);
+    expect_close("layernorm.mean", d_mean, mean, N, TOL_PRODUCT);
+    expect_close("layernorm.rstd", d_rstd, rstd, N, TOL_PRODUCT);
+    expect_close("layernorm.dinp", d_dx, dx, nc, TOL_PRODUCT);
+    expect_close("layernorm.dweight", d_dw, dw, C, TOL_PRODUCT);
+    expect_close("layernorm.dbias", d_db, db, C, TOL_PRODUCT);
+
+    // l2norm, with an all-zero row (norm 0: the second term of the gradient is dropped)
+    memset(x + 5 * (size_t)C, 0, sizeof(float) * C);
+    d_x = device_floats(x, nc);
+    float *norm = host_alloc(sizeof(float) * N);
+    dx = copy_floats(dx0, nc);
+    vtr_l2norm_forward(out, norm, x, N, C);
+    vtr_l2norm_backward(dx, g, x, norm, N, C);
+    float *d_norm = device_alloc(sizeof(float) * N);
+    d_dx = device_floats(dx0, nc);
+    CHECK_OK(vtr_cuda_l2norm_forward(d_out, d_norm, d_x, N, C, &err));
+    CHECK_OK(vtr_cuda_l2norm_backward(d_dx, d_g, d_x, d_norm, N, C, &err));
+    expect_close("l2norm.out", d_out, out, nc, TOL_PRODUCT);
+    expect_close("l2norm.norm", d_norm, norm, N, TOL_PRODUCT);
+    expect_close("l2norm.dinp", d_dx, dx, nc, TOL_PRODUCT);
+    release_all();
+}
+
+TEST(cuda_nn_masked_softmax)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 17, 0);
+    int B = 9, T = 13;
+    size_t bt = (size_t)B * T;
+    int lengths[9] = {13, 1, 5, 13, 7, 2, 9, 13, 4};
+    float *x = random_floats(bt, -3, 3, &rng), *g = random_floats(bt, -1, 1, &rng);
+    float *dx0 = random_floats(bt, -1, 1, &rng);
+    int *d_len = device_ints(lengths, B);
+    float *d_g = device_floats(g, bt);
+    for (int masked = 0; masked < 2; masked++) {
+        float temperature = masked ? 0.1f : 1.0f;
+        float *out = host_alloc(sizeof(float) * bt), *dx = copy_floats(dx0, bt);
+        vtr_masked_softmax_forward(out, x, masked ? lengths : NULL, B, T, temperature);
+        vtr_masked_softmax_backward(dx, g, out, masked ? lengths : NULL, B, T, temperature);
+        float *d_out = device_floats(x, bt), *d_dx = device_floats(dx0, bt);
+        // in place, as GPO calls it
+        CHECK_OK(vtr_cuda_masked_softmax_forward(d_out, d_out, masked ? d_len : NULL, B, T,
+                                                 temperature, &err));
+        CHECK_OK(vtr_cuda_masked_softmax_backward(d_dx, d_g, d_out, masked ? d_len : NULL, B, T,
+                                                  temperature, &err));
+        expect_close("softmax.out", d_out, out, bt, TOL_PRODUCT);
+        expect_close("softmax.dinp", d_dx, dx, bt, TOL_PRODUCT);
+    }
+    release_all();
+}
+
+TEST(cuda_nn_cosine_similarity)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 18, 0);
+    int NA = 17, NB = 23, D = 40;
+    float *a = random_floats((size_t)NA * D, -1, 1, &rng);
+    float *b = random_floats((size_t)NB * D, -1, 1, &rng);
+    float *gs = random_floats((size_t)NA * NB, -1, 1, &rng);
+    float *da0 = random_floats((size_t)NA * D, -1, 1, &rng);
+    float *db0 = random_floats((size_t)NB * D, -1, 1, &rng);
+    float *S = host_alloc(sizeof(float) * NA * NB);
+    float *da = copy_floats(da0, (size_t)NA * D), *db = copy_floats(db0, (size_t)NB * D);
+    vtr_cosine_similarity_forward(S, a, b, NA, NB, D);
+    vtr_cosine_similarity_backward(da, db, gs, a, b, NA, NB, D);
+    float *d_a = device_floats(a, (size_t)NA * D), *d_b = device_floats(b, (size_t)NB * D);
+    float *d_gs = device_floats(gs, (size_t)NA * NB), *d_S = device_alloc(sizeof(float) * NA * NB);
+    float *d_da = device_floats(da0, (size_t)NA * D), *d_db = device_floats(db0, (size_t)NB * D);
+    CHECK_OK(vtr_cuda_cosine_similarity_forward(d_S, d_a, d_b, NA, NB, D, &err));
+    CHECK_OK(vtr_cuda_cosine_similarity_backward(d_da, d_db, d_gs, d_a, d_b, NA, NB, D, &err));
+    expect_close("similarity.S", d_S, S, (size_t)NA * NB, TOL_PRODUCT);
+    expect_close("similarity.da", d_da, da, (size_t)NA * D, TOL_PRODUCT);
+    expect_close("similarity.db", d_db, db, (size_t)NB * D, TOL_PRODUCT);
+    release_all();
+}
+
+TEST(cuda_nn_gru_one_and_two_directions_ragged)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 19, 0);
+    int B = 7, T = 9, D = 11, H = 13;
+    int lengths[7] = {9, 1, 4, 9, 6, 2, 7};
+    size_t bt = (size_t)B * T;
+    struct {
+        int dirs;
+        vtr_gru_merge merge;
+    } cases[] = {{1, VTR_GRU_AVERAGE}, {2, VTR_GRU_AVERAGE}, {2, VTR_GRU_CONCAT}};
+    float *x = random_floats(bt * D, -1, 1, &rng);
+    float *dx0 = random_floats(bt * D, -1, 1, &rng);
+    int *d_len = device_ints(lengths, B);
+    float *d_x = device_floats(x, bt * D);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int dirs = cases[c].dirs;
+        int OH = dirs == 2 && cases[c].merge == VTR_GRU_CONCAT ? 2 * H : H;
+        size_t np = vtr_gru_param_count(D, H, dirs);
+        size_t wsize = vtr_gru_workspace_size(B, T, D, H, dirs);
+        size_t ssize = vtr_gru_scratch_size(B, T, D, H, dirs);
+        float *params = random_floats(np, -0.4f, 0.4f, &rng);
+        float *g = random_floats(bt * OH, -1, 1, &rng); /* padded positions: ignored */
+        float *dp0 = random_floats(np, -1, 1, &rng);
+        float *out = host_alloc(sizeof(float) * bt * OH);
+        float *dx = copy_floats(dx0, bt * D), *dp = copy_floats(dp0, np);
+        void *ws = host_alloc(wsize), *sc = host_alloc(ssize);
+        vtr_gru_forward(out, ws, x, lengths, params, B, T, D, H, dirs, cases[c].merge);
+        vtr_gru_backward(dx, dp, sc, g, x, lengths, params, ws, B, T, D, H, dirs, cases[c].merge);
+
+        float *d_params = device_floats(params, np), *d_g = device_floats(g, bt * OH);
+        float *d_out = device_alloc(sizeof(float) * bt * OH);
+        float *d_dx = device_floats(dx0, bt * D), *d_dp = device_floats(dp0, np);
+        void *d_ws = device_alloc(wsize), *d_sc = device_alloc(ssize);
+        CHECK_OK(vtr_cuda_gru_forward(d_out, d_ws, d_x, d_len, d_params, B, T, D, H, dirs,
+                                      cases[c].merge, &err));
+        CHECK_OK(vtr_cuda_gru_backward(d_dx, d_dp, d_sc, d_g, d_x, d_len, d_params, d_ws, B, T, D,
+                                       H, dirs, cases[c].merge, &err));
+        expect_close("gru.out", d_out, out, bt * OH, TOL_PRODUCT);
+        expect_close("gru.dinp", d_dx, dx, bt * D, TOL_PRODUCT);
+        expect_close("gru.dparams", d_dp, dp, np, TOL_PRODUCT);
+    }
+    release_all();
+}
+
+TEST(cuda_nn_set_pooling)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 20, 0);
+    int B = 9, T = 13, D = 70, K = 3;
+    int lengths[9] = {13, 1, 5, 13, 7, 2, 9, 13, 3};
+    size_t btd = (size_t)B * T * D, bd = (size_t)B * D;
+    float *x = random_floats(btd, -1, 1, &rng), *g = random_floats(bd, -1, 1, &rng);
+    float *dx0 = random_floats(btd, -1, 1, &rng);
+    int *d_len = device_ints(lengths, B);
+    float *d_x = device_floats(x, btd), *d_g = device_floats(g, bd);
+
+    float *out = host_alloc(sizeof(float) * bd), *dx = copy_floats(dx0, btd);
+    float *d_out = device_alloc(sizeof(float) * bd), *d_dx = device_floats(dx0, btd);
+    vtr_mean_pool_forward(out, x, lengths, B, T, D);
+    vtr_mean_pool_backward(dx, g, lengths, B, T, D);
+    CHECK_OK(vtr_cuda_mean_pool_forward(d_out, d_x, d_len, B, T, D, &err));
+    CHECK_OK(vtr_cuda_mean_pool_backward(d_dx, d_g, d_len, B, T, D, &err));
+    expect_close("mean_pool.out", d_out, out, bd, TOL_EXACT);
+    expect_close("mean_pool.dinp", d_dx, dx, btd, TOL_ELEMENTWISE);
+
+    int *argmax = host_alloc(sizeof(int) * bd), *d_argmax = device_alloc(sizeof(int) * bd);
+    dx = copy_floats(dx0, btd), d_dx = device_floats(dx0, btd);
+    vtr_max_pool_forward(out, argmax, x, lengths, B, T, D);
+    vtr_max_pool_backward(dx, g, argmax, B, T, D);
+    CHECK_OK(vtr_cuda_max_pool_forward(d_out, d_argmax, d_x, d_len, B, T, D, &err));
+    CHECK_OK(vtr_cuda_max_pool_backward(d_dx, d_g, d_argmax, B, T, D, &err));
+    expect_close("max_pool.out", d_out, out, bd, TOL_EXACT);
+    expect_same_ints("max_pool.argmax", d_argmax, argmax, bd);
+    expect_close("max_pool.dinp", d_dx, dx, btd, TOL_EXACT);
+
+    size_t bkd = (size_t)B * K * D;
+    int *index = host_alloc(sizeof(int) * bkd), *d_index = device_alloc(sizeof(int) * bkd);
+    dx = copy_floats(dx0, btd), d_dx = device_floats(dx0, btd);
+    vtr_kmax_pool_forward(out, index, x, lengths, B, T, D, K);
+    vtr_kmax_pool_backward(dx, g, index, lengths, B, T, D, K);
+    CHECK_OK(vtr_cuda_kmax_pool_forward(d_out, d_index, d_x, d_len, B, T, D, K, &err));
+    CHECK_OK(vtr_cuda_kmax_pool_backward(d_dx, d_g, d_index, d_len, B, T, D, K, &err));
+    expect_close("kmax_pool.out", d_out, out, bd, TOL_EXACT);
+    expect_same_ints("kmax_pool.index", d_index, index, bkd);
+    expect_close("kmax_pool.dinp", d_dx, dx, btd, TOL_EXACT);
+
+    float *sw = random_floats(D, -0.5f, 0.5f, &rng), *sb = random_floats(1, -1, 1, &rng);
+    float *dsw0 = random_floats(D, -1, 1, &rng), *dsb0 = random_floats(1, -1, 1, &rng);
+    float *d_sw = device_floats(sw, D), *d_sb = device_floats(sb, 1);
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        float *weights = host_alloc(sizeof(float) * B * T);
+        float *dsw = copy_floats(dsw0, D), *dsb = copy_floats(dsb0, 1);
+        dx = copy_floats(dx0, btd);
+        vtr_attention_pool_forward(out, weights, x, sw, with_bias ? sb : NULL, lengths, B, T, D);
+        vtr_attention_pool_backward(dx, dsw, with_bias ? dsb : NULL, g, x, weights, sw, lengths, B,
+                                    T, D);
+        float *d_weights = device_alloc(sizeof(float) * B * T);
+        float *d_dsw = device_floats(dsw0, D), *d_dsb = device_floats(dsb0, 1);
+        d_dx = device_floats(dx0, btd);
+        CHECK_OK(vtr_cuda_attention_pool_forward(d_out, d_weights, d_x, d_sw,
+                                                 with_bias ? d_sb : NULL, d_len, B, T, D, &err));
+        CHECK_OK(vtr_cuda_attention_pool_backward(d_dx, d_dsw, with_bias ? d_dsb : NULL, d_g, d_x,
+                                                  d_weights, d_sw, d_len, B, T, D, &err));
+        expect_close("attention_pool.out", d_out, out, bd, TOL_PRODUCT);
+        expect_close("attention_pool.weights", d_weights, weights, (size_t)B * T, TOL_PRODUCT);
+        expect_close("attention_pool.dinp", d_dx, dx, btd, TOL_PRODUCT);
+        expect_close("attention_pool.dscore_weight", d_dsw, dsw, D, TOL_PRODUCT);
+        expect_close("attention_pool.dscore_bias", d_dsb, dsb, 1, TOL_PRODUCT);
+    }
+    release_all();
+}
+
+TEST(cuda_nn_gpo)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 21, 0);
+    int B = 6, T = 10, D = 40, d_pe = VTR_GPO_D_PE, hidden = VTR_GPO_HIDDEN;
+    int lengths[6] = {10, 1, 4, 10, 7, 2};
+    size_t btd = (size_t)B * T * D, bd = (size_t)B * D, bt = (size_t)B * T;
+    size_t np = vtr_gpo_param_count(d_pe, hidden);
+    size_t wsize = vtr_gpo_workspace_size(B, T, D, d_pe, hidden);
+    size_t ssize = vtr_gpo_scratch_size(B, T, D, d_pe, hidden);
+    float *x = random_floats(btd, -1, 1, &rng), *g = random_floats(bd, -1, 1, &rng);
+    float *params = random_floats(np, -0.3f, 0.3f, &rng);
+    float *dx0 = random_floats(btd, -1, 1, &rng), *dp0 = random_floats(np, -1, 1, &rng);
+    float *out = host_alloc(sizeof(float) * bd), *weights = host_alloc(sizeof(float) * bt);
+    float *dx = copy_floats(dx0, btd), *dp = copy_floats(dp0, np);
+    void *ws = host_alloc(wsize), *sc = host_alloc(ssize);
+    vtr_gpo_forward(out, weights, ws, x, lengths, params, B, T, D, d_pe, hidden);
+    vtr_gpo_backward(dx, dp, sc, g, x, weights, lengths, params, ws, B, T, D, d_pe, hidden);
+
+    int *d_len = device_ints(lengths, B);
+    float *d_x = device_floats(x, btd), *d_g = device_floats(g, bd);
+    float *d_params = device_floats(params, np);
+    float *d_out = device_alloc(sizeof(float) * bd), *d_weights = device_alloc(sizeof(float) * bt);
+    float *d_dx = device_floats(dx0, btd), *d_dp = device_floats(dp0, np);
+    void *d_ws = device_alloc(wsize), *d_sc = device_alloc(ssize);
+    CHECK_OK(vtr_cuda_gpo_forward(d_out, d_weights, d_ws, d_x, d_len, d_params, B, T, D, d_pe,
+                                  hidden, &err));
+    CHECK_OK(vtr_cuda_gpo_backward(d_dx, d_dp, d_sc, d_g, d_x, d_weights, d_len, d_params, d_ws, B,
+                                   T, D, d_pe, hidden, &err));
+    expect_close("gpo.out", d_out, out, bd, TOL_PRODUCT);
+    expect_close("gpo.weights", d_weights, weights, bt, TOL_PRODUCT);
+    expect_close("gpo.dinp", d_dx, dx, btd, TOL_PRODUCT);
+    expect_close("gpo.dparams", d_dp, dp, np, TOL_PRODUCT);
+    release_all();
+}
+
+TEST(cuda_nn_hinge_loss_both_modes_both_reductions)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 22, 0);
+    int B = 16;
+    float *S = random_floats((size_t)B * B, -1, 1, &rng);
+    float *dS0 = random_floats((size_t)B * B, -1, 1, &rng);
+    float *d_S = device_floats(S, (size_t)B * B), *d_loss = device_alloc(sizeof(float));
+    for (int mode = 0; mode < 2; mode++) {
+        for (int red = 0; red < 2; red++) {
+            vtr_hinge_negatives neg = mode ? VTR_HINGE_HARDEST_NEGATIVE : VTR_HINGE_ALL_NEGATIVES;
+            vtr_reduction reduction = red ? VTR_REDUCE_MEAN : VTR_REDUCE_SUM;
+            float loss = vtr_hinge_loss_forward(S, B, VTR_HINGE_MARGIN, neg, reduction);
+            float *dS = copy_floats(dS0, (size_t)B * B);
+            vtr_hinge_loss_backward(dS, 1.5f, S, B, VTR_HINGE_MARGIN, neg, reduction);
+            float *d_dS = device_floats(dS0, (size_t)B * B);
+            CHECK_OK(vtr_cuda_hinge_loss_forward(d_loss, d_S, B, VTR_HINGE_MARGIN, neg, reduction,
+                                                 &err));
+            CHECK_OK(vtr_cuda_hinge_loss_backward(d_dS, 1.5f, d_S, B, VTR_HINGE_MARGIN, neg,
+                                                  reduction, &err));
+            CHECK(loss > 0.0f);
+            expect_close("hinge.loss", d_loss, &loss, 1, TOL_PRODUCT);
+            expect_close("hinge.dS", d_dS, dS, (size_t)B * B, TOL_ELEMENTWISE);
+        }
+    }
+    release_all();
+}
+
+#else
+
+TEST(cuda_nn_ops_match_cpu)
+{
+    test_skip("built without CUDA");
+}
+
+#endif
