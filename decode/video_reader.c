@@ -1,0 +1,413 @@
+#define _POSIX_C_SOURCE 200809L
+#include "video_reader.h"
+
+#include <errno.h>
+#include <libavutil/display.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct vtr_video_reader {
+    char *path;
+    AVFormatContext *fmt;
+    AVCodecContext *dec;
+    AVStream *st;
+    int stream;
+    vtr_video_info info;
+    vtr_decode_stats stats;
+};
+
+static vtr_status codec_error(vtr_error *err, const char *path, const char *what, int ret)
+{
+    return vtr_fail(err, VTR_ERR_CODEC, "%s: %s: %s", path, what, av_err2str(ret));
+}
+
+static bool is_image_format(const char *name)
+{
+    size_t n = strlen(name);
+    return !strcmp(name, "image2") || (n > 5 && !strcmp(name + n - 5, "_pipe"));
+}
+
+/* Opens the demuxer on r->path (and reads the stream parameters when probe is set). */
+static vtr_status open_demuxer(vtr_video_reader *r, bool probe, vtr_error *err)
+{
+    int ret = avformat_open_input(&r->fmt, r->path, NULL, NULL);
+    if (ret < 0) {
+        if (ret == AVERROR_INVALIDDATA)
+            return vtr_fail(err, VTR_ERR_FORMAT,
+                            "%s: not a video or image FFmpeg can read (unknown format, corrupt "
+                            "or truncated)",
+                            r->path);
+        return vtr_fail(err, ret == AVERROR(ENOENT) || ret == AVERROR(EACCES) ? VTR_ERR_IO
+                                                                               : VTR_ERR_CODEC,
+                        "%s: %s", r->path, av_err2str(ret));
+    }
+    if (probe && (ret = avformat_find_stream_info(r->fmt, NULL)) < 0)
+        return codec_error(err, r->path, "reading stream parameters", ret);
+    return VTR_OK;
+}
+
+static void discard_other_streams(vtr_video_reader *r)
+{
+    for (unsigned i = 0; i < r->fmt->nb_streams; i++)
+        r->fmt->streams[i]->discard = (int)i == r->stream ? AVDISCARD_DEFAULT : AVDISCARD_ALL;
+    r->st = r->fmt->streams[r->stream];
+}
+
+static void fill_info(vtr_video_reader *r)
+{
+    AVStream *st = r->st;
+    vtr_video_info *in = &r->info;
+    in->width = st->codecpar->width;
+    in->height = st->codecpar->height;
+    in->tb_num = st->time_base.num;
+    in->tb_den = st->time_base.den;
+    in->is_image = is_image_format(r->fmt->iformat->name);
+    in->start = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
+    /* only the stream's own duration: the file's (AVFormatContext.duration) is the span
+     * of all streams for some formats and the end time for others (Matroska) */
+    in->duration = st->duration > 0 && st->duration != AV_NOPTS_VALUE ? st->duration : -1;
+    in->declared_end = INT64_MIN;
+    if (in->duration > 0) {
+        in->declared_end = in->start + in->duration;
+    } else if (r->fmt->duration > 0 && r->fmt->duration != AV_NOPTS_VALUE) {
+        int64_t fstart = r->fmt->start_time != AV_NOPTS_VALUE ? r->fmt->start_time : 0;
+        int64_t end = r->fmt->duration + (fstart < 0 ? fstart : 0);
+        in->declared_end = av_rescale_q(end, AV_TIME_BASE_Q, st->time_base);
+    }
+    AVRational rate = st->avg_frame_rate;
+    in->fps = !in->is_image && rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
+    in->nb_frames = st->nb_frames > 0 ? st->nb_frames : 0;
+    size_t size = 0;
+    const uint8_t *matrix = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &size);
+    in->orientation = matrix && size >= 9 * sizeof(int32_t)
+                          ? vtr_orientation_from_matrix((const int32_t *)matrix)
+                          : vtr_orientation_identity();
+    const AVCodecDescriptor *desc = avcodec_descriptor_get(st->codecpar->codec_id);
+    in->intra_only = in->is_image || (desc && (desc->props & AV_CODEC_PROP_INTRA_ONLY));
+    in->codec = r->dec->codec->name;
+    in->format = r->fmt->iformat->name;
+}
+
+vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader **out,
+                                 vtr_error *err)
+{
+    *out = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return vtr_fail_errno(err, "%s", path);
+    if (S_ISDIR(sb.st_mode))
+        return vtr_fail(err, VTR_ERR_IO, "%s: is a directory", path);
+    if (S_ISREG(sb.st_mode) && sb.st_size == 0)
+        return vtr_fail(err, VTR_ERR_FORMAT, "%s: empty file", path);
+
+    vtr_status st = VTR_OK;
+    vtr_video_reader *r = calloc(1, sizeof *r);
+    if (!r || !(r->path = strdup(path))) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
+        goto end;
+    }
+    if ((st = open_demuxer(r, true, err)) != VTR_OK)
+        goto end;
+    /* the best video stream that is not cover art */
+    const AVCodec *codec = NULL;
+    int best = av_find_best_stream(r->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+    if (best < 0 || (r->fmt->streams[best]->disposition & AV_DISPOSITION_ATTACHED_PIC)) {
+        best = -1;
+        for (unsigned i = 0; i < r->fmt->nb_streams; i++) {
+            AVStream *s = r->fmt->streams[i];
+            if (s->codecpar->codec_type == AVMEDIA_TYPE_VIDEO &&
+                !(s->disposition & AV_DISPOSITION_ATTACHED_PIC)) {
+                best = (int)i;
+                break;
+            }
+        }
+    }
+    if (best < 0) {
+        st = vtr_fail(err, VTR_ERR_FORMAT, "%s: no video stream", path);
+        goto end;
+    }
+    r->stream = best;
+    discard_other_streams(r);
+    AVCodecParameters *par = r->st->codecpar;
+    codec = avcodec_find_decoder(par->codec_id);
+    if (!codec) {
+        if (par->codec_id == AV_CODEC_ID_NONE)
+            st = vtr_fail(err, VTR_ERR_UNSUPPORTED, "%s: unknown video codec (tag %s)", path,
+                          av_fourcc2str(par->codec_tag));
+        else
+            st = vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                          "%s: no decoder for codec '%s' in this FFmpeg", path,
+                          avcodec_get_name(par->codec_id));
+        goto end;
+    }
+    if (par->width <= 0 || par->height <= 0) {
+        st = vtr_fail(err, VTR_ERR_FORMAT, "%s: video stream without a frame size (corrupt?)",
+                      path);
+        goto end;
+    }
+    r->dec = avcodec_alloc_context3(codec);
+    if (!r->dec) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
+        goto end;
+    }
+    int ret = avcodec_parameters_to_context(r->dec, par);
+    if (ret < 0) {
+        st = codec_error(err, path, "decoder parameters", ret);
+        goto end;
+    }
+    r->dec->pkt_timebase = r->st->time_base;
+    r->dec->thread_count = threads;
+    r->dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    /* frames the decoder could only guess at (missing references) are not frames */
+    r->dec->flags &= ~AV_CODEC_FLAG_OUTPUT_CORRUPT;
+    /* damaged data is an error, not something to conceal and deliver */
+    r->dec->err_recognition |= AV_EF_EXPLODE;
+    if ((ret = avcodec_open2(r->dec, codec, NULL)) < 0) {
+        st = codec_error(err, path, "opening the decoder", ret);
+        goto end;
+    }
+    fill_info(r);
+end:
+    if (st != VTR_OK) {
+        vtr_video_reader_close(r);
+        return st;
+    }
+    *out = r;
+    return VTR_OK;
+}
+
+void vtr_video_reader_close(vtr_video_reader *r)
+{
+    if (!r)
+        return;
+    avcodec_free_context(&r->dec);
+    avformat_close_input(&r->fmt);
+    free(r->path);
+    free(r);
+}
+
+const vtr_video_info *vtr_video_reader_info(const vtr_video_reader *r)
+{
+    return &r->info;
+}
+
+const vtr_decode_stats *vtr_video_reader_stats(const vtr_video_reader *r)
+{
+    return &r->stats;
+}
+
+const char *vtr_video_reader_path(const vtr_video_reader *r)
+{
+    return r->path;
+}
+
+vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err)
+{
+    bool start_known = r->st->start_time != AV_NOPTS_VALUE;
+    if (start_known) {
+        /* from the last indexed keyframe: one GOP of demuxing instead of the file */
+        for (int i = avformat_index_get_entries_count(r->st) - 1; i >= 0; i--) {
+            const AVIndexEntry *e = avformat_index_get_entry(r->st, i);
+            if (e && (e->flags & AVINDEX_KEYFRAME)) {
+                if (av_seek_frame(r->fmt, r->stream, e->timestamp, AVSEEK_FLAG_BACKWARD) < 0)
+                    start_known = false; /* read it all from the start instead */
+                break;
+            }
+        }
+    }
+    AVPacket *pkt = av_packet_alloc();
+    if (!pkt)
+        return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", r->path);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    vtr_status st;
+    for (;;) {
+        bool eof;
+        if ((st = vtr_video_reader_read(r, pkt, &eof, err)) != VTR_OK || eof)
+            break;
+        if (pkt->flags & AV_PKT_FLAG_CORRUPT) {
+            st = vtr_fail(err, VTR_ERR_FORMAT, "%s: truncated or corrupt data", r->path);
+            break;
+        }
+        int64_t pts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
+        if (pts == AV_NOPTS_VALUE)
+            continue;
+        if (pts < lo)
+            lo = pts;
+        int64_t end = pts + (pkt->duration > 0 ? pkt->duration : 0);
+        if (end > hi)
+            hi = end;
+    }
+    av_packet_free(&pkt);
+    if (st != VTR_OK)
+        return st;
+    if (hi == INT64_MIN)
+        return vtr_fail(err, VTR_ERR_FORMAT, "%s: no video frames", r->path);
+    if (!start_known && r->st->start_time == AV_NOPTS_VALUE)
+        r->info.start = lo;
+    if ((st = vtr_video_reader_check_end(r, hi, err)) != VTR_OK)
+        return st;
+    r->info.duration = hi > r->info.start ? hi - r->info.start : 0;
+    st = vtr_video_reader_rewind(r, err);
+    r->stats = (vtr_decode_stats){0};
+    return st;
+}
+
+vtr_status vtr_video_reader_check_end(const vtr_video_reader *r, int64_t end, vtr_error *err)
+{
+    const vtr_video_info *in = &r->info;
+    if (in->declared_end == INT64_MIN || end == INT64_MIN)
+        return VTR_OK;
+    double second = (double)in->tb_den / in->tb_num;
+    double slack = 0.5 * second, span = (double)(in->declared_end - in->start);
+    if (span * 0.02 > slack)
+        slack = span * 0.02;
+    if (in->fps > 0 && 2.0 * second / in->fps > slack)
+        slack = 2.0 * second / in->fps;
+    if ((double)end < (double)in->declared_end - slack)
+        return vtr_fail(err, VTR_ERR_FORMAT,
+                        "%s: video data ends at %.3f s, before the declared end %.3f s "
+                        "(truncated?)",
+                        r->path, vtr_video_reader_seconds(r, end),
+                        vtr_video_reader_seconds(r, in->declared_end));
+    return VTR_OK;
+}
+
+vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, vtr_error *err)
+{
+    *eof = false;
+    for (;;) {
+        av_packet_unref(pkt);
+        int ret = av_read_frame(r->fmt, pkt);
+        if (ret == AVERROR_EOF) {
+            *eof = true;
+            return VTR_OK;
+        }
+        if (ret < 0)
+            return codec_error(err, r->path, "reading", ret);
+        if (pkt->stream_index == r->stream) {
+            r->stats.packets_read++;
+            return VTR_OK;
+        }
+    }
+}
+
+bool vtr_video_reader_keyframe_before(vtr_video_reader *r, int64_t ts, int64_t *kf_ts,
+                                      int64_t *kf_pos)
+{
+    int idx = av_index_search_timestamp(r->st, ts, AVSEEK_FLAG_BACKWARD);
+    if (idx < 0)
+        return false;
+    const AVIndexEntry *e = avformat_index_get_entry(r->st, idx);
+    if (!e)
+        return false;
+    *kf_ts = e->timestamp;
+    *kf_pos = e->pos;
+    return true;
+}
+
+bool vtr_video_reader_keyframe_preceding(vtr_video_reader *r, int64_t pos, int64_t ts,
+                                         int64_t *kf_ts)
+{
+    bool found = false;
+    int n = avformat_index_get_entries_count(r->st);
+    for (int i = 0; i < n; i++) {
+        const AVIndexEntry *e = avformat_index_get_entry(r->st, i);
+        if (!e || !(e->flags & AVINDEX_KEYFRAME))
+            continue;
+        bool before = pos >= 0 && e->pos >= 0 ? e->pos < pos : e->timestamp < ts;
+        if (before && (!found || e->timestamp > *kf_ts)) {
+            *kf_ts = e->timestamp;
+            found = true;
+        }
+    }
+    return found;
+}
+
+int64_t vtr_video_reader_frame_number(vtr_video_reader *r, int64_t dts)
+{
+    int n = avformat_index_get_entries_count(r->st);
+    if (n <= 0 || r->st->nb_frames != n || dts == AV_NOPTS_VALUE)
+        return -1;
+    int idx = av_index_search_timestamp(r->st, dts, AVSEEK_FLAG_BACKWARD | AVSEEK_FLAG_ANY);
+    const AVIndexEntry *e = idx >= 0 ? avformat_index_get_entry(r->st, idx) : NULL;
+    return e && e->timestamp == dts ? idx : -1;
+}
+
+vtr_status vtr_video_reader_seek(vtr_video_reader *r, int64_t ts, vtr_error *err)
+{
+    r->stats.seeks++;
+    int ret = av_seek_frame(r->fmt, r->stream, ts, AVSEEK_FLAG_BACKWARD);
+    if (ret < 0)
+        return vtr_fail(err, VTR_ERR_CODEC, "%s: seeking to %.3f s: %s", r->path,
+                        vtr_video_reader_seconds(r, ts), av_err2str(ret));
+    avcodec_flush_buffers(r->dec);
+    return VTR_OK;
+}
+
+vtr_status vtr_video_reader_rewind(vtr_video_reader *r, vtr_error *err)
+{
+    r->stats.seeks++;
+    enum AVCodecID id = r->st->codecpar->codec_id;
+    avformat_close_input(&r->fmt);
+    vtr_status st = open_demuxer(r, false, err);
+    if (st != VTR_OK)
+        return st;
+    if ((unsigned)r->stream >= r->fmt->nb_streams ||
+        r->fmt->streams[r->stream]->codecpar->codec_id != id) {
+        /* streams found only by probing packets: probe again */
+        int ret = avformat_find_stream_info(r->fmt, NULL);
+        if (ret < 0)
+            return codec_error(err, r->path, "reading stream parameters", ret);
+        if ((unsigned)r->stream >= r->fmt->nb_streams ||
+            r->fmt->streams[r->stream]->codecpar->codec_id != id)
+            return vtr_fail(err, VTR_ERR_FORMAT, "%s: the streams changed on reopening",
+                            r->path);
+    }
+    discard_other_streams(r);
+    avcodec_flush_buffers(r->dec);
+    return VTR_OK;
+}
+
+vtr_status vtr_video_reader_send(vtr_video_reader *r, const AVPacket *pkt, bool decode_nonref,
+                                 vtr_error *err)
+{
+    r->dec->skip_frame = decode_nonref ? AVDISCARD_DEFAULT : AVDISCARD_NONREF;
+    int ret = avcodec_send_packet(r->dec, pkt);
+    if (ret == AVERROR_EOF && !pkt)
+        return VTR_OK; /* already draining */
+    if (ret < 0)
+        return vtr_fail(err, VTR_ERR_CODEC, "%s: decoding the packet at %.3f s: %s", r->path,
+                        pkt && pkt->pts != AV_NOPTS_VALUE
+                            ? vtr_video_reader_seconds(r, pkt->pts)
+                            : 0.0,
+                        av_err2str(ret));
+    if (pkt)
+        r->stats.packets_sent++;
+    return VTR_OK;
+}
+
+vtr_status vtr_video_reader_receive(vtr_video_reader *r, AVFrame *frame, bool *got,
+                                    vtr_error *err)
+{
+    *got = false;
+    av_frame_unref(frame);
+    int ret = avcodec_receive_frame(r->dec, frame);
+    if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF)
+        return VTR_OK;
+    if (ret < 0)
+        return codec_error(err, r->path, "decoding", ret);
+    r->stats.frames_decoded++;
+    *got = true;
+    return VTR_OK;
+}
+
+void vtr_video_reader_flush(vtr_video_reader *r)
+{
+    avcodec_flush_buffers(r->dec);
+}
+
+double vtr_video_reader_seconds(const vtr_video_reader *r, int64_t ticks)
+{
+    return (double)ticks * r->info.tb_num / r->info.tb_den;
+}

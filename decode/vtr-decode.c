@@ -1,0 +1,498 @@
+/* vtr-decode: video and image files -> frame records (or NPY files), optionally audio.
+ * Argument parsing and output only; the work is in decode/decode_item.h. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <getopt.h>
+#include <libavutil/log.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "decode/decode_item.h"
+#include "lib/file.h"
+#include "lib/log.h"
+#include "lib/npy.h"
+#include "lib/record.h"
+
+static const char usage_text[] =
+    "Usage: vtr-decode [OPTION]... FILE...\n"
+    "       vtr-decode [OPTION]... -m MANIFEST\n"
+    "       vtr-decode [OPTION]... -            (paths, or KEY<TAB>PATH lines, on stdin)\n"
+    "Decodes videos and images (single-frame videos) into frame records: per item one\n"
+    "uint8 array (N, H, W, 3) of RGB frames, or float32 with --mean/--std, and a JSON\n"
+    "object with the source, size, timestamps (seconds, from the pts), frame indices,\n"
+    "duration, fps, rotation, sampler and audio. An item's key is its manifest key, or\n"
+    "the file name without directory and extension.\n"
+    "\n"
+    "Input and output:\n"
+    "  -m, --manifest FILE   one PATH or KEY<TAB>PATH per line ('#' starts a comment)\n"
+    "  -o, --output FILE     write the record stream to FILE [stdout]\n"
+    "      --out-dir DIR     write DIR/KEY.npy and DIR/KEY.json per item instead\n"
+    "\n"
+    "Sampling (at most one; default: every frame):\n"
+    "      --frames N        N frames uniformly over the duration, at the segment centres\n"
+    "                        t_i = start + (i + 0.5) * duration / N, i = 0..N-1\n"
+    "                        (rounded down to the stream's time base)\n"
+    "      --fps R           t_k = start + k / R while t_k < start + duration (R: 2, 0.5,\n"
+    "                        29.97 or 30000/1001)\n"
+    "      --every K         frames 0, K, 2K, ... in presentation order\n"
+    "      --keyframes       the keyframes only\n"
+    "  The frame for a time t is the one displayed at t: the last frame, in presentation\n"
+    "  order, whose pts <= t (the first frame when t precedes it); start and duration are\n"
+    "  the video stream's. Sparse targets are reached by seeking to the keyframe before\n"
+    "  them; frames nothing needs are not decoded.\n"
+    "      --straight        decode every frame in order (no seeking or skipping); the\n"
+    "                        frames delivered are the same, only slower\n"
+    "\n"
+    "Geometry (frames are first turned upright as the display matrix says):\n"
+    "      --size WxH        output size [the video's]\n"
+    "      --resize MODE     shorter-side: keep the aspect ratio, cover WxH [default];\n"
+    "                        stretch: exactly WxH\n"
+    "      --crop MODE       center: cut the WxH middle [default]; none: keep the whole\n"
+    "                        resized picture\n"
+    "      --mean R,G,B      with --std: float32 output (x / 255 - mean) / std\n"
+    "      --std R,G,B       (e.g. 0.485,0.456,0.406 and 0.229,0.224,0.225)\n"
+    "\n"
+    "Audio (mono, 16-bit, through libsndfile; no audio stream is not an error):\n"
+    "      --audio FILE      write the single input's audio to FILE (.wav or .flac)\n"
+    "      --audio-dir DIR   write each item's audio to DIR/KEY.wav\n"
+    "      --audio-format F  wav or flac, for --audio-dir [wav]\n"
+    "      --audio-rate HZ   sample rate [16000]\n"
+    "\n"
+    "Other:\n"
+    "      --threads N       decoder threads, 0 = one per core [0]\n"
+    "      --log-json        log events as JSON lines on stderr\n"
+    "  -v, --verbose         let FFmpeg print its own warnings\n"
+    "  -h, --help            this text\n"
+    "      --version         the version\n"
+    "\n"
+    "A file that cannot be decoded (missing, empty, truncated, corrupt, unknown codec, no\n"
+    "video stream) is reported on stderr in one line naming it; the other items still\n"
+    "finish, and nothing partial is written for it.\n"
+    "Exit status: 0 every item decoded; 2 some items failed (the others were written);\n"
+    "1 bad usage, or the output could not be opened or written.\n";
+
+typedef struct item {
+    char *key;
+    char *path;
+} item;
+
+typedef struct item_list {
+    item *v;
+    size_t n, cap;
+} item_list;
+
+static int add_item(item_list *l, const char *key, const char *path)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        item *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        l->v = v;
+        l->cap = cap;
+    }
+    char *k = NULL;
+    if (key) {
+        k = strdup(key);
+    } else {
+        /* the file name without directory and extension */
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        const char *dot = strrchr(base, '.');
+        size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+        k = strndup(base, len);
+    }
+    char *p = strdup(path);
+    if (!k || !p) {
+        free(k);
+        free(p);
+        return -1;
+    }
+    l->v[l->n++] = (item){k, p};
+    return 0;
+}
+
+static void free_items(item_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].key);
+        free(l->v[i].path);
+    }
+    free(l->v);
+}
+
+/* Reads PATH or KEY<TAB>PATH lines. */
+static int read_manifest(FILE *in, const char *name, item_list *l)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int rc = 0;
+    long lineno = 0;
+    while ((len = getline(&line, &cap, in)) != -1) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        if (len == 0 || line[0] == '#')
+            continue;
+        char *tab = strchr(line, '\t');
+        if (tab) {
+            *tab = '\0';
+            if (!line[0] || !tab[1]) {
+                fprintf(stderr, "vtr-decode: %s:%ld: empty key or path\n", name, lineno);
+                rc = -1;
+                break;
+            }
+        }
+        if (add_item(l, tab ? line : NULL, tab ? tab + 1 : line) != 0) {
+            fprintf(stderr, "vtr-decode: out of memory\n");
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 0 && ferror(in)) {
+        fprintf(stderr, "vtr-decode: %s: %s\n", name, strerror(errno));
+        rc = -1;
+    }
+    free(line);
+    return rc;
+}
+
+static int parse_triple(const char *s, float out[3])
+{
+    char extra;
+    return sscanf(s, "%f,%f,%f%c", &out[0], &out[1], &out[2], &extra) == 3 ? 0 : -1;
+}
+
+static int parse_count(const char *s, long long max, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Writes the item as DIR/KEY.npy and DIR/KEY.json, both or neither. */
+static vtr_status write_npy_item(const char *dir, const char *key, const vtr_decoded_item *it,
+                                 vtr_error *err)
+{
+    if (!key[0] || strchr(key, '/') || !strcmp(key, ".") || !strcmp(key, ".."))
+        return vtr_fail(err, VTR_ERR_INVALID, "key '%s' cannot name a file in --out-dir", key);
+    size_t n = strlen(dir) + strlen(key) + 8;
+    char *npy = malloc(n), *js = malloc(n);
+    vtr_status st = VTR_OK;
+    if (!npy || !js) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    snprintf(npy, n, "%s/%s.npy", dir, key);
+    snprintf(js, n, "%s/%s.json", dir, key);
+    if ((st = vtr_npy_save(npy, &it->frames, 0, err)) != VTR_OK)
+        goto end;
+    vtr_atomic_file f;
+    if ((st = vtr_atomic_open(&f, js, err)) != VTR_OK) {
+        unlink(npy);
+        goto end;
+    }
+    if (json_dumpf(it->meta, f.fp, JSON_INDENT(1)) != 0 || fputc('\n', f.fp) == EOF) {
+        st = vtr_fail(err, VTR_ERR_IO, "%s: write failed", js);
+        vtr_atomic_abort(&f);
+        unlink(npy);
+        goto end;
+    }
+    if ((st = vtr_atomic_commit(&f, err)) != VTR_OK)
+        unlink(npy);
+end:
+    free(npy);
+    free(js);
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    enum {
+        OPT_OUT_DIR = 256, OPT_FRAMES, OPT_FPS, OPT_EVERY, OPT_KEYFRAMES, OPT_STRAIGHT, OPT_SIZE,
+        OPT_RESIZE, OPT_CROP, OPT_MEAN, OPT_STD, OPT_AUDIO, OPT_AUDIO_DIR, OPT_AUDIO_FORMAT,
+        OPT_AUDIO_RATE, OPT_THREADS, OPT_LOG_JSON, OPT_VERSION
+    };
+    static const struct option options[] = {
+        {"manifest", required_argument, NULL, 'm'},
+        {"output", required_argument, NULL, 'o'},
+        {"out-dir", required_argument, NULL, OPT_OUT_DIR},
+        {"frames", required_argument, NULL, OPT_FRAMES},
+        {"fps", required_argument, NULL, OPT_FPS},
+        {"every", required_argument, NULL, OPT_EVERY},
+        {"keyframes", no_argument, NULL, OPT_KEYFRAMES},
+        {"straight", no_argument, NULL, OPT_STRAIGHT},
+        {"size", required_argument, NULL, OPT_SIZE},
+        {"resize", required_argument, NULL, OPT_RESIZE},
+        {"crop", required_argument, NULL, OPT_CROP},
+        {"mean", required_argument, NULL, OPT_MEAN},
+        {"std", required_argument, NULL, OPT_STD},
+        {"audio", required_argument, NULL, OPT_AUDIO},
+        {"audio-dir", required_argument, NULL, OPT_AUDIO_DIR},
+        {"audio-format", required_argument, NULL, OPT_AUDIO_FORMAT},
+        {"audio-rate", required_argument, NULL, OPT_AUDIO_RATE},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"log-json", no_argument, NULL, OPT_LOG_JSON},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    vtr_decode_options o;
+    vtr_decode_options_defaults(&o);
+    const char *manifest = NULL, *output = NULL, *out_dir = NULL, *audio = NULL;
+    const char *audio_dir = NULL, *audio_ext = "wav";
+    bool log_json = false, verbose = false, have_mean = false, have_std = false;
+    int samplers = 0, opt;
+    long long v;
+    item_list items = {0};
+    FILE *out = NULL;
+    vtr_atomic_file out_file = {0};
+    bool out_atomic = false;
+    int rc = 1;
+
+    while ((opt = getopt_long(argc, argv, "m:o:vh", options, NULL)) != -1) {
+        const char *bad = NULL;
+        switch (opt) {
+        case 'm': manifest = optarg; break;
+        case 'o': output = optarg; break;
+        case OPT_OUT_DIR: out_dir = optarg; break;
+        case OPT_FRAMES:
+            samplers++;
+            o.sampler.mode = VTR_SAMPLE_FRAMES;
+            if (parse_count(optarg, VTR_SAMPLER_MAX_TARGETS, &v) == 0)
+                o.sampler.n = v;
+            else
+                bad = "--frames needs a count from 1";
+            break;
+        case OPT_FPS: {
+            samplers++;
+            o.sampler.mode = VTR_SAMPLE_FPS;
+            vtr_error e;
+            if (vtr_sampler_parse_rate(optarg, &o.sampler.fps_num, &o.sampler.fps_den, &e) !=
+                VTR_OK)
+                bad = "--fps needs a positive rate: 2, 0.5, 29.97 or 30000/1001";
+            break;
+        }
+        case OPT_EVERY:
+            samplers++;
+            o.sampler.mode = VTR_SAMPLE_EVERY;
+            if (parse_count(optarg, INT64_MAX, &v) == 0)
+                o.sampler.n = v;
+            else
+                bad = "--every needs a step from 1";
+            break;
+        case OPT_KEYFRAMES:
+            samplers++;
+            o.sampler.mode = VTR_SAMPLE_KEYFRAMES;
+            break;
+        case OPT_STRAIGHT: o.straight = true; break;
+        case OPT_SIZE: {
+            char extra;
+            if (sscanf(optarg, "%dx%d%c", &o.geometry.width, &o.geometry.height, &extra) != 2 ||
+                o.geometry.width < 1 || o.geometry.height < 1 || o.geometry.width > 32768 ||
+                o.geometry.height > 32768)
+                bad = "--size needs WxH, e.g. 224x224";
+            break;
+        }
+        case OPT_RESIZE:
+            if (!strcmp(optarg, "shorter-side"))
+                o.geometry.resize = VTR_RESIZE_SHORTER_SIDE;
+            else if (!strcmp(optarg, "stretch"))
+                o.geometry.resize = VTR_RESIZE_STRETCH;
+            else
+                bad = "--resize is shorter-side or stretch";
+            break;
+        case OPT_CROP:
+            if (!strcmp(optarg, "center"))
+                o.geometry.crop = VTR_CROP_CENTER;
+            else if (!strcmp(optarg, "none"))
+                o.geometry.crop = VTR_CROP_NONE;
+            else
+                bad = "--crop is center or none";
+            break;
+        case OPT_MEAN:
+            have_mean = true;
+            if (parse_triple(optarg, o.mean) != 0)
+                bad = "--mean needs R,G,B";
+            break;
+        case OPT_STD:
+            have_std = true;
+            if (parse_triple(optarg, o.std) != 0 || !(o.std[0] > 0) || !(o.std[1] > 0) ||
+                !(o.std[2] > 0))
+                bad = "--std needs three positive numbers R,G,B";
+            break;
+        case OPT_AUDIO: audio = optarg; break;
+        case OPT_AUDIO_DIR: audio_dir = optarg; break;
+        case OPT_AUDIO_FORMAT:
+            if (!strcmp(optarg, "wav") || !strcmp(optarg, "flac"))
+                audio_ext = optarg;
+            else
+                bad = "--audio-format is wav or flac";
+            break;
+        case OPT_AUDIO_RATE:
+            if (parse_count(optarg, 384000, &v) == 0 && v >= 1000)
+                o.audio_rate = (int)v;
+            else
+                bad = "--audio-rate needs a rate in Hz from 1000 to 384000";
+            break;
+        case OPT_THREADS:
+            if (!strcmp(optarg, "0"))
+                o.threads = 0;
+            else if (parse_count(optarg, 256, &v) == 0)
+                o.threads = (int)v;
+            else
+                bad = "--threads needs a count from 0 to 256";
+            break;
+        case OPT_LOG_JSON: log_json = true; break;
+        case 'v': verbose = true; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case OPT_VERSION: printf("vtr-decode %s\n", VTR_VERSION); return 0;
+        default: fputs("Try 'vtr-decode --help'.\n", stderr); return 1;
+        }
+        if (bad) {
+            fprintf(stderr, "vtr-decode: %s (got '%s')\n", bad, optarg);
+            return 1;
+        }
+    }
+    vtr_log_init("vtr-decode", log_json);
+    av_log_set_level(verbose ? AV_LOG_WARNING : AV_LOG_QUIET);
+    const char *usage_error = NULL;
+    if (samplers > 1)
+        usage_error = "choose one of --frames, --fps, --every and --keyframes";
+    else if (have_mean != have_std)
+        usage_error = "--mean and --std go together";
+    else if (output && out_dir)
+        usage_error = "--output and --out-dir exclude each other";
+    else if (audio && audio_dir)
+        usage_error = "--audio and --audio-dir exclude each other";
+    else if (!manifest && optind == argc)
+        usage_error = "no input: name files, a manifest (-m) or - for stdin";
+    if (usage_error) {
+        fprintf(stderr, "vtr-decode: %s (see --help)\n", usage_error);
+        return 1;
+    }
+    o.normalize = have_mean;
+
+    /* the items */
+    if (manifest) {
+        FILE *f = fopen(manifest, "r");
+        if (!f) {
+            fprintf(stderr, "vtr-decode: %s: %s\n", manifest, strerror(errno));
+            goto end;
+        }
+        int r = read_manifest(f, manifest, &items);
+        fclose(f);
+        if (r != 0)
+            goto end;
+    }
+    for (int i = optind; i < argc; i++) {
+        if (!strcmp(argv[i], "-")) {
+            if (read_manifest(stdin, "stdin", &items) != 0)
+                goto end;
+        } else if (add_item(&items, NULL, argv[i]) != 0) {
+            fprintf(stderr, "vtr-decode: out of memory\n");
+            goto end;
+        }
+    }
+    if (audio && items.n != 1) {
+        fprintf(stderr, "vtr-decode: --audio takes one input; use --audio-dir for %zu\n",
+                items.n);
+        goto end;
+    }
+
+    /* the output */
+    vtr_error err;
+    vtr_error_clear(&err);
+    if (out_dir) {
+        if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "vtr-decode: %s: %s\n", out_dir, strerror(errno));
+            goto end;
+        }
+    } else if (output && strcmp(output, "-")) {
+        if (vtr_atomic_open(&out_file, output, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+        out_atomic = true;
+        out = out_file.fp;
+    } else {
+        if (isatty(STDOUT_FILENO)) {
+            fputs("vtr-decode: refusing to write records to a terminal: use -o FILE, "
+                  "--out-dir DIR or a pipe\n",
+                  stderr);
+            goto end;
+        }
+        out = stdout;
+    }
+    if (audio_dir && mkdir(audio_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "vtr-decode: %s: %s\n", audio_dir, strerror(errno));
+        goto end;
+    }
+
+    size_t failed = 0;
+    bool output_broken = false;
+    vtr_progress progress;
+    vtr_progress_begin(&progress, "items", (int64_t)items.n);
+    for (size_t i = 0; i < items.n && !output_broken; i++) {
+        const item *it = &items.v[i];
+        char *audio_path = NULL;
+        if (audio) {
+            audio_path = strdup(audio);
+        } else if (audio_dir) {
+            size_t n = strlen(audio_dir) + strlen(it->key) + 8;
+            if ((audio_path = malloc(n)))
+                snprintf(audio_path, n, "%s/%s.%s", audio_dir, it->key, audio_ext);
+        }
+        vtr_decoded_item dec = {0};
+        vtr_error_clear(&err);
+        vtr_status st = (audio || audio_dir) && !audio_path
+                            ? vtr_fail(&err, VTR_ERR_NOMEM, "out of memory")
+                            : vtr_decode_item(it->path, &o, audio_path, &dec, &err);
+        if (st == VTR_OK) {
+            json_object_set_new(dec.meta, "decoder", json_string("vtr-decode " VTR_VERSION));
+            if (out_dir) {
+                st = write_npy_item(out_dir, it->key, &dec, &err);
+            } else {
+                const char *what = output && strcmp(output, "-") ? output : "stdout";
+                st = vtr_record_write(out, it->key, dec.meta, &dec.frames, what, &err);
+                if (st == VTR_OK && out == stdout && fflush(stdout) != 0)
+                    st = vtr_fail_errno(&err, "stdout");
+                output_broken = st != VTR_OK;
+            }
+            if (st != VTR_OK && audio_path)
+                unlink(audio_path);
+        }
+        if (st != VTR_OK) {
+            vtr_log_item_error(it->key, &err);
+            failed++;
+        }
+        vtr_decoded_item_free(&dec);
+        free(audio_path);
+        vtr_progress_step(&progress, 1);
+    }
+    vtr_progress_end(&progress);
+    if (output_broken)
+        goto end;
+    if (out_atomic) {
+        out_atomic = false;
+        if (vtr_atomic_commit(&out_file, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+    }
+    rc = failed ? 2 : 0;
+end:
+    if (out_atomic)
+        vtr_atomic_abort(&out_file);
+    free_items(&items);
+    return rc;
+}

@@ -1,0 +1,88 @@
+#!/bin/sh
+# vtr-decode from the command line: record streams, --out-dir, manifests and stdin, audio,
+# a bad item among good ones, exit codes. Inputs come from vtr-synth in a temporary dir.
+set -u
+for p in vtr-decode vtr-synth vtr-inspect; do
+    command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
+done
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+
+vtr-synth --frames 30 --gop 10 --bframes 2 --audio aac "$dir/a.mp4" || fail "vtr-synth a.mp4"
+vtr-synth --frames 20 --gop 5 "$dir/b.webm" || fail "vtr-synth b.webm"
+vtr-synth --first-index 7 "$dir/c.png" || fail "vtr-synth c.png"
+: >"$dir/empty.mp4"
+printf 'clip_a\t%s\n%s\n# a comment\n\nbad\t%s\nimg\t%s\n' "$dir/a.mp4" "$dir/b.webm" \
+    "$dir/missing.mp4" "$dir/c.png" >"$dir/list.tsv"
+
+# 1. a record stream; the missing file fails alone: exit 2, one line naming it
+vtr-decode --frames 4 -m "$dir/list.tsv" -o "$dir/out.rec" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] || fail "exit $rc with a bad item, expected 2"
+[ "$(wc -l <"$dir/err")" -eq 1 ] || fail "expected one error line, got: $(cat "$dir/err")"
+grep -q "missing.mp4" "$dir/err" || fail "the error does not name the file: $(cat "$dir/err")"
+vtr-inspect --json "$dir/out.rec" >"$dir/inspect" || fail "vtr-inspect out.rec"
+[ "$(grep -c '"kind":"record"' "$dir/inspect")" -eq 3 ] || fail "expected 3 records: $(cat "$dir/inspect")"
+for key in clip_a b img; do
+    grep "\"key\":\"$key\"" "$dir/inspect" | grep -q '"shape":\[4,120,160,3\]' ||
+        fail "record $key missing or of the wrong shape"
+done
+grep '"key":"clip_a"' "$dir/inspect" | grep -q '"timestamps":\[' || fail "no timestamps"
+grep '"key":"clip_a"' "$dir/inspect" | grep -q '"sampler":{"mode":"frames","n":4}' ||
+    fail "no sampler in the metadata"
+
+# 2. --out-dir: NPY and JSON per good item, nothing for the bad one, no temporary files
+vtr-decode --fps 5 --size 64x64 --out-dir "$dir/npy" -m "$dir/list.tsv" 2>/dev/null
+[ $? -eq 2 ] || fail "--out-dir: expected exit 2"
+for key in clip_a b img; do
+    [ -s "$dir/npy/$key.npy" ] && [ -s "$dir/npy/$key.json" ] || fail "no $key.npy/.json"
+done
+[ ! -e "$dir/npy/bad.npy" ] && [ ! -e "$dir/npy/bad.json" ] || fail "files for the bad item"
+ls "$dir/npy" | grep -q '\.tmp\.' && fail "temporary files left in --out-dir"
+vtr-inspect "$dir/npy/b.npy" | grep -q 'uint8 (4, 64, 64, 3)' ||
+    fail "b.npy: $(vtr-inspect "$dir/npy/b.npy")"
+
+# 3. paths on stdin, all good: exit 0
+printf '%s\n' "$dir/b.webm" | vtr-decode --keyframes - >"$dir/stdin.rec" ||
+    fail "paths on stdin: exit $?"
+vtr-inspect --json "$dir/stdin.rec" | grep -q '"key":"b"' || fail "stdin: no record b"
+
+# 4. audio: written for the video with a track, reported as absent for the other
+vtr-decode --frames 2 --audio-dir "$dir/aud" --audio-format flac -o "$dir/aud.rec" \
+    "$dir/a.mp4" "$dir/b.webm" || fail "--audio-dir: exit $?"
+[ -s "$dir/aud/a.flac" ] || fail "no a.flac"
+[ ! -e "$dir/aud/b.flac" ] || fail "b.flac written for a video without audio"
+vtr-inspect --json "$dir/aud.rec" | grep '"key":"b"' |
+    grep -q '"audio":null,"audio_reason":"no audio stream"' || fail "b: audio not reported absent"
+vtr-decode --frames 1 --audio "$dir/single.wav" -o "$dir/single.rec" "$dir/a.mp4" ||
+    fail "--audio: exit $?"
+[ -s "$dir/single.wav" ] || fail "no single.wav"
+
+# 5. float output
+vtr-decode --frames 2 --mean 0.5,0.5,0.5 --std 0.25,0.25,0.25 -o "$dir/f.rec" "$dir/c.png" ||
+    fail "--mean/--std: exit $?"
+vtr-inspect "$dir/f.rec" | grep -q 'float32 (2, 120, 160, 3)' || fail "not float32"
+
+# 6. only bad items: exit 2, the output still a valid (empty) stream
+vtr-decode -o "$dir/none.rec" "$dir/empty.mp4" 2>"$dir/err"
+[ $? -eq 2 ] || fail "only bad items: expected exit 2"
+grep -q "empty.mp4: empty file" "$dir/err" || fail "empty file: $(cat "$dir/err")"
+
+# 7. usage errors: exit 1
+for args in "--frames 2 --fps 1 $dir/a.mp4" "--mean 0,0,0 $dir/a.mp4" \
+    "--audio $dir/x.wav $dir/a.mp4 $dir/b.webm" "--size 12 $dir/a.mp4" "--frames 0 $dir/a.mp4" \
+    "--resize fill $dir/a.mp4" ""; do
+    # shellcheck disable=SC2086
+    vtr-decode $args -o "$dir/u.rec" 2>/dev/null
+    rc=$?
+    [ $rc -eq 1 ] || fail "'vtr-decode $args': exit $rc, expected 1"
+done
+
+# 8. the help states the formula and the exit codes
+vtr-decode --help | grep -q 't_i = start + (i + 0.5) \* duration / N' || fail "--help: formula"
+vtr-decode --help | grep -q 'Exit status: 0' || fail "--help: exit codes"
+echo "ok"

@@ -1,0 +1,190 @@
+#define _POSIX_C_SOURCE 200809L
+#include "test_decode_fixtures.h"
+
+#include <jansson.h>
+#include <libavutil/log.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "decode/orientation.h"
+
+const char *const fixture_videos[] = {"h264", "mpeg4", "vp9", "vfr", "start", "start_webm",
+                                      "rot90", "rot180", "rot270", "audio", NULL};
+const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", NULL};
+
+static decode_fixture fixtures[16];
+static int n_fixtures;
+
+void fixture_quiet(void)
+{
+    av_log_set_level(AV_LOG_QUIET);
+}
+
+static void describe(decode_fixture *f)
+{
+    vtr_synth_options *o = &f->opt;
+    vtr_synth_defaults(o);
+    const char *n = f->name;
+    if (!strcmp(n, "h264")) {
+        /* B-frames (pyramid) and GOPs long enough that sparse targets jump */
+        o->frames = 120;
+        o->gop = 30;
+        o->b_frames = 3;
+    } else if (!strcmp(n, "mpeg4")) {
+        /* open GOPs: B-frames before each keyframe refer to the previous GOP */
+        o->codec = "mpeg4";
+        o->frames = 60;
+        o->gop = 12;
+        o->b_frames = 2;
+    } else if (!strcmp(n, "vp9")) {
+        o->frames = 60;
+        o->gop = 15;
+        o->audio_codec = "opus"; /* Opus pre-skip shifts the video to start at 7 ms */
+    } else if (!strcmp(n, "vfr")) {
+        static const int gaps[] = {40, 40, 20, 100, 33, 7, 60, 40, 200, 40};
+        o->frames = 40;
+        o->gop = 10;
+        o->b_frames = 2;
+        int64_t t = 0;
+        for (int i = 0; i < o->frames; i++) {
+            f->pts_ms[i] = t;
+            t += gaps[i % 10];
+        }
+        o->pts = f->pts_ms;
+    } else if (!strcmp(n, "start")) {
+        o->frames = 50;
+        o->gop = 12;
+        o->b_frames = 2;
+        o->start_time = 2.4;
+    } else if (!strcmp(n, "start_webm")) {
+        o->frames = 40;
+        o->gop = 10;
+        o->start_time = 1.5;
+    } else if (!strncmp(n, "rot", 3)) {
+        o->frames = 24;
+        o->gop = 8;
+        o->b_frames = 1;
+        o->rotation = atoi(n + 3);
+    } else if (!strcmp(n, "audio")) {
+        o->frames = 50;
+        o->gop = 25;
+        o->audio_codec = "aac";
+    } else {
+        /* images: a single frame showing index 7 */
+        o->frames = 1;
+        o->first_index = 7;
+    }
+}
+
+static const char *file_name(const char *n)
+{
+    if (!strcmp(n, "mpeg4"))
+        return "mpeg4.mp4";
+    if (!strcmp(n, "vp9"))
+        return "vp9.webm";
+    if (!strcmp(n, "start_webm"))
+        return "start.webm";
+    if (!strcmp(n, "png"))
+        return "image.png";
+    if (!strcmp(n, "jpeg"))
+        return "image.jpg";
+    if (!strcmp(n, "webp"))
+        return "image.webp";
+    if (!strcmp(n, "bmp"))
+        return "image.bmp";
+    static char buf[8][64];
+    static int next;
+    char *b = buf[next++ % 8];
+    snprintf(b, sizeof buf[0], "%s.mp4", n);
+    return b;
+}
+
+decode_fixture *fixture_get(const char *name)
+{
+    fixture_quiet();
+    for (int i = 0; i < n_fixtures; i++)
+        if (!strcmp(fixtures[i].name, name))
+            return &fixtures[i];
+    CHECK(n_fixtures < (int)(sizeof fixtures / sizeof fixtures[0]));
+    decode_fixture *f = &fixtures[n_fixtures];
+    memset(f, 0, sizeof *f);
+    f->name = name;
+    describe(f);
+    char *path = strdup(test_path(file_name(name)));
+    CHECK(path);
+    vtr_error err;
+    vtr_error_clear(&err);
+    vtr_status st = vtr_synth_write(path, &f->opt, &err);
+    if (st == VTR_ERR_UNSUPPORTED) {
+        free(path);
+        test_skip(err.msg); /* an encoder this FFmpeg build lacks */
+    }
+    CHECK_OK(st);
+    f->path = path;
+    n_fixtures++;
+    return f;
+}
+
+void fixture_decode(const char *path, const vtr_sampler *s, bool straight,
+                    const vtr_geometry_request *g, vtr_decoded_item *out)
+{
+    vtr_decode_options o;
+    vtr_decode_options_defaults(&o);
+    o.sampler = *s;
+    o.straight = straight;
+    if (g)
+        o.geometry = *g;
+    vtr_error err;
+    vtr_error_clear(&err);
+    CHECK_OK(vtr_decode_item(path, &o, NULL, out, &err));
+    CHECK_EQ_INT(out->frames.ndim, 4);
+    CHECK_EQ_INT(out->frames.shape[3], 3);
+}
+
+size_t fixture_frame_bytes(const vtr_decoded_item *it)
+{
+    return (size_t)it->frames.shape[1] * it->frames.shape[2] * 3;
+}
+
+const uint8_t *fixture_frame(const vtr_decoded_item *it, int64_t k)
+{
+    return (const uint8_t *)it->frames.data + (size_t)k * fixture_frame_bytes(it);
+}
+
+int fixture_index(const vtr_decoded_item *it, int64_t k, int rotation)
+{
+    int w = (int)it->frames.shape[2], h = (int)it->frames.shape[1];
+    const uint8_t *rgb = fixture_frame(it, k);
+    if (!rotation)
+        return vtr_synth_read_index(rgb, w, h, (size_t)w * 3);
+    /* turn the displayed picture back: treat it as coded and show it rotated by
+     * 360 - rotation degrees clockwise */
+    vtr_orientation back = vtr_orientation_from_rotation(360 - rotation);
+    int cw, ch;
+    vtr_orientation_display_size(&back, w, h, &cw, &ch);
+    uint8_t *coded = malloc((size_t)cw * ch * 3);
+    CHECK(coded);
+    vtr_orientation_copy_rgb(&back, rgb, w, h, (size_t)w * 3, 0, 0, cw, ch, coded);
+    int index = vtr_synth_read_index(coded, cw, ch, (size_t)cw * 3);
+    free(coded);
+    return index;
+}
+
+int64_t fixture_meta_int(const vtr_decoded_item *it, const char *key, int64_t k)
+{
+    json_t *a = json_object_get(it->meta, key);
+    CHECK_MSG(json_is_array(a), "metadata %s is not an array", key);
+    json_t *v = json_array_get(a, (size_t)k);
+    CHECK_MSG(json_is_integer(v), "metadata %s[%lld] is not an integer", key, (long long)k);
+    return json_integer_value(v);
+}
+
+double fixture_meta_real(const vtr_decoded_item *it, const char *key, int64_t k)
+{
+    json_t *a = json_object_get(it->meta, key);
+    CHECK_MSG(json_is_array(a), "metadata %s is not an array", key);
+    json_t *v = json_array_get(a, (size_t)k);
+    CHECK_MSG(json_is_number(v), "metadata %s[%lld] is not a number", key, (long long)k);
+    return json_number_value(v);
+}

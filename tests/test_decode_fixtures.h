@@ -1,0 +1,48 @@
+/* Shared helpers of the decode tests: synthetic inputs made once per run in
+ * test_tmpdir(), decoding through the library, and reading frame indices back from the
+ * pixels (pipeline/synth_video.h draws them). */
+#ifndef VTR_TEST_DECODE_FIXTURES_H
+#define VTR_TEST_DECODE_FIXTURES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "decode/decode_item.h"
+#include "pipeline/synth_video.h"
+
+/* One synthetic input: its options, and where vtr_synth_write put it. */
+typedef struct decode_fixture {
+    const char *name;      /* file name in test_tmpdir() */
+    vtr_synth_options opt;
+    int64_t pts_ms[64];    /* VFR timestamps when opt.pts is set */
+    const char *path;      /* set by fixture_get */
+} decode_fixture;
+
+/* The named fixture, written on first use ("h264", "mpeg4", "vp9", "vfr", "start",
+ * "start_webm", "rot90", "rot180", "rot270", "audio", "png", "jpeg", "webp", "bmp"). */
+decode_fixture *fixture_get(const char *name);
+
+/* Every video fixture's name, NULL-terminated. */
+extern const char *const fixture_videos[];
+extern const char *const fixture_images[];
+
+/* Quiet FFmpeg's own logging (tests read errors from vtr_error only). */
+void fixture_quiet(void);
+
+/* Decodes path with sampler s; straight: no jumps or skipping. CHECKs success. */
+void fixture_decode(const char *path, const vtr_sampler *s, bool straight,
+                    const vtr_geometry_request *g, vtr_decoded_item *out);
+
+/* Frame k of a decoded item (uint8), its size in bytes. */
+const uint8_t *fixture_frame(const vtr_decoded_item *it, int64_t k);
+size_t fixture_frame_bytes(const vtr_decoded_item *it);
+
+/* The index drawn into frame k, after turning the picture back by `rotation` degrees
+ * counter-clockwise (the synthetic video's display rotation); -1 when unreadable. */
+int fixture_index(const vtr_decoded_item *it, int64_t k, int rotation);
+
+/* meta[key][k] as an integer / a real. */
+int64_t fixture_meta_int(const vtr_decoded_item *it, const char *key, int64_t k);
+double fixture_meta_real(const vtr_decoded_item *it, const char *key, int64_t k);
+
+#endif

@@ -1,0 +1,325 @@
+/* Images as single-frame videos, the audio track, and bad inputs: one error naming the
+ * file and the cause, nothing left behind. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <libavformat/avformat.h>
+#include <math.h>
+#include <sndfile.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "decode/audio_track.h"
+#include "decode/video_reader.h"
+#include "test_decode_fixtures.h"
+
+static bool exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* No temporary file was left in test_tmpdir(). */
+static void check_no_temporaries(void)
+{
+    DIR *d = opendir(test_tmpdir());
+    CHECK(d);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        CHECK_MSG(!strstr(e->d_name, ".tmp."), "temporary file %s left", e->d_name);
+    closedir(d);
+}
+
+TEST(decode_images_are_single_frame_videos)
+{
+    for (int i = 0; fixture_images[i]; i++) {
+        decode_fixture *f = fixture_get(fixture_images[i]);
+        const struct {
+            vtr_sampler s;
+            int64_t frames;
+        } cases[] = {
+            {{.mode = VTR_SAMPLE_ALL}, 1},
+            {{.mode = VTR_SAMPLE_FRAMES, .n = 3}, 3},
+            {{.mode = VTR_SAMPLE_FPS, .fps_num = 2, .fps_den = 1}, 1},
+            {{.mode = VTR_SAMPLE_EVERY, .n = 16}, 1},
+            {{.mode = VTR_SAMPLE_KEYFRAMES}, 1},
+        };
+        vtr_decoded_item first = {0};
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            for (int straight = 0; straight < 2; straight++) {
+                vtr_decoded_item it;
+                fixture_decode(f->path, &cases[c].s, straight, NULL, &it);
+                CHECK_MSG(it.frames.shape[0] == cases[c].frames, "%s case %zu: %lld frames",
+                          f->name, c, (long long)it.frames.shape[0]);
+                CHECK_EQ_INT(it.frames.shape[1], 120);
+                CHECK_EQ_INT(it.frames.shape[2], 160);
+                for (int64_t k = 0; k < it.frames.shape[0]; k++) {
+                    CHECK_MSG(fixture_index(&it, k, 0) == 7, "%s case %zu: frame shows %d",
+                              f->name, c, fixture_index(&it, k, 0));
+                    if (first.meta)
+                        CHECK(memcmp(fixture_frame(&it, k), fixture_frame(&first, 0),
+                                     fixture_frame_bytes(&it)) == 0);
+                    CHECK_EQ_INT(fixture_meta_int(&it, "frame_indices", k), 0);
+                }
+                if (!first.meta)
+                    first = it;
+                else
+                    vtr_decoded_item_free(&it);
+            }
+        }
+        vtr_decoded_item_free(&first);
+    }
+}
+
+/* Mono samples of a WAV or FLAC file; their count and the rate. */
+static float *read_sound(const char *path, int64_t *n, int *rate)
+{
+    SF_INFO info = {0};
+    SNDFILE *snd = sf_open(path, SFM_READ, &info);
+    CHECK_MSG(snd, "%s: %s", path, sf_strerror(NULL));
+    CHECK_EQ_INT(info.channels, 1);
+    float *x = malloc((size_t)info.frames * sizeof *x + 1);
+    CHECK(x);
+    CHECK_EQ_INT(sf_readf_float(snd, x, info.frames), info.frames);
+    sf_close(snd);
+    *n = info.frames;
+    *rate = info.samplerate;
+    return x;
+}
+
+/* The tone's frequency from zero crossings of the steady middle part. */
+static double tone_frequency(const float *x, int64_t n, int rate)
+{
+    int64_t crossings = 0, a = n / 4, b = 3 * n / 4;
+    for (int64_t i = a + 1; i < b; i++)
+        crossings += (x[i - 1] < 0) != (x[i] < 0);
+    return crossings / 2.0 / ((double)(b - a) / rate);
+}
+
+TEST(decode_audio_track_to_wav_and_flac)
+{
+    static const struct {
+        const char *fixture, *file;
+        int rate;
+    } cases[] = {
+        {"audio", "audio.wav", 16000}, /* AAC, 44.1 kHz stereo */
+        {"audio", "audio8k.flac", 8000},
+        {"vp9", "opus.wav", 16000},    /* Opus, 48 kHz stereo */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        decode_fixture *f = fixture_get(cases[c].fixture);
+        const char *dst = test_path(cases[c].file);
+        vtr_decode_options o;
+        vtr_decode_options_defaults(&o);
+        o.sampler = (vtr_sampler){.mode = VTR_SAMPLE_FRAMES, .n = 2};
+        o.audio_rate = cases[c].rate;
+        vtr_decoded_item it;
+        vtr_error err;
+        vtr_error_clear(&err);
+        CHECK_OK(vtr_decode_item(f->path, &o, dst, &it, &err));
+        CHECK_STR(json_string_value(json_object_get(it.meta, "audio")), dst);
+        CHECK_EQ_INT(json_integer_value(json_object_get(it.meta, "audio_rate")), cases[c].rate);
+        int64_t n;
+        int rate;
+        float *x = read_sound(dst, &n, &rate);
+        CHECK_EQ_INT(rate, cases[c].rate);
+        CHECK_EQ_INT(json_integer_value(json_object_get(it.meta, "audio_samples")), n);
+        double seconds = (double)f->opt.frames * f->opt.fps_den / f->opt.fps_num;
+        /* encoder priming and padding add at most a few codec frames */
+        CHECK_MSG(fabs((double)n / rate - seconds) < 0.1, "%s: %lld samples at %d Hz",
+                  cases[c].file, (long long)n, rate);
+        double hz = tone_frequency(x, n, rate);
+        CHECK_MSG(fabs(hz - 440.0) < 440.0 * 0.02, "%s: tone at %.1f Hz", cases[c].file, hz);
+        free(x);
+        vtr_decoded_item_free(&it);
+    }
+    check_no_temporaries();
+}
+
+TEST(decode_video_without_audio_is_not_an_error)
+{
+    decode_fixture *f = fixture_get("h264");
+    const char *dst = test_path("silent.wav");
+    vtr_decode_options o;
+    vtr_decode_options_defaults(&o);
+    o.sampler = (vtr_sampler){.mode = VTR_SAMPLE_FRAMES, .n = 2};
+    vtr_decoded_item it;
+    vtr_error err;
+    vtr_error_clear(&err);
+    CHECK_OK(vtr_decode_item(f->path, &o, dst, &it, &err));
+    CHECK(json_is_null(json_object_get(it.meta, "audio")));
+    CHECK_STR(json_string_value(json_object_get(it.meta, "audio_reason")), "no audio stream");
+    CHECK(!exists(dst));
+    vtr_decoded_item_free(&it);
+    vtr_audio_result res;
+    CHECK_FAILS(vtr_audio_extract(f->path, test_path("x.mp3"), 16000, &res, &err),
+                VTR_ERR_INVALID, ".wav or .flac");
+}
+
+/* Copies the first `bytes` of src to dst (all of it when bytes < 0), then overwrites
+ * `garble` bytes at offset `at` with a pattern. */
+static char *make_bad_file(const char *src, const char *name, long bytes, long at, long garble)
+{
+    char *dst = strdup(test_path(name));
+    CHECK(dst);
+    FILE *in = src ? fopen(src, "rb") : NULL, *out = fopen(dst, "wb");
+    CHECK(out && (in || !src));
+    long n = 0;
+    int ch;
+    while (in && (bytes < 0 || n < bytes) && (ch = fgetc(in)) != EOF) {
+        fputc(n >= at && n < at + garble ? (int)((n * 131) & 0xff) : ch, out);
+        n++;
+    }
+    if (in)
+        fclose(in);
+    fclose(out);
+    return dst;
+}
+
+static long file_size(const char *path)
+{
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0);
+    return (long)sb.st_size;
+}
+
+/* A copy of the fixture with the middle half of frame k's packet (a keyframe) garbled. */
+static char *make_garbled_keyframe(const decode_fixture *f, int k)
+{
+    vtr_error err;
+    vtr_error_clear(&err);
+    vtr_video_reader *r;
+    CHECK_OK(vtr_video_reader_open(f->path, 1, &r, &err));
+    AVPacket *pkt = av_packet_alloc();
+    long at = -1, size = 0;
+    while (at < 0) {
+        bool eof;
+        CHECK_OK(vtr_video_reader_read(r, pkt, &eof, &err));
+        CHECK(!eof);
+        if (fabs(vtr_video_reader_seconds(r, pkt->pts) - vtr_synth_frame_time(&f->opt, k)) <
+            0.001) {
+            CHECK(pkt->flags & AV_PKT_FLAG_KEY);
+            at = (long)pkt->pos;
+            size = pkt->size;
+        }
+    }
+    av_packet_free(&pkt);
+    vtr_video_reader_close(r);
+    return make_bad_file(f->path, "garbled.mp4", -1, at + size / 4, size / 2);
+}
+
+/* A file whose video stream has a codec this FFmpeg cannot decode: AVS3 in Matroska, or
+ * when FFmpeg has an AVS3 decoder, a FourCC nobody knows in AVI. */
+static char *make_unknown_codec_file(const char **needle)
+{
+    bool avs3 = !avcodec_find_decoder(AV_CODEC_ID_AVS3);
+    char *path = strdup(test_path(avs3 ? "avs3.mkv" : "zzzz.avi"));
+    CHECK(path);
+    *needle = avs3 ? "no decoder for codec 'avs3'" : "unknown video codec (tag ZZZZ)";
+    AVFormatContext *oc = NULL;
+    CHECK(avformat_alloc_output_context2(&oc, NULL, NULL, path) >= 0);
+    AVStream *st = avformat_new_stream(oc, NULL);
+    CHECK(st);
+    st->codecpar->codec_type = AVMEDIA_TYPE_VIDEO;
+    st->codecpar->codec_id = AV_CODEC_ID_AVS3;
+    st->codecpar->codec_tag = avs3 ? 0 : MKTAG('Z', 'Z', 'Z', 'Z');
+    st->codecpar->width = 64;
+    st->codecpar->height = 48;
+    st->time_base = (AVRational){1, 25};
+    CHECK(avio_open(&oc->pb, path, AVIO_FLAG_WRITE) >= 0);
+    CHECK(avformat_write_header(oc, NULL) >= 0);
+    AVPacket *pkt = av_packet_alloc();
+    CHECK(pkt && av_new_packet(pkt, 256) >= 0);
+    for (int i = 0; i < 3; i++) {
+        memset(pkt->data, i, 256);
+        pkt->pts = pkt->dts = i;
+        pkt->flags = AV_PKT_FLAG_KEY;
+        pkt->stream_index = 0;
+        CHECK(av_write_frame(oc, pkt) >= 0);
+    }
+    av_packet_free(&pkt);
+    CHECK(av_write_trailer(oc) >= 0);
+    avio_closep(&oc->pb);
+    avformat_free_context(oc);
+    return path;
+}
+
+/* A WAV file: audio, no video. */
+static char *make_audio_only_file(void)
+{
+    char *path = strdup(test_path("tone.wav"));
+    CHECK(path);
+    SF_INFO info = {.samplerate = 8000, .channels = 1, .format = SF_FORMAT_WAV | SF_FORMAT_PCM_16};
+    SNDFILE *snd = sf_open(path, SFM_WRITE, &info);
+    CHECK(snd);
+    float x[800];
+    for (int i = 0; i < 800; i++)
+        x[i] = (float)sin(i * 0.3);
+    CHECK_EQ_INT(sf_writef_float(snd, x, 800), 800);
+    sf_close(snd);
+    return path;
+}
+
+TEST(decode_bad_inputs_fail_cleanly)
+{
+    decode_fixture *h264 = fixture_get("h264"), *vp9 = fixture_get("vp9");
+    decode_fixture *png = fixture_get("png");
+    const char *unknown_codec;
+    char *unknown_path = make_unknown_codec_file(&unknown_codec);
+    /* every path is strdup'd (test_path's buffers rotate) and freed at the end */
+    struct {
+        char *path;
+        vtr_status status;
+        const char *needle;
+    } cases[] = {
+        {strdup(test_path("missing.mp4")), VTR_ERR_IO, "No such file"},
+        {make_bad_file(NULL, "empty.mp4", 0, 0, 0), VTR_ERR_FORMAT, "empty file"},
+        {make_bad_file(h264->path, "noise.mp4", -1, 0, 1L << 30), VTR_ERR_FORMAT,
+         "FFmpeg can read"},
+        /* the mp4 index (moov) is written last: a cut file has none */
+        {make_bad_file(h264->path, "cut.mp4", file_size(h264->path) / 2, 0, 0),
+         VTR_ERR_FORMAT, "truncated"},
+        {make_bad_file(vp9->path, "cut.webm", file_size(vp9->path) / 2, 0, 0), VTR_ERR_FORMAT,
+         "truncated"},
+        {make_bad_file(png->path, "cut.png", file_size(png->path) / 2, 0, 0), VTR_ERR_CODEC,
+         "Invalid data"},
+        /* the slice data of the second keyframe (frame 30) garbled */
+        {make_garbled_keyframe(h264, 30), VTR_ERR_CODEC, "decod"},
+        {unknown_path, VTR_ERR_UNSUPPORTED, unknown_codec},
+        {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
+        {strdup(test_tmpdir()), VTR_ERR_IO, "directory"},
+    };
+    const size_t n_cases = sizeof cases / sizeof cases[0];
+    const vtr_sampler samplers[] = {
+        {.mode = VTR_SAMPLE_ALL},
+        {.mode = VTR_SAMPLE_FRAMES, .n = 5},
+        {.mode = VTR_SAMPLE_KEYFRAMES},
+    };
+    char *audio = strdup(test_path("bad.wav"));
+    for (size_t c = 0; c < n_cases; c++)
+        for (size_t s = 0; s < sizeof samplers / sizeof samplers[0]; s++) {
+            vtr_decode_options o;
+            vtr_decode_options_defaults(&o);
+            o.sampler = samplers[s];
+            vtr_decoded_item it;
+            vtr_error err;
+            vtr_error_clear(&err);
+            vtr_status st = vtr_decode_item(cases[c].path, &o, audio, &it, &err);
+            CHECK_MSG(st == cases[c].status, "%s (sampler %zu): %s, expected %s: %s",
+                      cases[c].path, s, vtr_status_name(st), vtr_status_name(cases[c].status),
+                      err.msg);
+            CHECK_MSG(strstr(err.msg, cases[c].path) && strstr(err.msg, cases[c].needle),
+                      "%s: message \"%s\" lacks the path or \"%s\"", cases[c].path, err.msg,
+                      cases[c].needle);
+            CHECK_MSG(!strchr(err.msg, '\n'), "a one-line message: %s", err.msg);
+            CHECK(it.frames.data == NULL && it.meta == NULL);
+            CHECK(!exists(audio));
+        }
+    check_no_temporaries();
+    for (size_t c = 0; c < n_cases; c++)
+        free(cases[c].path);
+    free(audio);
+}

@@ -1,0 +1,239 @@
+/* The decode stage's pure parts: target formulas, presentation order, orientation and
+ * output geometry, checked against hand-computed values. */
+#define _POSIX_C_SOURCE 200809L
+#include <libavutil/display.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "decode/frame_convert.h"
+#include "decode/frame_sampler.h"
+#include "decode/orientation.h"
+#include "decode/presentation_order.h"
+#include "pipeline/synth_video.h"
+
+TEST(decode_sampler_uniform_targets)
+{
+    vtr_error err;
+    vtr_sampler s = {.mode = VTR_SAMPLE_FRAMES, .n = 4};
+    int64_t *t, n;
+    /* t_i = start + floor(duration * (2i + 1) / (2N)) */
+    CHECK_OK(vtr_sampler_targets(&s, 100, 1000, 1, 1000, &t, &n, &err));
+    CHECK_EQ_INT(n, 4);
+    CHECK_EQ_INT(t[0], 225);
+    CHECK_EQ_INT(t[1], 475);
+    CHECK_EQ_INT(t[2], 725);
+    CHECK_EQ_INT(t[3], 975);
+    free(t);
+    s.n = 3; /* 1000 / 6 = 166.67: rounded down */
+    CHECK_OK(vtr_sampler_targets(&s, 0, 1000, 1, 1000, &t, &n, &err));
+    CHECK_EQ_INT(t[0], 166);
+    CHECK_EQ_INT(t[1], 500);
+    CHECK_EQ_INT(t[2], 833);
+    free(t);
+    s.n = 0;
+    CHECK_FAILS(vtr_sampler_targets(&s, 0, 1000, 1, 1000, &t, &n, &err), VTR_ERR_INVALID,
+                "target");
+}
+
+TEST(decode_sampler_fps_targets)
+{
+    vtr_error err;
+    vtr_sampler s = {.mode = VTR_SAMPLE_FPS, .fps_num = 3, .fps_den = 1};
+    int64_t *t, n;
+    /* 1 s at 3 fps: 0, 1/3, 2/3 s; a fourth at 1 s would not be < start + duration */
+    CHECK_OK(vtr_sampler_targets(&s, 100, 1000, 1, 1000, &t, &n, &err));
+    CHECK_EQ_INT(n, 3);
+    CHECK_EQ_INT(t[0], 100);
+    CHECK_EQ_INT(t[1], 433);
+    CHECK_EQ_INT(t[2], 766);
+    free(t);
+    /* NTSC rate in a 90 kHz time base: exactly 3003 ticks apart */
+    s.fps_num = 30000;
+    s.fps_den = 1001;
+    CHECK_OK(vtr_sampler_targets(&s, 0, 90000, 1, 90000, &t, &n, &err));
+    CHECK_EQ_INT(n, 30);
+    CHECK_EQ_INT(t[1], 3003);
+    CHECK_EQ_INT(t[29], 29 * 3003);
+    free(t);
+    /* a zero duration still gives the first frame */
+    CHECK_OK(vtr_sampler_targets(&s, 7, 0, 1, 90000, &t, &n, &err));
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(t[0], 7);
+    free(t);
+}
+
+TEST(decode_sampler_parse_rate)
+{
+    vtr_error err;
+    int64_t num, den;
+    CHECK_OK(vtr_sampler_parse_rate("29.97", &num, &den, &err));
+    CHECK_EQ_INT(num, 2997);
+    CHECK_EQ_INT(den, 100);
+    CHECK_OK(vtr_sampler_parse_rate("30000/1001", &num, &den, &err));
+    CHECK_EQ_INT(num, 30000);
+    CHECK_EQ_INT(den, 1001);
+    CHECK_OK(vtr_sampler_parse_rate("0.5", &num, &den, &err));
+    CHECK_EQ_INT(num, 1);
+    CHECK_EQ_INT(den, 2);
+    CHECK_OK(vtr_sampler_parse_rate("25", &num, &den, &err));
+    CHECK_EQ_INT(num, 25);
+    CHECK_EQ_INT(den, 1);
+    CHECK_FAILS(vtr_sampler_parse_rate("0", &num, &den, &err), VTR_ERR_INVALID, "rate");
+    CHECK_FAILS(vtr_sampler_parse_rate("-2", &num, &den, &err), VTR_ERR_INVALID, "rate");
+    CHECK_FAILS(vtr_sampler_parse_rate("2x", &num, &den, &err), VTR_ERR_INVALID, "rate");
+    CHECK_FAILS(vtr_sampler_parse_rate("1/0", &num, &den, &err), VTR_ERR_INVALID, "rate");
+}
+
+/* A B-pyramid GOP in decode order: I0 P8 B4 b2 b6 P16 B12 b10 b14 ... */
+TEST(decode_presentation_order_reordering)
+{
+    static const int64_t decode_order[] = {0,  8,  4,  2,  6,  16, 12, 10, 14,
+                                           24, 20, 18, 22, 32, 28, 26, 30};
+    const int n = (int)(sizeof decode_order / sizeof decode_order[0]);
+    vtr_presentation_order po = {0};
+    vtr_error err;
+    for (int i = 0; i < n; i++)
+        CHECK_OK(vtr_presentation_order_add(&po, decode_order[i] * 10, &err));
+    /* 16 pts after 0 are known: not yet settled; the 17th settles it */
+    CHECK(!vtr_presentation_order_settled(&po, 0));
+    CHECK_OK(vtr_presentation_order_add(&po, 400, &err));
+    CHECK(vtr_presentation_order_settled(&po, 0));
+    CHECK(!vtr_presentation_order_settled(&po, 20));
+    CHECK_EQ_INT(vtr_presentation_order_next(&po, 80), 100);
+    CHECK_EQ_INT(vtr_presentation_order_next(&po, 85), 100);
+    int64_t at;
+    CHECK(vtr_presentation_order_at(&po, 119, &at));
+    CHECK_EQ_INT(at, 100);
+    CHECK(vtr_presentation_order_at(&po, 120, &at));
+    CHECK_EQ_INT(at, 120);
+    CHECK(!vtr_presentation_order_at(&po, -1, &at));
+    CHECK_EQ_INT(vtr_presentation_order_rank(&po, 120), 6);
+    po.complete = true;
+    CHECK(vtr_presentation_order_settled(&po, 1000));
+    CHECK_EQ_INT(vtr_presentation_order_next(&po, 400), INT64_MAX);
+    vtr_presentation_order_free(&po);
+}
+
+/* A 3x2 picture with pixel value 10 * x + y in every channel. */
+static void small_picture(uint8_t *rgb)
+{
+    for (int y = 0; y < 2; y++)
+        for (int x = 0; x < 3; x++)
+            memset(rgb + (y * 3 + x) * 3, 10 * x + y, 3);
+}
+
+static int pixel(const uint8_t *rgb, int w, int x, int y)
+{
+    return rgb[(y * w + x) * 3];
+}
+
+TEST(decode_orientation_from_display_matrix)
+{
+    int32_t m[9];
+    static const int angles[] = {0, 90, 180, 270};
+    for (int i = 0; i < 4; i++) {
+        /* FFmpeg 5.1: set(a) is shown turned a degrees clockwise (autorotate) */
+        av_display_rotation_set(m, angles[i]);
+        vtr_orientation o = vtr_orientation_from_matrix(m);
+        CHECK_EQ_INT(o.rotation, angles[i]);
+        CHECK(!o.mirrored);
+        CHECK_EQ_INT(o.transpose, angles[i] % 180 != 0);
+    }
+    av_display_rotation_set(m, 0);
+    av_display_matrix_flip(m, 1, 0);
+    vtr_orientation h = vtr_orientation_from_matrix(m);
+    CHECK(h.mirrored);
+    CHECK(!h.transpose);
+    CHECK(h.flip_x != h.flip_y);
+    vtr_orientation none = vtr_orientation_from_matrix(NULL);
+    CHECK_EQ_INT(none.rotation, 0);
+}
+
+TEST(decode_orientation_turns_pictures_clockwise)
+{
+    uint8_t src[18], dst[18];
+    small_picture(src);
+    /* 90 clockwise: the bottom-left pixel comes to the top-left; 2 wide, 3 high */
+    vtr_orientation o = vtr_orientation_from_rotation(90);
+    int dw, dh;
+    vtr_orientation_display_size(&o, 3, 2, &dw, &dh);
+    CHECK_EQ_INT(dw, 2);
+    CHECK_EQ_INT(dh, 3);
+    vtr_orientation_copy_rgb(&o, src, 3, 2, 9, 0, 0, 2, 3, dst);
+    CHECK_EQ_INT(pixel(dst, 2, 0, 0), 1);  /* coded (0, 1) */
+    CHECK_EQ_INT(pixel(dst, 2, 1, 0), 0);  /* coded (0, 0) */
+    CHECK_EQ_INT(pixel(dst, 2, 0, 2), 21); /* coded (2, 1) */
+    o = vtr_orientation_from_rotation(270);
+    vtr_orientation_copy_rgb(&o, src, 3, 2, 9, 0, 0, 2, 3, dst);
+    CHECK_EQ_INT(pixel(dst, 2, 0, 0), 20); /* the top-right pixel to the top-left */
+    CHECK_EQ_INT(pixel(dst, 2, 1, 2), 1);
+    o = vtr_orientation_from_rotation(180);
+    vtr_orientation_copy_rgb(&o, src, 3, 2, 9, 0, 0, 3, 2, dst);
+    CHECK_EQ_INT(pixel(dst, 3, 0, 0), 21);
+    CHECK_EQ_INT(pixel(dst, 3, 2, 1), 0);
+    /* a window of the turned picture */
+    o = vtr_orientation_from_rotation(90);
+    vtr_orientation_copy_rgb(&o, src, 3, 2, 9, 1, 1, 1, 2, dst);
+    CHECK_EQ_INT(pixel(dst, 1, 0, 0), 10);
+    CHECK_EQ_INT(pixel(dst, 1, 0, 1), 20);
+}
+
+TEST(decode_geometry_plan)
+{
+    vtr_error err;
+    vtr_orientation id = vtr_orientation_identity(), r90 = vtr_orientation_from_rotation(90);
+    vtr_frame_geometry g;
+    vtr_geometry_request req = {224, 224, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, &id, &req, &g, &err));
+    /* 120 -> 224, 160 -> 298.67 rounded to 299, the middle 224 columns from 37 */
+    CHECK_EQ_INT(g.scaled_w, 299);
+    CHECK_EQ_INT(g.scaled_h, 224);
+    CHECK_EQ_INT(g.crop_x, 37);
+    CHECK_EQ_INT(g.crop_y, 0);
+    CHECK_EQ_INT(g.out_w, 224);
+    CHECK_EQ_INT(g.out_h, 224);
+    req.crop = VTR_CROP_NONE;
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, &id, &req, &g, &err));
+    CHECK_EQ_INT(g.out_w, 299);
+    CHECK_EQ_INT(g.out_h, 224);
+    req = (vtr_geometry_request){100, 30, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, &id, &req, &g, &err));
+    CHECK_EQ_INT(g.scaled_w, 100); /* the width binds: 75 rows, the middle 30 from 22 */
+    CHECK_EQ_INT(g.scaled_h, 75);
+    CHECK_EQ_INT(g.crop_y, 22);
+    req = (vtr_geometry_request){50, 70, VTR_RESIZE_STRETCH, VTR_CROP_CENTER};
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, &r90, &req, &g, &err));
+    CHECK_EQ_INT(g.display_w, 120);
+    CHECK_EQ_INT(g.display_h, 160);
+    CHECK_EQ_INT(g.out_w, 50);
+    CHECK_EQ_INT(g.out_h, 70);
+    req = (vtr_geometry_request){0, 0, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, &r90, &req, &g, &err));
+    CHECK_EQ_INT(g.out_w, 120);
+    CHECK_EQ_INT(g.out_h, 160);
+    req = (vtr_geometry_request){0, 10, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
+    CHECK_FAILS(vtr_frame_geometry_plan(160, 120, &id, &req, &g, &err), VTR_ERR_INVALID,
+                "size");
+}
+
+TEST(decode_synth_pattern_round_trip)
+{
+    /* the index reads back from a clean picture; a damaged grid fails the check bits */
+    int w = 96, h = 64;
+    uint8_t *y = malloc((size_t)w * h), *u = malloc((size_t)w * h / 4),
+            *v = malloc((size_t)w * h / 4), *rgb = malloc((size_t)w * h * 3);
+    CHECK(y && u && v && rgb);
+    for (int index = 0; index <= VTR_SYNTH_MAX_INDEX; index += 4099) {
+        vtr_synth_draw_yuv420(y, w, u, w / 2, v, w / 2, w, h, index, index);
+        for (int i = 0; i < w * h; i++)
+            memset(rgb + 3 * i, y[i], 3); /* the luma as grey */
+        CHECK_EQ_INT(vtr_synth_read_index(rgb, w, h, (size_t)w * 3), index);
+    }
+    memset(rgb, 255, (size_t)w * h * 3);
+    CHECK_EQ_INT(vtr_synth_read_index(rgb, w, h, (size_t)w * 3), -1);
+    free(y);
+    free(u);
+    free(v);
+    free(rgb);
+}
