@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include "decode/decode_item.h"
+#include "lib/args.h"
 #include "lib/file.h"
 #include "lib/log.h"
 #include "lib/npy.h"
+#include "lib/npy_item.h"
 #include "lib/record.h"
 
 static const char usage_text[] =
@@ -161,59 +163,6 @@ static int read_manifest(FILE *in, const char *name, item_list *l)
     return rc;
 }
 
-static int parse_triple(const char *s, float out[3])
-{
-    char extra;
-    return sscanf(s, "%f,%f,%f%c", &out[0], &out[1], &out[2], &extra) == 3 ? 0 : -1;
-}
-
-static int parse_count(const char *s, long long max, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < 1 || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* Writes the item as DIR/KEY.npy and DIR/KEY.json, both or neither. */
-static vtr_status write_npy_item(const char *dir, const char *key, const vtr_decoded_item *it,
-                                 vtr_error *err)
-{
-    if (!key[0] || strchr(key, '/') || !strcmp(key, ".") || !strcmp(key, ".."))
-        return vtr_fail(err, VTR_ERR_INVALID, "key '%s' cannot name a file in --out-dir", key);
-    size_t n = strlen(dir) + strlen(key) + 8;
-    char *npy = malloc(n), *js = malloc(n);
-    vtr_status st = VTR_OK;
-    if (!npy || !js) {
-        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        goto end;
-    }
-    snprintf(npy, n, "%s/%s.npy", dir, key);
-    snprintf(js, n, "%s/%s.json", dir, key);
-    if ((st = vtr_npy_save(npy, &it->frames, 0, err)) != VTR_OK)
-        goto end;
-    vtr_atomic_file f;
-    if ((st = vtr_atomic_open(&f, js, err)) != VTR_OK) {
-        unlink(npy);
-        goto end;
-    }
-    if (json_dumpf(it->meta, f.fp, JSON_INDENT(1)) != 0 || fputc('\n', f.fp) == EOF) {
-        st = vtr_fail(err, VTR_ERR_IO, "%s: write failed", js);
-        vtr_atomic_abort(&f);
-        unlink(npy);
-        goto end;
-    }
-    if ((st = vtr_atomic_commit(&f, err)) != VTR_OK)
-        unlink(npy);
-end:
-    free(npy);
-    free(js);
-    return st;
-}
-
 int main(int argc, char **argv)
 {
     enum {
@@ -268,7 +217,7 @@ int main(int argc, char **argv)
         case OPT_FRAMES:
             samplers++;
             o.sampler.mode = VTR_SAMPLE_FRAMES;
-            if (parse_count(optarg, VTR_SAMPLER_MAX_TARGETS, &v) == 0)
+            if (vtr_parse_int(optarg, 1, VTR_SAMPLER_MAX_TARGETS, &v) == 0)
                 o.sampler.n = v;
             else
                 bad = "--frames needs a count from 1";
@@ -285,7 +234,7 @@ int main(int argc, char **argv)
         case OPT_EVERY:
             samplers++;
             o.sampler.mode = VTR_SAMPLE_EVERY;
-            if (parse_count(optarg, INT64_MAX, &v) == 0)
+            if (vtr_parse_int(optarg, 1, INT64_MAX, &v) == 0)
                 o.sampler.n = v;
             else
                 bad = "--every needs a step from 1";
@@ -321,12 +270,12 @@ int main(int argc, char **argv)
             break;
         case OPT_MEAN:
             have_mean = true;
-            if (parse_triple(optarg, o.mean) != 0)
+            if (vtr_parse_floats(optarg, 3, o.mean) != 0)
                 bad = "--mean needs R,G,B";
             break;
         case OPT_STD:
             have_std = true;
-            if (parse_triple(optarg, o.std) != 0 || !(o.std[0] > 0) || !(o.std[1] > 0) ||
+            if (vtr_parse_floats(optarg, 3, o.std) != 0 || !(o.std[0] > 0) || !(o.std[1] > 0) ||
                 !(o.std[2] > 0))
                 bad = "--std needs three positive numbers R,G,B";
             break;
@@ -339,7 +288,7 @@ int main(int argc, char **argv)
                 bad = "--audio-format is wav or flac";
             break;
         case OPT_AUDIO_RATE:
-            if (parse_count(optarg, 384000, &v) == 0 && v >= 1000)
+            if (vtr_parse_int(optarg, 1, 384000, &v) == 0 && v >= 1000)
                 o.audio_rate = (int)v;
             else
                 bad = "--audio-rate needs a rate in Hz from 1000 to 384000";
@@ -347,7 +296,7 @@ int main(int argc, char **argv)
         case OPT_THREADS:
             if (!strcmp(optarg, "0"))
                 o.threads = 0;
-            else if (parse_count(optarg, 256, &v) == 0)
+            else if (vtr_parse_int(optarg, 1, 256, &v) == 0)
                 o.threads = (int)v;
             else
                 bad = "--threads needs a count from 0 to 256";
@@ -460,7 +409,7 @@ int main(int argc, char **argv)
         if (st == VTR_OK) {
             json_object_set_new(dec.meta, "decoder", json_string("vtr-decode " VTR_VERSION));
             if (out_dir) {
-                st = write_npy_item(out_dir, it->key, &dec, &err);
+                st = vtr_npy_item_save(out_dir, it->key, &dec.frames, dec.meta, &err);
             } else {
                 const char *what = output && strcmp(output, "-") ? output : "stdout";
                 st = vtr_record_write(out, it->key, dec.meta, &dec.frames, what, &err);

@@ -16,22 +16,13 @@
 #include "npy.h"
 #include "record.h"
 #include "string_table.h"
+#include "lib/file.h"
 
 #define ROWS_FILE "rows.npy"
 #define OFFSETS_FILE "offsets.npy"
 #define KEYS_FILE "keys.txt"
 #define META_FILE "meta.json"
 #define CONVERT_ELEMS 16384 /* elements converted per write when the dtype changes */
-
-/* "dir/name", malloc'ed; NULL when out of memory. */
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
 
 /* Removes a directory and the plain files in it (a store has no subdirectories). */
 static void remove_dir(const char *path)
@@ -42,7 +33,7 @@ static void remove_dir(const char *path)
         while ((e = readdir(d)) != NULL) {
             if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
                 continue;
-            char *f = join(path, e->d_name);
+            char *f = vtr_path_join(path, e->d_name);
             if (f)
                 unlink(f);
             free(f);
@@ -144,7 +135,7 @@ struct vtr_feature_store_writer {
 static vtr_status open_in_tmp(vtr_feature_store_writer *w, const char *name, FILE **fp,
                               vtr_error *err)
 {
-    char *p = join(w->tmp_dir, name);
+    char *p = vtr_path_join(w->tmp_dir, name);
     if (!p)
         return vtr_fail(err, VTR_ERR_NOMEM, "feature store %s: out of memory", w->path);
     *fp = fopen(p, "wb");
@@ -578,7 +569,7 @@ static vtr_status meta_int(const json_t *meta, const char *name, int64_t *v, vtr
 
 static vtr_status read_meta(vtr_feature_store_reader *r, const char *dir, vtr_error *err)
 {
-    char *p = join(dir, META_FILE);
+    char *p = vtr_path_join(dir, META_FILE);
     if (!p)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     json_error_t jerr;
@@ -656,7 +647,7 @@ static vtr_status check_arrays(vtr_feature_store_reader *r, vtr_error *err)
 
 static vtr_status read_keys(vtr_feature_store_reader *r, const char *dir, vtr_error *err)
 {
-    char *p = join(dir, KEYS_FILE);
+    char *p = vtr_path_join(dir, KEYS_FILE);
     if (!p)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     vtr_mapped_file map;
@@ -719,14 +710,14 @@ vtr_status vtr_feature_store_reader_open(const char *path, vtr_feature_store_rea
     }
     if ((st = read_meta(r, path, err)) != VTR_OK)
         goto fail;
-    if (!(p = join(path, ROWS_FILE))) {
+    if (!(p = vtr_path_join(path, ROWS_FILE))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto fail;
     }
     if ((st = vtr_npy_load(p, &r->rows, err)) != VTR_OK)
         goto fail;
     free(p);
-    if (!(p = join(path, OFFSETS_FILE))) {
+    if (!(p = vtr_path_join(path, OFFSETS_FILE))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto fail;
     }

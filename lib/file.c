@@ -112,3 +112,12 @@ vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *wh
         return vtr_fail_errno(err, "%s: write", what);
     return VTR_OK;
 }
+
+char *vtr_path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}

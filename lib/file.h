@@ -38,6 +38,9 @@ vtr_status vtr_atomic_commit(vtr_atomic_file *file, vtr_error *err);
 /* Closes and removes the temporary file; safe after a failed open or a commit. */
 void vtr_atomic_abort(vtr_atomic_file *file);
 
+/* "dir/name", malloc'ed; NULL when out of memory. */
+char *vtr_path_join(const char *dir, const char *name);
+
 /* fwrite that reports a short write as an error naming `what`. */
 vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *what,
                          vtr_error *err);

@@ -5,17 +5,27 @@
 
 #include "linear.h"
 
+/* The input projections (x · W_ihᵀ and their gradients) run over the real positions only,
+ * packed by item: item b's position t is row first[b] + t of a (total, *) matrix, total the
+ * sum of the lengths, so padding costs no multiply-adds.
+ *
+ * The regions up to hg (workspace) and dh (scratch) are laid out as the CUDA backend
+ * (lib/cuda/gru.cu) expects them; the packed regions come after. */
+
 /* Byte offsets of the workspace's regions. */
 typedef struct workspace_layout {
     size_t order; /* int (B): items by length, longest first */
-    size_t gates; /* float (dirs, B*T, 4H): r, z, n and W_hn h + b_hn per position */
+    size_t gates; /* float (dirs, B*T, 4H): r, z, n and W_hn h + b_hn per real position,
+                     packed by item (the first `total` rows) */
     size_t hprev; /* float (dirs, B*T, H): the state each step read, packed by step */
     size_t h;     /* float (B, H): the running state, in sorted order */
     size_t hg;    /* float (B, 3H): W_hh h + b_hh of one step */
+    size_t first; /* int (B): packed row of each item's position 0 */
+    size_t xpack; /* float (B*T, D): the real input rows, packed by item */
     size_t total;
 } workspace_layout;
 
-static workspace_layout workspace_layout_of(int B, int T, int H, int dirs)
+static workspace_layout workspace_layout_of(int B, int T, int D, int H, int dirs)
 {
     size_t bt = (size_t)B * T;
     workspace_layout l;
@@ -24,26 +34,31 @@ static workspace_layout workspace_layout_of(int B, int T, int H, int dirs)
     l.hprev = l.gates + vtr_workspace_align(sizeof(float) * dirs * bt * 4 * H);
     l.h = l.hprev + vtr_workspace_align(sizeof(float) * dirs * bt * H);
     l.hg = l.h + vtr_workspace_align(sizeof(float) * (size_t)B * H);
-    l.total = l.hg + vtr_workspace_align(sizeof(float) * (size_t)B * 3 * H);
+    l.first = l.hg + vtr_workspace_align(sizeof(float) * (size_t)B * 3 * H);
+    l.xpack = l.first + vtr_workspace_align(sizeof(int) * (size_t)B);
+    l.total = l.xpack + vtr_workspace_align(sizeof(float) * bt * D);
     return l;
 }
 
 /* Byte offsets of the scratch's regions (one direction at a time). */
 typedef struct scratch_layout {
-    size_t dxg; /* float (B*T, 3H): gradients of the input pre-activations */
-    size_t dhg; /* float (B*T, 3H): gradients of the hidden pre-activations, packed */
-    size_t dh;  /* float (B, H): gradient of the running state, sorted order */
+    size_t dxg;    /* float (B*T, 3H): gradients of the input pre-activations, packed by
+                      item */
+    size_t dhg;    /* float (B*T, 3H): gradients of the hidden pre-activations, packed */
+    size_t dh;     /* float (B, H): gradient of the running state, sorted order */
+    size_t dxpack; /* float (B*T, D): the input gradient of both directions, packed by item */
     size_t total;
 } scratch_layout;
 
-static scratch_layout scratch_layout_of(int B, int T, int H)
+static scratch_layout scratch_layout_of(int B, int T, int D, int H)
 {
     size_t bt = (size_t)B * T;
     scratch_layout l;
     l.dxg = 0;
     l.dhg = vtr_workspace_align(sizeof(float) * bt * 3 * H);
     l.dh = l.dhg + vtr_workspace_align(sizeof(float) * bt * 3 * H);
-    l.total = l.dh + vtr_workspace_align(sizeof(float) * (size_t)B * H);
+    l.dxpack = l.dh + vtr_workspace_align(sizeof(float) * (size_t)B * H);
+    l.total = l.dxpack + vtr_workspace_align(sizeof(float) * bt * D);
     return l;
 }
 
@@ -77,15 +92,13 @@ const char *vtr_gru_param_name(int direction, vtr_gru_tensor tensor)
 
 size_t vtr_gru_workspace_size(int B, int T, int D, int H, int num_directions)
 {
-    (void)D;
-    return workspace_layout_of(B, T, H, num_directions).total;
+    return workspace_layout_of(B, T, D, H, num_directions).total;
 }
 
 size_t vtr_gru_scratch_size(int B, int T, int D, int H, int num_directions)
 {
-    (void)D;
     (void)num_directions;
-    return scratch_layout_of(B, T, H).total;
+    return scratch_layout_of(B, T, D, H).total;
 }
 
 /* order (B) = items by length, longest first; ties keep the batch order. */
@@ -110,22 +123,30 @@ static int active_at(const int *order, const int *lengths, int B, int s)
     return n;
 }
 
-/* Position (b, t) that the item at sorted index i reads at step s. */
-static size_t position(const int *order, const int *lengths, int T, int i, int s, int dir)
+/* The (b, t) that the item at sorted index i reads at step s: its position b*T + t in the
+ * padded batch and its packed row first[b] + t. */
+typedef struct step_position {
+    size_t pos, row;
+} step_position;
+
+static step_position position(const int *order, const int *first, const int *lengths, int T, int i,
+                              int s, int dir)
 {
     int b = order[i];
     int t = dir == 0 ? s : lengths[b] - 1 - s;
-    return (size_t)b * T + t;
+    step_position p = {(size_t)b * T + t, (size_t)first[b] + t};
+    return p;
 }
 
 void vtr_gru_forward(float *out, void *workspace, const float *inp, const int *lengths,
                      const float *params, int B, int T, int D, int H, int num_directions,
                      vtr_gru_merge merge)
 {
-    workspace_layout l = workspace_layout_of(B, T, H, num_directions);
+    workspace_layout l = workspace_layout_of(B, T, D, H, num_directions);
     char *ws = workspace;
-    int *order = (int *)(ws + l.order);
+    int *order = (int *)(ws + l.order), *first = (int *)(ws + l.first);
     float *h = (float *)(ws + l.h), *hg = (float *)(ws + l.hg);
+    float *xpack = (float *)(ws + l.xpack);
     size_t bt = (size_t)B * T;
     int concat = num_directions == 2 && merge == VTR_GRU_CONCAT;
     int OH = concat ? 2 * H : H;
@@ -133,6 +154,13 @@ void vtr_gru_forward(float *out, void *workspace, const float *inp, const int *l
     sort_by_length(order, lengths, B);
     int maxlen = lengths[order[0]];
     memset(out, 0, sizeof(float) * bt * OH);
+    // xpack (total, D): the real rows of inp, item after item
+    size_t total = 0;
+    for (int b = 0; b < B; b++) {
+        first[b] = (int)total;
+        memcpy(xpack + total * D, inp + (size_t)b * T * D, sizeof(float) * lengths[b] * D);
+        total += (size_t)lengths[b];
+    }
 
     for (int dir = 0; dir < num_directions; dir++) {
         const float *w_ih = params + vtr_gru_param_offset(D, H, dir, VTR_GRU_WEIGHT_IH);
@@ -142,9 +170,9 @@ void vtr_gru_forward(float *out, void *workspace, const float *inp, const int *l
         float *gates = (float *)(ws + l.gates) + (size_t)dir * bt * 4 * H;
         float *hprev = (float *)(ws + l.hprev) + (size_t)dir * bt * H;
 
-        // gates[:, 0:3H] = inp · W_ihᵀ for every position at once (row stride 4H)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bt, 3 * H, D, 1.0f, inp, D, w_ih,
-                    D, 0.0f, gates, 4 * H);
+        // gates[:, 0:3H] = xpack · W_ihᵀ for every real position at once (row stride 4H)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)total, 3 * H, D, 1.0f, xpack, D,
+                    w_ih, D, 0.0f, gates, 4 * H);
         memset(h, 0, sizeof(float) * (size_t)B * H);
         /* The gate math of a step runs on one thread: the step's matrix product dominates,
          * and an OpenMP region between two BLAS calls leaves its idle threads spinning
@@ -159,12 +187,12 @@ void vtr_gru_forward(float *out, void *workspace, const float *inp, const int *l
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nact, 3 * H, H, 1.0f, h, H,
                             w_hh, H, 0.0f, hg, 3 * H);
             for (int i = 0; i < nact; i++) {
-                size_t pos = position(order, lengths, T, i, s, dir);
-                float *g = gates + pos * 4 * H;
+                step_position p = position(order, first, lengths, T, i, s, dir);
+                float *g = gates + p.row * 4 * H;
                 float *hp = hprev + (packed + i) * H;
                 float *hi = h + (size_t)i * H;
                 const float *hgi = hg + (size_t)i * 3 * H;
-                float *o = out + pos * OH + (concat ? dir * H : 0);
+                float *o = out + p.pos * OH + (concat ? dir * H : 0);
                 memcpy(hp, hi, sizeof(float) * H);
                 for (int j = 0; j < H; j++) {
                     float r, z, n;
@@ -193,13 +221,14 @@ void vtr_gru_backward(float *dinp, float *dparams, void *scratch, const float *d
                       const void *workspace, int B, int T, int D, int H, int num_directions,
                       vtr_gru_merge merge)
 {
-    workspace_layout l = workspace_layout_of(B, T, H, num_directions);
-    scratch_layout sl = scratch_layout_of(B, T, H);
+    workspace_layout l = workspace_layout_of(B, T, D, H, num_directions);
+    scratch_layout sl = scratch_layout_of(B, T, D, H);
     const char *ws = workspace;
     char *sc = scratch;
-    const int *order = (const int *)(ws + l.order);
+    const int *order = (const int *)(ws + l.order), *first = (const int *)(ws + l.first);
+    const float *xpack = (const float *)(ws + l.xpack); /* inp's real rows, as forward saw them */
     float *dxg = (float *)(sc + sl.dxg), *dhg = (float *)(sc + sl.dhg);
-    float *dh = (float *)(sc + sl.dh);
+    float *dh = (float *)(sc + sl.dh), *dxpack = (float *)(sc + sl.dxpack);
     size_t bt = (size_t)B * T;
     int concat = num_directions == 2 && merge == VTR_GRU_CONCAT;
     int OH = concat ? 2 * H : H;
@@ -220,19 +249,19 @@ void vtr_gru_backward(float *dinp, float *dparams, void *scratch, const float *d
         const float *gates = (const float *)(ws + l.gates) + (size_t)dir * bt * 4 * H;
         const float *hprev = (const float *)(ws + l.hprev) + (size_t)dir * bt * H;
 
-        memset(dxg, 0, sizeof(float) * bt * 3 * H);
+        /* every packed row of dxg is written once below: no zeroing */
         memset(dh, 0, sizeof(float) * (size_t)B * H);
         size_t packed = total;
         for (int s = maxlen - 1; s >= 0; s--) {
             int nact = active_at(order, lengths, B, s);
             packed -= (size_t)nact;
             for (int i = 0; i < nact; i++) {
-                size_t pos = position(order, lengths, T, i, s, dir);
-                const float *g = gates + pos * 4 * H;
+                step_position p = position(order, first, lengths, T, i, s, dir);
+                const float *g = gates + p.row * 4 * H;
                 const float *hp = hprev + (packed + i) * H;
-                const float *dy = dout + pos * OH + (concat ? dir * H : 0);
+                const float *dy = dout + p.pos * OH + (concat ? dir * H : 0);
                 float *dhi = dh + (size_t)i * H;
-                float *dx = dxg + pos * 3 * H;
+                float *dx = dxg + p.row * 3 * H;
                 float *dg = dhg + (packed + i) * 3 * H;
                 for (int j = 0; j < H; j++) {
                     float d = dhi[j] + dout_scale * dy[j];
@@ -253,13 +282,21 @@ void vtr_gru_backward(float *dinp, float *dparams, void *scratch, const float *d
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * H, H, (int)total, 1.0f, dhg, 3 * H,
                     hprev, H, 1.0f, dw_hh, H);
         vtr_bias_backward(db_hh, dhg, (int)total, 3 * H);
-        // dW_ih (3H,D) += dxgᵀ (3H,BT) · inp (BT,D); padded rows of dxg are zero
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * H, D, (int)bt, 1.0f, dxg, 3 * H,
-                    inp, D, 1.0f, dw_ih, D);
-        vtr_bias_backward(db_ih, dxg, (int)bt, 3 * H);
-        // dinp (BT,D) += dxg (BT,3H) · W_ih (3H,D)
+        // dW_ih (3H,D) += dxgᵀ (3H,total) · xpack (total,D), over the real positions
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * H, D, (int)total, 1.0f, dxg, 3 * H,
+                    xpack, D, 1.0f, dw_ih, D);
+        vtr_bias_backward(db_ih, dxg, (int)total, 3 * H);
+        // dxpack (total,D) (+)= dxg (total,3H) · W_ih (3H,D), both directions summed
         if (dinp)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bt, D, 3 * H, 1.0f, dxg,
-                        3 * H, w_ih, D, 1.0f, dinp, D);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)total, D, 3 * H, 1.0f, dxg,
+                        3 * H, w_ih, D, dir == 0 ? 0.0f : 1.0f, dxpack, D);
     }
+    // dinp (B,T,D) += dxpack at the real positions
+    if (dinp)
+        for (int b = 0; b < B; b++) {
+            const float *src = dxpack + (size_t)first[b] * D;
+            float *dst = dinp + (size_t)b * T * D;
+            for (size_t k = 0; k < (size_t)lengths[b] * D; k++)
+                dst[k] += src[k];
+        }
 }

@@ -18,7 +18,7 @@ static struct {
     bool line_dirty; /* a progress line is on screen */
 } logger = {"vtr", false, false, 0, false};
 
-static double now_seconds(void)
+double vtr_now_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -31,12 +31,12 @@ void vtr_log_init(const char *program, bool json)
     snprintf(logger.program, sizeof logger.program, "%s", slash ? slash + 1 : program);
     logger.json = json;
     logger.tty = isatty(STDERR_FILENO);
-    logger.t0 = now_seconds();
+    logger.t0 = vtr_now_seconds();
 }
 
 double vtr_log_elapsed(void)
 {
-    return now_seconds() - logger.t0;
+    return vtr_now_seconds() - logger.t0;
 }
 
 static void clear_progress_line(void)

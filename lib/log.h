@@ -28,6 +28,9 @@ void vtr_log_item_error(const char *item, const vtr_error *err);
  * human mode. */
 void vtr_log_event(const char *event, const json_t *fields);
 
+/* Seconds on the monotonic clock (for intervals). */
+double vtr_now_seconds(void);
+
 /* Seconds since vtr_log_init (monotonic clock). */
 double vtr_log_elapsed(void);
 

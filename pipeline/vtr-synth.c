@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "decode/frame_sampler.h"
+#include "lib/args.h"
 #include "lib/log.h"
 #include "pipeline/synth_video.h"
 
@@ -47,10 +48,8 @@ static void usage(FILE *out)
 
 static int parse_int(const char *s, const char *what, long lo, long hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
+    long long v;
+    if (vtr_parse_int(s, lo, hi, &v) != 0) {
         fprintf(stderr, "vtr-synth: %s: '%s' is not a number in %ld..%ld\n", what, s, lo, hi);
         return -1;
     }
@@ -60,10 +59,7 @@ static int parse_int(const char *s, const char *what, long lo, long hi, int *out
 
 static int parse_double(const char *s, const char *what, double *out)
 {
-    char *end;
-    errno = 0;
-    *out = strtod(s, &end);
-    if (errno || end == s || *end) {
+    if (vtr_parse_double(s, out) != 0) {
         fprintf(stderr, "vtr-synth: %s: '%s' is not a number\n", what, s);
         return -1;
     }

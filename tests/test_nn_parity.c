@@ -10,12 +10,11 @@
 #include "check.h"
 #include "gradcheck.h"
 #include "lib/activation.h"
-#include "lib/embedding.h"
 #include "lib/gru.h"
-#include "lib/linear.h"
 #include "lib/norm.h"
-#include "lib/similarity.h"
+#include "lib/params.h"
 #include "match/hinge_loss.h"
+#include "match/vse_model.h"
 
 static void gru_parity(const char *tag, vtr_gru_merge merge)
 {
@@ -158,8 +157,8 @@ TEST(parity_hinge_loss_both_modes_both_reductions)
 }
 
 /* ------------------------------------------------------------------------------------- */
-/* One VSE∞ training step on small dims, both encoders written out of the ops as a model
- * would be (REFERENCE.md "VSE∞ model"):
+/* One VSE∞ training step on small dims through match/vse_model.h, with the fixture's
+ * weights loaded by name (REFERENCE.md "VSE∞ model"):
  *   visual: fc(x) + Linear(BN(...)) MLP over all B*T rows, GPO, l2norm
  *   text:   Embedding, BiGRU averaged, GPO, l2norm
  *   S = img_emb · cap_embᵀ, hinge loss (all negatives, sum). */
@@ -167,137 +166,96 @@ TEST(parity_hinge_loss_both_modes_both_reductions)
 enum { VB = 3, VT = 5, VF = 8, VE = 6, VM = VE / 2, VV = 11, VW = 5 };
 enum { IMG_PE = 8, IMG_HID = 6, TXT_PE = 12, TXT_HID = 5 };
 
-typedef struct param {
-    const char *name;
+/* A fixture tensor and the model entry it fills: a flat fixture (GPO, the GRU) fills the
+ * block of consecutive entries that starts at `entry`. */
+typedef struct vse_fixture_param {
+    const char *fixture;
+    const char *entry;
     size_t n;
-    float *value, *grad;
-} param;
+} vse_fixture_param;
 
 TEST(parity_vse_infinity_training_step)
 {
-    const int rows = VB * VT;
-    size_t img_gpo_n = vtr_gpo_param_count(IMG_PE, IMG_HID);
-    size_t txt_gpo_n = vtr_gpo_param_count(TXT_PE, TXT_HID);
-    size_t rnn_n = vtr_gru_param_count(VW, VE, 2);
-    param ps[] = {
-        {"img_fc.weight", VE * VF, 0, 0},
-        {"img_fc.bias", VE, 0, 0},
-        {"img_mlp_0.weight", VM * VF, 0, 0},
-        {"img_mlp_0.bias", VM, 0, 0},
-        {"img_bn_0.weight", VM, 0, 0},
-        {"img_bn_0.bias", VM, 0, 0},
-        {"img_mlp_1.weight", VE * VM, 0, 0},
-        {"img_mlp_1.bias", VE, 0, 0},
-        {"img_gpool", img_gpo_n, 0, 0},
-        {"txt_embed.weight", VV * VW, 0, 0},
-        {"txt_rnn", rnn_n, 0, 0},
-        {"txt_gpool", txt_gpo_n, 0, 0},
+    vtr_error err;
+    vtr_vse_config cfg = vtr_vse_config_infinity(VV);
+    cfg.feature_dim = VF;
+    cfg.embed_size = VE;
+    cfg.mlp_hidden = VM;
+    cfg.word_dim = VW;
+    cfg.img_pool.gpo_pe = IMG_PE;
+    cfg.img_pool.gpo_hidden = IMG_HID;
+    cfg.txt_pool.gpo_pe = TXT_PE;
+    cfg.txt_pool.gpo_hidden = TXT_HID;
+    vtr_vse_model m;
+    CHECK_OK(vtr_vse_model_init(&m, &cfg, VB, VT, VT, &err));
+    vtr_vse_init_params(&m, 7); /* BatchNorm running statistics 0 and 1, as in torch */
+
+    const vse_fixture_param ps[] = {
+        {"img_fc.weight", "img_enc.fc.weight", VE * VF},
+        {"img_fc.bias", "img_enc.fc.bias", VE},
+        {"img_mlp_0.weight", "img_enc.mlp.layers.0.weight", VM * VF},
+        {"img_mlp_0.bias", "img_enc.mlp.layers.0.bias", VM},
+        {"img_bn_0.weight", "img_enc.mlp.bns.0.weight", VM},
+        {"img_bn_0.bias", "img_enc.mlp.bns.0.bias", VM},
+        {"img_mlp_1.weight", "img_enc.mlp.layers.1.weight", VE * VM},
+        {"img_mlp_1.bias", "img_enc.mlp.layers.1.bias", VE},
+        {"img_gpool", "img_enc.gpool.gru.weight_ih_l0", vtr_gpo_param_count(IMG_PE, IMG_HID)},
+        {"txt_embed.weight", "txt_enc.embed.weight", VV * VW},
+        {"txt_rnn", "txt_enc.rnn.weight_ih_l0", vtr_gru_param_count(VW, VE, 2)},
+        {"txt_gpool", "txt_enc.gpool.gru.weight_ih_l0", vtr_gpo_param_count(TXT_PE, TXT_HID)},
     };
-    enum { FC_W, FC_B, M0_W, M0_B, BN_W, BN_B, M1_W, M1_B, IMG_GPO, EMBED, RNN, TXT_GPO, NP };
+    enum { M0_B = 3, NP = sizeof ps / sizeof ps[0] };
     char name[96];
+    size_t loaded = 0;
     for (int i = 0; i < NP; i++) {
-        snprintf(name, sizeof name, "vse_%s", ps[i].name);
-        ps[i].value = nn_fixture_floats(name, ps[i].n);
-        ps[i].grad = nn_alloc_floats(ps[i].n);
+        snprintf(name, sizeof name, "vse_%s", ps[i].fixture);
+        float *value = nn_fixture_floats(name, ps[i].n);
+        float *dst = vtr_param_data(&m.params, ps[i].entry);
+        CHECK_MSG(dst, "no entry %s", ps[i].entry);
+        memcpy(dst, value, sizeof(float) * ps[i].n);
+        free(value);
+        loaded += ps[i].n;
     }
-    float *img = nn_fixture_floats("vse_img", rows * VF);
+    CHECK_EQ_INT(loaded, m.params.n_trainable); /* the fixture sets every parameter */
+
+    float *img = nn_fixture_floats("vse_img", VB * VT * VF);
     int *img_len = nn_fixture_ints("vse_img_lengths", VB);
-    int *ids = nn_fixture_ints("vse_ids", rows);
+    int *ids = nn_fixture_ints("vse_ids", VB * VT);
     int *cap_len = nn_fixture_ints("vse_cap_lengths", VB);
-    float running_mean[VM] = {0}, running_var[VM] = {1, 1, 1};
+    vtr_vse_batch batch = {.B = VB,
+                           .T = VT,
+                           .frames = img,
+                           .frame_lengths = img_len,
+                           .L = VT,
+                           .ids = ids,
+                           .caption_lengths = cap_len};
+    float loss;
+    CHECK_OK(vtr_vse_train_step(&m, &batch, VTR_HINGE_ALL_NEGATIVES, &loss, &err));
 
-    /* activations and their gradients */
-    float *fc = nn_alloc_floats(rows * VE), *a0 = nn_alloc_floats(rows * VM);
-    float *a1 = nn_alloc_floats(rows * VM), *a2 = nn_alloc_floats(rows * VM);
-    float *feat = nn_alloc_floats(rows * VE), *emb = nn_alloc_floats(rows * VW);
-    float *cap = nn_alloc_floats(rows * VE);
-    float bn_mean[VM], bn_rstd[VM], img_w[VB * VT], cap_w[VB * VT];
-    float img_pool[VB * VE], cap_pool[VB * VE], img_emb[VB * VE], cap_emb[VB * VE];
-    float img_norm[VB], cap_norm[VB], S[VB * VB];
-    void *img_ws = malloc(vtr_gpo_workspace_size(VB, VT, VE, IMG_PE, IMG_HID));
-    void *txt_ws = malloc(vtr_gpo_workspace_size(VB, VT, VE, TXT_PE, TXT_HID));
-    void *rnn_ws = malloc(vtr_gru_workspace_size(VB, VT, VW, VE, 2));
-    size_t scratch_size = vtr_gpo_scratch_size(VB, VT, VE, IMG_PE, IMG_HID);
-    if (vtr_gpo_scratch_size(VB, VT, VE, TXT_PE, TXT_HID) > scratch_size)
-        scratch_size = vtr_gpo_scratch_size(VB, VT, VE, TXT_PE, TXT_HID);
-    if (vtr_gru_scratch_size(VB, VT, VW, VE, 2) > scratch_size)
-        scratch_size = vtr_gru_scratch_size(VB, VT, VW, VE, 2);
-    void *scratch = malloc(scratch_size); /* one scratch shared by every backward */
-
-    // forward, visual
-    vtr_linear_forward(fc, img, ps[FC_W].value, ps[FC_B].value, rows, VF, VE);
-    vtr_linear_forward(a0, img, ps[M0_W].value, ps[M0_B].value, rows, VF, VM);
-    vtr_batchnorm_forward(a1, bn_mean, bn_rstd, running_mean, running_var, a0, ps[BN_W].value,
-                          ps[BN_B].value, rows, VM, VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS);
-    vtr_relu_forward(a2, a1, (size_t)rows * VM);
-    vtr_linear_forward(feat, a2, ps[M1_W].value, ps[M1_B].value, rows, VM, VE);
-    for (int i = 0; i < rows * VE; i++)
-        feat[i] += fc[i];
-    vtr_gpo_forward(img_pool, img_w, img_ws, feat, img_len, ps[IMG_GPO].value, VB, VT, VE, IMG_PE,
-                    IMG_HID);
-    vtr_l2norm_forward(img_emb, img_norm, img_pool, VB, VE);
-    // forward, text
-    vtr_embedding_forward(emb, ids, ps[EMBED].value, rows, VW);
-    vtr_gru_forward(cap, rnn_ws, emb, cap_len, ps[RNN].value, VB, VT, VW, VE, 2, VTR_GRU_AVERAGE);
-    vtr_gpo_forward(cap_pool, cap_w, txt_ws, cap, cap_len, ps[TXT_GPO].value, VB, VT, VE, TXT_PE,
-                    TXT_HID);
-    vtr_l2norm_forward(cap_emb, cap_norm, cap_pool, VB, VE);
-    // similarity and loss
-    vtr_cosine_similarity_forward(S, img_emb, cap_emb, VB, VB, VE);
-    float loss =
-        vtr_hinge_loss_forward(S, VB, VTR_HINGE_MARGIN, VTR_HINGE_ALL_NEGATIVES, VTR_REDUCE_SUM);
-
-    // backward (every gradient buffer starts at zero and accumulates)
-    float dS[VB * VB] = {0}, dimg_emb[VB * VE] = {0}, dcap_emb[VB * VE] = {0};
-    float dimg_pool[VB * VE] = {0}, dcap_pool[VB * VE] = {0};
-    float *dfeat = nn_alloc_floats(rows * VE), *da2 = nn_alloc_floats(rows * VM);
-    float *da1 = nn_alloc_floats(rows * VM), *dcap = nn_alloc_floats(rows * VE);
-    float *demb = nn_alloc_floats(rows * VW);
-    vtr_hinge_loss_backward(dS, 1.0f, S, VB, VTR_HINGE_MARGIN, VTR_HINGE_ALL_NEGATIVES,
-                            VTR_REDUCE_SUM);
-    vtr_cosine_similarity_backward(dimg_emb, dcap_emb, dS, img_emb, cap_emb, VB, VB, VE);
-    vtr_l2norm_backward(dimg_pool, dimg_emb, img_pool, img_norm, VB, VE);
-    vtr_gpo_backward(dfeat, ps[IMG_GPO].grad, scratch, dimg_pool, feat, img_w, img_len,
-                     ps[IMG_GPO].value, img_ws, VB, VT, VE, IMG_PE, IMG_HID);
-    vtr_linear_backward(NULL, ps[FC_W].grad, ps[FC_B].grad, dfeat, img, ps[FC_W].value, rows, VF,
-                        VE);
-    vtr_linear_backward(da2, ps[M1_W].grad, ps[M1_B].grad, dfeat, a2, ps[M1_W].value, rows, VM, VE);
-    vtr_relu_backward(da1, da2, a1, (size_t)rows * VM);
-    float *da0 = da2; /* reuse: da2 is spent */
-    memset(da0, 0, sizeof(float) * rows * VM);
-    vtr_batchnorm_backward(da0, ps[BN_W].grad, ps[BN_B].grad, da1, a0, ps[BN_W].value, bn_mean,
-                           bn_rstd, rows, VM);
-    vtr_linear_backward(NULL, ps[M0_W].grad, ps[M0_B].grad, da0, img, ps[M0_W].value, rows, VF, VM);
-    vtr_l2norm_backward(dcap_pool, dcap_emb, cap_pool, cap_norm, VB, VE);
-    vtr_gpo_backward(dcap, ps[TXT_GPO].grad, scratch, dcap_pool, cap, cap_w, cap_len,
-                     ps[TXT_GPO].value, txt_ws, VB, VT, VE, TXT_PE, TXT_HID);
-    vtr_gru_backward(demb, ps[RNN].grad, scratch, dcap, emb, cap_len, ps[RNN].value, rnn_ws, VB, VT,
-                     VW, VE, 2, VTR_GRU_AVERAGE);
-    vtr_embedding_backward(ps[EMBED].grad, demb, ids, rows, VW);
-
-    nn_parity_check("vse_img_emb", img_emb, VB * VE);
-    nn_parity_check("vse_cap_emb", cap_emb, VB * VE);
-    nn_parity_check("vse_S", S, VB * VB);
+    nn_parity_check("vse_img_emb", m.img_emb, VB * VE);
+    nn_parity_check("vse_cap_emb", m.cap_emb, VB * VE);
+    nn_parity_check("vse_S", m.sim, VB * VB);
     nn_parity_check("vse_loss", &loss, 1);
-    nn_parity_check("vse_img_bn_0_running_mean", running_mean, VM);
-    nn_parity_check("vse_img_bn_0_running_var", running_var, VM);
+    nn_parity_check("vse_img_bn_0_running_mean",
+                    vtr_param_data(&m.params, "img_enc.mlp.bns.0.running_mean"), VM);
+    nn_parity_check("vse_img_bn_0_running_var",
+                    vtr_param_data(&m.params, "img_enc.mlp.bns.0.running_var"), VM);
+    CHECK_EQ_INT(*vtr_param_idata(&m.params, "img_enc.mlp.bns.0.num_batches_tracked"), 1);
     for (int i = 0; i < NP; i++) {
-        snprintf(name, sizeof name, "vse_%s_grad", ps[i].name);
+        const float *grad = vtr_param_grad(&m.params, ps[i].entry);
+        snprintf(name, sizeof name, "vse_%s_grad", ps[i].fixture);
         if (i == M0_B) {
             /* a bias in front of BatchNorm has zero gradient: both sides hold float
              * rounding noise only, which a relative error cannot compare */
             float *ref = nn_fixture_floats(name, ps[i].n);
             for (size_t k = 0; k < ps[i].n; k++)
-                CHECK(fabsf(ps[i].grad[k]) < 1e-6f && fabsf(ref[k]) < 1e-6f);
+                CHECK(fabsf(grad[k]) < 1e-6f && fabsf(ref[k]) < 1e-6f);
             free(ref);
             continue;
         }
-        nn_parity_check(name, ps[i].grad, ps[i].n);
+        nn_parity_check(name, grad, ps[i].n);
     }
 
-    for (int i = 0; i < NP; i++)
-        free(ps[i].value), free(ps[i].grad);
-    free(img), free(img_len), free(ids), free(cap_len), free(fc), free(a0), free(a1), free(a2);
-    free(feat), free(emb), free(cap), free(img_ws), free(txt_ws), free(rnn_ws), free(scratch);
-    free(dfeat), free(da2), free(da1), free(dcap), free(demb);
+    free(img), free(img_len), free(ids), free(cap_len);
+    vtr_vse_model_free(&m);
 }

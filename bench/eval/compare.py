@@ -7,12 +7,14 @@ and prints a report; with --append also adds it to bench/RESULTS.md.
 """
 import datetime
 import os
-import platform
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from machine import cpu_model, git_version  # noqa: E402
 
 N_ITEMS, PER_ITEM, DIM, SEED = 2990, 20, 1024, 0
 COMMAND = "sh bench/eval/run.sh --append"
@@ -21,25 +23,6 @@ COMMAND = "sh bench/eval/run.sh --append"
 def unit_rows(rng, n, d):
     x = rng.standard_normal((n, d), dtype=np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def git_version():
-    try:
-        return subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv):

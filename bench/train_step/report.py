@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""The table of bench/train_step/run.sh from the runs' JSON lines; with --append also adds
+it to bench/RESULTS.md.
+
+  report.py VTR_JSON VTR_AFTER_JSON TORCH_JSON TORCH_PASSIVE_JSON --threads N
+            --load BEFORE AFTER --command CMD [--append]
+
+vtr ran twice (before and after PyTorch): its step times are pooled, its sgemm peak is the
+higher of the two measurements. PyTorch ran with libgomp's default wait policy and with
+OMP_WAIT_POLICY=passive; the speed-up target is judged against each.
+"""
+import datetime
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from machine import cpu_model, git_version  # noqa: E402
+
+TARGET_SPEEDUP, TARGET_FLOOR = 2.5, 1.5
+
+
+def met(ok):
+    return "**met**" if ok else "**NOT met**"
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def main(argv):
+    vtr_runs = [load(argv[0]), load(argv[1])]
+    torch, torch_passive = load(argv[2]), load(argv[3])
+    opts = argv[4:]
+    threads = opts[opts.index("--threads") + 1]
+    i = opts.index("--load")
+    load_before, load_after = opts[i + 1], opts[i + 2]
+    command = opts[opts.index("--command") + 1]
+    append = "--append" in opts
+
+    warmup = vtr_runs[0]["warmup"]
+    timed = [t for r in vtr_runs for t in r["times"][warmup:]]
+    vtr_median = statistics.median(timed)
+    vtr_mean = sum(timed) / len(timed)
+    gflop = sum(r["gflop_per_step"] for r in vtr_runs) / 2  # the same batches in both runs
+    peak = max(r["sgemm_peak_gflops"] for r in vtr_runs)
+    effective = gflop / vtr_mean
+    floor_s = gflop / peak
+    floor_ratio = vtr_mean / floor_s
+    floor_ratio_median = vtr_median / floor_s
+    vtr_rss = max(r["max_rss_mb"] for r in vtr_runs)
+    torch_rss = min(torch["max_rss_mb"], torch_passive["max_rss_mb"])
+    speedup = torch["median_s"] / vtr_median
+    speedup_passive = torch_passive["median_s"] / vtr_median
+    rel = lambda a, b: abs(a - b) / max(abs(b), 1e-6)
+    first_diff = rel(vtr_runs[0]["losses"][0], torch["losses"][0])
+    loss_diff = max(rel(a, b) for a, b in zip(vtr_runs[0]["losses"], torch["losses"]))
+    fmt = lambda xs: ", ".join("%.2f" % x for x in xs)
+    steps = vtr_runs[0]["steps"]
+
+    report = "\n".join([
+        "## Training step: VSE∞ video, vtr vs PyTorch (%s)" % datetime.date.today().isoformat(),
+        "",
+        "Command: `%s` (code %s). Machine: %s, %d cores; %s threads on every side "
+        "(OPENBLAS_NUM_THREADS, OMP_NUM_THREADS; torch %s reports %d), the same OpenBLAS "
+        "(Debian's pthread build, which torch links too), OPENBLAS_CORETYPE and "
+        "OPENBLAS_L2_SIZE unset; vtr with OMP_WAIT_POLICY=passive; PyTorch with libgomp's "
+        "default wait policy and again with OMP_WAIT_POLICY=passive. Order: vtr, PyTorch, "
+        "PyTorch passive, vtr. Load average (1 min) %s before, %s after (the machine is "
+        "shared: a load above ~0.5 means other work took cores during the run)." %
+        (command, git_version(), cpu_model(), os.cpu_count(), threads, torch["torch"],
+         torch["threads"], load_before, load_after),
+        "",
+        "Step: batch 128, frame sets of 20 x 2048 features with size augmentation (p 0.2), "
+        "captions of 8..16 tokens (augmented), vocabulary 10,000; fc 2048 -> 1024, BiGRU "
+        "300 -> 1024 (averaged), GPO (32, 32) on both sides, max-violation hinge loss (sum), "
+        "clipping at 2.0, AdamW. A timed step = zero grads, forward, loss, backward, clip, "
+        "AdamW; batches are built outside the timing; every run trains on the same batches "
+        "from the same initial weights (vtr's, loaded into PyTorch by their reference "
+        "names). %d warm-up steps, then %d timed steps per run." % (warmup, steps),
+        "",
+        "| | vtr | PyTorch | PyTorch, passive wait |",
+        "|---|---|---|---|",
+        "| seconds per step, median | **%.3f** (of %d) | **%.3f** (of %d) | **%.3f** (of %d) |" %
+        (vtr_median, len(timed), torch["median_s"], steps, torch_passive["median_s"], steps),
+        "| min / max seconds | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f |" %
+        (min(timed), max(timed), torch["min_s"], torch["max_s"], torch_passive["min_s"],
+         torch_passive["max_s"]),
+        "| vtr speed-up (median / median) | | **%.2fx** | **%.2fx** |" %
+        (speedup, speedup_passive),
+        "| peak memory, max RSS (MB) | %.0f | %.0f | %.0f |" %
+        (vtr_rss, torch["max_rss_mb"], torch_passive["max_rss_mb"]),
+        "| loss at the first / last step | %.5g / %.5g | %.5g / %.5g | %.5g / %.5g |" %
+        (vtr_runs[0]["losses"][0], vtr_runs[0]["losses"][-1], torch["losses"][0],
+         torch["losses"][-1], torch_passive["losses"][0], torch_passive["losses"][-1]),
+        "",
+        "| vtr's rate | value |",
+        "|---|---|",
+        "| matrix-product GFLOP per step (mean, counted by vtr_vse_train_step_flops) | %.1f |"
+        % gflop,
+        "| cblas_sgemm peak, 2048^3, best of 5, same run (higher of vtr's two runs) | "
+        "%.0f GFLOP/s |" % peak,
+        "| effective rate, FLOPs / mean step time | %.0f GFLOP/s (%.0f%% of peak) |" %
+        (effective, 100 * effective / peak),
+        "| FLOP floor at that peak / vtr's mean step | %.3f s / %.3f s = **%.2fx** |" %
+        (floor_s, vtr_mean, floor_ratio),
+        "| the same with the median step / the fastest step | %.2fx / %.2fx |" %
+        (floor_ratio_median, min(timed) / floor_s),
+        "",
+        "Targets (issue 3): speed-up >= %.1fx over PyTorch as it comes: %s (%.2fx); over "
+        "PyTorch with the passive wait policy: %s (%.2fx). Within %.1fx of the FLOP floor: "
+        "%s (%.2fx, mean step). Peak memory no higher than PyTorch's: %s (%.0f MB vs "
+        "%.0f MB)." %
+        (TARGET_SPEEDUP, met(speedup >= TARGET_SPEEDUP), speedup,
+         met(speedup_passive >= TARGET_SPEEDUP), speedup_passive, TARGET_FLOOR,
+         met(floor_ratio <= TARGET_FLOOR), floor_ratio, met(vtr_rss <= torch_rss), vtr_rss,
+         torch_rss),
+        "",
+        "Same computation: the losses of vtr and PyTorch agree to %.1e (relative) at the "
+        "first step and to %.1e at worst over all %d steps (float32 summation orders "
+        "differ; AdamW carries the differences on)." %
+        (first_diff, loss_diff, len(torch["losses"])),
+        "",
+        "Per-step seconds (warm-up first): vtr %s | %s; PyTorch %s; PyTorch passive %s." %
+        (fmt(vtr_runs[0]["times"]), fmt(vtr_runs[1]["times"]), fmt(torch["times"]),
+         fmt(torch_passive["times"])),
+        ""])
+    print(report)
+    if append:
+        path = "bench/RESULTS.md"
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write("# Benchmark results\n")
+        with open(path, "a") as f:
+            f.write("\n" + report)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,361 @@
+/* bench/train_step: one VSE∞ video training step of vtr (match/vse_model.h), timed; the
+ * PyTorch side is bench/train_step/torch_step.py, the driver bench/train_step/run.sh.
+ *
+ *   train_step prepare DIR [--warmup W] [--steps N]   writes the batches and the initial
+ *                                                     weights for torch_step.py to DIR
+ *   train_step run [--warmup W] [--steps N]           times vtr, prints one JSON line
+ *
+ * The model is the reference VSE∞ for video (REFERENCE.md): frame features 2048 -> fc 1024
+ * (no MLP), BiGRU 300 -> 1024 with directions averaged, GPO (32, 32) on both sides, l2norm,
+ * hinge loss with the hardest negative (margin 0.2, sum), gradient clipping at 2.0, AdamW
+ * (lr 1e-4, weight decay 0.01). Vocabulary 10,000 (the last id is <mask>).
+ *
+ * Data: 128 items of 20 random frame features and one caption of 8..16 tokens each (fixed
+ * seed). Each step's batch applies size augmentation (aggregate/gpo.h: frames dropped with
+ * p 0.2; caption tokens masked, replaced or deleted) from its own streams, then sorts the
+ * pairs by caption length, longest first, as the reference's collate_fn does, and pads.
+ * Batches are built outside the timed region on both sides, and both sides see the same
+ * batches (prepare writes exactly what run builds). A timed step is: zero the gradients,
+ * forward, loss, backward, clip, AdamW.
+ *
+ * run also times cblas_sgemm on 2048^3 (the best of 5) as the machine's sgemm peak, counts
+ * the step's matrix-product FLOPs (vtr_vse_train_step_flops) and reads its peak resident
+ * memory (getrusage).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "aggregate/gpo.h"
+#include "lib/checkpoint.h"
+#include "lib/npy.h"
+#include "lib/optim.h"
+#include "lib/rng.h"
+#include "match/vse_model.h"
+
+enum {
+    BATCH = 128,
+    FRAMES = 20, /* frames per item before augmentation */
+    FEAT = 2048,
+    MIN_WORDS = 8, /* caption length with <start> and <end> */
+    MAX_WORDS = 16,
+    VOCAB = 10000, /* ids 0 <pad>, 1 <start>, 2 <end>, 3 <unk>, ..., VOCAB-1 <mask> */
+};
+#define SEED 20240601u
+#define LR 1e-4
+#define CLIP 2.0
+
+/* The data set and one step's batch. */
+typedef struct bench_data {
+    float *frames;               /* (BATCH, FRAMES, FEAT) */
+    int words[BATCH][MAX_WORDS]; /* captions, lengths below */
+    int nwords[BATCH];
+} bench_data;
+
+typedef struct step_batch {
+    int item[BATCH];         /* slot -> item */
+    int keep[BATCH][FRAMES]; /* kept frames of the slot's item, -1 after */
+    int frame_len[BATCH];
+    int ids[BATCH][MAX_WORDS]; /* augmented caption, 0 after */
+    int cap_len[BATCH];
+    int T, L; /* padded lengths */
+} step_batch;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void make_data(bench_data *d)
+{
+    vtr_rng rng;
+    vtr_rng_init(&rng, SEED, 1);
+    size_t n = (size_t)BATCH * FRAMES * FEAT;
+    for (size_t i = 0; i < n; i++)
+        d->frames[i] = vtr_rng_uniform(&rng); /* non-negative, like pooled CNN features */
+    for (int b = 0; b < BATCH; b++) {
+        int len = MIN_WORDS + (int)vtr_rng_below(&rng, MAX_WORDS - MIN_WORDS + 1);
+        d->nwords[b] = len;
+        d->words[b][0] = 1;
+        for (int t = 1; t < len - 1; t++)
+            d->words[b][t] = 4 + (int)vtr_rng_below(&rng, VOCAB - 5);
+        d->words[b][len - 1] = 2;
+    }
+}
+
+/* Step s's batch: augmentation from streams (s, item), then the reference's sort. */
+static void make_batch(step_batch *sb, const bench_data *d, int s)
+{
+    step_batch raw;
+    memset(&raw, 0, sizeof raw);
+    for (int b = 0; b < BATCH; b++) {
+        uint64_t stream = 1000 + ((uint64_t)s * BATCH + (uint64_t)b) * 2;
+        raw.item[b] = b;
+        raw.frame_len[b] =
+            vtr_gpo_augment_set(raw.keep[b], FRAMES, VTR_GPO_AUGMENT_P, SEED, stream);
+        for (int t = raw.frame_len[b]; t < FRAMES; t++)
+            raw.keep[b][t] = -1;
+        raw.cap_len[b] = vtr_gpo_augment_caption(raw.ids[b], d->words[b], d->nwords[b], VOCAB,
+                                                 VOCAB - 1, VTR_GPO_AUGMENT_P, SEED, stream + 1);
+    }
+    /* stable sort of the slots by caption length, longest first */
+    int order[BATCH];
+    for (int i = 0; i < BATCH; i++) {
+        int k = i;
+        while (k > 0 && raw.cap_len[order[k - 1]] < raw.cap_len[i]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+    memset(sb, 0, sizeof *sb);
+    for (int i = 0; i < BATCH; i++) {
+        int b = order[i];
+        sb->item[i] = raw.item[b];
+        memcpy(sb->keep[i], raw.keep[b], sizeof raw.keep[b]);
+        sb->frame_len[i] = raw.frame_len[b];
+        memcpy(sb->ids[i], raw.ids[b], sizeof(int) * (size_t)raw.cap_len[b]);
+        sb->cap_len[i] = raw.cap_len[b];
+        sb->T = sb->frame_len[i] > sb->T ? sb->frame_len[i] : sb->T;
+        sb->L = sb->cap_len[i] > sb->L ? sb->cap_len[i] : sb->L;
+    }
+}
+
+/* The padded model inputs of a step: frames (BATCH, T, FEAT) zero-padded, ids (BATCH, L). */
+static void pad_batch(float *frames, int *ids, const step_batch *sb, const bench_data *d)
+{
+    for (int i = 0; i < BATCH; i++) {
+        float *dst = frames + (size_t)i * sb->T * FEAT;
+        for (int t = 0; t < sb->frame_len[i]; t++)
+            memcpy(dst + (size_t)t * FEAT,
+                   d->frames + ((size_t)sb->item[i] * FRAMES + (size_t)sb->keep[i][t]) * FEAT,
+                   sizeof(float) * FEAT);
+        memset(dst + (size_t)sb->frame_len[i] * FEAT, 0,
+               sizeof(float) * (size_t)(sb->T - sb->frame_len[i]) * FEAT);
+        for (int t = 0; t < sb->L; t++)
+            ids[i * sb->L + t] = t < sb->cap_len[i] ? sb->ids[i][t] : 0;
+    }
+}
+
+static vtr_vse_config video_config(void)
+{
+    vtr_vse_config cfg = vtr_vse_config_infinity(VOCAB);
+    cfg.mlp_hidden = 0; /* frame features: Linear 2048 -> 1024 alone */
+    return cfg;
+}
+
+/* ---- prepare: the same batches and weights for torch_step.py ---- */
+
+static vtr_status save_ints(const char *dir, const char *name, int *data, int ndim,
+                            const int64_t *shape, vtr_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    vtr_tensor t = {.dtype = VTR_I32, .ndim = ndim, .data = data};
+    memcpy(t.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    return vtr_npy_save(path, &t, 1, err);
+}
+
+static vtr_status prepare(const char *dir, int nsteps, const bench_data *d, vtr_error *err)
+{
+    vtr_status st;
+    vtr_vse_model m;
+    vtr_vse_config cfg = video_config();
+    char path[4096];
+    size_t per = (size_t)nsteps * BATCH;
+    int *item = malloc(sizeof(int) * per), *flen = malloc(sizeof(int) * per);
+    int *clen = malloc(sizeof(int) * per), *keep = malloc(sizeof(int) * per * FRAMES);
+    int *ids = malloc(sizeof(int) * per * MAX_WORDS);
+    step_batch *sb = malloc(sizeof *sb);
+    memset(&m, 0, sizeof m);
+    if (!item || !flen || !clen || !keep || !ids || !sb) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    for (int s = 0; s < nsteps; s++) {
+        make_batch(sb, d, s);
+        for (int i = 0; i < BATCH; i++) {
+            size_t r = (size_t)s * BATCH + (size_t)i;
+            item[r] = sb->item[i];
+            flen[r] = sb->frame_len[i];
+            clen[r] = sb->cap_len[i];
+            memcpy(keep + r * FRAMES, sb->keep[i], sizeof sb->keep[i]);
+            memcpy(ids + r * MAX_WORDS, sb->ids[i], sizeof sb->ids[i]);
+        }
+    }
+    int64_t s2[2] = {nsteps, BATCH}, s3[3] = {nsteps, BATCH, FRAMES};
+    int64_t w3[3] = {nsteps, BATCH, MAX_WORDS}, f3[3] = {BATCH, FRAMES, FEAT};
+    vtr_tensor frames = {.dtype = VTR_F32, .ndim = 3, .data = d->frames};
+    memcpy(frames.shape, f3, sizeof f3);
+    snprintf(path, sizeof path, "%s/frames.npy", dir);
+    if ((st = vtr_npy_save(path, &frames, 1, err)) ||
+        (st = save_ints(dir, "item", item, 2, s2, err)) ||
+        (st = save_ints(dir, "frame_len", flen, 2, s2, err)) ||
+        (st = save_ints(dir, "cap_len", clen, 2, s2, err)) ||
+        (st = save_ints(dir, "keep", keep, 3, s3, err)) ||
+        (st = save_ints(dir, "ids", ids, 3, w3, err)))
+        goto end;
+    if ((st = vtr_vse_model_init(&m, &cfg, BATCH, FRAMES, MAX_WORDS, err)))
+        goto end;
+    vtr_vse_init_params(&m, SEED);
+    snprintf(path, sizeof path, "%s/init.safetensors", dir);
+    st = vtr_checkpoint_save(path, &m.params, NULL, NULL, err);
+end:
+    vtr_vse_model_free(&m);
+    free(item), free(flen), free(clen), free(keep), free(ids), free(sb);
+    return st;
+}
+
+/* ---- run ---- */
+
+/* GFLOP/s of the best of 5 cblas_sgemm calls on n x n x n (after 2 warm-up calls). */
+static double sgemm_peak(int n)
+{
+    size_t nn = (size_t)n * n;
+    float *a = malloc(sizeof(float) * nn * 3);
+    if (!a)
+        return 0.0;
+    float *b = a + nn, *c = b + nn;
+    for (size_t i = 0; i < nn; i++)
+        a[i] = b[i] = (float)(i % 7) * 0.1f;
+    double best = 1e30;
+    for (int r = 0; r < 7; r++) {
+        double t0 = now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
+                    n);
+        double t = now() - t0;
+        if (r >= 2 && t < best)
+            best = t;
+    }
+    free(a);
+    return 2.0 * n * n * (double)n / best / 1e9;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static vtr_status run(int warmup, int nsteps, const bench_data *d, vtr_error *err)
+{
+    vtr_status st;
+    vtr_vse_model m;
+    vtr_optimizer opt;
+    vtr_vse_config cfg = video_config();
+    vtr_optim_hparams hp = vtr_optim_defaults(VTR_OPTIM_ADAMW);
+    float *frames = malloc(sizeof(float) * BATCH * FRAMES * FEAT);
+    int *ids = malloc(sizeof(int) * BATCH * MAX_WORDS);
+    step_batch *sb = malloc(sizeof *sb);
+    double *times = malloc(sizeof(double) * (size_t)(warmup + nsteps));
+    float *losses = malloc(sizeof(float) * (size_t)(warmup + nsteps));
+    memset(&m, 0, sizeof m);
+    memset(&opt, 0, sizeof opt);
+    if (!frames || !ids || !sb || !times || !losses) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    double peak = sgemm_peak(2048);
+    if ((st = vtr_vse_model_init(&m, &cfg, BATCH, FRAMES, MAX_WORDS, err)))
+        goto end;
+    vtr_vse_init_params(&m, SEED);
+    if ((st = vtr_optimizer_init(&opt, &m.params, &hp, err)))
+        goto end;
+
+    double flops = 0.0, timed = 0.0;
+    for (int s = 0; s < warmup + nsteps; s++) {
+        make_batch(sb, d, s);
+        pad_batch(frames, ids, sb, d);
+        vtr_vse_batch batch = {.B = BATCH,
+                               .T = sb->T,
+                               .frames = frames,
+                               .frame_lengths = sb->frame_len,
+                               .L = sb->L,
+                               .ids = ids,
+                               .caption_lengths = sb->cap_len};
+        double t0 = now();
+        vtr_param_set_zero_grad(&m.params);
+        if ((st = vtr_vse_train_step(&m, &batch, VTR_HINGE_HARDEST_NEGATIVE, &losses[s], err)))
+            goto end;
+        vtr_clip_grad_norm(&m.params, CLIP);
+        vtr_optimizer_step(&opt, &m.params, LR);
+        times[s] = now() - t0;
+        if (s >= warmup) {
+            flops += vtr_vse_train_step_flops(&m, &batch);
+            timed += times[s];
+        }
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+
+    double sorted[4096];
+    int n = nsteps < 4096 ? nsteps : 4096;
+    memcpy(sorted, times + warmup, sizeof(double) * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof(double), compare_doubles);
+    double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    printf("{\"side\": \"vtr\", \"warmup\": %d, \"steps\": %d, \"median_s\": %.6f, "
+           "\"min_s\": %.6f, \"max_s\": %.6f, \"mean_s\": %.6f, \"gflop_per_step\": %.4f, "
+           "\"effective_gflops\": %.2f, \"sgemm_peak_gflops\": %.2f, \"max_rss_mb\": %.1f, "
+           "\"times\": [",
+           warmup, nsteps, median, sorted[0], sorted[n - 1], timed / nsteps, flops / nsteps / 1e9,
+           flops / timed / 1e9, peak, (double)ru.ru_maxrss / 1024.0);
+    for (int s = 0; s < warmup + nsteps; s++)
+        printf("%s%.6f", s ? ", " : "", times[s]);
+    printf("], \"losses\": [");
+    for (int s = 0; s < warmup + nsteps; s++)
+        printf("%s%.7g", s ? ", " : "", (double)losses[s]);
+    printf("]}\n");
+end:
+    vtr_optimizer_free(&opt);
+    vtr_vse_model_free(&m);
+    free(frames), free(ids), free(sb), free(times), free(losses);
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    int warmup = 2, nsteps = 10;
+    const char *mode = argc > 1 ? argv[1] : "", *dir = NULL;
+    int i = 2;
+    if (strcmp(mode, "prepare") == 0 && argc > 2)
+        dir = argv[i++];
+    else if (strcmp(mode, "run") != 0)
+        i = argc + 1;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
+            warmup = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+            nsteps = atoi(argv[++i]);
+        else
+            break;
+    }
+    if (i != argc || warmup < 0 || nsteps < 1 || nsteps > 4096) {
+        fprintf(stderr, "usage: train_step prepare DIR [--warmup W] [--steps N]\n"
+                        "       train_step run [--warmup W] [--steps N]\n");
+        return 2;
+    }
+    vtr_error err;
+    vtr_status st;
+    bench_data *d = malloc(sizeof *d);
+    float *frames = malloc(sizeof(float) * BATCH * FRAMES * FEAT);
+    if (!d || !frames) {
+        fprintf(stderr, "train_step: out of memory\n");
+        free(d), free(frames);
+        return 1;
+    }
+    d->frames = frames;
+    make_data(d);
+    st = dir ? prepare(dir, warmup + nsteps, d, &err) : run(warmup, nsteps, d, &err);
+    free(frames), free(d);
+    if (st) {
+        fprintf(stderr, "train_step: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,44 @@
+#include "lib/npy_item.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/file.h"
+#include "lib/npy.h"
+
+vtr_status vtr_npy_item_save(const char *dir, const char *key, const vtr_tensor *t,
+                             const json_t *meta, vtr_error *err)
+{
+    if (!key[0] || strchr(key, '/') || !strcmp(key, ".") || !strcmp(key, ".."))
+        return vtr_fail(err, VTR_ERR_INVALID, "key '%s' cannot name a file in --out-dir", key);
+    size_t n = strlen(dir) + strlen(key) + 8;
+    char *npy = malloc(n), *js = malloc(n);
+    vtr_status st = VTR_OK;
+    if (!npy || !js) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    snprintf(npy, n, "%s/%s.npy", dir, key);
+    snprintf(js, n, "%s/%s.json", dir, key);
+    if ((st = vtr_npy_save(npy, t, 0, err)) != VTR_OK)
+        goto end;
+    vtr_atomic_file f;
+    if ((st = vtr_atomic_open(&f, js, err)) != VTR_OK) {
+        unlink(npy);
+        goto end;
+    }
+    if (json_dumpf(meta, f.fp, JSON_INDENT(1)) != 0 || fputc('\n', f.fp) == EOF) {
+        st = vtr_fail(err, VTR_ERR_IO, "%s: write failed", js);
+        vtr_atomic_abort(&f);
+        unlink(npy);
+        goto end;
+    }
+    if ((st = vtr_atomic_commit(&f, err)) != VTR_OK)
+        unlink(npy);
+end:
+    free(npy);
+    free(js);
+    return st;
+}

@@ -1,0 +1,856 @@
+/* VSE models; the contracts are in vse_model.h. */
+#include "vse_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "aggregate/gpo.h"
+#include "lib/activation.h"
+#include "lib/blas_threads.h"
+#include "lib/embedding.h"
+#include "lib/gru.h"
+#include "lib/linear.h"
+#include "lib/norm.h"
+#include "lib/rng.h"
+#include "lib/set_pooling.h"
+#include "lib/similarity.h"
+
+/* Upper bounds that keep every size product far from overflow (a model this large would
+ * not fit in memory anyway; the allocation would fail first). */
+#define MAX_DIM (1 << 20)
+#define MAX_ROWS (1 << 26)
+
+/* ---- configuration ---------------------------------------------------------------- */
+
+vtr_vse_config vtr_vse_config_infinity(int vocab_size)
+{
+    vtr_vse_pool_config gpo = {
+        .kind = VTR_VSE_POOL_GPO, .gpo_pe = VTR_GPO_D_PE, .gpo_hidden = VTR_GPO_HIDDEN};
+    vtr_vse_config cfg = {
+        .feature_dim = 2048,
+        .embed_size = 1024,
+        .mlp_hidden = 512,
+        .vocab_size = vocab_size,
+        .word_dim = 300,
+        .img_pool = gpo,
+        .txt_pool = gpo,
+        .margin = VTR_HINGE_MARGIN,
+        .reduction = VTR_REDUCE_SUM,
+    };
+    return cfg;
+}
+
+const char *vtr_vse_pooler_name(vtr_vse_pooler kind)
+{
+    switch (kind) {
+    case VTR_VSE_POOL_MEAN: return "mean";
+    case VTR_VSE_POOL_GPO: return "gpo";
+    }
+    return "?";
+}
+
+vtr_status vtr_vse_pooler_parse(const char *name, vtr_vse_pooler *out, vtr_error *err)
+{
+    if (strcmp(name, "mean") == 0 || strcmp(name, "avg") == 0)
+        *out = VTR_VSE_POOL_MEAN;
+    else if (strcmp(name, "gpo") == 0)
+        *out = VTR_VSE_POOL_GPO;
+    else {
+        char shown[64];
+        return vtr_fail(err, VTR_ERR_INVALID, "unknown pooler '%s' (expected mean or gpo)",
+                        vtr_printable(name, strlen(name), shown, sizeof shown));
+    }
+    return VTR_OK;
+}
+
+static vtr_status check_dim(const char *field, int value, int min, vtr_error *err)
+{
+    if (value < min || value > MAX_DIM)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse config: %s = %d outside %d..%d", field, value,
+                        min, MAX_DIM);
+    return VTR_OK;
+}
+
+static vtr_status check_pool(const char *side, const vtr_vse_pool_config *p, vtr_error *err)
+{
+    char field[64];
+    vtr_status st;
+    switch (p->kind) {
+    case VTR_VSE_POOL_MEAN: return VTR_OK;
+    case VTR_VSE_POOL_GPO:
+        snprintf(field, sizeof field, "%s.gpo_pe", side);
+        if ((st = check_dim(field, p->gpo_pe, 2, err)))
+            return st;
+        if (p->gpo_pe % 2 != 0)
+            return vtr_fail(err, VTR_ERR_INVALID, "vse config: %s = %d is odd", field, p->gpo_pe);
+        snprintf(field, sizeof field, "%s.gpo_hidden", side);
+        return check_dim(field, p->gpo_hidden, 1, err);
+    }
+    return vtr_fail(err, VTR_ERR_INVALID, "vse config: %s.kind = %d is no pooler", side,
+                    (int)p->kind);
+}
+
+vtr_status vtr_vse_config_check(const vtr_vse_config *cfg, vtr_error *err)
+{
+    vtr_status st;
+    if ((st = check_dim("feature_dim", cfg->feature_dim, 1, err)) ||
+        (st = check_dim("embed_size", cfg->embed_size, 1, err)) ||
+        (st = check_dim("mlp_hidden", cfg->mlp_hidden, 0, err)) ||
+        (st = check_dim("vocab_size", cfg->vocab_size, 1, err)) ||
+        (st = check_dim("word_dim", cfg->word_dim, 1, err)) ||
+        (st = check_pool("img_pool", &cfg->img_pool, err)) ||
+        (st = check_pool("txt_pool", &cfg->txt_pool, err)))
+        return st;
+    if (!(cfg->margin >= 0.0f && isfinite(cfg->margin)))
+        return vtr_fail(err, VTR_ERR_INVALID, "vse config: margin = %g is not a finite value >= 0",
+                        (double)cfg->margin);
+    if (cfg->reduction != VTR_REDUCE_SUM && cfg->reduction != VTR_REDUCE_MEAN)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse config: reduction = %d is neither sum nor mean",
+                        (int)cfg->reduction);
+    return VTR_OK;
+}
+
+/* ---- poolers: every pooler-specific line of the module is in these switches --------- */
+
+/* bytes of the saved coefficients and of the workspace, for (B,T,D) */
+static size_t pool_weights_size(const vtr_vse_pool_config *p, int B, int T)
+{
+    switch (p->kind) {
+    case VTR_VSE_POOL_MEAN: return 0;
+    case VTR_VSE_POOL_GPO: return sizeof(float) * (size_t)B * T;
+    }
+    return 0;
+}
+
+static size_t pool_workspace_size(const vtr_vse_pool_config *p, int B, int T, int D)
+{
+    switch (p->kind) {
+    case VTR_VSE_POOL_MEAN: return 0;
+    case VTR_VSE_POOL_GPO: return vtr_gpo_workspace_size(B, T, D, p->gpo_pe, p->gpo_hidden);
+    }
+    return 0;
+}
+
+static size_t pool_scratch_size(const vtr_vse_pool_config *p, int B, int T, int D)
+{
+    switch (p->kind) {
+    case VTR_VSE_POOL_MEAN: return 0;
+    case VTR_VSE_POOL_GPO: return vtr_gpo_scratch_size(B, T, D, p->gpo_pe, p->gpo_hidden);
+    }
+    return 0;
+}
+
+// inp (B,T,D), lengths (B), out (B,D)
+static void pool_forward(vtr_vse_pool *p, float *out, const float *inp, const int *lengths, int B,
+                         int T, int D)
+{
+    switch (p->cfg.kind) {
+    case VTR_VSE_POOL_MEAN: vtr_mean_pool_forward(out, inp, lengths, B, T, D); return;
+    case VTR_VSE_POOL_GPO:
+        vtr_gpo_forward(out, p->weights, p->workspace, inp, lengths, p->params, B, T, D,
+                        p->cfg.gpo_pe, p->cfg.gpo_hidden);
+        return;
+    }
+}
+
+// dinp (B,T,D) +=, the pooler's parameter gradients +=, dout (B,D); inp and lengths as given
+// to pool_forward, which ran last on this pooler
+static void pool_backward(vtr_vse_pool *p, float *dinp, void *scratch, const float *dout,
+                          const float *inp, const int *lengths, int B, int T, int D)
+{
+    switch (p->cfg.kind) {
+    case VTR_VSE_POOL_MEAN: vtr_mean_pool_backward(dinp, dout, lengths, B, T, D); return;
+    case VTR_VSE_POOL_GPO:
+        vtr_gpo_backward(dinp, p->grads, scratch, dout, inp, p->weights, lengths, p->params,
+                         p->workspace, B, T, D, p->cfg.gpo_pe, p->cfg.gpo_hidden);
+        return;
+    }
+}
+
+/* Matrix-product FLOPs of a bidirectional GRU's forward and backward (lib/gru.c) over B
+ * items of ntok real positions in all: input projections over the real positions, one
+ * hidden product per step after the first over the items still running, the weight
+ * gradients, and the input gradient when wanted. */
+static double gru_flops(double ntok, double B, double D, double H, bool dinp)
+{
+    double per_dir = 2 * ntok * D * 3 * H         /* x · W_ihᵀ */
+                     + 2 * (ntok - B) * H * 3 * H /* h · W_hhᵀ, steps after the first */
+                     + 2 * (ntok - B) * 3 * H * H /* dh += dg · W_hh */
+                     + 2 * ntok * 3 * H * H       /* dW_hh */
+                     + 2 * ntok * 3 * H * D       /* dW_ih */
+                     + (dinp ? 2 * ntok * 3 * H * D : 0);
+    return 2 * per_dir;
+}
+
+static double pool_flops(const vtr_vse_pool_config *p, double B, double T, double ntok)
+{
+    switch (p->kind) {
+    case VTR_VSE_POOL_MEAN: return 0;
+    case VTR_VSE_POOL_GPO:
+        /* the BiGRU over the encodings (no input gradient) and the scorer (forward, input
+         * and weight gradients) */
+        return gru_flops(ntok, B, p->gpo_pe, p->gpo_hidden, false) + 3 * 2 * B * T * p->gpo_hidden;
+    }
+    return 0;
+}
+
+/* ---- parameters -------------------------------------------------------------------- */
+
+static vtr_status add_tensor(vtr_param_set *ps, const char *prefix, const char *name,
+                             vtr_dtype dtype, bool trainable, int ndim, int64_t d0, int64_t d1,
+                             vtr_error *err)
+{
+    char full[VTR_PARAM_NAME_MAX + 1];
+    int64_t shape[2] = {d0, d1};
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return vtr_param_set_add(ps, full, dtype, trainable, ndim, shape, err);
+}
+
+/* A GRU's tensors in state_dict (= lib/gru.h) order under prefix ("txt_enc.rnn."). */
+static vtr_status add_gru(vtr_param_set *ps, const char *prefix, int D, int H, vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    for (int dir = 0; dir < 2 && !st; dir++) {
+        st = add_tensor(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_WEIGHT_IH), VTR_F32, true, 2,
+                        3 * (int64_t)H, D, err);
+        if (!st)
+            st = add_tensor(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_WEIGHT_HH), VTR_F32, true,
+                            2, 3 * (int64_t)H, H, err);
+        if (!st)
+            st = add_tensor(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_BIAS_IH), VTR_F32, true, 1,
+                            3 * (int64_t)H, 0, err);
+        if (!st)
+            st = add_tensor(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_BIAS_HH), VTR_F32, true, 1,
+                            3 * (int64_t)H, 0, err);
+    }
+    return st;
+}
+
+/* Adds the pooler's entries under prefix ("img_enc." / "txt_enc."). */
+static vtr_status pool_add_params(vtr_param_set *ps, const char *prefix,
+                                  const vtr_vse_pool_config *p, vtr_error *err)
+{
+    char sub[64];
+    vtr_status st;
+    switch (p->kind) {
+    case VTR_VSE_POOL_MEAN: return VTR_OK;
+    case VTR_VSE_POOL_GPO:
+        /* the GRU's tensors then the scorer: aggregate/gpo.h's flat layout */
+        snprintf(sub, sizeof sub, "%sgpool.gru.", prefix);
+        if ((st = add_gru(ps, sub, p->gpo_pe, p->gpo_hidden, err)))
+            return st;
+        snprintf(sub, sizeof sub, "%sgpool.", prefix);
+        return add_tensor(ps, sub, "linear.weight", VTR_F32, true, 2, 1, p->gpo_hidden, err);
+    }
+    return VTR_OK;
+}
+
+static vtr_status add_params(vtr_param_set *ps, const vtr_vse_config *c, vtr_error *err)
+{
+    int F = c->feature_dim, E = c->embed_size, M = c->mlp_hidden;
+    vtr_status st;
+    if ((st = add_tensor(ps, "img_enc.", "fc.weight", VTR_F32, true, 2, E, F, err)) ||
+        (st = add_tensor(ps, "img_enc.", "fc.bias", VTR_F32, true, 1, E, 0, err)))
+        return st;
+    if (M > 0) {
+        const char *p = "img_enc.mlp.";
+        if ((st = add_tensor(ps, p, "layers.0.weight", VTR_F32, true, 2, M, F, err)) ||
+            (st = add_tensor(ps, p, "layers.0.bias", VTR_F32, true, 1, M, 0, err)) ||
+            (st = add_tensor(ps, p, "layers.1.weight", VTR_F32, true, 2, E, M, err)) ||
+            (st = add_tensor(ps, p, "layers.1.bias", VTR_F32, true, 1, E, 0, err)) ||
+            (st = add_tensor(ps, p, "bns.0.weight", VTR_F32, true, 1, M, 0, err)) ||
+            (st = add_tensor(ps, p, "bns.0.bias", VTR_F32, true, 1, M, 0, err)) ||
+            (st = add_tensor(ps, p, "bns.0.running_mean", VTR_F32, false, 1, M, 0, err)) ||
+            (st = add_tensor(ps, p, "bns.0.running_var", VTR_F32, false, 1, M, 0, err)) ||
+            (st = add_tensor(ps, p, "bns.0.num_batches_tracked", VTR_I64, false, 0, 0, 0, err)))
+            return st;
+    }
+    if ((st = pool_add_params(ps, "img_enc.", &c->img_pool, err)) ||
+        (st = add_tensor(ps, "txt_enc.", "embed.weight", VTR_F32, true, 2, c->vocab_size,
+                         c->word_dim, err)) ||
+        (st = add_gru(ps, "txt_enc.rnn.", c->word_dim, E, err)) ||
+        (st = pool_add_params(ps, "txt_enc.", &c->txt_pool, err)))
+        return st;
+    return vtr_param_set_finalize(ps, err);
+}
+
+/* Resolves the model's pointers into its finalized set. */
+static void resolve_params(vtr_vse_model *m)
+{
+    const vtr_param_set *ps = &m->params;
+    m->fc_w = vtr_param_data(ps, "img_enc.fc.weight");
+    m->fc_b = vtr_param_data(ps, "img_enc.fc.bias");
+    m->fc_dw = vtr_param_grad(ps, "img_enc.fc.weight");
+    m->fc_db = vtr_param_grad(ps, "img_enc.fc.bias");
+    m->mlp0_w = vtr_param_data(ps, "img_enc.mlp.layers.0.weight");
+    m->mlp0_b = vtr_param_data(ps, "img_enc.mlp.layers.0.bias");
+    m->mlp1_w = vtr_param_data(ps, "img_enc.mlp.layers.1.weight");
+    m->mlp1_b = vtr_param_data(ps, "img_enc.mlp.layers.1.bias");
+    m->bn_w = vtr_param_data(ps, "img_enc.mlp.bns.0.weight");
+    m->bn_b = vtr_param_data(ps, "img_enc.mlp.bns.0.bias");
+    m->mlp0_dw = vtr_param_grad(ps, "img_enc.mlp.layers.0.weight");
+    m->mlp0_db = vtr_param_grad(ps, "img_enc.mlp.layers.0.bias");
+    m->mlp1_dw = vtr_param_grad(ps, "img_enc.mlp.layers.1.weight");
+    m->mlp1_db = vtr_param_grad(ps, "img_enc.mlp.layers.1.bias");
+    m->bn_dw = vtr_param_grad(ps, "img_enc.mlp.bns.0.weight");
+    m->bn_db = vtr_param_grad(ps, "img_enc.mlp.bns.0.bias");
+    m->bn_running_mean = vtr_param_data(ps, "img_enc.mlp.bns.0.running_mean");
+    m->bn_running_var = vtr_param_data(ps, "img_enc.mlp.bns.0.running_var");
+    m->bn_batches_tracked = vtr_param_idata(ps, "img_enc.mlp.bns.0.num_batches_tracked");
+    m->embed_w = vtr_param_data(ps, "txt_enc.embed.weight");
+    m->embed_dw = vtr_param_grad(ps, "txt_enc.embed.weight");
+    /* flat blocks: the first tensor of each (added consecutively, so contiguous) */
+    m->rnn = vtr_param_data(ps, "txt_enc.rnn.weight_ih_l0");
+    m->drnn = vtr_param_grad(ps, "txt_enc.rnn.weight_ih_l0");
+    m->img_pool.params = vtr_param_data(ps, "img_enc.gpool.gru.weight_ih_l0");
+    m->img_pool.grads = vtr_param_grad(ps, "img_enc.gpool.gru.weight_ih_l0");
+    m->txt_pool.params = vtr_param_data(ps, "txt_enc.gpool.gru.weight_ih_l0");
+    m->txt_pool.grads = vtr_param_grad(ps, "txt_enc.gpool.gru.weight_ih_l0");
+}
+
+static void fill_uniform(float *x, size_t n, float bound, vtr_rng *rng)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (2.0f * vtr_rng_uniform(rng) - 1.0f) * bound;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+void vtr_vse_init_params(vtr_vse_model *m, uint64_t seed)
+{
+    vtr_param_set *ps = &m->params;
+    for (size_t i = 0; i < ps->count; i++) {
+        const vtr_param_entry *e = &ps->entries[i];
+        if (e->dtype == VTR_I64) {
+            memset(ps->idata + e->offset, 0, sizeof(int64_t) * e->numel);
+            continue;
+        }
+        float *x = ps->data + e->offset;
+        vtr_rng rng;
+        vtr_rng_init(&rng, seed, (uint64_t)i);
+        const char *name = e->name;
+        if (strcmp(name, "img_enc.fc.weight") == 0) {
+            /* Xavier-uniform, as the reference's init_weights */
+            double r = sqrt(6.0) / sqrt((double)(e->shape[0] + e->shape[1]));
+            fill_uniform(x, e->numel, (float)r, &rng);
+        } else if (strcmp(name, "img_enc.fc.bias") == 0 || ends_with(name, "running_mean") ||
+                   strstr(name, ".bns.0.bias")) {
+            memset(x, 0, sizeof(float) * e->numel);
+        } else if (ends_with(name, "running_var") || strstr(name, ".bns.0.weight")) {
+            for (size_t k = 0; k < e->numel; k++)
+                x[k] = 1.0f;
+        } else if (strcmp(name, "txt_enc.embed.weight") == 0) {
+            fill_uniform(x, e->numel, 0.1f, &rng);
+        } else if (strstr(name, ".gru.") || strstr(name, ".rnn.")) {
+            /* every GRU tensor: uniform(±1/sqrt(hidden)), hidden = rows / 3 */
+            fill_uniform(x, e->numel, (float)(1.0 / sqrt((double)e->shape[0] / 3.0)), &rng);
+        } else if (ends_with(name, ".weight")) {
+            /* Linear: kaiming-uniform(a = sqrt 5) = uniform(±1/sqrt(fan_in)) */
+            fill_uniform(x, e->numel, (float)(1.0 / sqrt((double)e->shape[1])), &rng);
+        } else {
+            /* Linear bias: uniform(±1/sqrt(fan_in)) of its weight, the entry before it */
+            const vtr_param_entry *w = &ps->entries[i - 1];
+            fill_uniform(x, e->numel, (float)(1.0 / sqrt((double)w->shape[1])), &rng);
+        }
+    }
+    vtr_param_set_zero_grad(ps);
+}
+
+/* ---- the arena ------------------------------------------------------------------- */
+
+/* Hands out the next region of `bytes` (NULL when 0) and advances *off; base NULL only
+ * measures. */
+static void *carve(char *base, size_t *off, size_t bytes)
+{
+    if (bytes == 0)
+        return NULL;
+    void *p = base ? base + *off : NULL;
+    *off += vtr_workspace_align(bytes);
+    return p;
+}
+
+static size_t max3(size_t a, size_t b, size_t c)
+{
+    size_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+/* Points every activation buffer into base (or, base NULL, only measures); returns the
+ * bytes the arena needs. */
+static size_t layout_arena(vtr_vse_model *m, char *base)
+{
+    const vtr_vse_config *c = &m->cfg;
+    size_t F = (size_t)c->feature_dim, E = (size_t)c->embed_size, M = (size_t)c->mlp_hidden;
+    size_t W = (size_t)c->word_dim, Bm = (size_t)m->max_batch;
+    size_t R = Bm * (size_t)m->max_frames, Q = Bm * (size_t)m->max_words;
+    size_t off = 0, f = sizeof(float);
+
+    m->img_rows = carve(base, &off, M ? 0 : f * R * F);
+    m->fc_rows = carve(base, &off, f * R * E);
+    m->mlp_a0 = carve(base, &off, f * R * M);
+    m->mlp_a1 = carve(base, &off, f * R * M);
+    m->bn_mean = carve(base, &off, f * M);
+    m->bn_rstd = carve(base, &off, f * M);
+    m->img_feat = carve(base, &off, f * R * E);
+    m->img_pooled = carve(base, &off, f * Bm * E);
+    m->img_emb = carve(base, &off, f * Bm * E);
+    m->img_norm = carve(base, &off, f * Bm);
+    m->img_pool.weights =
+        carve(base, &off, pool_weights_size(&c->img_pool, m->max_batch, m->max_frames));
+    m->img_pool.workspace =
+        carve(base, &off, pool_workspace_size(&c->img_pool, m->max_batch, m->max_frames, (int)E));
+    m->word_emb = carve(base, &off, f * Q * W);
+    m->word_rev = carve(base, &off, f * Q * W);
+    for (int d = 0; d < 2; d++)
+        m->rnn_workspace[d] = carve(
+            base, &off, vtr_gru_workspace_size(m->max_batch, m->max_words, (int)W, (int)E, 1));
+    m->rnn_rev = carve(base, &off, f * Q * E);
+    m->cap_feat = carve(base, &off, f * Q * E);
+    m->cap_pooled = carve(base, &off, f * Bm * E);
+    m->cap_emb = carve(base, &off, f * Bm * E);
+    m->cap_norm = carve(base, &off, f * Bm);
+    m->txt_pool.weights =
+        carve(base, &off, pool_weights_size(&c->txt_pool, m->max_batch, m->max_words));
+    m->txt_pool.workspace =
+        carve(base, &off, pool_workspace_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
+    m->sim = carve(base, &off, f * Bm * Bm);
+    m->dsim = carve(base, &off, f * Bm * Bm);
+    m->dimg_emb = carve(base, &off, f * Bm * E);
+    m->dcap_emb = carve(base, &off, f * Bm * E);
+    m->dimg_pooled = carve(base, &off, f * Bm * E);
+    m->dcap_pooled = carve(base, &off, f * Bm * E);
+    m->dimg_feat = carve(base, &off, f * R * E);
+    m->dmlp[0] = carve(base, &off, f * R * M);
+    m->dmlp[1] = carve(base, &off, f * R * M);
+    m->dcap_feat = carve(base, &off, f * Q * E);
+    m->dword_emb = carve(base, &off, f * Q * W);
+    m->dword_rev = carve(base, &off, f * Q * W);
+    size_t rnn_scratch = vtr_gru_scratch_size(m->max_batch, m->max_words, (int)W, (int)E, 1);
+    m->scratch = carve(base, &off,
+                       max3(rnn_scratch,
+                            pool_scratch_size(&c->img_pool, m->max_batch, m->max_frames, (int)E),
+                            pool_scratch_size(&c->txt_pool, m->max_batch, m->max_words, (int)E)));
+    m->rnn_scratch = carve(base, &off, rnn_scratch);
+    return off;
+}
+
+vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int max_batch,
+                              int max_frames, int max_words, vtr_error *err)
+{
+    vtr_status st;
+    memset(m, 0, sizeof *m);
+    if ((st = vtr_vse_config_check(cfg, err)))
+        return st;
+    if (max_batch < 1 || max_frames < 1 || max_words < 1 ||
+        (long long)max_batch * max_frames > MAX_ROWS || (long long)max_batch * max_words > MAX_ROWS)
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "vse model: max_batch %d, max_frames %d, max_words %d: each must be >= 1 "
+                        "and batch x length at most %d rows",
+                        max_batch, max_frames, max_words, MAX_ROWS);
+    m->cfg = *cfg;
+    m->max_batch = max_batch;
+    m->max_frames = max_frames;
+    m->max_words = max_words;
+    m->img_pool.cfg = cfg->img_pool;
+    m->txt_pool.cfg = cfg->txt_pool;
+    vtr_param_set_init(&m->params);
+    if ((st = add_params(&m->params, cfg, err)))
+        goto fail;
+    resolve_params(m);
+
+    size_t bytes = layout_arena(m, NULL);
+    m->arena = aligned_alloc(64, bytes);
+    if (!m->arena) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "vse model: cannot allocate %zu bytes of activations",
+                      bytes);
+        goto fail;
+    }
+    memset(m->arena, 0, bytes);
+    layout_arena(m, m->arena);
+    return VTR_OK;
+
+fail:
+    vtr_param_set_free(&m->params);
+    memset(m, 0, sizeof *m);
+    return st;
+}
+
+void vtr_vse_model_free(vtr_vse_model *m)
+{
+    vtr_param_set_free(&m->params);
+    free(m->arena);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- argument checks (once per call, never inside the ops) ---------------------- */
+
+static vtr_status check_images(const vtr_vse_model *m, const int *lengths, int B, int T,
+                               vtr_error *err)
+{
+    if (B < 1 || B > m->max_batch)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse model: batch of %d items outside 1..%d", B,
+                        m->max_batch);
+    if (T < 1 || T > m->max_frames)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse model: set length %d outside 1..%d", T,
+                        m->max_frames);
+    vtr_status st = vtr_nn_check_lengths(lengths, B, T, err);
+    if (st)
+        vtr_error_context(err, "vse model: visual sets");
+    return st;
+}
+
+static vtr_status check_captions(const vtr_vse_model *m, const int *ids, const int *lengths, int B,
+                                 int L, vtr_error *err)
+{
+    vtr_status st;
+    if (B < 1 || B > m->max_batch)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse model: batch of %d captions outside 1..%d", B,
+                        m->max_batch);
+    if (L < 1 || L > m->max_words)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse model: caption length %d outside 1..%d", L,
+                        m->max_words);
+    if ((st = vtr_nn_check_lengths(lengths, B, L, err))) {
+        vtr_error_context(err, "vse model: captions");
+        return st;
+    }
+    for (int b = 0; b < B; b++)
+        if ((st = vtr_nn_check_ids(ids + (size_t)b * L, lengths[b], m->cfg.vocab_size, err))) {
+            vtr_error_context(err, "vse model: caption %d", b);
+            return st;
+        }
+    return VTR_OK;
+}
+
+/* ---- forward ------------------------------------------------------------------- */
+
+/* Visual side: x (B,T,F), lengths (B) -> m->img_emb (B,E). Leaves in the arena what
+ * image_backward reads. */
+static void image_forward(vtr_vse_model *m, const float *x, const int *lengths, int B, int T,
+                          bool train)
+{
+    int F = m->cfg.feature_dim, E = m->cfg.embed_size, M = m->cfg.mlp_hidden;
+    int R = B * T;
+    if (M > 0) {
+        // img_feat (R,E) = fc(x) + Linear1(ReLU(BN(Linear0(x)))) over every row, padded
+        // rows included (they enter BatchNorm's statistics, as in the reference)
+        vtr_linear_forward(m->img_feat, x, m->fc_w, m->fc_b, R, F, E);
+        vtr_linear_forward(m->mlp_a0, x, m->mlp0_w, m->mlp0_b, R, F, M);
+        if (train) {
+            vtr_batchnorm_forward(m->mlp_a1, m->bn_mean, m->bn_rstd, m->bn_running_mean,
+                                  m->bn_running_var, m->mlp_a0, m->bn_w, m->bn_b, R, M,
+                                  VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS);
+            (*m->bn_batches_tracked)++;
+        } else {
+            vtr_batchnorm_forward_eval(m->mlp_a1, m->mlp_a0, m->bn_w, m->bn_b, m->bn_running_mean,
+                                       m->bn_running_var, R, M, VTR_BATCHNORM_EPS);
+        }
+        vtr_relu_forward(m->mlp_a1, m->mlp_a1, (size_t)R * M);
+        vtr_linear_forward(m->fc_rows, m->mlp_a1, m->mlp1_w, m->mlp1_b, R, M, E);
+        float *feat = m->img_feat;
+        const float *mlp = m->fc_rows;
+#pragma omp parallel for schedule(static) if ((long)R * E > 65536)
+        for (long i = 0; i < (long)R * E; i++)
+            feat[i] += mlp[i];
+    } else {
+        // Row-wise only: fc over the real rows alone, packed (img_rows (N,F) -> fc_rows
+        // (N,E)), then spread to img_feat (B,T,E) with zero padded rows. The pooler reads
+        // real rows only, so this equals the reference's fc over the padded batch.
+        size_t n = 0;
+        for (int b = 0; b < B; b++) {
+            memcpy(m->img_rows + n * F, x + (size_t)b * T * F, sizeof(float) * lengths[b] * F);
+            n += (size_t)lengths[b];
+        }
+        vtr_linear_forward(m->fc_rows, m->img_rows, m->fc_w, m->fc_b, (int)n, F, E);
+        n = 0;
+        for (int b = 0; b < B; b++) {
+            float *dst = m->img_feat + (size_t)b * T * E;
+            memcpy(dst, m->fc_rows + n * E, sizeof(float) * lengths[b] * E);
+            memset(dst + (size_t)lengths[b] * E, 0, sizeof(float) * (T - lengths[b]) * E);
+            n += (size_t)lengths[b];
+        }
+    }
+    pool_forward(&m->img_pool, m->img_pooled, m->img_feat, lengths, B, T, E);
+    vtr_l2norm_forward(m->img_emb, m->img_norm, m->img_pooled, B, E);
+}
+
+/* ---- the text BiGRU, one direction per thread ---------------------------------- */
+
+/* The BiGRU of lib/gru.h as two one-direction GRUs (each direction's tensors are a
+ * one-direction parameter block): the reverse one reads each caption's real tokens in
+ * reverse order, which is what the two-direction op and PyTorch's packed sequence do. A
+ * recurrence is a chain of small products (nact x 3H x H) with serial gate math between
+ * them; one core per direction, each product single-threaded, runs it faster than both
+ * cores on every product of one direction after the other. */
+
+/* Up to this many OpenMP threads the two directions run at the same time, one thread
+ * each; with more, one after the other with every thread on each product. Measured on 2
+ * cores (bench/train_step): about 0.66 s per VSE∞ video step against 0.71 s one after the
+ * other. The crossover above 2 cores is an estimate (serial gate math per direction
+ * against wider products), not a measurement. */
+#define DIRECTIONS_PARALLEL_MAX_THREADS 4
+
+/* Whether the two directions run at the same time; if so the BLAS thread count becomes 1
+ * and *saved gets the previous one for directions_end. */
+static bool directions_begin(int *saved)
+{
+#ifdef _OPENMP
+    int threads = omp_get_max_threads();
+    if (threads >= 2 && threads <= DIRECTIONS_PARALLEL_MAX_THREADS &&
+        vtr_blas_threads_adjustable()) {
+        *saved = vtr_blas_set_threads(1);
+        return true;
+    }
+#endif
+    *saved = 0;
+    return false;
+}
+
+static void directions_end(bool parallel, int saved)
+{
+    if (parallel)
+        vtr_blas_set_threads(saved);
+}
+
+// rev (B,L,C): row t of item b = row len_b - 1 - t of x (B,L,C) for t < len_b, zero after
+static void reverse_rows(float *rev, const float *x, const int *lengths, int B, int L, int C)
+{
+    for (int b = 0; b < B; b++) {
+        const float *src = x + (size_t)b * L * C;
+        float *dst = rev + (size_t)b * L * C;
+        int len = lengths[b];
+        for (int t = 0; t < len; t++)
+            memcpy(dst + (size_t)t * C, src + (size_t)(len - 1 - t) * C, sizeof(float) * C);
+        memset(dst + (size_t)len * C, 0, sizeof(float) * (size_t)(L - len) * C);
+    }
+}
+
+// word_emb (B,L,W) -> cap_feat (B,L,E) = (forward + reverse) / 2, zero at padded positions
+static void caption_rnn_forward(vtr_vse_model *m, const int *lengths, int B, int L)
+{
+    int W = m->cfg.word_dim, E = m->cfg.embed_size;
+    size_t per_dir = vtr_gru_param_count(W, E, 1);
+    float *out[2] = {m->cap_feat, m->rnn_rev};
+    const float *inp[2] = {m->word_emb, m->word_rev};
+    reverse_rows(m->word_rev, m->word_emb, lengths, B, L, W);
+    int saved;
+    bool parallel = directions_begin(&saved);
+#pragma omp parallel for num_threads(2) schedule(static, 1) if (parallel)
+    for (int d = 0; d < 2; d++)
+        vtr_gru_forward(out[d], m->rnn_workspace[d], inp[d], lengths, m->rnn + d * per_dir, B, L, W,
+                        E, 1, VTR_GRU_AVERAGE);
+    directions_end(parallel, saved);
+    for (int b = 0; b < B; b++) {
+        int len = lengths[b];
+        for (int t = 0; t < len; t++) {
+            float *y = m->cap_feat + ((size_t)b * L + t) * E;
+            const float *r = m->rnn_rev + ((size_t)b * L + len - 1 - t) * E;
+            for (int e = 0; e < E; e++)
+                y[e] = (y[e] + r[e]) * 0.5f;
+        }
+    }
+}
+
+// dcap_feat (B,L,E) (scaled in place) -> dword_emb (B,L,W) +=, the GRU's gradients +=
+static void caption_rnn_backward(vtr_vse_model *m, const int *lengths, int B, int L)
+{
+    int W = m->cfg.word_dim, E = m->cfg.embed_size;
+    size_t per_dir = vtr_gru_param_count(W, E, 1);
+    // each direction's output gradient is half of the average's, the reverse one in its
+    // own order (rnn_rev, no longer needed, holds it)
+    size_t n = (size_t)B * L * E;
+    for (size_t i = 0; i < n; i++)
+        m->dcap_feat[i] *= 0.5f;
+    reverse_rows(m->rnn_rev, m->dcap_feat, lengths, B, L, E);
+    memset(m->dword_rev, 0, sizeof(float) * (size_t)B * L * W);
+    float *dinp[2] = {m->dword_emb, m->dword_rev};
+    const float *dout[2] = {m->dcap_feat, m->rnn_rev}, *inp[2] = {m->word_emb, m->word_rev};
+    void *scratch[2] = {m->scratch, m->rnn_scratch};
+    int saved;
+    bool parallel = directions_begin(&saved);
+#pragma omp parallel for num_threads(2) schedule(static, 1) if (parallel)
+    for (int d = 0; d < 2; d++)
+        vtr_gru_backward(dinp[d], m->drnn + d * per_dir, scratch[d], dout[d], inp[d], lengths,
+                         m->rnn + d * per_dir, m->rnn_workspace[d], B, L, W, E, 1, VTR_GRU_AVERAGE);
+    directions_end(parallel, saved);
+    for (int b = 0; b < B; b++) {
+        int len = lengths[b];
+        for (int t = 0; t < len; t++) {
+            float *dx = m->dword_emb + ((size_t)b * L + t) * W;
+            const float *dr = m->dword_rev + ((size_t)b * L + len - 1 - t) * W;
+            for (int w = 0; w < W; w++)
+                dx[w] += dr[w];
+        }
+    }
+}
+
+/* Text side: ids (B,L), lengths (B) -> m->cap_emb (B,E). Only real tokens are looked up;
+ * padded rows of the word embeddings are zero (the GRU does not read them). */
+static void caption_forward(vtr_vse_model *m, const int *ids, const int *lengths, int B, int L)
+{
+    int W = m->cfg.word_dim, E = m->cfg.embed_size;
+    for (int b = 0; b < B; b++) {
+        float *dst = m->word_emb + (size_t)b * L * W;
+        vtr_embedding_forward(dst, ids + (size_t)b * L, m->embed_w, lengths[b], W);
+        memset(dst + (size_t)lengths[b] * W, 0, sizeof(float) * (L - lengths[b]) * W);
+    }
+    caption_rnn_forward(m, lengths, B, L);
+    pool_forward(&m->txt_pool, m->cap_pooled, m->cap_feat, lengths, B, L, E);
+    vtr_l2norm_forward(m->cap_emb, m->cap_norm, m->cap_pooled, B, E);
+}
+
+vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *frames,
+                                 const int *lengths, int B, int T, bool train, vtr_error *err)
+{
+    vtr_status st = check_images(m, lengths, B, T, err);
+    if (st)
+        return st;
+    if (train && m->cfg.mlp_hidden > 0 && B * T < 2)
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "vse model: BatchNorm in training mode needs at least 2 rows, got %d",
+                        B * T);
+    image_forward(m, frames, lengths, B, T, train);
+    memcpy(out, m->img_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
+    return VTR_OK;
+}
+
+vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids, const int *lengths,
+                                   int B, int L, vtr_error *err)
+{
+    vtr_status st = check_captions(m, ids, lengths, B, L, err);
+    if (st)
+        return st;
+    caption_forward(m, ids, lengths, B, L);
+    memcpy(out, m->cap_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
+    return VTR_OK;
+}
+
+/* ---- backward ------------------------------------------------------------------ */
+
+/* Visual side, after image_forward(train) on the same x: m->dimg_emb (B,E) -> the visual
+ * parameters' gradients. */
+static void image_backward(vtr_vse_model *m, const float *x, const int *lengths, int B, int T)
+{
+    int F = m->cfg.feature_dim, E = m->cfg.embed_size, M = m->cfg.mlp_hidden;
+    int R = B * T;
+    memset(m->dimg_pooled, 0, sizeof(float) * (size_t)B * E);
+    vtr_l2norm_backward(m->dimg_pooled, m->dimg_emb, m->img_pooled, m->img_norm, B, E);
+    memset(m->dimg_feat, 0, sizeof(float) * (size_t)R * E);
+    pool_backward(&m->img_pool, m->dimg_feat, m->scratch, m->dimg_pooled, m->img_feat, lengths, B,
+                  T, E);
+    if (M > 0) {
+        // fc and the MLP residual both read x; x itself wants no gradient
+        vtr_linear_backward(NULL, m->fc_dw, m->fc_db, m->dimg_feat, x, m->fc_w, R, F, E);
+        // Linear 1 -> dmlp[0], ReLU -> dmlp[1], BatchNorm -> dmlp[0], Linear 0
+        size_t n = sizeof(float) * (size_t)R * M;
+        memset(m->dmlp[0], 0, n);
+        vtr_linear_backward(m->dmlp[0], m->mlp1_dw, m->mlp1_db, m->dimg_feat, m->mlp_a1, m->mlp1_w,
+                            R, M, E);
+        memset(m->dmlp[1], 0, n);
+        vtr_relu_backward(m->dmlp[1], m->dmlp[0], m->mlp_a1, (size_t)R * M);
+        memset(m->dmlp[0], 0, n);
+        vtr_batchnorm_backward(m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1], m->mlp_a0, m->bn_w,
+                               m->bn_mean, m->bn_rstd, R, M);
+        vtr_linear_backward(NULL, m->mlp0_dw, m->mlp0_db, m->dmlp[0], x, m->mlp0_w, R, F, M);
+    } else {
+        // gather the real rows' gradients into fc_rows (N,E), the packed layout of the forward
+        size_t n = 0;
+        for (int b = 0; b < B; b++) {
+            memcpy(m->fc_rows + n * E, m->dimg_feat + (size_t)b * T * E,
+                   sizeof(float) * lengths[b] * E);
+            n += (size_t)lengths[b];
+        }
+        vtr_linear_backward(NULL, m->fc_dw, m->fc_db, m->fc_rows, m->img_rows, m->fc_w, (int)n, F,
+                            E);
+    }
+}
+
+/* Text side, after caption_forward on the same ids: m->dcap_emb (B,E) -> the text
+ * parameters' gradients. */
+static void caption_backward(vtr_vse_model *m, const int *ids, const int *lengths, int B, int L)
+{
+    int W = m->cfg.word_dim, E = m->cfg.embed_size;
+    memset(m->dcap_pooled, 0, sizeof(float) * (size_t)B * E);
+    vtr_l2norm_backward(m->dcap_pooled, m->dcap_emb, m->cap_pooled, m->cap_norm, B, E);
+    memset(m->dcap_feat, 0, sizeof(float) * (size_t)B * L * E);
+    pool_backward(&m->txt_pool, m->dcap_feat, m->scratch, m->dcap_pooled, m->cap_feat, lengths, B,
+                  L, E);
+    memset(m->dword_emb, 0, sizeof(float) * (size_t)B * L * W);
+    caption_rnn_backward(m, lengths, B, L);
+    // the real tokens' rows, items in order (a fixed accumulation order for repeated ids)
+    for (int b = 0; b < B; b++)
+        vtr_embedding_backward(m->embed_dw, m->dword_emb + (size_t)b * L * W, ids + (size_t)b * L,
+                               lengths[b], W);
+}
+
+/* ---- the training step ----------------------------------------------------------- */
+
+vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
+                              vtr_hinge_negatives negatives, float *loss, vtr_error *err)
+{
+    const vtr_vse_batch *bt = batch;
+    int B = bt->B, E = m->cfg.embed_size;
+    vtr_status st;
+    if (B < 2)
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "vse model: a training batch needs at least 2 pairs (negatives), got %d",
+                        B);
+    if ((st = check_images(m, bt->frame_lengths, B, bt->T, err)) ||
+        (st = check_captions(m, bt->ids, bt->caption_lengths, B, bt->L, err)))
+        return st;
+    if (negatives != VTR_HINGE_ALL_NEGATIVES && negatives != VTR_HINGE_HARDEST_NEGATIVE)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse model: negatives = %d is no hinge mode",
+                        (int)negatives);
+
+    // forward
+    image_forward(m, bt->frames, bt->frame_lengths, B, bt->T, true);
+    caption_forward(m, bt->ids, bt->caption_lengths, B, bt->L);
+    vtr_cosine_similarity_forward(m->sim, m->img_emb, m->cap_emb, B, B, E);
+    *loss = vtr_hinge_loss_forward(m->sim, B, m->cfg.margin, negatives, m->cfg.reduction);
+
+    // backward: every gradient buffer of the arena is zeroed before it accumulates
+    memset(m->dsim, 0, sizeof(float) * (size_t)B * B);
+    vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, B, m->cfg.margin, negatives, m->cfg.reduction);
+    memset(m->dimg_emb, 0, sizeof(float) * (size_t)B * E);
+    memset(m->dcap_emb, 0, sizeof(float) * (size_t)B * E);
+    vtr_cosine_similarity_backward(m->dimg_emb, m->dcap_emb, m->dsim, m->img_emb, m->cap_emb, B, B,
+                                   E);
+    image_backward(m, bt->frames, bt->frame_lengths, B, bt->T);
+    caption_backward(m, bt->ids, bt->caption_lengths, B, bt->L);
+    return VTR_OK;
+}
+
+double vtr_vse_train_step_flops(const vtr_vse_model *m, const vtr_vse_batch *batch)
+{
+    const vtr_vse_config *c = &m->cfg;
+    double F = c->feature_dim, E = c->embed_size, M = c->mlp_hidden, W = c->word_dim;
+    double B = batch->B, T = batch->T, L = batch->L;
+    double frames = 0, tokens = 0;
+    for (int b = 0; b < batch->B; b++) {
+        frames += batch->frame_lengths[b];
+        tokens += batch->caption_lengths[b];
+    }
+    double flops = 0;
+    if (M > 0) {
+        double R = B * T;
+        flops += 2 * (2 * R * F * E); /* fc: forward, weight gradient */
+        flops += 2 * (2 * R * F * M); /* Linear 0: forward, weight gradient */
+        flops += 3 * (2 * R * M * E); /* Linear 1: forward, both gradients */
+    } else {
+        flops += 2 * (2 * frames * F * E); /* fc over the real rows */
+    }
+    flops += pool_flops(&c->img_pool, B, T, frames);
+    flops += gru_flops(tokens, B, W, E, true);
+    flops += pool_flops(&c->txt_pool, B, L, tokens);
+    flops += 3 * (2 * B * B * E); /* S and both of its gradients */
+    return flops;
+}
