@@ -1,0 +1,180 @@
+/* bench/features: vtr's side. Times vtr_backbone_forward on random normalized images and
+ * measures the machine's float32 peak the same run (OpenBLAS sgemm and oneDNN's best
+ * ResNet convolution), for bench/features/run.sh.
+ *
+ *   features_bench WEIGHTS ARCH BATCH RUNS WARMUP
+ *
+ * Prints one JSON object: seconds per batch (warm-up runs first), the model's GFLOP per
+ * 224x224 image (2 * multiply-adds of every convolution, counted from the folded net),
+ * and the peaks. Threads: OpenMP's (OMP_NUM_THREADS) for oneDNN, OpenBLAS's for sgemm.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "features/backbone.h"
+#include "features/conv.h"
+#include "lib/rng.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int out_len(int n, int k, int s, int p)
+{
+    return (n + 2 * p - k) / s + 1;
+}
+
+/* GFLOP of the convolutions for one h x w image */
+static double net_gflop(const vtr_conv_net *net, int h, int w)
+{
+    int *hh = calloc((size_t)net->slots, sizeof *hh), *ww = calloc((size_t)net->slots, sizeof *ww);
+    double flop = 0;
+    hh[0] = h;
+    ww[0] = w;
+    for (size_t i = 0; i < net->n_ops; i++) {
+        const vtr_conv_op *op = &net->ops[i];
+        int ih = hh[op->src], iw = ww[op->src];
+        if (op->kind == VTR_CONV_OP_CONV) {
+            const vtr_conv_layer *L = &net->layers[op->layer];
+            hh[op->dst] = out_len(ih, L->kernel, L->stride, L->padding);
+            ww[op->dst] = out_len(iw, L->kernel, L->stride, L->padding);
+            flop += 2.0 * L->out_channels * hh[op->dst] * ww[op->dst] * L->in_channels *
+                    L->kernel * L->kernel;
+        } else {
+            hh[op->dst] = out_len(ih, op->kernel, op->stride, op->padding);
+            ww[op->dst] = out_len(iw, op->kernel, op->stride, op->padding);
+        }
+    }
+    free(hh);
+    free(ww);
+    return flop / 1e9;
+}
+
+static double sgemm_peak(void)
+{
+    int n = 2048;
+    float *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * n * sizeof *b);
+    float *c = malloc((size_t)n * n * sizeof *c);
+    for (size_t i = 0; i < (size_t)n * n; i++) {
+        a[i] = (float)(i % 7) * 1e-3f;
+        b[i] = (float)(i % 5) * 1e-3f;
+    }
+    double best = 1e30;
+    for (int r = 0; r < 4; r++) {
+        double t = now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+        t = now() - t;
+        if (r && t < best)
+            best = t;
+    }
+    free(a), free(b), free(c);
+    return 2.0 * n * n * n / best / 1e9;
+}
+
+/* oneDNN through vtr's engine on ResNet layers at batch 32; the best GFLOP/s */
+static double conv_peak(void)
+{
+    static const int layers[][4] = {{256, 256, 3, 14}, {64, 64, 3, 56}, {1024, 256, 1, 14}};
+    double best_rate = 0;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 9, 0);
+    for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++) {
+        int C = layers[l][0], OC = layers[l][1], K = layers[l][2], H = layers[l][3], N = 32;
+        vtr_conv_layer layer = {C, OC, K, 1, K / 2, malloc((size_t)OC * C * K * K * sizeof(float)),
+                                calloc((size_t)OC, sizeof(float))};
+        for (size_t i = 0; i < (size_t)OC * C * K * K; i++)
+            layer.weight[i] = 0.01f * vtr_rng_normal(&rng);
+        vtr_conv_op op = {.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 1, .layer = 0, .relu = true};
+        vtr_conv_net net = {C, 2, 1, OC, 1, 1, malloc(sizeof layer), malloc(sizeof op)};
+        net.layers[0] = layer;
+        net.ops[0] = op;
+        float *x = malloc((size_t)N * C * H * H * sizeof *x), *y = malloc((size_t)N * OC * H * H * sizeof *y);
+        for (size_t i = 0; i < (size_t)N * C * H * H; i++)
+            x[i] = vtr_rng_normal(&rng);
+        vtr_conv_cpu *cpu = NULL;
+        vtr_error err;
+        if (vtr_conv_cpu_new(&net, &cpu, &err) == VTR_OK) {
+            double best = 1e30;
+            for (int r = 0; r < 4; r++) {
+                double t = now();
+                if (vtr_conv_cpu_run(cpu, x, N, H, H, y, &err) != VTR_OK)
+                    break;
+                t = now() - t;
+                if (r && t < best)
+                    best = t;
+            }
+            double rate = 2.0 * N * OC * H * H * (double)C * K * K / best / 1e9;
+            if (rate > best_rate)
+                best_rate = rate;
+        }
+        vtr_conv_cpu_free(cpu);
+        vtr_conv_net_free(&net);
+        free(x), free(y);
+    }
+    return best_rate;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: features_bench WEIGHTS ARCH BATCH RUNS WARMUP\n");
+        return 1;
+    }
+    vtr_error err;
+    vtr_backbone_arch arch;
+    int batch = atoi(argv[3]), runs = atoi(argv[4]), warmup = atoi(argv[5]);
+    if (vtr_backbone_arch_parse(argv[2], &arch, &err) != VTR_OK || batch < 1 || runs < 1 ||
+        warmup < 0) {
+        fprintf(stderr, "features_bench: bad arguments\n");
+        return 1;
+    }
+    double t_load = now();
+    vtr_backbone *b = NULL;
+    if (vtr_backbone_load(argv[1], arch, VTR_BACKBONE_CPU, &b, &err) != VTR_OK) {
+        fprintf(stderr, "features_bench: %s\n", err.msg);
+        return 1;
+    }
+    t_load = now() - t_load;
+    int D = vtr_backbone_dim(b);
+    size_t nin = (size_t)batch * 3 * 224 * 224;
+    float *x = malloc(nin * sizeof *x), *out = malloc((size_t)batch * D * sizeof *out);
+    vtr_rng rng;
+    vtr_rng_init(&rng, 1, 0);
+    for (size_t i = 0; i < nin; i++)
+        x[i] = vtr_rng_normal(&rng);
+    int total = warmup + runs;
+    double *times = malloc((size_t)total * sizeof *times);
+    for (int r = 0; r < total; r++) {
+        double t = now();
+        if (vtr_backbone_forward(b, x, batch, 224, 224, false, out, &err) != VTR_OK) {
+            fprintf(stderr, "features_bench: %s\n", err.msg);
+            return 1;
+        }
+        times[r] = now() - t;
+    }
+    double gflop = net_gflop(vtr_backbone_net(b), 224, 224);
+    double sgemm = sgemm_peak(), conv = conv_peak();
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"side\": \"vtr\", \"arch\": \"%s\", \"batch\": %d, \"threads\": %d, "
+           "\"warmup\": %d, \"load_s\": %.3f, \"gflop_per_image\": %.4f, "
+           "\"sgemm_peak_gflops\": %.1f, \"conv_peak_gflops\": %.1f, \"max_rss_mb\": %.0f, "
+           "\"checksum\": %.6g, \"times\": [",
+           argv[2], batch, omp_get_max_threads(), warmup, t_load, gflop, sgemm, conv,
+           ru.ru_maxrss / 1024.0, (double)out[0] + out[(size_t)batch * D - 1]);
+    for (int r = 0; r < total; r++)
+        printf("%s%.4f", r ? ", " : "", times[r]);
+    printf("]}\n");
+    free(times), free(x), free(out);
+    vtr_backbone_free(b);
+    return 0;
+}

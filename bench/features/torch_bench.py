@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""bench/features: torchvision's side, for bench/features/run.sh.
+
+  torch_bench.py WEIGHTS ARCH BATCH RUNS WARMUP THREADS [--frozen]
+
+Loads the same safetensors weights as vtr into torchvision's model (strict: every name
+must match), drops the classifier (fc -> Identity: the pooled features, as vtr computes),
+and times model(x) under torch.no_grad() in eval mode on random (BATCH, 3, 224, 224)
+input: the plain torchvision forward that feature-extraction scripts run. With --frozen,
+the model is first compiled with torch.jit.optimize_for_inference(torch.jit.script(m))
+(batch norm folded, oneDNN layouts kept between layers): PyTorch's own best CPU path.
+Prints one JSON object.
+"""
+import json
+import resource
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torchvision
+
+DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+
+
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        arr = np.frombuffer(data[a:b], dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
+        out[name] = torch.from_numpy(arr.copy())
+    return out
+
+
+def main(argv):
+    weights, arch = argv[0], argv[1]
+    batch, runs, warmup, threads = (int(v) for v in argv[2:6])
+    frozen = "--frozen" in argv[6:]
+    torch.set_num_threads(threads)
+    model = getattr(torchvision.models, arch)(weights=None)
+    model.load_state_dict(load_safetensors(weights), strict=True)
+    model.fc = torch.nn.Identity()
+    model.eval()
+    x = torch.randn(batch, 3, 224, 224)
+    with torch.no_grad():
+        if frozen:
+            model = torch.jit.optimize_for_inference(torch.jit.script(model))
+        times = []
+        for _ in range(warmup + runs):
+            t = time.perf_counter()
+            out = model(x)
+            times.append(time.perf_counter() - t)
+    print(json.dumps({
+        "side": "torch-frozen" if frozen else "torch", "arch": arch, "batch": batch,
+        "threads": torch.get_num_threads(), "warmup": warmup, "torch": torch.__version__,
+        "torchvision": torchvision.__version__, "dim": int(out.shape[1]),
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "times": [round(t, 4) for t in times]}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,432 @@
+/* ResNet backbones from torchvision state_dicts (features/backbone.h). */
+#include "backbone.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "features/conv_cuda.h"
+#include "lib/device.h"
+
+#define BN_EPS 1e-5f
+
+/* torchvision's resnet constructors: block type and blocks per layer */
+static const struct arch_info {
+    const char *name;
+    bool bottleneck;
+    int blocks[4];
+} archs[VTR_BACKBONE_ARCH_COUNT] = {
+    [VTR_RESNET18] = {"resnet18", false, {2, 2, 2, 2}},
+    [VTR_RESNET34] = {"resnet34", false, {3, 4, 6, 3}},
+    [VTR_RESNET50] = {"resnet50", true, {3, 4, 6, 3}},
+    [VTR_RESNET101] = {"resnet101", true, {3, 4, 23, 3}},
+    [VTR_RESNET152] = {"resnet152", true, {3, 8, 36, 3}},
+};
+
+const char *vtr_backbone_arch_name(vtr_backbone_arch arch)
+{
+    return (unsigned)arch < VTR_BACKBONE_ARCH_COUNT ? archs[arch].name : "unknown";
+}
+
+vtr_status vtr_backbone_arch_parse(const char *name, vtr_backbone_arch *arch, vtr_error *err)
+{
+    for (int a = 0; a < VTR_BACKBONE_ARCH_COUNT; a++) {
+        if (!strcmp(name, archs[a].name)) {
+            *arch = (vtr_backbone_arch)a;
+            return VTR_OK;
+        }
+    }
+    char shown[64];
+    return vtr_fail(err, VTR_ERR_INVALID, "unknown architecture '%s' (resnet18, resnet34, "
+                    "resnet50, resnet101 or resnet152)",
+                    vtr_printable(name, strlen(name), shown, sizeof shown));
+}
+
+int vtr_backbone_arch_dim(vtr_backbone_arch arch)
+{
+    return (unsigned)arch < VTR_BACKBONE_ARCH_COUNT && archs[arch].bottleneck ? 2048 : 512;
+}
+
+struct vtr_backbone {
+    vtr_backbone_arch arch;
+    vtr_backbone_device device;
+    vtr_conv_net net;
+    vtr_conv_cpu *cpu;
+    vtr_conv_cuda *cuda;
+    float *map;   /* (n, gh, gw, D) for pooled output */
+    size_t map_cap; /* floats */
+};
+
+/* ---- building the net from the tensors -------------------------------------------- */
+
+#define MAX_SLOTS 8
+
+typedef struct builder {
+    const vtr_safetensors *st;
+    const char *what;
+    const char *arch;
+    bool *used;           /* per st entry */
+    vtr_conv_net *net;
+    size_t cap_layers, cap_ops;
+    bool busy[MAX_SLOTS];
+} builder;
+
+static int entry_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, ((const vtr_safetensors_entry *)elem)->name);
+}
+
+/* Reads tensor `name` of the given shape as float32 into a new buffer (*out, malloc). */
+static vtr_status read_tensor(builder *b, const char *name, int ndim, const int64_t *shape,
+                              float **out, vtr_error *err)
+{
+    *out = NULL;
+    const vtr_safetensors_entry *e =
+        bsearch(name, b->st->entries, b->st->count, sizeof *b->st->entries, entry_cmp);
+    if (!e)
+        return vtr_fail(err, VTR_ERR_NOT_FOUND, "weights %s: missing tensor '%s' (%s)", b->what,
+                        name, b->arch);
+    b->used[e - b->st->entries] = true;
+    const vtr_tensor *t = &e->tensor;
+    char got[96], want[96];
+    if (t->ndim != ndim || memcmp(t->shape, shape, (size_t)ndim * sizeof *shape) != 0)
+        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: tensor '%s' has shape %s, %s expects %s",
+                        b->what, name, vtr_shape_str(t->ndim, t->shape, got, sizeof got),
+                        b->arch, vtr_shape_str(ndim, shape, want, sizeof want));
+    if (t->dtype != VTR_F32 && t->dtype != VTR_F16 && t->dtype != VTR_BF16)
+        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: tensor '%s' is %s, not float32, "
+                        "float16 or bfloat16", b->what, name, vtr_dtype_name(t->dtype));
+    size_t n = (size_t)vtr_tensor_numel(t);
+    float *f = malloc((n ? n : 1) * sizeof *f);
+    if (!f)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for tensor '%s'", name);
+    const unsigned char *src = t->data;
+    if (t->dtype == VTR_F32) {
+        memcpy(f, src, n * sizeof *f); /* the data may be unaligned (lib/safetensors.h) */
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            f[i] = t->dtype == VTR_F16 ? vtr_half_to_float(h) : vtr_bf16_to_float(h);
+        }
+    }
+    *out = f;
+    return VTR_OK;
+}
+
+static int alloc_slot(builder *b)
+{
+    for (int s = 1; s < MAX_SLOTS; s++) {
+        if (!b->busy[s]) {
+            b->busy[s] = true;
+            if (s >= b->net->slots)
+                b->net->slots = s + 1;
+            return s;
+        }
+    }
+    return -1; /* not reached: a block holds at most four slots */
+}
+
+static vtr_status add_op(builder *b, vtr_conv_op op, vtr_error *err)
+{
+    vtr_conv_net *net = b->net;
+    if (net->n_ops == b->cap_ops) {
+        size_t cap = b->cap_ops ? 2 * b->cap_ops : 64;
+        vtr_conv_op *ops = realloc(net->ops, cap * sizeof *ops);
+        if (!ops)
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        net->ops = ops;
+        b->cap_ops = cap;
+    }
+    net->ops[net->n_ops++] = op;
+    return VTR_OK;
+}
+
+/* Reads `conv`.weight (out_c, in_c, k, k) and batch norm `bn`.*, folds them into a new
+ * layer and appends the op src -> dst. */
+static vtr_status add_conv(builder *b, const char *conv, const char *bn, int in_c, int out_c,
+                           int k, int stride, int src, int dst, bool relu, bool accumulate,
+                           vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    vtr_conv_net *net = b->net;
+    char name[128];
+    float *weight = NULL, *bias = NULL, *bnp[4] = {NULL, NULL, NULL, NULL};
+    static const char *const bn_names[4] = {"weight", "bias", "running_mean", "running_var"};
+    int64_t wshape[4] = {out_c, in_c, k, k}, cshape[1] = {out_c};
+    snprintf(name, sizeof name, "%s.weight", conv);
+    if ((st = read_tensor(b, name, 4, wshape, &weight, err)) != VTR_OK)
+        goto end;
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof name, "%s.%s", bn, bn_names[i]);
+        if ((st = read_tensor(b, name, 1, cshape, &bnp[i], err)) != VTR_OK)
+            goto end;
+    }
+    if (!(bias = calloc((size_t)out_c, sizeof *bias))) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    st = vtr_conv_fold_bn(weight, bias, out_c, (size_t)in_c * k * k, bnp[0], bnp[1], bnp[2],
+                          bnp[3], BN_EPS, err);
+    if (st != VTR_OK) {
+        vtr_error_context(err, "weights %s: %s", b->what, bn);
+        goto end;
+    }
+    if (net->n_layers == b->cap_layers) {
+        size_t cap = b->cap_layers ? 2 * b->cap_layers : 64;
+        vtr_conv_layer *layers = realloc(net->layers, cap * sizeof *layers);
+        if (!layers) {
+            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+            goto end;
+        }
+        net->layers = layers;
+        b->cap_layers = cap;
+    }
+    net->layers[net->n_layers++] =
+        (vtr_conv_layer){in_c, out_c, k, stride, k / 2, weight, bias};
+    weight = bias = NULL;
+    st = add_op(b, (vtr_conv_op){.kind = VTR_CONV_OP_CONV, .src = src, .dst = dst,
+                                 .layer = (int)net->n_layers - 1, .relu = relu,
+                                 .accumulate = accumulate},
+                err);
+end:
+    free(weight);
+    free(bias);
+    for (int i = 0; i < 4; i++)
+        free(bnp[i]);
+    return st;
+}
+
+/* One block of layer `li` (1-based), index `bi`, reading slot *cur; leaves its output's
+ * slot in *cur. */
+static vtr_status add_block(builder *b, bool bottleneck, int li, int bi, int in_c, int planes,
+                            int stride, int *cur, vtr_error *err)
+{
+    vtr_status st;
+    char p[64], conv[96], bn[96];
+    snprintf(p, sizeof p, "layer%d.%d", li, bi);
+    int out_c = bottleneck ? planes * 4 : planes;
+    bool downsample = stride != 1 || in_c != out_c;
+    int x = *cur, t1 = alloc_slot(b), t2 = -1, last_in = t1;
+    snprintf(conv, sizeof conv, "%s.conv1", p);
+    snprintf(bn, sizeof bn, "%s.bn1", p);
+    if (bottleneck) {
+        /* conv1 1x1, conv2 3x3 with the stride (v1.5), conv3 1x1 */
+        if ((st = add_conv(b, conv, bn, in_c, planes, 1, 1, x, t1, true, false, err)))
+            return st;
+        t2 = alloc_slot(b);
+        snprintf(conv, sizeof conv, "%s.conv2", p);
+        snprintf(bn, sizeof bn, "%s.bn2", p);
+        if ((st = add_conv(b, conv, bn, planes, planes, 3, stride, t1, t2, true, false, err)))
+            return st;
+        last_in = t2;
+    } else if ((st = add_conv(b, conv, bn, in_c, planes, 3, stride, x, t1, true, false, err))) {
+        return st;
+    }
+    int y = x;
+    if (downsample) {
+        y = alloc_slot(b);
+        snprintf(conv, sizeof conv, "%s.downsample.0", p);
+        snprintf(bn, sizeof bn, "%s.downsample.1", p);
+        if ((st = add_conv(b, conv, bn, in_c, out_c, 1, stride, x, y, false, false, err)))
+            return st;
+    }
+    snprintf(conv, sizeof conv, "%s.conv%d", p, bottleneck ? 3 : 2);
+    snprintf(bn, sizeof bn, "%s.bn%d", p, bottleneck ? 3 : 2);
+    int k = bottleneck ? 1 : 3;
+    if ((st = add_conv(b, conv, bn, planes, out_c, k, 1, last_in, y, true, true, err)))
+        return st;
+    b->busy[t1] = false;
+    if (t2 >= 0)
+        b->busy[t2] = false;
+    if (y != x)
+        b->busy[x] = false;
+    *cur = y;
+    return VTR_OK;
+}
+
+static vtr_status build_net(builder *b, vtr_backbone_arch arch, vtr_error *err)
+{
+    vtr_status st;
+    const struct arch_info *a = &archs[arch];
+    vtr_conv_net *net = b->net;
+    net->in_channels = 3;
+    int c1 = alloc_slot(b), pool = alloc_slot(b);
+    if ((st = add_conv(b, "conv1", "bn1", 3, 64, 7, 2, 0, c1, true, false, err)) ||
+        (st = add_op(b, (vtr_conv_op){.kind = VTR_CONV_OP_MAXPOOL, .src = c1, .dst = pool,
+                                      .kernel = 3, .stride = 2, .padding = 1},
+                     err)))
+        return st;
+    b->busy[c1] = false;
+    int cur = pool, in_c = 64;
+    for (int li = 0; li < 4; li++) {
+        int planes = 64 << li;
+        for (int bi = 0; bi < a->blocks[li]; bi++) {
+            int stride = li > 0 && bi == 0 ? 2 : 1;
+            if ((st = add_block(b, a->bottleneck, li + 1, bi, in_c, planes, stride, &cur, err)))
+                return st;
+            in_c = a->bottleneck ? planes * 4 : planes;
+        }
+    }
+    net->out_slot = cur;
+    net->out_channels = in_c;
+    /* everything else must be the classifier or a counter */
+    for (size_t i = 0; i < b->st->count; i++) {
+        const char *name = b->st->entries[i].name;
+        size_t len = strlen(name);
+        static const char nbt[] = ".num_batches_tracked";
+        if (b->used[i] || !strncmp(name, "fc.", 3) ||
+            (len >= sizeof nbt - 1 && !strcmp(name + len - (sizeof nbt - 1), nbt)))
+            continue;
+        char shown[96];
+        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: unexpected tensor '%s' for %s "
+                        "(weights of another architecture?)", b->what,
+                        vtr_printable(name, len, shown, sizeof shown), a->name);
+    }
+    return vtr_conv_net_check(net, 224, 224, err);
+}
+
+vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *what,
+                                         vtr_backbone_arch arch, vtr_backbone_device device,
+                                         vtr_backbone **out, vtr_error *err)
+{
+    vtr_status s = VTR_OK;
+    *out = NULL;
+    if ((unsigned)arch >= VTR_BACKBONE_ARCH_COUNT)
+        return vtr_fail(err, VTR_ERR_INVALID, "unknown architecture %d", (int)arch);
+    vtr_backbone *b = calloc(1, sizeof *b);
+    builder bld = {.st = st, .what = what, .arch = archs[arch].name};
+    bld.used = calloc(st->count ? st->count : 1, sizeof *bld.used);
+    if (!b || !bld.used) {
+        s = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    b->arch = arch;
+    b->device = device;
+    bld.net = &b->net;
+    if ((s = build_net(&bld, arch, err)) != VTR_OK)
+        goto end;
+    if (device == VTR_BACKBONE_CPU) {
+        s = vtr_conv_cpu_new(&b->net, &b->cpu, err);
+    } else {
+#ifdef VTR_HAVE_CUDA
+        if (!vtr_cuda_available()) {
+            s = vtr_fail(err, VTR_ERR_DEVICE, "no CUDA device is visible");
+            goto end;
+        }
+        char name[256];
+        if ((s = vtr_cuda_init(0, name, sizeof name, err)) == VTR_OK)
+            s = vtr_conv_cuda_new(&b->net, &b->cuda, err);
+#else
+        s = vtr_fail(err, VTR_ERR_DEVICE, "vtr was built without CUDA");
+#endif
+    }
+    if (s != VTR_OK)
+        goto end;
+    *out = b;
+    b = NULL;
+end:
+    free(bld.used);
+    vtr_backbone_free(b);
+    return s;
+}
+
+vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
+                             vtr_backbone_device device, vtr_backbone **out, vtr_error *err)
+{
+    vtr_safetensors st;
+    *out = NULL;
+    vtr_status s = vtr_safetensors_open(path, &st, err);
+    if (s != VTR_OK) {
+        vtr_error_context(err, "weights");
+        return s;
+    }
+    s = vtr_backbone_from_safetensors(&st, path, arch, device, out, err);
+    vtr_safetensors_close(&st);
+    return s;
+}
+
+void vtr_backbone_free(vtr_backbone *b)
+{
+    if (!b)
+        return;
+    vtr_conv_cpu_free(b->cpu);
+#ifdef VTR_HAVE_CUDA
+    vtr_conv_cuda_free(b->cuda);
+#endif
+    vtr_conv_net_free(&b->net);
+    free(b->map);
+    free(b);
+}
+
+vtr_backbone_arch vtr_backbone_get_arch(const vtr_backbone *b)
+{
+    return b->arch;
+}
+
+int vtr_backbone_dim(const vtr_backbone *b)
+{
+    return b->net.out_channels;
+}
+
+const vtr_conv_net *vtr_backbone_net(const vtr_backbone *b)
+{
+    return &b->net;
+}
+
+void vtr_backbone_grid_size(const vtr_backbone *b, int h, int w, int *gh, int *gw)
+{
+    vtr_conv_net_output_size(&b->net, h, w, gh, gw);
+}
+
+vtr_status vtr_backbone_forward(vtr_backbone *b, const float *images, int n, int h, int w,
+                                bool grid, float *out, vtr_error *err)
+{
+    vtr_status st;
+    if (n < 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "backbone: batch of %d images", n);
+    if (n == 0)
+        return VTR_OK;
+    if ((st = vtr_conv_net_check(&b->net, h, w, err)) != VTR_OK)
+        return st;
+    int gh, gw;
+    vtr_conv_net_output_size(&b->net, h, w, &gh, &gw);
+    size_t cells = (size_t)gh * gw, D = (size_t)b->net.out_channels;
+    float *map = out;
+    if (!grid) {
+        size_t need = (size_t)n * cells * D;
+        if (need > b->map_cap) {
+            free(b->map);
+            b->map_cap = 0;
+            if (!(b->map = malloc(need * sizeof *b->map)))
+                return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for the feature maps");
+            b->map_cap = need;
+        }
+        map = b->map;
+    }
+    if (b->device == VTR_BACKBONE_CPU) {
+        st = vtr_conv_cpu_run(b->cpu, images, n, h, w, map, err);
+    } else {
+#ifdef VTR_HAVE_CUDA
+        st = vtr_conv_cuda_run(b->cuda, images, n, h, w, map, err);
+#else
+        st = vtr_fail(err, VTR_ERR_DEVICE, "vtr was built without CUDA");
+#endif
+    }
+    if (st != VTR_OK || grid)
+        return st;
+    /* global average pool: out[i] = mean over the cells of map[i] */
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        const float *m = map + (size_t)i * cells * D;
+        float *o = out + (size_t)i * D;
+        for (size_t c = 0; c < D; c++)
+            o[c] = 0.0f;
+        for (size_t g = 0; g < cells; g++)
+            for (size_t c = 0; c < D; c++)
+                o[c] += m[g * D + c];
+        for (size_t c = 0; c < D; c++)
+            o[c] /= (float)cells;
+    }
+    return VTR_OK;
+}

@@ -1,0 +1,96 @@
+/* CNN backbones for frame features: the ResNet family of torchvision, loaded from
+ * safetensors under torchvision's state_dict names, run on CPU (oneDNN) or CUDA (cuDNN).
+ *
+ * Architecture: torchvision.models.resnet{18,34,50,101,152} ("v1.5": in a bottleneck the
+ * stride sits on the 3x3 convolution), without the classifier: conv1 7x7/2, bn1, ReLU,
+ * max pool 3x3/2, layer1..layer4 (BasicBlock for 18/34, Bottleneck for 50/101/152; the
+ * first block of a layer has a 1x1 downsample conv + bn when the stride or the width
+ * changes), then either the global average pool (the pooled feature, 512-d for 18/34,
+ * 2048-d for 50/101/152, torchvision's avgpool output) or the last feature map itself
+ * (grid features: each of its OH x OW cells is one set element of D channels, row-major
+ * over the cells; 7x7 cells for a 224x224 input).
+ *
+ * Weights: a safetensors file with torchvision's (and timm's) names, e.g.
+ *   conv1.weight (64, 3, 7, 7)   bn1.{weight,bias,running_mean,running_var} (64)
+ *   layer1.0.conv1.weight        layer1.0.bn1.*
+ *   layer1.0.downsample.0.weight layer1.0.downsample.1.*
+ * float32, float16 or bfloat16 (converted to float32). fc.* and *.num_batches_tracked
+ * are ignored. A missing tensor, a tensor of the wrong shape or dtype, and a tensor that
+ * the architecture does not have (weights of another depth) are errors naming the file
+ * and the tensor (and both shapes). Batch norms (eps 1e-5, torchvision's) are folded into
+ * the convolutions at load time (features/conv.h), so a loaded backbone is a
+ * vtr_conv_net: each conv carries a bias, ReLUs and residual additions are fused.
+ *
+ * Numerics: float32 throughout. With the same weights and input, features agree with
+ * torchvision's eval-mode forward to about 1e-6 of their largest magnitude on CPU; the
+ * CUDA engine runs cuDNN in strict float32 (no TF32), the same to float32 rounding.
+ */
+#ifndef VTR_BACKBONE_H
+#define VTR_BACKBONE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "features/conv.h"
+#include "lib/error.h"
+#include "lib/safetensors.h"
+
+typedef enum vtr_backbone_arch {
+    VTR_RESNET18,
+    VTR_RESNET34,
+    VTR_RESNET50,
+    VTR_RESNET101,
+    VTR_RESNET152,
+    VTR_BACKBONE_ARCH_COUNT
+} vtr_backbone_arch;
+
+typedef enum vtr_backbone_device {
+    VTR_BACKBONE_CPU,
+    VTR_BACKBONE_CUDA,
+} vtr_backbone_device;
+
+/* "resnet18", ..., "resnet152" */
+const char *vtr_backbone_arch_name(vtr_backbone_arch arch);
+
+/* Parses an architecture name; VTR_ERR_INVALID listing the known ones otherwise. */
+vtr_status vtr_backbone_arch_parse(const char *name, vtr_backbone_arch *arch, vtr_error *err);
+
+/* Feature dimension D: 512 or 2048. */
+int vtr_backbone_arch_dim(vtr_backbone_arch arch);
+
+typedef struct vtr_backbone vtr_backbone;
+
+/* Builds the backbone from the tensors of st (borrowed; copied, so st may be closed
+ * afterwards). `what` names the weights in errors (a path). On CUDA also initializes GPU 0
+ * (vtr_cuda_init; CUDA_VISIBLE_DEVICES picks which one that is) and uploads the weights;
+ * VTR_ERR_DEVICE when vtr has no CUDA or no GPU is visible. *out is NULL on failure. */
+vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *what,
+                                         vtr_backbone_arch arch, vtr_backbone_device device,
+                                         vtr_backbone **out, vtr_error *err);
+
+/* vtr_backbone_from_safetensors on the file at path. */
+vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
+                             vtr_backbone_device device, vtr_backbone **out, vtr_error *err);
+
+void vtr_backbone_free(vtr_backbone *b);
+
+vtr_backbone_arch vtr_backbone_get_arch(const vtr_backbone *b);
+int vtr_backbone_dim(const vtr_backbone *b);
+
+/* The folded program (features/conv.h); lives as long as b. */
+const vtr_conv_net *vtr_backbone_net(const vtr_backbone *b);
+
+/* The grid (last feature map) for an h x w input: gh x gw cells, 0 x 0 when the input
+ * is too small for the net (the smallest input is 1x1 for ResNets: every conv and pool
+ * pads). */
+void vtr_backbone_grid_size(const vtr_backbone *b, int h, int w, int *gh, int *gw);
+
+/* Features of n images: images (n, 3, h, w) float32, normalized (features/preprocess.h);
+ * out (n, D) pooled, or with grid (n, gh*gw, D), float32. The engine keeps primitives
+ * (and, on CUDA, buffers) for the last (n, h, w) and rebuilds them when it changes, so
+ * calls of one batch shape are cheapest. VTR_ERR_INVALID for an input too small,
+ * VTR_ERR_NOMEM, VTR_ERR_DEVICE from oneDNN/CUDA. Not thread-safe. */
+vtr_status vtr_backbone_forward(vtr_backbone *b, const float *images, int n, int h, int w,
+                                bool grid, float *out, vtr_error *err);
+
+#endif

@@ -1,0 +1,129 @@
+/* Convolutional feature extractors as a flat program of folded layers, and the CPU engine
+ * that runs one (oneDNN). The CUDA engine (cuDNN) is features/conv_cuda.h.
+ *
+ * A vtr_conv_net is what is left of a CNN at inference once batch norm is folded into the
+ * convolutions (vtr_conv_fold_bn): a list of layers, each a convolution with a bias, and
+ * a list of ops over numbered activation slots. Ops run in order:
+ *
+ *   VTR_CONV_OP_CONV     slot[dst] = act(conv(slot[src], layer) + bias [+ slot[dst]])
+ *                        with "+ slot[dst]" when accumulate (the residual connection:
+ *                        dst holds the shortcut and receives the block's output), and
+ *                        act = ReLU when relu, else the identity.
+ *   VTR_CONV_OP_MAXPOOL  slot[dst] = max pool of slot[src] (square window `kernel`,
+ *                        `stride`, `padding`; padded cells never win, as in PyTorch)
+ *
+ * Slot 0 is the input (N, in_channels, H, W) and is never written; the output is slot
+ * `out_slot` after the last op. A slot's shape is that of the last op that wrote it; an
+ * accumulating conv requires its dst to hold a tensor of exactly the output's shape.
+ * Convolutions are square (K x K kernel, the same stride and zero padding on both axes),
+ * groups 1, dilation 1: all that the ResNet family needs.
+ *
+ * Layouts. Weights are PyTorch's (OC, C, K, K). The engines take the input as NCHW and
+ * give the output map as NHWC (N, OH, OW, OC), the layout of set elements (grid
+ * features) and of pooling over cells; in between, activations stay in whatever layout
+ * the engine's kernels prefer (oneDNN's AVX-512 brgconv: NHWC; older kernels: nChw16c or
+ * nChw8c), with no reorder between layers when consecutive kernels agree, and weights
+ * are reordered to their kernel's layout once.
+ *
+ * Choice of CPU backend. oneDNN's convolutions against im2col + OpenBLAS sgemm, measured
+ * on this project's 2-core AVX-512 development machine (batch 32, bias + ReLU included,
+ * best of 5): ResNet layer1 3x3 64->64 at 56x56 33.5 ms against 99.4 ms, layer3 3x3
+ * 256->256 at 14x14 30.9 against 58.6, layer2 1x1 128->512 at 28x28 19.3 against 38.3,
+ * layer3 1x1 1024->256 at 14x14 15.1 against 23.7; oneDNN reaches 220-240 GFLOP/s where
+ * the sgemm peak is 172. Hence oneDNN, which vtr needs for the CPU engine: without it
+ * (configure did not find libdnnl-dev) vtr_conv_cpu_new fails with VTR_ERR_UNSUPPORTED.
+ * The code follows oneDNN's 2.x C API (Debian 12's libdnnl-dev 2.6.3).
+ */
+#ifndef VTR_CONV_H
+#define VTR_CONV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lib/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vtr_conv_layer {
+    int in_channels, out_channels;
+    int kernel, stride, padding;
+    float *weight; /* (OC, C, K, K), owned by the net (malloc) */
+    float *bias;   /* (OC), owned by the net (malloc) */
+} vtr_conv_layer;
+
+typedef enum vtr_conv_op_kind {
+    VTR_CONV_OP_CONV,
+    VTR_CONV_OP_MAXPOOL,
+} vtr_conv_op_kind;
+
+typedef struct vtr_conv_op {
+    vtr_conv_op_kind kind;
+    int src, dst;    /* slots; dst >= 1 and dst != src */
+    int layer;       /* CONV: index into layers */
+    bool relu;       /* CONV */
+    bool accumulate; /* CONV: add to what dst holds (before the ReLU) */
+    int kernel, stride, padding; /* MAXPOOL */
+} vtr_conv_op;
+
+typedef struct vtr_conv_net {
+    int in_channels;    /* of the input, slot 0 */
+    int slots;          /* slots 0 .. slots-1 */
+    int out_slot;
+    int out_channels;   /* of the output */
+    size_t n_layers, n_ops;
+    vtr_conv_layer *layers; /* owned (malloc) */
+    vtr_conv_op *ops;       /* owned (malloc) */
+} vtr_conv_net;
+
+/* Frees the layers' weights and the arrays; leaves net zeroed. Safe on a zeroed net. */
+void vtr_conv_net_free(vtr_conv_net *net);
+
+/* Checks that the program is well-formed: slots and layers in range, slot 0 never
+ * written, every slot read after it was written, channel counts that chain, shapes of
+ * accumulating convs that match (for an input of h x w), an output size of at least 1x1.
+ * Fails with VTR_ERR_INVALID naming the op. The engines call it. */
+vtr_status vtr_conv_net_check(const vtr_conv_net *net, int h, int w, vtr_error *err);
+
+/* The output map's height and width for an input of h x w (0 when the input is too small
+ * for some op). */
+void vtr_conv_net_output_size(const vtr_conv_net *net, int h, int w, int *oh, int *ow);
+
+/* Folds an inference batch norm that follows a convolution into it, in place:
+ *   weight[o] *= s[o], bias[o] = beta[o] + (bias[o] - mean[o]) * s[o],
+ *   s[o] = gamma[o] / sqrt(var[o] + eps)
+ * (bias holds the convolution's own bias, zeros when it has none). weight is (OC, per_oc)
+ * for per_oc = C*K*K; gamma, beta, mean, var are (OC). Computed in double, stored as float.
+ * A var[o] + eps that is not positive gives VTR_ERR_INVALID naming the channel. */
+vtr_status vtr_conv_fold_bn(float *weight, float *bias, int out_channels, size_t per_oc,
+                            const float *gamma, const float *beta, const float *mean,
+                            const float *var, float eps, vtr_error *err);
+
+/* ---- CPU engine (oneDNN) ---------------------------------------------------------- */
+
+typedef struct vtr_conv_cpu vtr_conv_cpu;
+
+/* An engine for net (borrowed: it must outlive the engine and not change). Creates the
+ * oneDNN CPU engine; primitives are made by the first run of each input shape.
+ * VTR_ERR_UNSUPPORTED when vtr was built without oneDNN, VTR_ERR_DEVICE when oneDNN
+ * fails, VTR_ERR_NOMEM. *out is NULL on failure. */
+vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_error *err);
+
+void vtr_conv_cpu_free(vtr_conv_cpu *c);
+
+/* Runs the net on a batch: in (n, in_channels, h, w) float32 NCHW, out (n, oh, ow,
+ * out_channels) float32 NHWC, oh and ow from vtr_conv_net_output_size. The first call
+ * for an (n, h, w) builds the oneDNN primitives and reorders the weights to their layout
+ * (kept for later calls while the layout stays the same); a call with another shape
+ * rebuilds the primitives. Threads: OpenMP's (omp_set_num_threads). VTR_ERR_INVALID when
+ * the net does not check for this shape, VTR_ERR_DEVICE when oneDNN fails, VTR_ERR_NOMEM.
+ * n == 0 does nothing. Not thread-safe: one run at a time per engine. */
+vtr_status vtr_conv_cpu_run(vtr_conv_cpu *c, const float *in, int n, int h, int w, float *out,
+                            vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

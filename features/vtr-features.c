@@ -1,0 +1,445 @@
+/* vtr-features: frame records -> CNN feature sets (records, NPY files or a feature store).
+ * Argument parsing and output only; the work is in features/extractor.h. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <getopt.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "features/backbone.h"
+#include "features/extractor.h"
+#include "lib/args.h"
+#include "lib/feature_store.h"
+#include "lib/file.h"
+#include "lib/hash.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/npy.h"
+#include "lib/npy_item.h"
+#include "lib/record.h"
+
+static const char usage_text[] =
+    "Usage: vtr-features [OPTION]... --weights FILE [RECORDS]...\n"
+    "Reads frame records (uint8 RGB frames (N, H, W, 3) per item, as vtr-decode writes\n"
+    "them) from the files named, or from stdin when none is named or for '-', runs a CNN\n"
+    "over every frame and writes one feature set per item: float32 (N, D), each frame's\n"
+    "globally pooled features (D = 2048 for ResNet-50/101/152, 512 for ResNet-18/34),\n"
+    "or with --grid (N*G, D), the G cells of each frame's last feature map (7x7 for\n"
+    "224x224 frames), frame after frame. The item's metadata passes through, with\n"
+    "\"extractor\" added (architecture, weights and their SHA-256, grid, dtype).\n"
+    "\n"
+    "Model:\n"
+    "  -w, --weights FILE    backbone weights: safetensors with torchvision's names\n"
+    "                        (conv1.weight, bn1.*, layer1.0.conv1.weight, ...; fc.* ignored)\n"
+    "  -a, --arch NAME       resnet18, resnet34, resnet50, resnet101 or resnet152\n"
+    "                        [resnet152]\n"
+    "      --grid            grid features instead of pooled ones\n"
+    "      --device DEV      cpu (oneDNN) or cuda (cuDNN) [cpu]\n"
+    "      --batch N         frames per backbone call; batches span items [32]\n"
+    "      --threads N       CPU threads, 0 = one per core [0]\n"
+    "\n"
+    "Preprocessing (torchvision's ImageNet eval transform on a PIL image, bit for bit):\n"
+    "      --resize N        shorter side after resizing (Pillow bilinear), 0 = keep [256]\n"
+    "      --crop N          side of the center crop, 0 = none [224]; frames of exactly\n"
+    "                        NxN pixels (vtr-decode --size 224x224) are only normalized\n"
+    "      --mean R,G,B      [0.485,0.456,0.406]\n"
+    "      --std R,G,B       [0.229,0.224,0.225]\n"
+    "\n"
+    "Output (one of):\n"
+    "  -o, --output FILE     feature-set records to FILE [stdout]\n"
+    "      --out-dir DIR     DIR/KEY.npy and DIR/KEY.json per item\n"
+    "      --store DIR       a feature store (rows.npy, offsets.npy, keys.txt, meta.json)\n"
+    "      --half            float16 features\n"
+    "\n"
+    "Other:\n"
+    "      --log-json        log events as JSON lines on stderr\n"
+    "  -h, --help            this text\n"
+    "      --version         the version\n"
+    "\n"
+    "A record that is not uint8 frames (N, H, W, 3) is reported on stderr in one line\n"
+    "naming its key; the other items still finish. Weights that do not fit the\n"
+    "architecture (a missing tensor, a wrong shape) stop the program with one line naming\n"
+    "the tensor.\n"
+    "Exit status: 0 every item done; 2 some items (or an input stream) failed, the others\n"
+    "were written; 1 bad usage, unusable weights, or the output could not be written.\n";
+
+typedef enum output_kind { OUT_RECORDS, OUT_DIR, OUT_STORE } output_kind;
+
+typedef struct run {
+    output_kind kind;
+    FILE *out;            /* OUT_RECORDS */
+    const char *out_name; /* OUT_RECORDS: "stdout" or the path */
+    const char *dir;      /* OUT_DIR */
+    vtr_feature_store_writer *store;
+    bool half;
+    json_t *extractor;    /* added to every item's metadata */
+    uint16_t *half_buf;
+    size_t half_cap;
+    size_t failed, done;
+    vtr_progress progress;
+} run;
+
+/* a float option as the decimal it was given as (7 significant digits), for metadata */
+static double decimal(float f)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", (double)f);
+    return strtod(buf, NULL);
+}
+
+/* features as they are written: float32 as given, or converted to float16 */
+static vtr_status output_tensor(run *r, const vtr_tensor *features, vtr_tensor *out,
+                                vtr_error *err)
+{
+    *out = *features;
+    if (!r->half)
+        return VTR_OK;
+    size_t n = (size_t)vtr_tensor_numel(features);
+    if (n > r->half_cap) {
+        free(r->half_buf);
+        r->half_cap = 0;
+        if (!(r->half_buf = malloc(n * sizeof *r->half_buf)))
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        r->half_cap = n;
+    }
+    const float *f = features->data;
+    for (size_t i = 0; i < n; i++)
+        r->half_buf[i] = vtr_float_to_half(f[i]);
+    out->dtype = VTR_F16;
+    out->data = r->half_buf;
+    return VTR_OK;
+}
+
+/* The extractor's emit: writes one item. Returns non-OK only when the output is broken. */
+static vtr_status write_item(void *ctx, const vtr_extractor_item *item, vtr_error *err)
+{
+    run *r = ctx;
+    vtr_error e;
+    vtr_error_clear(&e);
+    vtr_tensor t;
+    vtr_status st = output_tensor(r, &item->features, &t, err);
+    if (st != VTR_OK)
+        return st;
+    json_t *ex = json_deep_copy(r->extractor);
+    if (!ex || json_object_set_new(item->meta, "extractor", ex) != 0)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    if (json_is_true(json_object_get(ex, "grid")))
+        json_object_set_new(ex, "grid_size", json_pack("[i,i]", item->grid_h, item->grid_w));
+    bool item_failed = false;
+    switch (r->kind) {
+    case OUT_RECORDS:
+        st = vtr_record_write(r->out, item->key, item->meta, &t, r->out_name, err);
+        if (st == VTR_OK && r->out == stdout && fflush(stdout) != 0)
+            st = vtr_fail_errno(err, "stdout");
+        if (st != VTR_OK)
+            return st;
+        break;
+    case OUT_DIR:
+        if (vtr_npy_item_save(r->dir, item->key, &t, item->meta, &e) != VTR_OK)
+            item_failed = true;
+        break;
+    case OUT_STORE:
+        st = vtr_feature_store_writer_add(r->store, item->key, &item->features, &e);
+        if (st == VTR_ERR_INVALID) /* refused (a duplicate key): the store is still fine */
+            item_failed = true;
+        else if (st != VTR_OK) {
+            *err = e;
+            return st;
+        }
+        break;
+    }
+    if (item_failed) {
+        vtr_log_item_error(item->key, &e);
+        r->failed++;
+    } else {
+        r->done++;
+    }
+    vtr_progress_step(&r->progress, 1);
+    return VTR_OK;
+}
+
+/* Feeds one record stream to the extractor. Returns 1 when the output broke (stop),
+ * 0 otherwise; stream and item errors are logged and counted. */
+static int process_stream(FILE *in, const char *name, vtr_extractor *x, run *r)
+{
+    vtr_error err;
+    vtr_record_reader *reader = vtr_record_reader_new(in, name);
+    if (!reader) {
+        fprintf(stderr, "vtr-features: out of memory\n");
+        return 1;
+    }
+    int rc = 0;
+    for (;;) {
+        vtr_record rec;
+        bool got;
+        vtr_error_clear(&err);
+        if (vtr_record_read(reader, &rec, &got, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            r->failed++;
+            break;
+        }
+        if (!got)
+            break;
+        if (vtr_extractor_check_frames(x, &rec.array, &err) != VTR_OK) {
+            vtr_log_item_error(rec.key, &err);
+            r->failed++;
+            continue;
+        }
+        if (vtr_extractor_add(x, rec.key, rec.meta, &rec.array, &err) != VTR_OK) {
+            vtr_log_item_error(rec.key, &err);
+            rc = 1;
+            break;
+        }
+    }
+    vtr_record_reader_free(reader);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    enum {
+        OPT_GRID = 256, OPT_DEVICE, OPT_BATCH, OPT_THREADS, OPT_RESIZE, OPT_CROP, OPT_MEAN,
+        OPT_STD, OPT_OUT_DIR, OPT_STORE, OPT_HALF, OPT_LOG_JSON, OPT_VERSION
+    };
+    static const struct option options[] = {
+        {"weights", required_argument, NULL, 'w'},
+        {"arch", required_argument, NULL, 'a'},
+        {"grid", no_argument, NULL, OPT_GRID},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"resize", required_argument, NULL, OPT_RESIZE},
+        {"crop", required_argument, NULL, OPT_CROP},
+        {"mean", required_argument, NULL, OPT_MEAN},
+        {"std", required_argument, NULL, OPT_STD},
+        {"output", required_argument, NULL, 'o'},
+        {"out-dir", required_argument, NULL, OPT_OUT_DIR},
+        {"store", required_argument, NULL, OPT_STORE},
+        {"half", no_argument, NULL, OPT_HALF},
+        {"log-json", no_argument, NULL, OPT_LOG_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    vtr_extractor_options xo;
+    vtr_extractor_defaults(&xo);
+    const char *weights = NULL, *output = NULL, *out_dir = NULL, *store = NULL;
+    vtr_backbone_arch arch = VTR_RESNET152;
+    vtr_backbone_device device = VTR_BACKBONE_CPU;
+    bool log_json = false, half = false;
+    int threads = 0, opt;
+    long long v;
+    vtr_error err;
+    vtr_error_clear(&err);
+
+    while ((opt = getopt_long(argc, argv, "w:a:o:h", options, NULL)) != -1) {
+        const char *bad = NULL;
+        switch (opt) {
+        case 'w': weights = optarg; break;
+        case 'a':
+            if (vtr_backbone_arch_parse(optarg, &arch, &err) != VTR_OK)
+                bad = "--arch is resnet18, resnet34, resnet50, resnet101 or resnet152";
+            break;
+        case OPT_GRID: xo.grid = true; break;
+        case OPT_DEVICE:
+            if (!strcmp(optarg, "cpu"))
+                device = VTR_BACKBONE_CPU;
+            else if (!strcmp(optarg, "cuda"))
+                device = VTR_BACKBONE_CUDA;
+            else
+                bad = "--device is cpu or cuda";
+            break;
+        case OPT_BATCH:
+            if (vtr_parse_int(optarg, 1, 65536, &v) == 0)
+                xo.batch = (int)v;
+            else
+                bad = "--batch needs a count from 1 to 65536";
+            break;
+        case OPT_THREADS:
+            if (vtr_parse_int(optarg, 0, 1024, &v) == 0)
+                threads = (int)v;
+            else
+                bad = "--threads needs a count from 0 to 1024";
+            break;
+        case OPT_RESIZE:
+            if (vtr_parse_int(optarg, 0, 65536, &v) == 0)
+                xo.pre.resize = (int)v;
+            else
+                bad = "--resize needs a size from 0 to 65536";
+            break;
+        case OPT_CROP:
+            if (vtr_parse_int(optarg, 0, 65536, &v) == 0)
+                xo.pre.crop = (int)v;
+            else
+                bad = "--crop needs a size from 0 to 65536";
+            break;
+        case OPT_MEAN:
+            if (vtr_parse_floats(optarg, 3, xo.pre.mean) != 0)
+                bad = "--mean needs R,G,B";
+            break;
+        case OPT_STD:
+            if (vtr_parse_floats(optarg, 3, xo.pre.std) != 0 || !(xo.pre.std[0] > 0) ||
+                !(xo.pre.std[1] > 0) || !(xo.pre.std[2] > 0))
+                bad = "--std needs three positive numbers R,G,B";
+            break;
+        case 'o': output = optarg; break;
+        case OPT_OUT_DIR: out_dir = optarg; break;
+        case OPT_STORE: store = optarg; break;
+        case OPT_HALF: half = true; break;
+        case OPT_LOG_JSON: log_json = true; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case OPT_VERSION: printf("vtr-features %s\n", VTR_VERSION); return 0;
+        default: fputs("Try 'vtr-features --help'.\n", stderr); return 1;
+        }
+        if (bad) {
+            fprintf(stderr, "vtr-features: %s (got '%s')\n", bad, optarg);
+            return 1;
+        }
+    }
+    vtr_log_init("vtr-features", log_json);
+    const char *usage_error = NULL;
+    if (!weights)
+        usage_error = "--weights FILE is required";
+    else if ((output != NULL) + (out_dir != NULL) + (store != NULL) > 1)
+        usage_error = "--output, --out-dir and --store exclude each other";
+    if (usage_error) {
+        fprintf(stderr, "vtr-features: %s (see --help)\n", usage_error);
+        return 1;
+    }
+    if (threads > 0)
+        omp_set_num_threads(threads);
+
+    int rc = 1;
+    run r = {.half = half};
+    vtr_backbone *backbone = NULL;
+    vtr_extractor *x = NULL;
+    vtr_atomic_file out_file = {0};
+    bool out_atomic = false;
+    char sha[VTR_SHA256_HEX_SIZE];
+
+    /* the model and what is recorded about it */
+    if (vtr_file_sha256(weights, sha, &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        goto end;
+    }
+    if (vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        goto end;
+    }
+    r.extractor = json_pack("{s:s, s:s, s:s, s:b, s:s, s:i, s:{s:i, s:i, s:[f,f,f], s:[f,f,f]}, "
+                            "s:s}",
+                            "arch", vtr_backbone_arch_name(arch), "weights", weights, "sha256",
+                            sha, "grid", xo.grid, "dtype", half ? "float16" : "float32", "dim",
+                            vtr_backbone_dim(backbone), "preprocess", "resize", xo.pre.resize,
+                            "crop", xo.pre.crop, "mean", decimal(xo.pre.mean[0]),
+                            decimal(xo.pre.mean[1]), decimal(xo.pre.mean[2]), "std",
+                            decimal(xo.pre.std[0]), decimal(xo.pre.std[1]), decimal(xo.pre.std[2]),
+                            "version", "vtr-features " VTR_VERSION);
+    if (!r.extractor) {
+        fprintf(stderr, "vtr-features: out of memory\n");
+        goto end;
+    }
+    if (vtr_extractor_new(backbone, &xo, write_item, &r, &x, &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        goto end;
+    }
+
+    /* the output */
+    if (out_dir) {
+        r.kind = OUT_DIR;
+        r.dir = out_dir;
+        if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "vtr-features: %s: %s\n", out_dir, strerror(errno));
+            goto end;
+        }
+    } else if (store) {
+        r.kind = OUT_STORE;
+        char what[64];
+        snprintf(what, sizeof what, "%s/%s", vtr_backbone_arch_name(arch),
+                 xo.grid ? "grid" : "avgpool");
+        vtr_feature_store_options so = {.dtype = half ? VTR_F16 : VTR_F32,
+                                        .dim = vtr_backbone_dim(backbone),
+                                        .extractor = what,
+                                        .source = r.extractor};
+        if (vtr_feature_store_writer_open(store, &so, &r.store, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+    } else if (output && strcmp(output, "-")) {
+        if (vtr_atomic_open(&out_file, output, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+        out_atomic = true;
+        r.out = out_file.fp;
+        r.out_name = output;
+    } else {
+        if (isatty(STDOUT_FILENO)) {
+            fputs("vtr-features: refusing to write records to a terminal: use -o FILE, "
+                  "--out-dir DIR, --store DIR or a pipe\n",
+                  stderr);
+            goto end;
+        }
+        r.out = stdout;
+        r.out_name = "stdout";
+    }
+
+    /* the inputs, one stream after the other */
+    vtr_progress_begin(&r.progress, "items", -1);
+    bool broken = false;
+    if (optind == argc) {
+        broken = process_stream(stdin, "stdin", x, &r) != 0;
+    } else {
+        for (int i = optind; i < argc && !broken; i++) {
+            if (!strcmp(argv[i], "-")) {
+                broken = process_stream(stdin, "stdin", x, &r) != 0;
+                continue;
+            }
+            FILE *in = fopen(argv[i], "rb");
+            if (!in) {
+                vtr_fail_errno(&err, "%s", argv[i]);
+                vtr_log_item_error(NULL, &err);
+                r.failed++;
+                continue;
+            }
+            broken = process_stream(in, argv[i], x, &r) != 0;
+            fclose(in);
+        }
+    }
+    if (!broken && vtr_extractor_finish(x, &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        broken = true;
+    }
+    vtr_progress_end(&r.progress);
+    if (broken)
+        goto end;
+    if (r.store) {
+        vtr_feature_store_writer *w = r.store;
+        r.store = NULL;
+        if (vtr_feature_store_writer_finish(w, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+    }
+    if (out_atomic) {
+        out_atomic = false;
+        if (vtr_atomic_commit(&out_file, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+    }
+    rc = r.failed ? 2 : 0;
+end:
+    if (out_atomic)
+        vtr_atomic_abort(&out_file);
+    vtr_feature_store_writer_abort(r.store);
+    vtr_extractor_free(x);
+    vtr_backbone_free(backbone);
+    json_decref(r.extractor);
+    free(r.half_buf);
+    return rc;
+}

@@ -1,0 +1,132 @@
+#!/bin/sh
+# vtr-features from the command line: vtr-synth | vtr-decode | vtr-features through a pipe
+# and through files (--out-dir, --store), grid and float16 output, frames already resized
+# by vtr-decode, and bad inputs (a record of the wrong kind, a truncated stream, weights
+# with a missing tensor or a wrong shape). Random ResNet-18 weights with torchvision's
+# names come from tests/fixtures/make_backbone_fixtures.py (numpy only).
+set -u
+for p in vtr-features vtr-decode vtr-synth vtr-inspect; do
+    command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
+done
+PY=/usr/bin/python3
+SCRIPT=tests/fixtures/make_backbone_fixtures.py
+[ -f "$SCRIPT" ] || { echo "run from the top of the source tree"; exit 77; }
+$PY -c 'import numpy' 2>/dev/null || { echo "$PY with numpy is not available"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+# small frames keep the test fast: --resize 72 --crop 64 gives a 2x2 grid
+F="vtr-features -w $dir/w.safetensors -a resnet18 --resize 72 --crop 64 --threads 2"
+
+$PY $SCRIPT random-weights resnet18 "$dir/w.safetensors" 1 || fail "random weights"
+: | vtr-features -w "$dir/w.safetensors" -a resnet18 >/dev/null 2>"$dir/err" || {
+    grep -q 'need oneDNN' "$dir/err" && { echo "built without oneDNN"; exit 77; }
+    fail "vtr-features on an empty stream: $(cat "$dir/err")"
+}
+vtr-synth --frames 20 --gop 5 "$dir/a.mp4" || fail "vtr-synth a.mp4"
+vtr-synth --frames 12 --size 96x64 "$dir/b.webm" || fail "vtr-synth b.webm"
+vtr-synth "$dir/c.png" || fail "vtr-synth c.png"
+
+# 1. a pipe: one record per item, (frames, 512) float32, metadata passed through
+vtr-decode --frames 3 "$dir/a.mp4" "$dir/b.webm" "$dir/c.png" | $F >"$dir/pipe.rec" ||
+    fail "pipe: exit $?"
+vtr-inspect --json "$dir/pipe.rec" >"$dir/inspect" || fail "vtr-inspect pipe.rec"
+[ "$(grep -c '"kind":"record"' "$dir/inspect")" -eq 3 ] || fail "expected 3 records: $(cat "$dir/inspect")"
+for key in a b c; do
+    grep "\"key\":\"$key\"" "$dir/inspect" | grep -q '"dtype":"float32","shape":\[3,512\]' ||
+        fail "record $key missing or of the wrong shape"
+done
+grep '"key":"a"' "$dir/inspect" | grep -q '"timestamps":\[' || fail "metadata not passed through"
+grep '"key":"a"' "$dir/inspect" |
+    grep -q '"extractor":{"arch":"resnet18","weights":"[^"]*w.safetensors","sha256":"[0-9a-f]\{64\}","grid":false,"dtype":"float32","dim":512' ||
+    fail "no extractor metadata: $(grep '"key":"a"' "$dir/inspect")"
+
+# 2. files: the same frames from a record file into --out-dir and --store, and from the
+# pipe into --out-dir: identical bytes (same batches); --batch 2 agrees to rounding
+vtr-decode --frames 3 -o "$dir/frames.rec" "$dir/a.mp4" "$dir/b.webm" "$dir/c.png" ||
+    fail "vtr-decode -o"
+$F --out-dir "$dir/npy" "$dir/frames.rec" || fail "--out-dir: exit $?"
+vtr-decode --frames 3 "$dir/a.mp4" "$dir/b.webm" "$dir/c.png" | $F --out-dir "$dir/npy2" - ||
+    fail "pipe into --out-dir: exit $?"
+$F --batch 2 --out-dir "$dir/npy3" "$dir/frames.rec" || fail "--batch 2: exit $?"
+$F --store "$dir/store" "$dir/frames.rec" || fail "--store: exit $?"
+for key in a b c; do
+    [ -s "$dir/npy/$key.npy" ] && [ -s "$dir/npy/$key.json" ] || fail "no $key.npy/.json"
+    cmp -s "$dir/npy/$key.npy" "$dir/npy2/$key.npy" || fail "$key: pipe and file differ"
+done
+ls "$dir/npy" | grep -q '\.tmp\.' && fail "temporary files left in --out-dir"
+grep -q '"sha256"' "$dir/npy/b.json" || fail "b.json lacks the extractor"
+$PY - "$dir" <<'EOF' || fail "store and NPY files disagree"
+import json, sys
+import numpy as np
+d = sys.argv[1]
+rows = np.load(d + "/store/rows.npy")
+offsets = np.load(d + "/store/offsets.npy")
+keys = open(d + "/store/keys.txt").read().split("\n")[:-1]
+meta = json.load(open(d + "/store/meta.json"))
+assert keys == ["a", "b", "c"], keys
+assert rows.shape == (9, 512) and rows.dtype == np.float32, rows.shape
+assert meta["extractor"] == "resnet18/avgpool" and meta["dim"] == 512, meta
+for i, k in enumerate(keys):
+    a = np.load("%s/npy/%s.npy" % (d, k))
+    assert a.shape == (3, 512) and a.dtype == np.float32
+    assert np.array_equal(rows[offsets[i]:offsets[i + 1]], a), k
+    b = np.load("%s/npy3/%s.npy" % (d, k))
+    assert np.abs(a - b).max() <= 1e-5 * np.abs(a).max(), k
+    assert np.abs(a).max() > 0, k
+EOF
+
+# 3. grid features in float16: (frames * 4, 512); frames of exactly the crop size
+vtr-decode --frames 2 "$dir/a.mp4" | $F --grid --half >"$dir/grid.rec" || fail "--grid: exit $?"
+vtr-inspect --json "$dir/grid.rec" | grep -q '"dtype":"float16","shape":\[8,512\]' ||
+    fail "grid: $(vtr-inspect "$dir/grid.rec")"
+vtr-inspect --json "$dir/grid.rec" | grep -q '"grid":true,"dtype":"float16".*"grid_size":\[2,2\]' ||
+    fail "grid metadata: $(vtr-inspect --json "$dir/grid.rec")"
+vtr-decode --frames 2 --size 64x64 "$dir/b.webm" | $F >"$dir/prepared.rec" ||
+    fail "64x64 frames: exit $?"
+vtr-inspect --json "$dir/prepared.rec" | grep -q '"shape":\[2,512\]' || fail "64x64 frames"
+
+# 4. a record of the wrong kind among good ones: exit 2, one line naming it, others written
+vtr-decode --frames 2 --mean 0.5,0.5,0.5 --std 0.2,0.2,0.2 -o "$dir/float.rec" "$dir/b.webm" ||
+    fail "vtr-decode --mean"
+cat "$dir/float.rec" "$dir/frames.rec" | $F >"$dir/mixed.rec" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] || fail "a float32 record: exit $rc, expected 2"
+[ "$(wc -l <"$dir/err")" -eq 1 ] || fail "expected one error line, got: $(cat "$dir/err")"
+grep -q '^vtr-features: b: float32 (2, 64, 96, 3), not uint8 RGB frames' "$dir/err" ||
+    fail "the error does not name the record: $(cat "$dir/err")"
+[ "$(vtr-inspect --json "$dir/mixed.rec" | grep -c '"kind":"record"')" -eq 3 ] ||
+    fail "the good records were not all written"
+
+# 5. a truncated stream: the items before the cut are written, exit 2
+head -c 100000 "$dir/frames.rec" | $F >"$dir/cut.rec" 2>"$dir/err"
+[ $? -eq 2 ] || fail "truncated stream: expected exit 2"
+grep -q 'stdin' "$dir/err" || fail "truncated stream: $(cat "$dir/err")"
+
+# 6. weights that do not fit: exit 1 and one line naming the tensor
+$PY $SCRIPT random-weights resnet18 "$dir/drop.safetensors" 1 drop=layer3.0.downsample.0.weight ||
+    fail "weights without a tensor"
+$PY $SCRIPT random-weights resnet18 "$dir/shape.safetensors" 1 shape=layer2.1.conv1.weight:128,128,1,1 ||
+    fail "weights with a wrong shape"
+vtr-features -w "$dir/drop.safetensors" -a resnet18 "$dir/frames.rec" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "missing tensor: expected exit 1"
+grep -q "missing tensor 'layer3.0.downsample.0.weight' (resnet18)" "$dir/err" ||
+    fail "missing tensor: $(cat "$dir/err")"
+vtr-features -w "$dir/shape.safetensors" -a resnet18 "$dir/frames.rec" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "wrong shape: expected exit 1"
+grep -q "tensor 'layer2.1.conv1.weight' has shape (128, 128, 1, 1), resnet18 expects (128, 128, 3, 3)" \
+    "$dir/err" || fail "wrong shape: $(cat "$dir/err")"
+[ "$(wc -l <"$dir/err")" -eq 1 ] || fail "expected one line: $(cat "$dir/err")"
+vtr-features -w "$dir/w.safetensors" -a resnet50 "$dir/frames.rec" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] && grep -q "resnet50 expects" "$dir/err" || fail "resnet18 weights as resnet50"
+
+# 7. usage
+vtr-features --help | grep -q -- '--weights' || fail "--help"
+vtr-features "$dir/frames.rec" >/dev/null 2>&1
+[ $? -eq 1 ] || fail "no --weights: expected exit 1"
+vtr-features -w "$dir/w.safetensors" --arch vgg16 >/dev/null 2>&1
+[ $? -eq 1 ] || fail "bad --arch: expected exit 1"
+exit 0

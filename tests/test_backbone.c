@@ -1,0 +1,817 @@
+/* CNN frame features: the conv engine against a direct convolution, batch-norm folding,
+ * the ResNet backbones against torchvision (random weights, random images: relative
+ * error max|a - b| / max|b| < 1e-4 on pooled and grid features), preprocessing against
+ * torchvision + Pillow (committed fixtures), batching across items, and bad weights.
+ *
+ * Fixtures: tests/fixtures/preprocess/ (committed) and, at test time, the output of
+ * tests/fixtures/make_backbone_fixtures.py: "parity" (needs python3-torchvision; the
+ * parity tests skip without it) and "random-weights" (numpy only).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "features/backbone.h"
+#include "features/conv.h"
+#include "features/extractor.h"
+#include "features/preprocess.h"
+#include "lib/device.h"
+#include "lib/npy.h"
+#include "lib/rng.h"
+#include "lib/safetensors.h"
+
+#define PYTHON "/usr/bin/python3"
+#define SCRIPT "tests/fixtures/make_backbone_fixtures.py"
+#define PRE_DIR "tests/fixtures/preprocess"
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static float *random_floats(vtr_rng *rng, size_t n, float scale)
+{
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    CHECK(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = scale * vtr_rng_normal(rng);
+    return v;
+}
+
+/* max|a - b| / max|b| */
+static double rel_error(const float *a, const float *b, size_t n)
+{
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (d > diff || isnan(d))
+            diff = isnan(d) ? INFINITY : d;
+        if (fabs(b[i]) > scale)
+            scale = fabs(b[i]);
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+/* conv + bias (+ residual) (+ ReLU), NCHW, in double: the reference */
+static void direct_conv(const float *x, int n, int c, int h, int w, const vtr_conv_layer *L,
+                        const float *residual, bool relu, float *y)
+{
+    int oh = (h + 2 * L->padding - L->kernel) / L->stride + 1;
+    int ow = (w + 2 * L->padding - L->kernel) / L->stride + 1;
+    int K = L->kernel;
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < L->out_channels; o++)
+            for (int yy = 0; yy < oh; yy++)
+                for (int xx = 0; xx < ow; xx++) {
+                    double s = L->bias[o];
+                    for (int ci = 0; ci < c; ci++)
+                        for (int ky = 0; ky < K; ky++)
+                            for (int kx = 0; kx < K; kx++) {
+                                int iy = yy * L->stride - L->padding + ky;
+                                int ix = xx * L->stride - L->padding + kx;
+                                if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                                    continue;
+                                s += (double)x[(((size_t)i * c + ci) * h + iy) * w + ix] *
+                                     L->weight[(((size_t)o * c + ci) * K + ky) * K + kx];
+                            }
+                    size_t at = (((size_t)i * L->out_channels + o) * oh + yy) * ow + xx;
+                    if (residual)
+                        s += residual[at];
+                    y[at] = relu && s < 0 ? 0.0f : (float)s;
+                }
+}
+
+static void direct_maxpool(const float *x, int n, int c, int h, int w, int k, int s, int p,
+                           float *y)
+{
+    int oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
+    for (int i = 0; i < n * c; i++)
+        for (int yy = 0; yy < oh; yy++)
+            for (int xx = 0; xx < ow; xx++) {
+                float m = -INFINITY;
+                for (int ky = 0; ky < k; ky++)
+                    for (int kx = 0; kx < k; kx++) {
+                        int iy = yy * s - p + ky, ix = xx * s - p + kx;
+                        if (iy >= 0 && iy < h && ix >= 0 && ix < w && x[((size_t)i * h + iy) * w + ix] > m)
+                            m = x[((size_t)i * h + iy) * w + ix];
+                    }
+                y[((size_t)i * oh + yy) * ow + xx] = m;
+            }
+}
+
+static vtr_conv_layer random_layer(vtr_rng *rng, int c, int oc, int k, int stride)
+{
+    size_t nw = (size_t)oc * c * k * k;
+    return (vtr_conv_layer){c, oc, k, stride, k / 2, random_floats(rng, nw, sqrtf(2.0f / (c * k * k))),
+                            random_floats(rng, (size_t)oc, 0.1f)};
+}
+
+/* The CPU engine is oneDNN (features/conv.h); configure makes it optional. */
+static void need_onednn(void)
+{
+#ifndef VTR_HAVE_DNNL
+    test_skip("built without oneDNN (libdnnl-dev)");
+#endif
+}
+
+/* ---- the conv engine -------------------------------------------------------------- */
+
+/* A small residual net with channel counts that are no multiple of 16, odd sizes, a
+ * strided 7x7 stem, a max pool, an identity and a projection shortcut:
+ *   s1 = relu(conv7x7/2 (x))        3 -> 20
+ *   s2 = maxpool3/2 (s1)
+ *   s3 = relu(conv3x3 (s2))         20 -> 20
+ *   s2 = relu(conv3x3 (s3) + s2)    20 -> 20   (identity shortcut, accumulate)
+ *   s4 = conv1x1/2 (s2)             20 -> 36   (projection, no ReLU)
+ *   s3 = relu(conv3x3/2 (s2))       20 -> 36
+ *   s4 = relu(conv1x1 (s3) + s4)    36 -> 36
+ */
+static void small_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    memset(net, 0, sizeof *net);
+    net->in_channels = 3;
+    net->slots = 5;
+    net->out_slot = 4;
+    net->out_channels = 36;
+    net->n_layers = 6;
+    net->layers = malloc(6 * sizeof *net->layers);
+    net->layers[0] = random_layer(rng, 3, 20, 7, 2);
+    net->layers[1] = random_layer(rng, 20, 20, 3, 1);
+    net->layers[2] = random_layer(rng, 20, 20, 3, 1);
+    net->layers[3] = random_layer(rng, 20, 36, 1, 2);
+    net->layers[4] = random_layer(rng, 20, 36, 3, 2);
+    net->layers[5] = random_layer(rng, 36, 36, 1, 1);
+    static const vtr_conv_op ops[] = {
+        {.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 1, .layer = 0, .relu = true},
+        {.kind = VTR_CONV_OP_MAXPOOL, .src = 1, .dst = 2, .kernel = 3, .stride = 2, .padding = 1},
+        {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 1, .relu = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 2, .layer = 2, .relu = true, .accumulate = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 4, .layer = 3},
+        {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 4, .relu = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 4, .layer = 5, .relu = true, .accumulate = true},
+    };
+    net->n_ops = sizeof ops / sizeof ops[0];
+    net->ops = malloc(sizeof ops);
+    memcpy(net->ops, ops, sizeof ops);
+}
+
+/* the same program, directly; returns the output NHWC (n, oh, ow, 36) */
+static float *small_net_direct(const vtr_conv_net *net, const float *x, int n, int h, int w,
+                               int *oh_out, int *ow_out)
+{
+    int h1 = (h + 6 - 7) / 2 + 1, w1 = (w + 6 - 7) / 2 + 1;
+    int h2 = (h1 + 2 - 3) / 2 + 1, w2 = (w1 + 2 - 3) / 2 + 1;
+    int h3 = (h2 + 2 - 3) / 2 + 1, w3 = (w2 + 2 - 3) / 2 + 1;
+    float *s1 = malloc((size_t)n * 20 * h1 * w1 * sizeof *s1);
+    float *s2 = malloc((size_t)n * 20 * h2 * w2 * sizeof *s2);
+    float *s3 = malloc((size_t)n * 36 * h2 * w2 * sizeof *s3);
+    float *s2b = malloc((size_t)n * 20 * h2 * w2 * sizeof *s2b);
+    float *s4 = malloc((size_t)n * 36 * h3 * w3 * sizeof *s4);
+    float *s3b = malloc((size_t)n * 36 * h3 * w3 * sizeof *s3b);
+    float *s4b = malloc((size_t)n * 36 * h3 * w3 * sizeof *s4b);
+    float *out = malloc((size_t)n * 36 * h3 * w3 * sizeof *out);
+    direct_conv(x, n, 3, h, w, &net->layers[0], NULL, true, s1);
+    direct_maxpool(s1, n, 20, h1, w1, 3, 2, 1, s2);
+    direct_conv(s2, n, 20, h2, w2, &net->layers[1], NULL, true, s3);
+    direct_conv(s3, n, 20, h2, w2, &net->layers[2], s2, true, s2b);
+    direct_conv(s2b, n, 20, h2, w2, &net->layers[3], NULL, false, s4);
+    direct_conv(s2b, n, 20, h2, w2, &net->layers[4], NULL, true, s3b);
+    direct_conv(s3b, n, 36, h3, w3, &net->layers[5], s4, true, s4b);
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < 36; c++)
+            for (int p = 0; p < h3 * w3; p++)
+                out[((size_t)i * h3 * w3 + p) * 36 + c] = s4b[((size_t)i * 36 + c) * h3 * w3 + p];
+    free(s1), free(s2), free(s3), free(s2b), free(s4), free(s3b), free(s4b);
+    *oh_out = h3;
+    *ow_out = w3;
+    return out;
+}
+
+TEST(conv_cpu_matches_direct_convolution)
+{
+    need_onednn();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 1, 0);
+    vtr_conv_net net;
+    small_net(&rng, &net);
+    vtr_conv_cpu *cpu = NULL;
+    CHECK_OK(vtr_conv_cpu_new(&net, &cpu, &err));
+    /* several shapes in turn: each rebuilds the primitives, the last repeats the first */
+    static const int shapes[][3] = {{3, 23, 17}, {1, 23, 17}, {2, 8, 9}, {3, 23, 17}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int n = shapes[s][0], h = shapes[s][1], w = shapes[s][2], oh, ow, eoh, eow;
+        float *x = random_floats(&rng, (size_t)n * 3 * h * w, 1.0f);
+        float *want = small_net_direct(&net, x, n, h, w, &eoh, &eow);
+        vtr_conv_net_output_size(&net, h, w, &oh, &ow);
+        CHECK_EQ_INT(oh, eoh);
+        CHECK_EQ_INT(ow, eow);
+        size_t no = (size_t)n * oh * ow * 36;
+        float *got = malloc(no * sizeof *got);
+        CHECK_OK(vtr_conv_cpu_run(cpu, x, n, h, w, got, &err));
+        double e = rel_error(got, want, no);
+        CHECK_MSG(e < 1e-5, "shape %zu: relative error %g", s, e);
+        free(x), free(want), free(got);
+    }
+    /* too small for the stem: an error, and the engine still works afterwards */
+    float one[3 * 4] = {0};
+    CHECK_FAILS(vtr_conv_cpu_run(cpu, one, 1, 0, 4, one, &err), VTR_ERR_INVALID, "0x4");
+    vtr_conv_cpu_free(cpu);
+    vtr_conv_net_free(&net);
+}
+
+/* A shortcut held in another layout than the accumulating conv writes: a max pool of the
+ * NCHW input itself, then s2 = ReLU(conv3x3(x) + maxpool(x)). */
+TEST(conv_cpu_accumulates_across_layouts)
+{
+    need_onednn();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 11, 0);
+    vtr_conv_net net = {.in_channels = 3, .slots = 3, .out_slot = 2, .out_channels = 3,
+                        .n_layers = 1, .n_ops = 2};
+    net.layers = malloc(sizeof *net.layers);
+    net.layers[0] = random_layer(&rng, 3, 3, 3, 1);
+    net.ops = malloc(2 * sizeof *net.ops);
+    net.ops[0] = (vtr_conv_op){.kind = VTR_CONV_OP_MAXPOOL, .src = 0, .dst = 2, .kernel = 3,
+                               .stride = 1, .padding = 1};
+    net.ops[1] = (vtr_conv_op){.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 2, .layer = 0,
+                               .relu = true, .accumulate = true};
+    enum { N = 2, H = 9, W = 7 };
+    float *x = random_floats(&rng, N * 3 * H * W, 1.0f);
+    float pooled[N * 3 * H * W], want[N * 3 * H * W], got[N * 3 * H * W];
+    direct_maxpool(x, N, 3, H, W, 3, 1, 1, pooled);
+    direct_conv(x, N, 3, H, W, &net.layers[0], pooled, true, want);
+    vtr_conv_cpu *cpu = NULL;
+    CHECK_OK(vtr_conv_cpu_new(&net, &cpu, &err));
+    CHECK_OK(vtr_conv_cpu_run(cpu, x, N, H, W, got, &err));
+    for (int i = 0; i < N; i++)
+        for (int c = 0; c < 3; c++)
+            for (int p = 0; p < H * W; p++)
+                CHECK(fabsf(got[(i * H * W + p) * 3 + c] - want[(i * 3 + c) * H * W + p]) < 1e-5f);
+    vtr_conv_cpu_free(cpu);
+    vtr_conv_net_free(&net);
+    free(x);
+}
+
+TEST(conv_net_check_rejects_bad_programs)
+{
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 2, 0);
+    vtr_conv_net net;
+    small_net(&rng, &net);
+    CHECK_OK(vtr_conv_net_check(&net, 32, 32, &err));
+    net.ops[0].dst = 0;
+    CHECK_FAILS(vtr_conv_net_check(&net, 32, 32, &err), VTR_ERR_INVALID, "op 0");
+    net.ops[0].dst = 1;
+    net.ops[2].src = 4; /* read before written */
+    CHECK_FAILS(vtr_conv_net_check(&net, 32, 32, &err), VTR_ERR_INVALID, "read before written");
+    net.ops[2].src = 2;
+    net.ops[4].layer = 5; /* takes 36 channels from a 20-channel slot */
+    CHECK_FAILS(vtr_conv_net_check(&net, 32, 32, &err), VTR_ERR_INVALID, "op 4");
+    net.ops[4].layer = 3;
+    net.ops[6].layer = 2; /* accumulates a 20-channel map into a 36-channel one */
+    net.ops[6].src = 2;
+    CHECK_FAILS(vtr_conv_net_check(&net, 32, 32, &err), VTR_ERR_INVALID, "another shape");
+    net.ops[6].layer = 5;
+    net.ops[6].src = 3;
+    net.out_channels = 20;
+    CHECK_FAILS(vtr_conv_net_check(&net, 32, 32, &err), VTR_ERR_INVALID, "output slot");
+    vtr_conv_net_free(&net);
+}
+
+TEST(fold_bn_equals_conv_then_batch_norm)
+{
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 3, 0);
+    enum { C = 4, OC = 6, H = 7, W = 5 };
+    vtr_conv_layer L = random_layer(&rng, C, OC, 3, 1);
+    float gamma[OC], beta[OC], mean[OC], var[OC];
+    for (int o = 0; o < OC; o++) {
+        gamma[o] = 0.5f + vtr_rng_uniform(&rng);
+        beta[o] = vtr_rng_normal(&rng);
+        mean[o] = vtr_rng_normal(&rng);
+        var[o] = 0.1f + vtr_rng_uniform(&rng);
+    }
+    float *x = random_floats(&rng, (size_t)C * H * W, 1.0f);
+    float conv[OC * H * W], folded[OC * H * W];
+    direct_conv(x, 1, C, H, W, &L, NULL, false, conv);
+    for (int o = 0; o < OC; o++)
+        for (int p = 0; p < H * W; p++) {
+            float *v = &conv[o * H * W + p];
+            *v = (float)((*v - mean[o]) / sqrt((double)var[o] + 1e-5) * gamma[o] + beta[o]);
+        }
+    CHECK_OK(vtr_conv_fold_bn(L.weight, L.bias, OC, (size_t)C * 9, gamma, beta, mean, var,
+                              1e-5f, &err));
+    direct_conv(x, 1, C, H, W, &L, NULL, false, folded);
+    CHECK(rel_error(folded, conv, OC * H * W) < 1e-6);
+    var[2] = -1;
+    CHECK_FAILS(vtr_conv_fold_bn(L.weight, L.bias, OC, (size_t)C * 9, gamma, beta, mean, var,
+                                 1e-5f, &err),
+                VTR_ERR_INVALID, "channel 2");
+    free(L.weight), free(L.bias), free(x);
+}
+
+/* ---- parity with torchvision ------------------------------------------------------- */
+
+/* The parity fixtures, made once per run: every arch on two 64x80 images, and resnet50 on
+ * one 224x224 image (the 7x7 grid of the papers). Returns the directory or skips. */
+static const char *parity_dir(void)
+{
+    static int state; /* 0 not tried, 1 made, 2 unavailable */
+    static char why[128];
+    const char *dir = test_path("parity");
+    if (state == 0) {
+        state = 2;
+        snprintf(why, sizeof why, "%s", "run from the top of the source tree to find " SCRIPT);
+        if (access(SCRIPT, R_OK) == 0) {
+            snprintf(why, sizeof why, "%s", PYTHON " with torch and torchvision is not available");
+            if (test_run(PYTHON " -c 'import torchvision' >/dev/null 2>&1") == 0) {
+                CHECK_EQ_INT(test_run(PYTHON " " SCRIPT " parity '%s' resnet18,resnet34,resnet50,"
+                                      "resnet101,resnet152 64x80 2 && " PYTHON " " SCRIPT
+                                      " parity '%s/224' resnet50 224x224 1", dir, dir), 0);
+                state = 1;
+            }
+        }
+    }
+    if (state == 2)
+        test_skip(why);
+    return dir;
+}
+
+static void *load_npy(const char *path, vtr_dtype dtype, int ndim, vtr_npy_file *f)
+{
+    vtr_error err;
+    CHECK_OK(vtr_npy_load(path, f, &err));
+    CHECK_MSG(f->tensor.dtype == dtype && f->tensor.ndim == ndim, "%s: unexpected array", path);
+    return f->tensor.data;
+}
+
+static void check_parity(const char *dir, const char *arch_name)
+{
+    need_onednn();
+    vtr_error err;
+    char path[1024];
+    vtr_backbone_arch arch;
+    CHECK_OK(vtr_backbone_arch_parse(arch_name, &arch, &err));
+    vtr_backbone *b = NULL;
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, arch_name);
+    CHECK_OK(vtr_backbone_load(path, arch, VTR_BACKBONE_CPU, &b, &err));
+    vtr_npy_file fin, fpool, fgrid;
+    snprintf(path, sizeof path, "%s/%s_input.npy", dir, arch_name);
+    const float *x = load_npy(path, VTR_F32, 4, &fin);
+    int n = (int)fin.tensor.shape[0], h = (int)fin.tensor.shape[2], w = (int)fin.tensor.shape[3];
+    snprintf(path, sizeof path, "%s/%s_pooled.npy", dir, arch_name);
+    const float *pooled = load_npy(path, VTR_F32, 2, &fpool);
+    snprintf(path, sizeof path, "%s/%s_grid.npy", dir, arch_name);
+    const float *grid = load_npy(path, VTR_F32, 3, &fgrid);
+    int D = vtr_backbone_dim(b), gh, gw;
+    CHECK_EQ_INT(D, vtr_backbone_arch_dim(arch));
+    CHECK_EQ_INT(fpool.tensor.shape[1], D);
+    vtr_backbone_grid_size(b, h, w, &gh, &gw);
+    CHECK_EQ_INT(fgrid.tensor.shape[1], (int64_t)gh * gw);
+    size_t np = (size_t)n * D, ng = np * gh * gw;
+    float *got = malloc(ng * sizeof *got);
+    CHECK_OK(vtr_backbone_forward(b, x, n, h, w, false, got, &err));
+    double e_pool = rel_error(got, pooled, np);
+    CHECK_OK(vtr_backbone_forward(b, x, n, h, w, true, got, &err));
+    double e_grid = rel_error(got, grid, ng);
+    printf("    %s %dx%d: relative error pooled %.2e, grid (%dx%d) %.2e\n", arch_name, h, w,
+           e_pool, gh, gw, e_grid);
+    CHECK_MSG(e_pool < 1e-4, "%s pooled: relative error %g", arch_name, e_pool);
+    CHECK_MSG(e_grid < 1e-4, "%s grid: relative error %g", arch_name, e_grid);
+    free(got);
+    vtr_npy_close(&fin), vtr_npy_close(&fpool), vtr_npy_close(&fgrid);
+    vtr_backbone_free(b);
+}
+
+TEST(resnet18_matches_torchvision) { check_parity(parity_dir(), "resnet18"); }
+TEST(resnet34_matches_torchvision) { check_parity(parity_dir(), "resnet34"); }
+TEST(resnet50_matches_torchvision) { check_parity(parity_dir(), "resnet50"); }
+TEST(resnet101_matches_torchvision) { check_parity(parity_dir(), "resnet101"); }
+TEST(resnet152_matches_torchvision) { check_parity(parity_dir(), "resnet152"); }
+
+TEST(resnet50_matches_torchvision_at_224)
+{
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/224", parity_dir());
+    check_parity(dir, "resnet50");
+}
+
+/* ---- weights files ---------------------------------------------------------------- */
+
+/* random resnet18 weights with torchvision's names (numpy only), once per run */
+static const char *resnet18_weights(void)
+{
+    static int state;
+    const char *path = test_path("resnet18-random.safetensors");
+    if (state == 0) {
+        state = 2;
+        if (access(SCRIPT, R_OK) != 0)
+            test_skip("run from the top of the source tree to find " SCRIPT);
+        if (test_run(PYTHON " -c 'import numpy' >/dev/null 2>&1") != 0)
+            test_skip(PYTHON " with numpy is not available");
+        CHECK_EQ_INT(test_run(PYTHON " " SCRIPT " random-weights resnet18 '%s' 5", path), 0);
+        state = 1;
+    }
+    if (state == 2)
+        test_skip("no random weights");
+    return path;
+}
+
+/* Writes the tensors of `from` to `to`, without `drop` (may be NULL), with `replace`
+ * substituted for the tensor called `replace_name`, and with `extra` added. */
+static void rewrite_weights(const char *from, const char *to, const char *drop,
+                            const char *replace_name, const vtr_tensor *replace,
+                            const char *extra)
+{
+    vtr_error err;
+    vtr_safetensors st;
+    CHECK_OK(vtr_safetensors_open(from, &st, &err));
+    const char **names = malloc((st.count + 1) * sizeof *names);
+    vtr_tensor *tensors = malloc((st.count + 1) * sizeof *tensors);
+    size_t n = 0;
+    for (size_t i = 0; i < st.count; i++) {
+        if (drop && !strcmp(st.entries[i].name, drop))
+            continue;
+        names[n] = st.entries[i].name;
+        tensors[n] = replace_name && !strcmp(replace_name, st.entries[i].name)
+                         ? *replace
+                         : st.entries[i].tensor;
+        n++;
+    }
+    if (extra) {
+        names[n] = extra;
+        tensors[n++] = st.entries[0].tensor;
+    }
+    CHECK_OK(vtr_safetensors_save(to, n, names, tensors, NULL, &err));
+    free(names);
+    free(tensors);
+    vtr_safetensors_close(&st);
+}
+
+TEST(backbone_rejects_bad_weights)
+{
+    vtr_error err;
+    const char *good = resnet18_weights();
+    const char *bad = test_path("bad.safetensors");
+    vtr_backbone *b = NULL;
+
+    rewrite_weights(good, bad, "layer2.0.downsample.1.running_var", NULL, NULL, NULL);
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_NOT_FOUND, "missing tensor 'layer2.0.downsample.1.running_var'");
+    CHECK(strstr(err.msg, bad) && !b);
+
+    float zeros[64 * 64] = {0};
+    vtr_tensor wrong = {VTR_F32, 4, {64, 64, 1, 1}, zeros};
+    rewrite_weights(good, bad, NULL, "layer1.1.conv2.weight", &wrong, NULL);
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
+                "tensor 'layer1.1.conv2.weight' has shape (64, 64, 1, 1), resnet18 expects "
+                "(64, 64, 3, 3)");
+
+    int64_t ints[64] = {0};
+    vtr_tensor int_var = {VTR_I64, 1, {64}, ints};
+    rewrite_weights(good, bad, NULL, "bn1.running_var", &int_var, NULL);
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
+                "tensor 'bn1.running_var' is int64");
+
+    rewrite_weights(good, bad, NULL, NULL, NULL, "layer5.0.conv1.weight");
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
+                "unexpected tensor 'layer5.0.conv1.weight'");
+
+    /* resnet18 weights for a resnet34: a block that is not there */
+    CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET34, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_NOT_FOUND, "missing tensor 'layer1.2.conv1.weight' (resnet34)");
+    /* for a resnet50: another block type */
+    CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET50, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_FORMAT, "'layer1.0.conv1.weight' has shape (64, 64, 3, 3), resnet50 "
+                "expects (64, 64, 1, 1)");
+    CHECK_FAILS(vtr_backbone_load(test_path("nothing.safetensors"), VTR_RESNET18,
+                                  VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_IO, "nothing.safetensors");
+    vtr_backbone_arch arch;
+    CHECK_FAILS(vtr_backbone_arch_parse("resnet51", &arch, &err), VTR_ERR_INVALID, "resnet51");
+#ifndef VTR_HAVE_CUDA
+    CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET18, VTR_BACKBONE_CUDA, &b, &err),
+                VTR_ERR_DEVICE, "without CUDA");
+#else
+    if (!vtr_cuda_available())
+        CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET18, VTR_BACKBONE_CUDA, &b, &err),
+                    VTR_ERR_DEVICE, "no CUDA device");
+#endif
+}
+
+/* The cuDNN engine against the oneDNN one (strict float32 on both): where a GPU is. */
+TEST(backbone_cuda_matches_cpu)
+{
+#ifndef VTR_HAVE_CUDA
+    test_skip("built without CUDA");
+#else
+    if (!vtr_cuda_available())
+        test_skip("no GPU");
+    need_onednn();
+    vtr_error err;
+    const char *w = resnet18_weights();
+    vtr_backbone *cpu = NULL, *gpu = NULL;
+    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_BACKBONE_CPU, &cpu, &err));
+    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_BACKBONE_CUDA, &gpu, &err));
+    vtr_rng rng;
+    vtr_rng_init(&rng, 8, 0);
+    /* two shapes in turn (the second rebuilds the plan), then the first again */
+    static const int shapes[][3] = {{3, 64, 80}, {2, 224, 224}, {3, 64, 80}};
+    for (size_t s = 0; s < 3; s++) {
+        int n = shapes[s][0], h = shapes[s][1], wd = shapes[s][2], gh, gw;
+        vtr_backbone_grid_size(cpu, h, wd, &gh, &gw);
+        size_t nin = (size_t)n * 3 * h * wd, nout = (size_t)n * gh * gw * 512;
+        float *x = random_floats(&rng, nin, 1.0f);
+        float *a = malloc(nout * sizeof *a), *b = malloc(nout * sizeof *b);
+        for (int grid = 0; grid < 2; grid++) {
+            size_t no = grid ? nout : (size_t)n * 512;
+            CHECK_OK(vtr_backbone_forward(cpu, x, n, h, wd, grid, a, &err));
+            CHECK_OK(vtr_backbone_forward(gpu, x, n, h, wd, grid, b, &err));
+            double e = rel_error(b, a, no);
+            printf("    %dx%dx%d %s: CUDA vs CPU relative error %.2e\n", n, h, wd,
+                   grid ? "grid" : "pooled", e);
+            CHECK_MSG(e < 1e-4, "CUDA vs CPU: relative error %g", e);
+        }
+        free(x), free(a), free(b);
+    }
+    vtr_backbone_free(cpu);
+    vtr_backbone_free(gpu);
+#endif
+}
+
+/* float16 weights load as their float32 values */
+TEST(backbone_reads_float16_weights)
+{
+    need_onednn();
+    vtr_error err;
+    const char *good = resnet18_weights();
+    vtr_safetensors st;
+    CHECK_OK(vtr_safetensors_open(good, &st, &err));
+    const char **names = malloc(st.count * sizeof *names);
+    vtr_tensor *half = malloc(st.count * sizeof *half), *rounded = malloc(st.count * sizeof *rounded);
+    for (size_t i = 0; i < st.count; i++) {
+        names[i] = st.entries[i].name;
+        half[i] = rounded[i] = st.entries[i].tensor;
+        if (st.entries[i].tensor.dtype != VTR_F32)
+            continue;
+        size_t n = (size_t)vtr_tensor_numel(&st.entries[i].tensor);
+        uint16_t *h = malloc((n ? n : 1) * sizeof *h);
+        float *r = malloc((n ? n : 1) * sizeof *r);
+        for (size_t j = 0; j < n; j++) {
+            float v;
+            memcpy(&v, (const char *)st.entries[i].tensor.data + 4 * j, 4);
+            h[j] = vtr_float_to_half(v);
+            r[j] = vtr_half_to_float(h[j]);
+        }
+        half[i].dtype = VTR_F16;
+        half[i].data = h;
+        rounded[i].data = r;
+    }
+    CHECK_OK(vtr_safetensors_save(test_path("half.safetensors"), st.count, names, half, NULL, &err));
+    CHECK_OK(vtr_safetensors_save(test_path("rounded.safetensors"), st.count, names, rounded, NULL,
+                                  &err));
+    for (size_t i = 0; i < st.count; i++) {
+        if (half[i].data != st.entries[i].tensor.data) {
+            free(half[i].data);
+            free(rounded[i].data);
+        }
+    }
+    free(names), free(half), free(rounded);
+    vtr_safetensors_close(&st);
+
+    vtr_backbone *a = NULL, *b = NULL;
+    CHECK_OK(vtr_backbone_load(test_path("half.safetensors"), VTR_RESNET18, VTR_BACKBONE_CPU, &a,
+                               &err));
+    CHECK_OK(vtr_backbone_load(test_path("rounded.safetensors"), VTR_RESNET18, VTR_BACKBONE_CPU,
+                               &b, &err));
+    vtr_rng rng;
+    vtr_rng_init(&rng, 4, 0);
+    float *x = random_floats(&rng, 2 * 3 * 40 * 40, 1.0f);
+    float fa[2 * 512], fb[2 * 512];
+    CHECK_OK(vtr_backbone_forward(a, x, 2, 40, 40, false, fa, &err));
+    CHECK_OK(vtr_backbone_forward(b, x, 2, 40, 40, false, fb, &err));
+    CHECK(memcmp(fa, fb, sizeof fa) == 0);
+    /* a 1x1 input still has a 1x1 grid; an empty one is an error */
+    int gh, gw;
+    vtr_backbone_grid_size(a, 1, 1, &gh, &gw);
+    CHECK(gh == 1 && gw == 1);
+    CHECK_OK(vtr_backbone_forward(a, x, 1, 1, 1, true, fa, &err));
+    CHECK_FAILS(vtr_backbone_forward(a, x, 1, 0, 5, true, fa, &err), VTR_ERR_INVALID, "0x5");
+    free(x);
+    vtr_backbone_free(a);
+    vtr_backbone_free(b);
+}
+
+/* ---- preprocessing ---------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int resize, crop;
+    bool full;
+} pre_cases[] = {
+    {"up", 256, 224, false},  {"down", 256, 224, false}, {"near", 256, 224, false},
+    {"small", 64, 56, true}, {"pad", 40, 48, true},      {"odd", 50, 45, true},
+};
+
+TEST(preprocess_matches_torchvision)
+{
+    vtr_error err;
+    if (access(PRE_DIR "/up_in.npy", R_OK) != 0)
+        test_skip("run from the top of the source tree to find " PRE_DIR);
+    for (size_t i = 0; i < sizeof pre_cases / sizeof pre_cases[0]; i++) {
+        char path[256];
+        vtr_npy_file fin, fcrop, fout;
+        snprintf(path, sizeof path, PRE_DIR "/%s_in.npy", pre_cases[i].name);
+        const uint8_t *img = load_npy(path, VTR_U8, 3, &fin);
+        snprintf(path, sizeof path, PRE_DIR "/%s_crop.npy", pre_cases[i].name);
+        const uint8_t *crop = load_npy(path, VTR_U8, 3, &fcrop);
+        vtr_preprocess_options o;
+        vtr_preprocess_defaults(&o);
+        o.resize = pre_cases[i].resize;
+        o.crop = pre_cases[i].crop;
+        int h = (int)fin.tensor.shape[0], w = (int)fin.tensor.shape[1], oh, ow;
+        vtr_preprocess_size(&o, h, w, &oh, &ow);
+        CHECK(oh == fcrop.tensor.shape[0] && ow == fcrop.tensor.shape[1]);
+        uint8_t *got = malloc((size_t)oh * ow * 3);
+        CHECK_OK(vtr_preprocess_geometry(img, h, w, &o, got, &err));
+        size_t differ = 0;
+        for (size_t j = 0; j < (size_t)oh * ow * 3; j++)
+            differ += got[j] != crop[j];
+        CHECK_MSG(differ == 0, "%s: %zu of %d bytes differ from Pillow's", pre_cases[i].name,
+                  differ, oh * ow * 3);
+        if (pre_cases[i].full) {
+            snprintf(path, sizeof path, PRE_DIR "/%s_out.npy", pre_cases[i].name);
+            const float *want = load_npy(path, VTR_F32, 3, &fout);
+            float *x = malloc((size_t)3 * oh * ow * sizeof *x);
+            CHECK_OK(vtr_preprocess_frame(img, h, w, &o, x, &err));
+            /* the same float32 operations in the same order: identical values */
+            CHECK_MSG(memcmp(x, want, (size_t)3 * oh * ow * sizeof *x) == 0,
+                      "%s: normalized values differ from torchvision's (%g)", pre_cases[i].name,
+                      rel_error(x, want, (size_t)3 * oh * ow));
+            free(x);
+            vtr_npy_close(&fout);
+        }
+        free(got);
+        vtr_npy_close(&fin), vtr_npy_close(&fcrop);
+    }
+}
+
+TEST(preprocess_prepared_frames_are_only_normalized)
+{
+    vtr_error err;
+    vtr_preprocess_options o;
+    vtr_preprocess_defaults(&o);
+    enum { S = 224 };
+    uint8_t *img = malloc(S * S * 3);
+    for (int i = 0; i < S * S * 3; i++)
+        img[i] = (uint8_t)(i * 7 + i / 5);
+    int oh, ow;
+    vtr_preprocess_size(&o, S, S, &oh, &ow);
+    CHECK(oh == S && ow == S);
+    float *x = malloc(3 * S * S * sizeof *x);
+    CHECK_OK(vtr_preprocess_frame(img, S, S, &o, x, &err));
+    for (int c = 0; c < 3; c++)
+        for (int p = 0; p < S * S; p += 97)
+            CHECK(x[c * S * S + p] == ((float)img[3 * p + c] / 255.0f - o.mean[c]) / o.std[c]);
+    /* other sizes: resize 256 on the shorter side, crop 224 */
+    vtr_preprocess_size(&o, 120, 160, &oh, &ow);
+    CHECK(oh == 224 && ow == 224);
+    o.crop = 0;
+    vtr_preprocess_size(&o, 120, 160, &oh, &ow);
+    CHECK(oh == 256 && ow == 341);
+    vtr_preprocess_size(&o, 1, 100000, &oh, &ow);
+    CHECK(oh == 0);
+    CHECK_FAILS(vtr_preprocess_frame(img, 1, 100000, &o, x, &err), VTR_ERR_INVALID, "too large");
+    o.std[1] = 0;
+    CHECK_FAILS(vtr_preprocess_check(&o, &err), VTR_ERR_INVALID, "std[1]");
+    free(img);
+    free(x);
+}
+
+/* ---- batching across items -------------------------------------------------------- */
+
+typedef struct collected {
+    int count;
+    char keys[8][16];
+    int64_t frames[8];
+    float *features[8];
+    int64_t rows[8];
+} collected;
+
+static vtr_status collect(void *ctx, const vtr_extractor_item *item, vtr_error *err)
+{
+    collected *c = ctx;
+    if (c->count == 8)
+        return vtr_fail(err, VTR_ERR_INVALID, "too many items");
+    int i = c->count++;
+    snprintf(c->keys[i], sizeof c->keys[i], "%s", item->key);
+    c->frames[i] = item->frames;
+    c->rows[i] = item->features.shape[0];
+    size_t n = (size_t)vtr_tensor_numel(&item->features);
+    c->features[i] = malloc((n ? n : 1) * sizeof(float));
+    memcpy(c->features[i], item->features.data, n * sizeof(float));
+    return VTR_OK;
+}
+
+TEST(extractor_batches_frames_across_items)
+{
+    need_onednn();
+    vtr_error err;
+    vtr_backbone *b = NULL;
+    CHECK_OK(vtr_backbone_load(resnet18_weights(), VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err));
+    vtr_extractor_options o;
+    vtr_extractor_defaults(&o);
+    o.batch = 3;
+    o.grid = true;
+    o.pre.resize = 40; /* small frames keep the test fast: 40 -> crop 32, 1x1 grid */
+    o.pre.crop = 32;
+    collected got = {0};
+    vtr_extractor *x = NULL;
+    CHECK_OK(vtr_extractor_new(b, &o, collect, &got, &x, &err));
+    /* items of 2, 0, 5 and 1 frames of 48x64 */
+    static const int counts[] = {2, 0, 5, 1};
+    uint8_t *frames[4];
+    vtr_rng rng;
+    vtr_rng_init(&rng, 6, 0);
+    for (int i = 0; i < 4; i++) {
+        size_t n = (size_t)counts[i] * 48 * 64 * 3;
+        frames[i] = malloc(n ? n : 1);
+        for (size_t j = 0; j < n; j++)
+            frames[i][j] = (uint8_t)vtr_rng_below(&rng, 256);
+        char key[8];
+        snprintf(key, sizeof key, "v%d", i);
+        vtr_tensor t = {VTR_U8, 4, {counts[i], 48, 64, 3}, frames[i]};
+        CHECK_OK(vtr_extractor_add(x, key, NULL, &t, &err));
+        if (i == 1) {
+            /* a record of the wrong kind is refused, and nothing changes */
+            float f[12];
+            vtr_tensor bad = {VTR_F32, 4, {1, 2, 2, 3}, f};
+            CHECK_FAILS(vtr_extractor_add(x, "bad", NULL, &bad, &err), VTR_ERR_INVALID,
+                        "float32 (1, 2, 2, 3), not uint8 RGB frames");
+            vtr_tensor gray = {VTR_U8, 3, {1, 48, 64}, frames[0]};
+            CHECK_FAILS(vtr_extractor_check_frames(x, &gray, &err), VTR_ERR_INVALID,
+                        "uint8 (1, 48, 64)");
+        }
+    }
+    CHECK_OK(vtr_extractor_finish(x, &err));
+    CHECK_EQ_INT(got.count, 4);
+    /* each item in order, against the backbone on that item's frames alone */
+    for (int i = 0; i < 4; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "v%d", i);
+        CHECK_STR(got.keys[i], key);
+        CHECK_EQ_INT(got.frames[i], counts[i]);
+        CHECK_EQ_INT(got.rows[i], counts[i]); /* 1x1 grid: one cell per frame */
+        if (!counts[i])
+            continue;
+        float *in = malloc((size_t)counts[i] * 3 * 32 * 32 * sizeof *in);
+        for (int f = 0; f < counts[i]; f++)
+            CHECK_OK(vtr_preprocess_frame(frames[i] + (size_t)f * 48 * 64 * 3, 48, 64, &o.pre,
+                                          in + (size_t)f * 3 * 32 * 32, &err));
+        float *want = malloc((size_t)counts[i] * 512 * sizeof *want);
+        CHECK_OK(vtr_backbone_forward(b, in, counts[i], 32, 32, true, want, &err));
+        double e = rel_error(got.features[i], want, (size_t)counts[i] * 512);
+        CHECK_MSG(e < 1e-5, "item %d: relative error %g", i, e);
+        free(in), free(want);
+    }
+    for (int i = 0; i < 4; i++)
+        free(frames[i]), free(got.features[i]);
+    vtr_extractor_free(x);
+
+    /* without a crop, frames of another size close the batch early: a landscape item,
+     * then a portrait one (40x53 and 53x40 after resizing), two frames each, batch 3 */
+    o.pre.crop = 0;
+    o.grid = false;
+    collected got2 = {0};
+    CHECK_OK(vtr_extractor_new(b, &o, collect, &got2, &x, &err));
+    uint8_t *pic = malloc(2 * 48 * 64 * 3);
+    for (int j = 0; j < 2 * 48 * 64 * 3; j++)
+        pic[j] = (uint8_t)vtr_rng_below(&rng, 256);
+    vtr_tensor land = {VTR_U8, 4, {2, 48, 64, 3}, pic}, port = {VTR_U8, 4, {2, 64, 48, 3}, pic};
+    CHECK_OK(vtr_extractor_add(x, "land", NULL, &land, &err));
+    CHECK_OK(vtr_extractor_add(x, "port", NULL, &port, &err));
+    CHECK_OK(vtr_extractor_finish(x, &err));
+    CHECK_EQ_INT(got2.count, 2);
+    for (int i = 0; i < 2; i++) {
+        int h = i ? 64 : 48, w = i ? 48 : 64, oh, ow;
+        vtr_preprocess_size(&o.pre, h, w, &oh, &ow);
+        CHECK(oh == (i ? 53 : 40) && ow == (i ? 40 : 53));
+        float *in = malloc((size_t)2 * 3 * oh * ow * sizeof *in), want[2 * 512];
+        for (int f = 0; f < 2; f++)
+            CHECK_OK(vtr_preprocess_frame(pic + (size_t)f * 48 * 64 * 3, h, w, &o.pre,
+                                          in + (size_t)f * 3 * oh * ow, &err));
+        CHECK_OK(vtr_backbone_forward(b, in, 2, oh, ow, false, want, &err));
+        CHECK_EQ_INT(got2.rows[i], 2);
+        CHECK_MSG(rel_error(got2.features[i], want, 2 * 512) < 1e-5, "item %d", i);
+        free(in);
+        free(got2.features[i]);
+    }
+    free(pic);
+    vtr_extractor_free(x);
+    vtr_backbone_free(b);
+}
