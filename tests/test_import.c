@@ -1,0 +1,833 @@
+/* Importers: each layout's tiny fixture (tests/interop/import_fixtures.py, written with
+ * numpy, h5py and json exactly as the releases are) lands in the catalog and the feature
+ * store with the right items, captions, splits and rows; malformed inputs fail with one
+ * line naming the file and the item and leave nothing behind; the numpy string-array
+ * reader of the HGR names files. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "features/import.h"
+#include "features/import_hgr.h"
+#include "lib/catalog.h"
+#include "lib/feature_store.h"
+
+#define PYTHON "/usr/bin/python3"
+#define FIXTURES "tests/interop/import_fixtures.py"
+
+static void need_fixtures(void)
+{
+    if (access(FIXTURES, R_OK) != 0)
+        test_skip("run from the top of the source tree to find " FIXTURES);
+    if (test_run(PYTHON " -c 'import numpy, h5py' >/dev/null 2>&1") != 0)
+        test_skip(PYTHON " with numpy and h5py is not available (python3-h5py)");
+}
+
+/* Writes the fixture of layout (variant may be "") into a fresh directory. */
+static const char *fixture(const char *layout, const char *variant)
+{
+    static char dirs[8][512];
+    static int next;
+    char *d = dirs[next++ % 8];
+    snprintf(d, sizeof dirs[0], "%s/fx-%s-%s", test_tmpdir(), layout, variant[0] ? variant : "ok");
+    CHECK_EQ_INT(
+        test_run("rm -rf '%s' && " PYTHON " " FIXTURES " %s '%s' %s", d, layout, d, variant), 0);
+    return d;
+}
+
+static vtr_catalog *new_catalog(const char *name)
+{
+    vtr_error err;
+    const char *path = test_path(name);
+    unlink(path);
+    vtr_catalog *cat;
+    CHECK_OK(vtr_catalog_open(path, &cat, &err));
+    return cat;
+}
+
+static vtr_import_options options(vtr_catalog *cat, const char *store)
+{
+    return (vtr_import_options){.catalog = cat, .dataset = "ds", .store = store};
+}
+
+static int64_t dataset_id(vtr_catalog *cat)
+{
+    vtr_error err;
+    int64_t id;
+    CHECK_OK(vtr_catalog_find_dataset(cat, "ds", &id, &err));
+    return id;
+}
+
+/* The split holds n items, the first and last with these keys (NULL: not checked). */
+static void check_split(vtr_catalog *cat, const char *split, size_t n, const char *first,
+                        const char *last)
+{
+    vtr_error err;
+    vtr_item_ref_list l;
+    CHECK_OK(vtr_catalog_split_items(cat, dataset_id(cat), split, &l, &err));
+    CHECK_MSG(l.n == n, "split %s has %zu items, expected %zu", split, l.n, n);
+    if (first)
+        CHECK_STR(l.items[0].key, first);
+    if (last)
+        CHECK_STR(l.items[n - 1].key, last);
+    vtr_item_ref_list_free(&l);
+}
+
+/* The item has n captions; caption `which` reads `text` (NULL: not checked). */
+static void check_captions(vtr_catalog *cat, const char *key, size_t n, size_t which,
+                           const char *text)
+{
+    vtr_error err;
+    vtr_item it;
+    CHECK_OK(vtr_catalog_find_item(cat, dataset_id(cat), key, &it, &err));
+    vtr_caption_list l;
+    CHECK_OK(vtr_catalog_item_captions(cat, it.id, &l, &err));
+    CHECK_MSG(l.n == n, "item %s has %zu captions, expected %zu", key, l.n, n);
+    if (text)
+        CHECK_STR(l.captions[which].text, text);
+    vtr_caption_list_free(&l);
+    vtr_item_free(&it);
+}
+
+static vtr_item_status item_status(vtr_catalog *cat, const char *key, char *error, size_t size)
+{
+    vtr_error err;
+    vtr_item it;
+    CHECK_OK(vtr_catalog_find_item(cat, dataset_id(cat), key, &it, &err));
+    vtr_item_status s = it.status;
+    if (error)
+        snprintf(error, size, "%s", it.error ? it.error : "");
+    vtr_item_free(&it);
+    return s;
+}
+
+static int64_t split_count(const vtr_import_stats *s, const char *split)
+{
+    return json_integer_value(json_object_get(s->splits, split));
+}
+
+/* Item key's rows in the store: n rows, and row r column c holds want. */
+static void check_rows(vtr_feature_store_reader *r, const char *key, int64_t n, int64_t row,
+                       int64_t col, double want)
+{
+    vtr_error err;
+    int64_t i = vtr_feature_store_reader_find(r, key);
+    CHECK_MSG(i >= 0, "store lacks item %s", key);
+    vtr_tensor t;
+    CHECK_OK(vtr_feature_store_reader_item(r, i, &t, &err));
+    CHECK_MSG(t.shape[0] == n, "item %s has %lld rows, expected %lld", key, (long long)t.shape[0],
+              (long long)n);
+    float v = ((const float *)t.data)[row * t.shape[1] + col];
+    CHECK_MSG(v == (float)want, "item %s row %lld col %lld: %g, expected %g", key, (long long)row,
+              (long long)col, v, want);
+}
+
+/* After a failed import: no dataset in the catalog, no store and no temporary directory. */
+static void check_nothing_left(vtr_catalog *cat, const char *store)
+{
+    vtr_error err;
+    int64_t id;
+    CHECK_FAILS(vtr_catalog_find_dataset(cat, "ds", &id, &err), VTR_ERR_NOT_FOUND, "ds");
+    if (!store)
+        return;
+    CHECK(access(store, F_OK) != 0);
+    const char *base = strrchr(store, '/') + 1;
+    DIR *d = opendir(test_tmpdir());
+    CHECK(d);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        CHECK_MSG(strncmp(de->d_name, base, strlen(base)) != 0, "%s left behind", de->d_name);
+    closedir(d);
+}
+
+typedef struct skip_log {
+    int count;
+    char key[256];
+    char msg[VTR_ERROR_MSG_MAX];
+} skip_log;
+
+static void record_skip(void *ctx, const char *key, const vtr_error *why)
+{
+    skip_log *l = ctx;
+    l->count++;
+    snprintf(l->key, sizeof l->key, "%s", key);
+    snprintf(l->msg, sizeof l->msg, "%s", why->msg);
+}
+
+/* ---- npy-dir ------------------------------------------------------------------------ */
+
+TEST(import_npy_dir)
+{
+    need_fixtures();
+    vtr_error err;
+    const char *fx = fixture("npy-dir", "");
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/a", fx);
+    snprintf(b, sizeof b, "%s/b", fx);
+    vtr_import_source src[] = {{a, "train"}, {b, NULL}};
+    vtr_catalog *cat = new_catalog("npy.db");
+    const char *store = test_path("npy-store");
+    vtr_import_options o = options(cat, store);
+    o.store_dtype = VTR_F16;
+    vtr_import_stats s;
+    CHECK_OK(vtr_import_npy_dir(src, 2, &o, &s, &err));
+    CHECK_EQ_INT(s.items, 4);
+    CHECK_EQ_INT(s.new_items, 4);
+    CHECK_EQ_INT(s.captions, 0);
+    CHECK_EQ_INT(s.feature_items, 4);
+    CHECK_EQ_INT(s.feature_rows, 2 + 3 + 1 + 4);
+    CHECK_EQ_INT(s.dim, 8);
+    CHECK_EQ_INT(split_count(&s, "train"), 3);
+    vtr_import_stats_free(&s);
+    check_split(cat, "train", 3, "v0", "v2");
+    CHECK_EQ_INT(item_status(cat, "v3", NULL, 0), VTR_ITEM_OK);
+
+    vtr_feature_store_reader *r;
+    CHECK_OK(vtr_feature_store_reader_open(store, &r, &err));
+    CHECK_EQ_INT(vtr_feature_store_reader_items(r), 4);
+    CHECK_EQ_INT(vtr_feature_store_reader_dtype(r), VTR_F16);
+    CHECK_STR(vtr_feature_store_reader_key(r, 0), "v0");
+    CHECK_STR(vtr_feature_store_reader_key(r, 3), "v3");
+    vtr_feature_store_reader_close(r);
+
+    vtr_feature_store fs;
+    CHECK_OK(vtr_catalog_find_feature_store(cat, dataset_id(cat), "npy-store", &fs, &err));
+    CHECK_EQ_INT(fs.dim, 8);
+    CHECK_EQ_INT(fs.rows, 10);
+    CHECK_EQ_INT(fs.items, 4);
+    CHECK_EQ_INT(fs.dtype, VTR_F16);
+    CHECK_STR(fs.extractor, "imported:npy-dir");
+    CHECK(fs.path[0] == '/' && strstr(fs.path, "/npy-store"));
+    vtr_feature_store_free(&fs);
+
+    /* float32, and the values */
+    const char *store32 = test_path("npy-store32");
+    o = options(cat, store32);
+    CHECK_OK(vtr_import_npy_dir(src, 2, &o, &s, &err));
+    CHECK_EQ_INT(s.new_items, 0);
+    vtr_import_stats_free(&s);
+    CHECK_OK(vtr_feature_store_reader_open(store32, &r, &err));
+    check_rows(r, "v0", 2, 1, 3, 13);
+    check_rows(r, "v1", 3, 2, 0, 1020);
+    check_rows(r, "v2", 1, 0, 7, 2007);
+    check_rows(r, "v3", 4, 3, 5, 3035);
+    vtr_feature_store_reader_close(r);
+    vtr_catalog_close(cat);
+}
+
+TEST(import_npy_dir_bad_items)
+{
+    need_fixtures();
+    vtr_error err;
+    vtr_import_stats s;
+    const char *variants[] = {"bad-dim", "bad-npy", "dup"};
+    const char *needles[] = {"item \"v4\": array (2, 5), expected (n, 8)", "v4.npy",
+                             "b/v1.npy: key \"v1\" is also in an earlier directory"};
+    vtr_status status[] = {VTR_ERR_INVALID, VTR_ERR_FORMAT, VTR_ERR_INVALID};
+    for (int i = 0; i < 3; i++) {
+        const char *fx = fixture("npy-dir", variants[i]);
+        char a[600], b[600];
+        snprintf(a, sizeof a, "%s/a", fx);
+        snprintf(b, sizeof b, "%s/b", fx);
+        vtr_import_source src[] = {{a, NULL}, {b, NULL}};
+        vtr_catalog *cat = new_catalog("npy-bad.db");
+        const char *store = test_path("npy-bad-store");
+        vtr_import_options o = options(cat, store);
+        CHECK_FAILS(vtr_import_npy_dir(src, 2, &o, &s, &err), status[i], needles[i]);
+        check_nothing_left(cat, store);
+        vtr_catalog_close(cat);
+    }
+    /* with a skip callback the bad item is reported, stored without features, and the
+     * import goes on */
+    const char *fx = fixture("npy-dir", "bad-dim");
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/a", fx);
+    snprintf(b, sizeof b, "%s/b", fx);
+    vtr_import_source src[] = {{a, NULL}, {b, NULL}};
+    vtr_catalog *cat = new_catalog("npy-skip.db");
+    const char *store = test_path("npy-skip-store");
+    vtr_import_options o = options(cat, store);
+    skip_log log = {0};
+    o.on_skip = record_skip;
+    o.skip_ctx = &log;
+    CHECK_OK(vtr_import_npy_dir(src, 2, &o, &s, &err));
+    CHECK_EQ_INT(log.count, 1);
+    CHECK_STR(log.key, "v4");
+    CHECK_EQ_INT(s.items, 5);
+    CHECK_EQ_INT(s.skipped, 1);
+    CHECK_EQ_INT(s.feature_items, 4);
+    vtr_import_stats_free(&s);
+    char why[VTR_ERROR_MSG_MAX];
+    CHECK_EQ_INT(item_status(cat, "v4", why, sizeof why), VTR_ITEM_FAILED);
+    CHECK(strstr(why, "expected (n, 8)"));
+    /* no store, no directory */
+    o = options(cat, NULL);
+    CHECK_FAILS(vtr_import_npy_dir(src, 2, &o, &s, &err), VTR_ERR_INVALID, "feature store");
+    vtr_import_source missing = {test_path("nowhere"), NULL};
+    o = options(cat, test_path("npy-none"));
+    CHECK_FAILS(vtr_import_npy_dir(&missing, 1, &o, &s, &err), VTR_ERR_IO, "nowhere");
+    vtr_catalog_close(cat);
+}
+
+/* ---- precomp ------------------------------------------------------------------------ */
+
+TEST(import_precomp)
+{
+    need_fixtures();
+    vtr_error err;
+    const char *fx = fixture("precomp", "");
+    vtr_catalog *cat = new_catalog("precomp.db");
+    const char *store = test_path("precomp-store");
+    vtr_import_options o = options(cat, store);
+    vtr_import_stats s;
+    CHECK_OK(vtr_import_precomp(fx, 0, &o, &s, &err));
+    CHECK_EQ_INT(s.items, 9);
+    CHECK_EQ_INT(s.captions, 45);
+    CHECK_EQ_INT(s.feature_items, 9);
+    CHECK_EQ_INT(s.feature_rows, 27);
+    CHECK_EQ_INT(split_count(&s, "train"), 4);
+    CHECK_EQ_INT(split_count(&s, "val"), 2);
+    CHECK_EQ_INT(split_count(&s, "test"), 2);
+    CHECK_EQ_INT(split_count(&s, "testall"), 3);
+    CHECK(!json_object_get(s.splits, "dev"));
+    vtr_import_stats_free(&s);
+    check_split(cat, "train", 4, "train_0", "train_3");
+    check_split(cat, "val", 2, "501", "502");
+    check_split(cat, "testall", 3, "601", "603");
+    check_captions(cat, "train_2", 5, 4, "train image 2 caption 4");
+    check_captions(cat, "502", 5, 0, "dev image 1 caption 0");
+    check_captions(cat, "601", 5, 2, "test image 0 caption 2"); /* from test, first seen */
+    check_captions(cat, "603", 5, 0, "testall image 2 caption 0");
+    vtr_feature_store_reader *r;
+    CHECK_OK(vtr_feature_store_reader_open(store, &r, &err));
+    CHECK_EQ_INT(vtr_feature_store_reader_dim(r), 8);
+    check_rows(r, "train_1", 3, 2, 6, 11026);
+    check_rows(r, "502", 3, 0, 0, 21000);
+    check_rows(r, "603", 3, 2, 1, 32021);
+    vtr_feature_store_reader_close(r);
+    /* annotations only, a second time: nothing new, captions replaced in place */
+    o = options(cat, NULL);
+    CHECK_OK(vtr_import_precomp(fx, 5, &o, &s, &err));
+    CHECK_EQ_INT(s.new_items, 0);
+    CHECK_EQ_INT(s.feature_items, 0);
+    vtr_import_stats_free(&s);
+    check_captions(cat, "train_2", 5, 4, "train image 2 caption 4");
+    /* 5 captions per image do not divide into 3 */
+    CHECK_FAILS(vtr_import_precomp(fx, 3, &o, &s, &err), VTR_ERR_FORMAT,
+                "train_caps.txt: 20 lines for 4 images of train_ims.npy; expected 3 per image");
+    vtr_catalog_close(cat);
+}
+
+TEST(import_precomp_bad)
+{
+    need_fixtures();
+    vtr_error err;
+    vtr_import_stats s;
+    vtr_catalog *cat = new_catalog("precomp-bad.db");
+    const char *store = test_path("precomp-bad-store");
+    vtr_import_options o = options(cat, store);
+    const char *fx = fixture("precomp", "caps-mismatch");
+    CHECK_FAILS(vtr_import_precomp(fx, 0, &o, &s, &err), VTR_ERR_FORMAT,
+                "test_caps.txt: 9 lines for 2 images of test_ims.npy; expected 5 per image (10)");
+    check_nothing_left(cat, store);
+    fx = fixture("precomp", "no-caps");
+    CHECK_FAILS(vtr_import_precomp(fx, 0, &o, &s, &err), VTR_ERR_NOT_FOUND,
+                "test_caps.txt: missing");
+    check_nothing_left(cat, store);
+    CHECK_FAILS(vtr_import_precomp(test_path("absent"), 0, &o, &s, &err), VTR_ERR_IO, "absent");
+    CHECK_EQ_INT(test_run("mkdir -p '%s'", test_path("empty-precomp")), 0);
+    CHECK_FAILS(vtr_import_precomp(test_path("empty-precomp"), 0, &o, &s, &err), VTR_ERR_NOT_FOUND,
+                "no precomp split");
+    vtr_catalog_close(cat);
+}
+
+/* ---- HGR ---------------------------------------------------------------------------- */
+
+TEST(import_hgr_frames)
+{
+    need_fixtures();
+    vtr_error err;
+    const char *fx = fixture("hgr", "");
+    vtr_catalog *cat = new_catalog("hgr.db");
+    const char *store = test_path("hgr-sa");
+    vtr_import_options o = options(cat, store);
+    vtr_import_stats s;
+    CHECK_OK(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err));
+    CHECK_EQ_INT(s.items, 6);
+    CHECK_EQ_INT(s.captions, 2 + 3 + 1 + 2 + 2 + 3);
+    CHECK_EQ_INT(s.feature_items, 6);
+    CHECK_EQ_INT(s.feature_rows, 5 + 3 + 2 + 4 + 1 + 6);
+    CHECK_EQ_INT(split_count(&s, "train"), 3);
+    CHECK_EQ_INT(split_count(&s, "val"), 1);
+    CHECK_EQ_INT(split_count(&s, "test"), 2);
+    vtr_import_stats_free(&s);
+    check_split(cat, "train", 3, "video0", "clips/v2");
+    check_split(cat, "test", 2, "video4",
+                "vid\xc3\xa9"
+                "5");
+    check_captions(cat, "video1", 3, 2, "a video1 caption number 2");
+    check_captions(cat,
+                   "vid\xc3\xa9"
+                   "5",
+                   3, 0,
+                   "a vid\xc3\xa9"
+                   "5 caption number 0");
+    vtr_item it;
+    CHECK_FAILS(vtr_catalog_find_item(cat, dataset_id(cat), "extra", &it, &err), VTR_ERR_NOT_FOUND,
+                "extra");
+    vtr_feature_store_reader *r;
+    CHECK_OK(vtr_feature_store_reader_open(store, &r, &err));
+    check_rows(r, "video0", 5, 4, 7, 47);
+    check_rows(r, "clips/v2", 2, 1, 4, 2014);
+    check_rows(r,
+               "vid\xc3\xa9"
+               "5",
+               6, 5, 7, 5057);
+    vtr_feature_store_reader_close(r);
+    vtr_feature_store fs;
+    CHECK_OK(vtr_catalog_find_feature_store(cat, dataset_id(cat), "hgr-sa", &fs, &err));
+    CHECK_STR(fs.extractor, "imported:hgr/SA/resnet152.pth");
+    vtr_feature_store_free(&fs);
+
+    /* the mean-pooled features into a second store, under a chosen name */
+    o = options(cat, test_path("hgr-mp"));
+    o.store_name = "resnet152-mean";
+    CHECK_OK(vtr_import_hgr(fx, VTR_HGR_MEAN, "resnet152.pth", &o, &s, &err));
+    CHECK_EQ_INT(s.new_items, 0);
+    CHECK_EQ_INT(s.feature_rows, 6);
+    vtr_import_stats_free(&s);
+    CHECK_OK(vtr_feature_store_reader_open(test_path("hgr-mp"), &r, &err));
+    check_rows(r, "video1", 1, 0, 2, 1012); /* mean of rows 1000+c, 1010+c, 1020+c */
+    check_rows(r, "video4", 1, 0, 0, 4000);
+    vtr_feature_store_reader_close(r);
+    CHECK_OK(vtr_catalog_find_feature_store(cat, dataset_id(cat), "resnet152-mean", &fs, &err));
+    CHECK_EQ_INT(fs.rows, 6);
+    vtr_feature_store_free(&fs);
+
+    /* annotations only */
+    vtr_catalog *cat2 = new_catalog("hgr-anno.db");
+    o = options(cat2, NULL);
+    CHECK_OK(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err));
+    CHECK_EQ_INT(s.items, 6);
+    CHECK_EQ_INT(s.feature_items, 0);
+    vtr_import_stats_free(&s);
+    CHECK_EQ_INT(item_status(cat2, "video0", NULL, 0), VTR_ITEM_PENDING);
+    vtr_catalog_close(cat2);
+    vtr_catalog_close(cat);
+}
+
+TEST(import_hgr_bad)
+{
+    need_fixtures();
+    vtr_error err;
+    vtr_import_stats s;
+    vtr_catalog *cat = new_catalog("hgr-bad.db");
+    const char *store = test_path("hgr-bad-store");
+    vtr_import_options o = options(cat, store);
+
+    const char *fx = fixture("hgr", "missing-video");
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_NOT_FOUND,
+                "tst_ft.hdf5: no dataset \"vid\xc3\xa9"
+                "5\" for video \"vid\xc3\xa9"
+                "5\"");
+    check_nothing_left(cat, store);
+    /* skipped with a callback: the item is imported with status failed */
+    skip_log log = {0};
+    o.on_skip = record_skip;
+    o.skip_ctx = &log;
+    CHECK_OK(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err));
+    CHECK_EQ_INT(log.count, 1);
+    CHECK_EQ_INT(s.skipped, 1);
+    CHECK_EQ_INT(s.feature_items, 5);
+    CHECK_EQ_INT(s.items, 6);
+    vtr_import_stats_free(&s);
+    char why[VTR_ERROR_MSG_MAX];
+    CHECK_EQ_INT(item_status(cat,
+                             "vid\xc3\xa9"
+                             "5",
+                             why, sizeof why),
+                 VTR_ITEM_FAILED);
+    CHECK(strstr(why, "no dataset"));
+    CHECK_EQ_INT(test_run("rm -rf '%s'", store), 0);
+    vtr_catalog_close(cat);
+
+    cat = new_catalog("hgr-bad2.db");
+    o = options(cat, store);
+    fx = fixture("hgr", "no-caption");
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_NOT_FOUND,
+                "ref_captions.json: no captions for video \"video4\" (named in tst_names.npy)");
+    check_nothing_left(cat, store);
+    fx = fixture("hgr", "object-names");
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_UNSUPPORTED,
+                "tst_names.npy: an object array");
+    check_nothing_left(cat, store);
+    fx = fixture("hgr", "two-features");
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_INVALID,
+                "2 feature directories");
+    check_nothing_left(cat, store);
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, "vgg", &o, &s, &err), VTR_ERR_NOT_FOUND,
+                "SA/vgg/trn_ft.hdf5: missing");
+    CHECK_OK(vtr_import_hgr(fx, VTR_HGR_FRAMES, "resnet152.pth", &o, &s, &err));
+    vtr_import_stats_free(&s);
+    /* an HDF5 file that is not one */
+    fx = fixture("hgr", "");
+    char h5[700];
+    snprintf(h5, sizeof h5, "%s/ordered_feature/SA/resnet152.pth/val_ft.hdf5", fx);
+    CHECK_EQ_INT(test_run("echo garbage > '%s'", h5), 0);
+    o.replace_store = true;
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_FORMAT,
+                "val_ft.hdf5: not an HDF5 file");
+    /* a mean-pooled file with a row too few */
+    snprintf(h5, sizeof h5, "%s/ordered_feature/MP/resnet152.pth/trn_ft.npy", fx);
+    CHECK_EQ_INT(test_run(PYTHON " -c 'import numpy as np; np.save(\"%s\", np.zeros((2, 8), "
+                                 "np.float32))'",
+                          h5),
+                 0);
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_MEAN, NULL, &o, &s, &err), VTR_ERR_FORMAT,
+                "trn_ft.npy: shape (2, 8); expected (3, dim), a row per name in trn_names.npy");
+    /* a broken captions file */
+    char caps[700];
+    snprintf(caps, sizeof caps, "%s/annotation/RET/ref_captions.json", fx);
+    CHECK_EQ_INT(test_run("printf '{\"video0\": [\"a\",' > '%s'", caps), 0);
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_MEAN, NULL, &o, &s, &err), VTR_ERR_FORMAT,
+                "ref_captions.json: line 1 column");
+    vtr_catalog_close(cat);
+}
+
+/* ---- the names reader --------------------------------------------------------------- */
+
+/* An NPY 1.0 image with this header dict and data. */
+static size_t npy_image(char *buf, const char *dict, const void *data, size_t len)
+{
+    size_t hlen = strlen(dict);
+    size_t total = 10 + hlen + 1;
+    size_t pad = (64 - total % 64) % 64;
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (char)((hlen + 1 + pad) & 0xFF);
+    buf[9] = (char)((hlen + 1 + pad) >> 8);
+    memcpy(buf + 10, dict, hlen);
+    memset(buf + 10 + hlen, ' ', pad);
+    buf[10 + hlen + pad] = '\n';
+    memcpy(buf + total + pad, data, len);
+    return total + pad + len;
+}
+
+TEST(import_name_list_reader)
+{
+    vtr_error err;
+    char buf[512];
+    vtr_name_list l;
+    /* '<U3': "ab", "\u00e9x\U0001F600" */
+    uint32_t u[6] = {'a', 'b', 0, 0xE9, 'x', 0x1F600};
+    size_t n =
+        npy_image(buf, "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", u, sizeof u);
+    CHECK_OK(vtr_name_list_parse(buf, n, "mem", &l, &err));
+    CHECK_EQ_INT(l.n, 2);
+    CHECK_STR(l.names[0], "ab");
+    CHECK_STR(l.names[1], "\xc3\xa9x\xf0\x9f\x98\x80");
+    vtr_name_list_free(&l);
+    /* '|S4' */
+    n = npy_image(buf, "{'descr': '|S4', 'fortran_order': False, 'shape': (2,), }", "abcdxy\0\0",
+                  8);
+    CHECK_OK(vtr_name_list_parse(buf, n, "mem", &l, &err));
+    CHECK_STR(l.names[0], "abcd");
+    CHECK_STR(l.names[1], "xy");
+    vtr_name_list_free(&l);
+    /* no names at all */
+    n = npy_image(buf, "{'descr': '<U1', 'fortran_order': False, 'shape': (0,), }", "", 0);
+    CHECK_OK(vtr_name_list_parse(buf, n, "mem", &l, &err));
+    CHECK_EQ_INT(l.n, 0);
+    vtr_name_list_free(&l);
+
+    struct {
+        const char *dict;
+        const void *data;
+        size_t len;
+        vtr_status status;
+        const char *needle;
+    } bad[] = {
+        {"{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", "12345678", 8,
+         VTR_ERR_UNSUPPORTED, "object array"},
+        {"{'descr': '>U2', 'fortran_order': False, 'shape': (1,), }", "\0\0\0a\0\0\0b", 8,
+         VTR_ERR_UNSUPPORTED, "big-endian"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", "12345678", 8,
+         VTR_ERR_UNSUPPORTED, "dtype '<f4'"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (1, 2), }", "a\0\0\0b\0\0\0", 8,
+         VTR_ERR_FORMAT, "2-D"},
+        {"{'descr': '<U2', 'fortran_order': False, 'shape': (2,), }", "a\0\0\0b\0\0\0", 8,
+         VTR_ERR_FORMAT, "8 data bytes for 2 names of 8 bytes"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (2,), }", "a\0\0\0\0\0\0\0", 8,
+         VTR_ERR_FORMAT, "name 1 is empty"},
+        {"{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }", "\0\0\0\0b\0\0\0", 8,
+         VTR_ERR_FORMAT, "name 0 holds a NUL"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", "\0\xd8\0\0", 4,
+         VTR_ERR_FORMAT, "not valid Unicode"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", "\0\0\x11\0", 4,
+         VTR_ERR_FORMAT, "not valid Unicode"},
+        {"{'descr': '|S2', 'fortran_order': False, 'shape': (1,), }", "\xc3(", 2, VTR_ERR_FORMAT,
+         "not valid UTF-8"},
+        {"{'descr': '<U1', 'shape': (1,), }", "a\0\0\0", 4, VTR_ERR_FORMAT, "lacks"},
+        {"{'descr': '<U1', 'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", "a\0\0\0", 4,
+         VTR_ERR_FORMAT, "repeated"},
+        {"{'descr': '<U1', 'fortran_order': Maybe, 'shape': (1,), }", "a\0\0\0", 4, VTR_ERR_FORMAT,
+         "fortran_order"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (1,), } x", "a\0\0\0", 4,
+         VTR_ERR_FORMAT, "text after"},
+        {"['descr', '<U1']", "a\0\0\0", 4, VTR_ERR_FORMAT, "not a dict"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (99999999999999999999,), }", "a\0\0\0",
+         4, VTR_ERR_FORMAT, "shape"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = npy_image(buf, bad[i].dict, bad[i].data, bad[i].len);
+        CHECK_FAILS(vtr_name_list_parse(buf, n, "names.npy", &l, &err), bad[i].status,
+                    bad[i].needle);
+        CHECK(strncmp(err.msg, "names.npy: ", 11) == 0);
+        CHECK(l.n == 0 && !l.names);
+    }
+    /* truncations of a good image: every prefix is refused, none is over-read */
+    n = npy_image(buf, "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", u, sizeof u);
+    for (size_t cut = 0; cut < n; cut++) {
+        char *copy = malloc(cut ? cut : 1);
+        memcpy(copy, buf, cut);
+        vtr_status st = vtr_name_list_parse(copy, cut, "cut", &l, &err);
+        free(copy);
+        CHECK_MSG(st != VTR_OK, "a %zu-byte prefix parsed", cut);
+    }
+    /* version 2.0 header */
+    char v2[512];
+    size_t len1 =
+        npy_image(buf, "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", u, sizeof u);
+    size_t hlen = (size_t)(unsigned char)buf[8] | (size_t)(unsigned char)buf[9] << 8;
+    memcpy(v2, "\x93NUMPY\x02\x00", 8);
+    v2[8] = (char)(hlen & 0xFF);
+    v2[9] = (char)(hlen >> 8);
+    v2[10] = v2[11] = 0;
+    memcpy(v2 + 12, buf + 10, len1 - 10);
+    CHECK_OK(vtr_name_list_parse(v2, len1 + 2, "v2", &l, &err));
+    CHECK_STR(l.names[0], "ab");
+    vtr_name_list_free(&l);
+    CHECK_FAILS(vtr_name_list_load(test_path("none.npy"), &l, &err), VTR_ERR_IO, "none.npy");
+}
+
+TEST(import_name_list_from_numpy)
+{
+    need_fixtures();
+    vtr_error err;
+    const char *path = test_path("names.npy");
+    CHECK_EQ_INT(test_run(PYTHON " -c 'import numpy as np; np.save(\"%s\", np.array([\"video7\", "
+                                 "\"a/b\", \"\\u4e2d\\u6587\", \"x\" * 40]))'",
+                          path),
+                 0);
+    vtr_name_list l;
+    CHECK_OK(vtr_name_list_load(path, &l, &err));
+    CHECK_EQ_INT(l.n, 4);
+    CHECK_STR(l.names[0], "video7");
+    CHECK_STR(l.names[1], "a/b");
+    CHECK_STR(l.names[2], "\xe4\xb8\xad\xe6\x96\x87");
+    CHECK_EQ_INT(strlen(l.names[3]), 40);
+    vtr_name_list_free(&l);
+    CHECK_EQ_INT(test_run(PYTHON " -c 'import numpy as np; np.save(\"%s\", np.array([b\"v1\", "
+                                 "b\"video22\"]))'",
+                          path),
+                 0);
+    CHECK_OK(vtr_name_list_load(path, &l, &err));
+    CHECK_STR(l.names[1], "video22");
+    vtr_name_list_free(&l);
+}
+
+/* ---- MSR-VTT, VATEX, Karpathy --------------------------------------------------------- */
+
+TEST(import_msrvtt)
+{
+    need_fixtures();
+    vtr_error err;
+    const char *fx = fixture("msrvtt", "");
+    char tv[600], te[600];
+    snprintf(tv, sizeof tv, "%s/train_val_videodatainfo.json", fx);
+    snprintf(te, sizeof te, "%s/test_videodatainfo.json", fx);
+    const char *files[] = {tv, te};
+    vtr_catalog *cat = new_catalog("msrvtt.db");
+    vtr_import_options o = options(cat, NULL);
+    vtr_import_stats s;
+    CHECK_OK(vtr_import_msrvtt(files, 2, &o, &s, &err));
+    CHECK_EQ_INT(s.items, 4);
+    CHECK_EQ_INT(s.captions, 9);
+    CHECK_EQ_INT(split_count(&s, "train"), 2);
+    CHECK_EQ_INT(split_count(&s, "val"), 1);
+    CHECK_EQ_INT(split_count(&s, "test"), 1);
+    CHECK(!json_object_get(s.splits, "validate"));
+    vtr_import_stats_free(&s);
+    check_split(cat, "train", 2, "video0", "video1");
+    check_split(cat, "val", 1, "video2", NULL);
+    check_split(cat, "test", 1, "video3", NULL);
+    check_captions(cat, "video0", 3, 0, "video0 caption 0");
+    check_captions(cat, "video0", 3, 2, "video0 caption 2 \xe2\x80\x94 caf\xc3\xa9");
+    check_captions(cat, "video1", 2, 1, "video1 caption 1");
+    check_captions(cat, "video3", 2, 1, "video3 caption 1");
+    CHECK_EQ_INT(item_status(cat, "video2", NULL, 0), VTR_ITEM_PENDING);
+    /* again: idempotent */
+    CHECK_OK(vtr_import_msrvtt(files, 2, &o, &s, &err));
+    CHECK_EQ_INT(s.new_items, 0);
+    vtr_import_stats_free(&s);
+    check_captions(cat, "video0", 3, 0, "video0 caption 0");
+    check_split(cat, "train", 2, "video0", "video1");
+    /* a store makes no sense here: it is not built */
+    o = options(cat, test_path("msrvtt-store"));
+    CHECK_OK(vtr_import_msrvtt(files, 1, &o, &s, &err));
+    vtr_import_stats_free(&s);
+    CHECK(access(test_path("msrvtt-store"), F_OK) != 0);
+    vtr_catalog_close(cat);
+}
+
+TEST(import_msrvtt_bad)
+{
+    need_fixtures();
+    vtr_error err;
+    vtr_import_stats s;
+    vtr_catalog *cat = new_catalog("msrvtt-bad.db");
+    vtr_import_options o = options(cat, NULL);
+    const char *fx = fixture("msrvtt", "bad-json");
+    char tv[600], te[600];
+    snprintf(tv, sizeof tv, "%s/train_val_videodatainfo.json", fx);
+    snprintf(te, sizeof te, "%s/test_videodatainfo.json", fx);
+    const char *files[] = {tv, te};
+    CHECK_FAILS(vtr_import_msrvtt(files, 2, &o, &s, &err), VTR_ERR_FORMAT,
+                "test_videodatainfo.json: line 1 column");
+    check_nothing_left(cat, NULL);
+    fx = fixture("msrvtt", "unknown-video");
+    snprintf(tv, sizeof tv, "%s/train_val_videodatainfo.json", fx);
+    CHECK_FAILS(vtr_import_msrvtt(files, 1, &o, &s, &err), VTR_ERR_FORMAT,
+                "sentences[7]: video \"video9\" is not in \"videos\"");
+    check_nothing_left(cat, NULL);
+    const char *missing[] = {test_path("no.json")};
+    CHECK_FAILS(vtr_import_msrvtt(missing, 1, &o, &s, &err), VTR_ERR_IO, "no.json");
+    const char *wrong = test_path("wrong.json");
+    CHECK_EQ_INT(test_run("echo '{\"videos\": [{\"video_id\": \"v\", \"split\": \"dev\"}], "
+                          "\"sentences\": []}' > '%s'",
+                          wrong),
+                 0);
+    CHECK_FAILS(vtr_import_msrvtt(&wrong, 1, &o, &s, &err), VTR_ERR_FORMAT,
+                "video \"v\": unknown split \"dev\"");
+    CHECK_EQ_INT(test_run("echo '[1, 2]' > '%s'", wrong), 0);
+    CHECK_FAILS(vtr_import_msrvtt(&wrong, 1, &o, &s, &err), VTR_ERR_FORMAT,
+                "wrong.json: expected an object");
+    check_nothing_left(cat, NULL);
+    vtr_catalog_close(cat);
+}
+
+TEST(import_vatex)
+{
+    need_fixtures();
+    vtr_error err;
+    const char *fx = fixture("vatex", "");
+    char tr[600], va[600], ot[600];
+    snprintf(tr, sizeof tr, "%s/vatex_training_v1.0.json", fx);
+    snprintf(va, sizeof va, "%s/vatex_validation_v1.0.json", fx);
+    snprintf(ot, sizeof ot, "%s/other.json", fx);
+    vtr_import_source src[] = {{tr, NULL}, {va, NULL}, {ot, "extra"}};
+    vtr_catalog *cat = new_catalog("vatex.db");
+    vtr_import_options o = options(cat, NULL);
+    vtr_import_stats s;
+    CHECK_OK(vtr_import_vatex(src, 3, &o, &s, &err));
+    CHECK_EQ_INT(s.items, 6);
+    CHECK_EQ_INT(s.captions, 3 + 3 + 2 + 2 + 1);
+    CHECK_EQ_INT(split_count(&s, "train"), 2);
+    CHECK_EQ_INT(split_count(&s, "val"), 2);
+    CHECK_EQ_INT(split_count(&s, "extra"), 2);
+    vtr_import_stats_free(&s);
+    check_split(cat, "train", 2, "a_000001_000011", "b_000002_000012");
+    check_captions(cat, "b_000002_000012", 3, 2, "b_000002_000012 english 2");
+    check_captions(cat, "f", 0, 0, NULL);
+    /* a file without a split given and an unofficial name: items without a split */
+    vtr_catalog *cat2 = new_catalog("vatex2.db");
+    o = options(cat2, NULL);
+    vtr_import_source plain = {ot, NULL};
+    CHECK_OK(vtr_import_vatex(&plain, 1, &o, &s, &err));
+    CHECK_EQ_INT(s.items, 2);
+    CHECK_EQ_INT(json_object_size(s.splits), 0);
+    vtr_import_stats_free(&s);
+    /* a video in two files */
+    vtr_import_source twice[] = {{tr, NULL}, {tr, "again"}};
+    CHECK_FAILS(vtr_import_vatex(twice, 2, &o, &s, &err), VTR_ERR_FORMAT,
+                "video \"a_000001_000011\" appears twice");
+    vtr_catalog_close(cat2);
+    vtr_catalog_close(cat);
+}
+
+TEST(import_karpathy)
+{
+    need_fixtures();
+    vtr_error err;
+    const char *fx = fixture("karpathy", "");
+    char path[600];
+    snprintf(path, sizeof path, "%s/dataset_coco.json", fx);
+    const char *files[] = {path};
+    vtr_catalog *cat = new_catalog("coco.db");
+    vtr_import_options o = options(cat, NULL);
+    vtr_import_stats s;
+    CHECK_OK(vtr_import_karpathy(files, 1, &o, &s, &err));
+    CHECK_EQ_INT(s.items, 5);
+    CHECK_EQ_INT(s.captions, 26);
+    CHECK_EQ_INT(split_count(&s, "train"), 2);
+    CHECK_EQ_INT(split_count(&s, "restval"), 1);
+    CHECK_EQ_INT(split_count(&s, "val"), 1);
+    CHECK_EQ_INT(split_count(&s, "test"), 2);
+    vtr_import_stats_free(&s);
+    check_split(cat, "train", 2, "COCO_train2014_000000000009", "COCO_val2014_000000000042");
+    check_split(cat, "test", 2, "COCO_val2014_000000000074", "COCO_val2014_000000000133");
+    check_captions(cat, "COCO_val2014_000000000073", 5, 3, "Image 2, caption 3.");
+    check_captions(cat, "COCO_val2014_000000000133", 6, 5, "only tokens here");
+
+    fx = fixture("karpathy", "bad-split");
+    snprintf(path, sizeof path, "%s/dataset_coco.json", fx);
+    vtr_catalog *cat2 = new_catalog("coco-bad.db");
+    o = options(cat2, NULL);
+    CHECK_FAILS(vtr_import_karpathy(files, 1, &o, &s, &err), VTR_ERR_FORMAT,
+                "image \"COCO_val2014_000000000073.jpg\": unknown split \"holdout\"");
+    check_nothing_left(cat2, NULL);
+    vtr_catalog_close(cat2);
+    vtr_catalog_close(cat);
+}
+
+TEST(import_options_checked)
+{
+    vtr_error err;
+    vtr_import *im;
+    vtr_import_options o = {0};
+    CHECK_FAILS(vtr_import_begin(&o, "x", false, NULL, NULL, &im, &err), VTR_ERR_INVALID,
+                "no catalog");
+    vtr_catalog *cat = new_catalog("opt.db");
+    o.catalog = cat;
+    CHECK_FAILS(vtr_import_begin(&o, "x", false, NULL, NULL, &im, &err), VTR_ERR_INVALID,
+                "no dataset");
+    o.dataset = "ds";
+    o.store_dtype = VTR_U8;
+    CHECK_FAILS(vtr_import_begin(&o, "x", false, NULL, NULL, &im, &err), VTR_ERR_INVALID,
+                "float32 or float16");
+    o.store_dtype = VTR_F32;
+    o.store = test_path("no/such/parent/store");
+    CHECK_FAILS(vtr_import_begin(&o, "x", true, NULL, NULL, &im, &err), VTR_ERR_IO,
+                "parent directory");
+    o.store = NULL;
+    CHECK_OK(vtr_import_begin(&o, "x", false, NULL, NULL, &im, &err));
+    int64_t idx;
+    bool added;
+    CHECK_FAILS(vtr_import_item(im, "", &idx, &added, &err), VTR_ERR_INVALID, "empty");
+    CHECK_FAILS(vtr_import_item(im, "a\tb", &idx, &added, &err), VTR_ERR_INVALID, "tab");
+    CHECK_FAILS(vtr_import_item(im, "\xff", &idx, &added, &err), VTR_ERR_INVALID, "UTF-8");
+    CHECK_OK(vtr_import_item(im, "k", &idx, &added, &err));
+    CHECK(added);
+    CHECK_FAILS(vtr_import_caption(im, idx, "\xc3", &err), VTR_ERR_FORMAT, "caption");
+    CHECK_OK(vtr_import_split(im, idx, "train", &err));
+    CHECK_OK(vtr_import_split(im, idx, "train", &err));
+    vtr_import_stats s;
+    CHECK_OK(vtr_import_finish(im, &s, &err));
+    CHECK_EQ_INT(split_count(&s, "train"), 1);
+    vtr_import_stats_free(&s);
+    vtr_catalog_close(cat);
+}
