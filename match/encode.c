@@ -1,0 +1,69 @@
+/* Embedding a split in batches (encode.h). */
+#include "encode.h"
+
+#include <stdlib.h>
+
+vtr_status vtr_encode_split(vtr_vse_model *m, vtr_batcher *b, float *items, float *captions,
+                            vtr_encode_progress_fn progress, void *ctx, vtr_error *err)
+{
+    const vtr_split *s = b->split;
+    size_t E = (size_t)m->cfg.embed_size;
+    int B = b->max_batch;
+    vtr_status st;
+    if (B > m->max_batch || s->max_frames > m->max_frames || s->max_words > m->max_words)
+        return vtr_fail(err, VTR_ERR_INVALID, "split '%s' needs a model for batches of %d, "
+                        "%d frames and %d words; it was made for %d, %d and %d", s->name, B,
+                        s->max_frames, s->max_words, m->max_batch, m->max_frames,
+                        m->max_words);
+    if (b->F != m->cfg.feature_dim)
+        return vtr_fail(err, VTR_ERR_INVALID, "the features have %d dimensions, the model "
+                        "expects %d", b->F, m->cfg.feature_dim);
+    int64_t total = (int64_t)s->n_items + s->n_caps;
+    for (int i = 0; i < s->n_items; i += B) {
+        int n = s->n_items - i < B ? s->n_items - i : B;
+        if ((st = vtr_batcher_items(b, i, n, err)) ||
+            (st = vtr_vse_encode_images(m, items + (size_t)i * E, b->batch.frames,
+                                        b->batch.frame_lengths, n, b->batch.T, false, err))) {
+            vtr_error_context(err, "split '%s', items %d .. %d", s->name, i, i + n - 1);
+            return st;
+        }
+        if (progress)
+            progress(ctx, i + n, total);
+    }
+    for (int j = 0; j < s->n_caps; j += B) {
+        int n = s->n_caps - j < B ? s->n_caps - j : B;
+        if ((st = vtr_batcher_captions(b, j, n, err)) ||
+            (st = vtr_vse_encode_captions(m, captions + (size_t)j * E, b->batch.ids,
+                                          b->batch.caption_lengths, n, b->batch.L, err))) {
+            vtr_error_context(err, "split '%s', captions %d .. %d", s->name, j, j + n - 1);
+            return st;
+        }
+        if (progress)
+            progress(ctx, s->n_items + j + n, total);
+    }
+    return VTR_OK;
+}
+
+vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, const vtr_retrieval_options *opt,
+                              vtr_retrieval_metrics *out, vtr_error *err)
+{
+    const vtr_split *s = b->split;
+    size_t E = (size_t)m->cfg.embed_size;
+    float *items = malloc((size_t)s->n_items * E * sizeof *items);
+    float *captions = malloc((size_t)s->n_caps * E * sizeof *captions);
+    vtr_status st;
+    if (!items || !captions) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory for the embeddings of split '%s'",
+                      s->name);
+        goto end;
+    }
+    if ((st = vtr_encode_split(m, b, items, captions, NULL, NULL, err)))
+        goto end;
+    vtr_embedding_model em = {.items = items, .captions = captions, .dim = (int)E};
+    st = vtr_retrieval_evaluate_embeddings(&em, 1, s->n_items, s->n_caps, s->cap_item, opt, out,
+                                           NULL, err);
+end:
+    free(items);
+    free(captions);
+    return st;
+}

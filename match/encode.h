@@ -1,0 +1,41 @@
+/* Embedding a split with a VSE model, in batches, and evaluating it.
+ *
+ * The model runs in evaluation mode (BatchNorm on its running statistics, no
+ * augmentation). It must have been made (vtr_vse_model_init) for batches at least as large
+ * as the batcher's and for the split's longest set and caption (vtr_split max_frames,
+ * max_words), and its feature_dim must be the store's dim. The same model, split and
+ * thread count give the same bytes.
+ */
+#ifndef VTR_ENCODE_H
+#define VTR_ENCODE_H
+
+#include <stdint.h>
+
+#include "lib/error.h"
+#include "match/retrieval_metrics.h"
+#include "match/train_data.h"
+#include "match/vse_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Told after every batch: done of total (items, then captions) embedded. May be NULL. */
+typedef void (*vtr_encode_progress_fn)(void *ctx, int64_t done, int64_t total);
+
+/* Embeds every item of the batcher's split into items (n_items, E) and every caption into
+ * captions (n_caps, E), l2-normalized rows. Fails with VTR_ERR_INVALID when the model does
+ * not fit the split (sizes above), or as the model's encoders do. */
+vtr_status vtr_encode_split(vtr_vse_model *m, vtr_batcher *b, float *items, float *captions,
+                            vtr_encode_progress_fn progress, void *ctx, vtr_error *err);
+
+/* Embeds the split and evaluates retrieval on it (match/retrieval_metrics.h, options opt,
+ * which may be NULL). The embeddings are freed before returning. */
+vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, const vtr_retrieval_options *opt,
+                              vtr_retrieval_metrics *out, vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

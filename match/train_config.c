@@ -1,0 +1,244 @@
+/* vtr-train's config schema and its checked, typed form (train_config.h). */
+#include "train_config.h"
+
+#include <stdint.h>
+#include <string.h>
+
+const vtr_config_field vtr_train_schema[] = {
+    {"data.catalog", VTR_CONFIG_STRING, NULL, "SQLite catalog of the dataset (required)"},
+    {"data.dataset", VTR_CONFIG_STRING, NULL, "dataset name in the catalog (required)"},
+    {"data.features", VTR_CONFIG_STRING, NULL, "feature store directory (required)"},
+    {"data.train_split", VTR_CONFIG_STRING, "train", "split trained on"},
+    {"data.val_split", VTR_CONFIG_STRING, "val", "split validated on after every epoch"},
+    {"data.vocab", VTR_CONFIG_STRING, "''",
+     "reference vocabulary JSON; '' builds one from the training captions"},
+    {"data.vocab_threshold", VTR_CONFIG_INT, "4",
+     "building the vocabulary: keep words seen at least this often"},
+    {"data.tokenizer", VTR_CONFIG_STRING, "words",
+     "words (lowercase + NLTK word_tokenize) or whitespace (pre-tokenized)"},
+    {"data.max_frames", VTR_CONFIG_INT, "0",
+     "> 0: keep round(linspace(0, n-1, N)) of longer sets; 0: every row"},
+
+    {"model.feature_dim", VTR_CONFIG_INT, "2048", "visual feature size (the store's dim)"},
+    {"model.embed_size", VTR_CONFIG_INT, "1024", "joint embedding size (and text GRU hidden)"},
+    {"model.mlp_hidden", VTR_CONFIG_INT, "512",
+     "hidden size of the visual MLP residual; 0: fc only (frame features)"},
+    {"model.word_dim", VTR_CONFIG_INT, "300", "word embedding size"},
+    {"model.img_pool", VTR_CONFIG_STRING, "gpo", "visual pooler: gpo or mean"},
+    {"model.txt_pool", VTR_CONFIG_STRING, "gpo", "caption pooler: gpo or mean"},
+    {"model.gpo_pe", VTR_CONFIG_INT, "32", "GPO positional-encoding size"},
+    {"model.gpo_hidden", VTR_CONFIG_INT, "32", "GPO BiGRU hidden size"},
+
+    {"loss.margin", VTR_CONFIG_FLOAT, "0.2", "hinge margin"},
+    {"loss.reduction", VTR_CONFIG_STRING, "sum", "sum or mean over the batch"},
+    {"loss.warmup_epochs", VTR_CONFIG_INT, "1",
+     "first epochs summing over all negatives (VSE0)"},
+    {"loss.negatives", VTR_CONFIG_STRING, "hardest",
+     "negatives after the warm-up: hardest (max violation) or all"},
+
+    {"train.epochs", VTR_CONFIG_INT, "25", "epochs"},
+    {"train.batch_size", VTR_CONFIG_INT, "128", "pairs per batch"},
+    {"train.drop_last", VTR_CONFIG_BOOL, "true", "drop an epoch's last incomplete batch"},
+    {"train.optimizer", VTR_CONFIG_STRING, "adamw", "adamw or adam"},
+    {"train.weight_decay", VTR_CONFIG_FLOAT, "0.01", "weight decay"},
+    {"train.grad_clip", VTR_CONFIG_FLOAT, "2.0", "gradient norm clipping; 0: none"},
+    VTR_LR_SCHEDULE_FIELDS("train", "5e-4"),
+    {"train.size_augment", VTR_CONFIG_BOOL, "true", "GPO size augmentation of sets and captions"},
+    {"train.frame_drop", VTR_CONFIG_FLOAT, "0.2", "size augmentation: set element drop rate"},
+    {"train.caption_hit", VTR_CONFIG_FLOAT, "0.2", "size augmentation: caption token hit rate"},
+    {"train.seed", VTR_CONFIG_INT, "0", "seed of init, data order and augmentation"},
+    {"train.checkpoint_every", VTR_CONFIG_INT, "500",
+     "save last.safetensors every N steps as well as after every epoch; 0: epochs only"},
+
+    {"val.batch_size", VTR_CONFIG_INT, "128", "items or captions per encoding batch"},
+    {"val.fold_items", VTR_CONFIG_INT, "0", "validation folds of N items (COCO 1K); 0: none"},
+    {"val.max_items", VTR_CONFIG_INT, "0",
+     "validate on the split's first N items (and their captions); 0: all"},
+};
+const size_t vtr_train_schema_count = sizeof vtr_train_schema / sizeof vtr_train_schema[0];
+
+vtr_status vtr_train_config_new(vtr_config **out, vtr_error *err)
+{
+    return vtr_config_new(vtr_train_schema, vtr_train_schema_count, out, err);
+}
+
+vtr_status vtr_train_config_from_string(const char *name, const char *text, vtr_config **out,
+                                        vtr_error *err)
+{
+    vtr_config *cfg = NULL;
+    vtr_status st = vtr_train_config_new(&cfg, err);
+    if (st == VTR_OK)
+        st = vtr_config_load_string(cfg, name, text, strlen(text), err);
+    if (st != VTR_OK) {
+        vtr_config_free(cfg);
+        cfg = NULL;
+    }
+    *out = cfg;
+    return st;
+}
+
+/* An INT key within [min, max] as an int. */
+static vtr_status int_in(const vtr_config *cfg, const char *key, int64_t min, int64_t max,
+                         int *out, vtr_error *err)
+{
+    int64_t v = vtr_config_int(cfg, key);
+    if (v < min || v > max) {
+        if (max == INT32_MAX)
+            return vtr_config_fail(cfg, key, err, "must be >= %lld, got %lld", (long long)min,
+                                   (long long)v);
+        return vtr_config_fail(cfg, key, err, "must be in [%lld, %lld], got %lld",
+                               (long long)min, (long long)max, (long long)v);
+    }
+    *out = (int)v;
+    return VTR_OK;
+}
+
+static vtr_status probability(const vtr_config *cfg, const char *key, float *out,
+                              vtr_error *err)
+{
+    double v = vtr_config_float(cfg, key);
+    if (!(v >= 0.0 && v < 1.0))
+        return vtr_config_fail(cfg, key, err, "must be in [0, 1), got %g", v);
+    *out = (float)v;
+    return VTR_OK;
+}
+
+static vtr_status pooler(const vtr_config *cfg, const char *key, vtr_vse_pooler *out,
+                         vtr_error *err)
+{
+    const char *name = vtr_config_string(cfg, key);
+    if (vtr_vse_pooler_parse(name, out, NULL) != VTR_OK)
+        return vtr_config_fail(cfg, key, err, "unknown pooler '%s' (expected gpo or mean)",
+                               name);
+    return VTR_OK;
+}
+
+static vtr_status non_empty(const vtr_config *cfg, const char *key, const char **out,
+                            vtr_error *err)
+{
+    *out = vtr_config_string(cfg, key);
+    if (!**out)
+        return vtr_config_fail(cfg, key, err, "must not be empty");
+    return VTR_OK;
+}
+
+vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_options *out,
+                                         vtr_error *err)
+{
+    vtr_train_options o;
+    vtr_status st;
+    memset(&o, 0, sizeof o);
+    if ((st = vtr_config_check_required(cfg, err)) != VTR_OK)
+        return st;
+    /* every key must be in the config's schema with its type (a config of another schema
+     * is a programming error, reported rather than read as zeros) */
+    for (size_t i = 0; i < vtr_train_schema_count; i++)
+        if ((st = vtr_config_expect(cfg, vtr_train_schema[i].key, vtr_train_schema[i].type,
+                                    err)) != VTR_OK)
+            return st;
+
+    if ((st = non_empty(cfg, "data.catalog", &o.catalog, err)) ||
+        (st = non_empty(cfg, "data.dataset", &o.dataset, err)) ||
+        (st = non_empty(cfg, "data.features", &o.features, err)) ||
+        (st = non_empty(cfg, "data.train_split", &o.train_split, err)) ||
+        (st = non_empty(cfg, "data.val_split", &o.val_split, err)))
+        return st;
+    o.vocab = vtr_config_string(cfg, "data.vocab");
+    o.vocab_threshold = vtr_config_int(cfg, "data.vocab_threshold");
+    if (o.vocab_threshold < 1)
+        return vtr_config_fail(cfg, "data.vocab_threshold", err, "must be >= 1, got %lld",
+                               (long long)o.vocab_threshold);
+    if (vtr_tokenizer_mode_parse(vtr_config_string(cfg, "data.tokenizer"), &o.tokenizer) != 0)
+        return vtr_config_fail(cfg, "data.tokenizer", err,
+                               "unknown tokenizer '%s' (expected words or whitespace)",
+                               vtr_config_string(cfg, "data.tokenizer"));
+    if ((st = int_in(cfg, "data.max_frames", 0, 1 << 20, &o.max_frames, err)))
+        return st;
+
+    vtr_vse_config *m = &o.model;
+    m->vocab_size = 0; /* set from the vocabulary */
+    if ((st = int_in(cfg, "model.feature_dim", 1, INT32_MAX, &m->feature_dim, err)) ||
+        (st = int_in(cfg, "model.embed_size", 1, INT32_MAX, &m->embed_size, err)) ||
+        (st = int_in(cfg, "model.mlp_hidden", 0, INT32_MAX, &m->mlp_hidden, err)) ||
+        (st = int_in(cfg, "model.word_dim", 1, INT32_MAX, &m->word_dim, err)) ||
+        (st = pooler(cfg, "model.img_pool", &m->img_pool.kind, err)) ||
+        (st = pooler(cfg, "model.txt_pool", &m->txt_pool.kind, err)) ||
+        (st = int_in(cfg, "model.gpo_pe", 2, 4096, &m->img_pool.gpo_pe, err)) ||
+        (st = int_in(cfg, "model.gpo_hidden", 1, 4096, &m->img_pool.gpo_hidden, err)))
+        return st;
+    if (m->img_pool.gpo_pe % 2)
+        return vtr_config_fail(cfg, "model.gpo_pe", err, "must be even, got %d",
+                               m->img_pool.gpo_pe);
+    m->txt_pool.gpo_pe = m->img_pool.gpo_pe;
+    m->txt_pool.gpo_hidden = m->img_pool.gpo_hidden;
+
+    double margin = vtr_config_float(cfg, "loss.margin");
+    if (!(margin >= 0.0 && margin <= 2.0)) /* cosines differ by at most 2 */
+        return vtr_config_fail(cfg, "loss.margin", err, "must be in [0, 2], got %g", margin);
+    m->margin = (float)margin;
+    const char *red = vtr_config_string(cfg, "loss.reduction");
+    if (strcmp(red, "sum") == 0)
+        m->reduction = VTR_REDUCE_SUM;
+    else if (strcmp(red, "mean") == 0)
+        m->reduction = VTR_REDUCE_MEAN;
+    else
+        return vtr_config_fail(cfg, "loss.reduction", err,
+                               "unknown reduction '%s' (expected sum or mean)", red);
+    if ((st = int_in(cfg, "loss.warmup_epochs", 0, INT32_MAX, &o.warmup_epochs, err)))
+        return st;
+    const char *neg = vtr_config_string(cfg, "loss.negatives");
+    if (strcmp(neg, "hardest") == 0)
+        o.negatives = VTR_HINGE_HARDEST_NEGATIVE;
+    else if (strcmp(neg, "all") == 0)
+        o.negatives = VTR_HINGE_ALL_NEGATIVES;
+    else
+        return vtr_config_fail(cfg, "loss.negatives", err,
+                               "unknown negatives '%s' (expected hardest or all)", neg);
+
+    if ((st = int_in(cfg, "train.epochs", 1, INT32_MAX, &o.epochs, err)) ||
+        (st = int_in(cfg, "train.batch_size", 2, 1 << 20, &o.batch_size, err)))
+        return st;
+    o.drop_last = vtr_config_bool(cfg, "train.drop_last");
+    vtr_optim_kind kind;
+    if (vtr_optim_kind_parse(vtr_config_string(cfg, "train.optimizer"), &kind, NULL) != VTR_OK)
+        return vtr_config_fail(cfg, "train.optimizer", err,
+                               "unknown optimizer '%s' (expected adamw or adam)",
+                               vtr_config_string(cfg, "train.optimizer"));
+    o.optim = vtr_optim_defaults(kind);
+    o.optim.weight_decay = vtr_config_float(cfg, "train.weight_decay");
+    if (!(o.optim.weight_decay >= 0.0))
+        return vtr_config_fail(cfg, "train.weight_decay", err, "must be >= 0, got %g",
+                               o.optim.weight_decay);
+    o.grad_clip = vtr_config_float(cfg, "train.grad_clip");
+    if (!(o.grad_clip >= 0.0))
+        return vtr_config_fail(cfg, "train.grad_clip", err, "must be >= 0, got %g",
+                               o.grad_clip);
+    if ((st = vtr_lr_schedule_from_config(cfg, "train", &o.lr, err)))
+        return st;
+    o.size_augment = vtr_config_bool(cfg, "train.size_augment");
+    if ((st = probability(cfg, "train.frame_drop", &o.frame_drop, err)) ||
+        (st = probability(cfg, "train.caption_hit", &o.caption_hit, err)))
+        return st;
+    o.seed = vtr_config_int(cfg, "train.seed");
+    if (o.seed < 0)
+        return vtr_config_fail(cfg, "train.seed", err, "must be >= 0, got %lld",
+                               (long long)o.seed);
+    o.checkpoint_every = vtr_config_int(cfg, "train.checkpoint_every");
+    if (o.checkpoint_every < 0)
+        return vtr_config_fail(cfg, "train.checkpoint_every", err, "must be >= 0, got %lld",
+                               (long long)o.checkpoint_every);
+
+    if ((st = int_in(cfg, "val.batch_size", 1, 1 << 20, &o.val_batch_size, err)) ||
+        (st = int_in(cfg, "val.fold_items", 0, INT32_MAX, &o.val_fold_items, err)) ||
+        (st = int_in(cfg, "val.max_items", 0, INT32_MAX, &o.val_max_items, err)))
+        return st;
+
+    m->vocab_size = 1; /* a placeholder so that the rest of the model config is checked */
+    if ((st = vtr_vse_config_check(m, err)) != VTR_OK) {
+        vtr_error_context(err, "model");
+        return st;
+    }
+    m->vocab_size = 0;
+    *out = o;
+    return VTR_OK;
+}

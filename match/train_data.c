@@ -1,0 +1,581 @@
+/* Splits, vocabularies and padded batches of a VSE run (train_data.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "train_data.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate/gpo.h"
+#include "lib/hash.h"
+#include "lib/json.h"
+#include "lib/rng.h"
+#include "lib/string_table.h"
+
+void vtr_split_free(vtr_split *s)
+{
+    if (!s)
+        return;
+    if (s->keys)
+        for (int i = 0; i < s->n_items; i++)
+            free(s->keys[i]);
+    if (s->texts)
+        for (int j = 0; j < s->n_caps; j++)
+            free(s->texts[j]);
+    free(s->name);
+    free(s->keys);
+    free(s->store_index);
+    free(s->cap_item);
+    free(s->texts);
+    free(s->cap_text);
+    free(s->cap_offsets);
+    free(s->ids);
+    memset(s, 0, sizeof *s);
+}
+
+int vtr_frame_subsample(int *idx, int n, int cap)
+{
+    if (cap <= 0 || n <= cap) {
+        for (int i = 0; i < n; i++)
+            idx[i] = i;
+        return n;
+    }
+    /* numpy: np.round(np.linspace(0, n - 1, cap)), in double, half to even */
+    double step = cap > 1 ? (double)(n - 1) / (double)(cap - 1) : 0.0;
+    for (int k = 0; k < cap; k++) {
+        double x = k == cap - 1 && cap > 1 ? (double)(n - 1) : (double)k * step;
+        idx[k] = (int)nearbyint(x);
+    }
+    return cap;
+}
+
+/* Grows a caption array to hold at least need entries. */
+static vtr_status grow_captions(vtr_split *s, size_t need, size_t *cap, vtr_error *err)
+{
+    if (need <= *cap)
+        return VTR_OK;
+    size_t n = *cap ? 2 * *cap : 1024;
+    while (n < need)
+        n *= 2;
+    int *item = realloc(s->cap_item, n * sizeof *item);
+    if (item)
+        s->cap_item = item;
+    char **texts = item ? realloc(s->texts, n * sizeof *texts) : NULL;
+    if (texts)
+        s->texts = texts;
+    if (!item || !texts)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory reading captions");
+    *cap = n;
+    return VTR_OK;
+}
+
+vtr_status vtr_split_load(vtr_catalog *cat, const char *dataset, const char *split,
+                          const vtr_feature_store_reader *store, int max_frames_cap,
+                          vtr_split *out, vtr_error *err)
+{
+    vtr_split s;
+    vtr_item_ref_list items = {0};
+    vtr_caption_list caps = {0};
+    vtr_string_table *texts = NULL;
+    size_t caps_cap = 0;
+    int64_t dataset_id;
+    vtr_status st;
+    memset(&s, 0, sizeof s);
+    memset(out, 0, sizeof *out);
+    s.store = store;
+    s.max_frames_cap = max_frames_cap;
+
+    if ((st = vtr_catalog_find_dataset(cat, dataset, &dataset_id, err)) ||
+        (st = vtr_catalog_split_items(cat, dataset_id, split, &items, err)))
+        goto fail;
+    if (items.n == 0) {
+        st = vtr_fail(err, VTR_ERR_INVALID, "dataset '%s' has no items in split '%s'", dataset,
+                      split);
+        goto fail;
+    }
+    if (items.n > INT_MAX) {
+        st = vtr_fail(err, VTR_ERR_INVALID, "split '%s' has more than %d items", split, INT_MAX);
+        goto fail;
+    }
+    s.name = strdup(split);
+    s.keys = calloc(items.n, sizeof *s.keys);
+    s.store_index = malloc(items.n * sizeof *s.store_index);
+    texts = vtr_string_table_new();
+    if (!s.name || !s.keys || !s.store_index || !texts) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory reading split '%s'", split);
+        goto fail;
+    }
+    const int64_t *offsets = vtr_feature_store_reader_offsets(store);
+    for (size_t i = 0; i < items.n; i++) {
+        const char *key = items.items[i].key;
+        if (!(s.keys[i] = strdup(key))) {
+            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory reading split '%s'", split);
+            goto fail;
+        }
+        s.n_items = (int)i + 1;
+        int64_t idx = vtr_feature_store_reader_find(store, key);
+        if (idx < 0) {
+            st = vtr_fail(err, VTR_ERR_INVALID, "item '%s' of split '%s' is not in the feature "
+                          "store", key, split);
+            goto fail;
+        }
+        int64_t rows = offsets[idx + 1] - offsets[idx];
+        if (rows < 1 || rows > INT_MAX) {
+            st = vtr_fail(err, VTR_ERR_INVALID, "item '%s' of split '%s' has %lld feature rows",
+                          key, split, (long long)rows);
+            goto fail;
+        }
+        s.store_index[i] = idx;
+        int kept = max_frames_cap > 0 && rows > max_frames_cap ? max_frames_cap : (int)rows;
+        if (kept > s.max_frames)
+            s.max_frames = kept;
+
+        if ((st = vtr_catalog_item_captions(cat, items.items[i].id, &caps, err)))
+            goto fail;
+        if (caps.n == 0) {
+            st = vtr_fail(err, VTR_ERR_INVALID, "item '%s' of split '%s' has no captions", key,
+                          split);
+            goto fail;
+        }
+        if ((size_t)s.n_caps + caps.n > INT_MAX) {
+            st = vtr_fail(err, VTR_ERR_INVALID, "split '%s' has more than %d captions", split,
+                          INT_MAX);
+            goto fail;
+        }
+        if ((st = grow_captions(&s, (size_t)s.n_caps + caps.n, &caps_cap, err)))
+            goto fail;
+        for (size_t k = 0; k < caps.n; k++) {
+            const char *text = caps.captions[k].text;
+            int64_t tid;
+            char *copy = strdup(text);
+            if (!copy) {
+                st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory reading captions");
+                goto fail;
+            }
+            s.texts[s.n_caps] = copy;
+            s.cap_item[s.n_caps] = (int)i;
+            s.n_caps++;
+            if ((st = vtr_string_table_insert(texts, text, strlen(text), &tid, NULL, err)))
+                goto fail;
+        }
+        vtr_caption_list_free(&caps);
+    }
+    /* text ids, in caption order: the string table numbers texts as first inserted */
+    if (!(s.cap_text = malloc((size_t)s.n_caps * sizeof *s.cap_text))) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory reading captions");
+        goto fail;
+    }
+    for (int j = 0; j < s.n_caps; j++)
+        s.cap_text[j] = (int)vtr_string_table_find(texts, s.texts[j], strlen(s.texts[j]));
+    s.n_texts = (int)vtr_string_table_count(texts);
+    vtr_string_table_free(texts);
+    vtr_item_ref_list_free(&items);
+    *out = s;
+    return VTR_OK;
+fail:
+    vtr_caption_list_free(&caps);
+    vtr_item_ref_list_free(&items);
+    vtr_string_table_free(texts);
+    vtr_split_free(&s);
+    return st;
+}
+
+void vtr_split_truncate(vtr_split *s, int n)
+{
+    if (n < 1 || n >= s->n_items)
+        return;
+    int caps = 0;
+    while (caps < s->n_caps && s->cap_item[caps] < n) /* captions follow item order */
+        caps++;
+    for (int i = n; i < s->n_items; i++)
+        free(s->keys[i]);
+    for (int j = caps; j < s->n_caps; j++)
+        free(s->texts[j]);
+    int texts = 0, frames = 0;
+    for (int j = 0; j < caps; j++)
+        texts = s->cap_text[j] + 1 > texts ? s->cap_text[j] + 1 : texts;
+    const int64_t *off = vtr_feature_store_reader_offsets(s->store);
+    for (int i = 0; i < n; i++) {
+        int64_t rows = off[s->store_index[i] + 1] - off[s->store_index[i]];
+        int kept = s->max_frames_cap > 0 && rows > s->max_frames_cap ? s->max_frames_cap
+                                                                      : (int)rows;
+        frames = kept > frames ? kept : frames;
+    }
+    s->n_items = n;
+    s->n_caps = caps;
+    s->n_texts = texts;
+    s->max_frames = frames;
+    free(s->cap_offsets);
+    free(s->ids);
+    s->cap_offsets = NULL;
+    s->ids = NULL;
+    s->max_words = 0;
+}
+
+vtr_status vtr_split_build_vocab(const vtr_split *s, vtr_tokenizer_mode mode, int64_t threshold,
+                                 vtr_vocab **out, vtr_error *err)
+{
+    vtr_tokens toks = {0};
+    vtr_status st = VTR_OK;
+    *out = NULL;
+    vtr_vocab_counter *counter = vtr_vocab_counter_new();
+    if (!counter)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory building the vocabulary");
+    for (int j = 0; j < s->n_caps && st == VTR_OK; j++) {
+        st = vtr_tokenize(s->texts[j], mode, &toks, err);
+        if (st == VTR_OK)
+            st = vtr_vocab_counter_add(counter, toks.tokens, toks.n, err);
+        else
+            vtr_error_context(err, "caption %d of item '%s'", j, s->keys[s->cap_item[j]]);
+    }
+    if (st == VTR_OK)
+        st = vtr_vocab_build(counter, threshold, VTR_VOCAB_FIRST_SEEN, out, err);
+    vtr_tokens_free(&toks);
+    vtr_vocab_counter_free(counter);
+    return st;
+}
+
+vtr_status vtr_split_encode_captions(vtr_split *s, const vtr_vocab *vocab,
+                                     vtr_tokenizer_mode mode, vtr_error *err)
+{
+    vtr_vocab_specials sp = vtr_vocab_special_ids(vocab);
+    if (vtr_vocab_layout_of(vocab) != VTR_VOCAB_VSE || sp.start < 0 || sp.end < 0 || sp.mask < 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "the vocabulary is not a VSE vocabulary "
+                        "(<start>, <end>, <mask>)");
+    vtr_tokens toks = {0};
+    vtr_status st = VTR_OK;
+    size_t cap = 0, used = 0;
+    int *ids = NULL, max_words = 0;
+    int64_t *offsets = malloc(((size_t)s->n_caps + 1) * sizeof *offsets);
+    if (!offsets)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding captions");
+    offsets[0] = 0;
+    for (int j = 0; j < s->n_caps; j++) {
+        if ((st = vtr_tokenize(s->texts[j], mode, &toks, err))) {
+            vtr_error_context(err, "caption %d of item '%s'", j, s->keys[s->cap_item[j]]);
+            goto end;
+        }
+        if (toks.n > (size_t)INT_MAX - 2) {
+            st = vtr_fail(err, VTR_ERR_INVALID, "caption %d of item '%s' is too long", j,
+                          s->keys[s->cap_item[j]]);
+            goto end;
+        }
+        if (used + toks.n + 2 > cap) {
+            size_t n = cap ? 2 * cap : 4096;
+            while (n < used + toks.n + 2)
+                n *= 2;
+            int *grown = realloc(ids, n * sizeof *ids);
+            if (!grown) {
+                st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding captions");
+                goto end;
+            }
+            ids = grown;
+            cap = n;
+        }
+        size_t count;
+        if ((st = vtr_vocab_encode(vocab, toks.tokens, toks.n, true, ids + used, &count, err)))
+            goto end;
+        used += count;
+        offsets[j + 1] = (int64_t)used;
+        if ((int)count > max_words)
+            max_words = (int)count;
+    }
+    free(s->cap_offsets);
+    free(s->ids);
+    s->cap_offsets = offsets;
+    s->ids = ids;
+    s->max_words = max_words;
+    offsets = NULL;
+    ids = NULL;
+end:
+    vtr_tokens_free(&toks);
+    free(offsets);
+    free(ids);
+    return st;
+}
+
+void vtr_epoch_order(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch)
+{
+    vtr_rng rng;
+    vtr_rng_init(&rng, seed, VTR_STREAM_ORDER + (uint64_t)epoch);
+    vtr_rng_permutation(&rng, perm, n);
+}
+
+/* ---- batches ---------------------------------------------------------------------- */
+
+void vtr_batcher_free(vtr_batcher *b)
+{
+    if (!b)
+        return;
+    free(b->frames);
+    free(b->frame_lengths);
+    free(b->ids);
+    free(b->caption_lengths);
+    free(b->rows);
+    free(b->keep);
+    memset(b, 0, sizeof *b);
+}
+
+vtr_status vtr_batcher_init(vtr_batcher *b, const vtr_split *s, int max_batch, vtr_error *err)
+{
+    memset(b, 0, sizeof *b);
+    if (max_batch < 1)
+        return vtr_fail(err, VTR_ERR_INVALID, "batch size %d is not >= 1", max_batch);
+    if (!s->ids || !s->cap_offsets)
+        return vtr_fail(err, VTR_ERR_INVALID, "split '%s': captions are not encoded", s->name);
+    int64_t F = vtr_feature_store_reader_dim(s->store);
+    if (F < 1 || F > INT_MAX)
+        return vtr_fail(err, VTR_ERR_INVALID, "feature store dim %lld", (long long)F);
+    /* the largest raw set, for the scratch of vtr_frame_subsample */
+    const int64_t *off = vtr_feature_store_reader_offsets(s->store);
+    int64_t raw = 1;
+    for (int i = 0; i < s->n_items; i++) {
+        int64_t n = off[s->store_index[i] + 1] - off[s->store_index[i]];
+        raw = n > raw ? n : raw;
+    }
+    b->split = s;
+    b->F = (int)F;
+    b->max_batch = max_batch;
+    size_t T = (size_t)s->max_frames, L = (size_t)(s->max_words > 0 ? s->max_words : 1);
+    b->frames = malloc((size_t)max_batch * T * (size_t)F * sizeof *b->frames);
+    b->frame_lengths = malloc((size_t)max_batch * sizeof *b->frame_lengths);
+    b->ids = malloc((size_t)max_batch * L * sizeof *b->ids);
+    b->caption_lengths = malloc((size_t)max_batch * sizeof *b->caption_lengths);
+    b->rows = malloc((size_t)raw * sizeof *b->rows);
+    b->keep = malloc((T > L ? T : L) * sizeof *b->keep);
+    if (!b->frames || !b->frame_lengths || !b->ids || !b->caption_lengths || !b->rows ||
+        !b->keep) {
+        vtr_batcher_free(b);
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for batches of %d", max_batch);
+    }
+    return VTR_OK;
+}
+
+/* Copies row r of the store (float32 or float16) to dst (F floats). */
+static void copy_row(float *dst, const vtr_tensor *rows, int r, int F)
+{
+    if (rows->dtype == VTR_F32) {
+        memcpy(dst, (const float *)rows->data + (size_t)r * F, sizeof(float) * (size_t)F);
+    } else {
+        const uint16_t *h = (const uint16_t *)rows->data + (size_t)r * F;
+        for (int d = 0; d < F; d++)
+            dst[d] = vtr_half_to_float(h[d]);
+    }
+}
+
+/* Writes item's (augmented) set to slot k of a batch with T = s->max_frames rows per slot;
+ * returns its length. stream is its augmentation stream when aug is not NULL. */
+static vtr_status put_set(vtr_batcher *b, int k, int item, const vtr_augment *aug,
+                          uint64_t stream, vtr_error *err)
+{
+    const vtr_split *s = b->split;
+    vtr_tensor rows;
+    vtr_status st = vtr_feature_store_reader_item(s->store, s->store_index[item], &rows, err);
+    if (st != VTR_OK)
+        return st;
+    int n = vtr_frame_subsample(b->rows, (int)rows.shape[0], s->max_frames_cap);
+    int len = n;
+    if (aug && aug->frame_drop > 0.0f)
+        len = vtr_gpo_augment_set(b->keep, n, aug->frame_drop, aug->seed, stream);
+    float *dst = b->frames + (size_t)k * (size_t)s->max_frames * (size_t)b->F;
+    for (int t = 0; t < len; t++)
+        copy_row(dst + (size_t)t * b->F, &rows, b->rows[aug && aug->frame_drop > 0.0f ?
+                                                        b->keep[t] : t], b->F);
+    b->frame_lengths[k] = len;
+    return VTR_OK;
+}
+
+/* Writes caption cap's (augmented) ids to slot k (s->max_words per slot). */
+static void put_caption(vtr_batcher *b, int k, int cap, const vtr_augment *aug, uint64_t stream)
+{
+    const vtr_split *s = b->split;
+    const int *ids = s->ids + s->cap_offsets[cap];
+    int n = (int)(s->cap_offsets[cap + 1] - s->cap_offsets[cap]);
+    int *dst = b->ids + (size_t)k * (size_t)s->max_words;
+    if (aug && aug->caption_hit > 0.0f)
+        n = vtr_gpo_augment_caption(dst, ids, n, aug->vocab_size, aug->mask_id, aug->caption_hit,
+                                    aug->seed, stream);
+    else
+        memcpy(dst, ids, sizeof(int) * (size_t)n);
+    b->caption_lengths[k] = n;
+}
+
+/* Repacks the slots (stride s->max_frames rows, s->max_words ids) to the batch's own T and
+ * L in place, zero-padding, and sets b->batch. Slots only move to lower addresses, in
+ * increasing order, so the copies never overwrite a slot not yet moved. */
+static void pack(vtr_batcher *b, int B, bool frames, bool captions)
+{
+    const vtr_split *s = b->split;
+    size_t F = (size_t)b->F;
+    int T = 1, L = 1;
+    for (int k = 0; frames && k < B; k++)
+        T = b->frame_lengths[k] > T ? b->frame_lengths[k] : T;
+    for (int k = 0; captions && k < B; k++)
+        L = b->caption_lengths[k] > L ? b->caption_lengths[k] : L;
+    for (int k = 0; frames && k < B; k++) {
+        float *src = b->frames + (size_t)k * (size_t)s->max_frames * F;
+        float *dst = b->frames + (size_t)k * (size_t)T * F;
+        size_t len = (size_t)b->frame_lengths[k];
+        memmove(dst, src, len * F * sizeof(float));
+        memset(dst + len * F, 0, ((size_t)T - len) * F * sizeof(float));
+    }
+    for (int k = 0; captions && k < B; k++) {
+        int *src = b->ids + (size_t)k * (size_t)s->max_words;
+        int *dst = b->ids + (size_t)k * (size_t)L;
+        size_t len = (size_t)b->caption_lengths[k];
+        memmove(dst, src, len * sizeof(int));
+        for (size_t t = len; t < (size_t)L; t++)
+            dst[t] = 0;
+    }
+    b->batch = (vtr_vse_batch){.B = B,
+                               .T = frames ? T : 0,
+                               .frames = frames ? b->frames : NULL,
+                               .frame_lengths = frames ? b->frame_lengths : NULL,
+                               .L = captions ? L : 0,
+                               .ids = captions ? b->ids : NULL,
+                               .caption_lengths = captions ? b->caption_lengths : NULL};
+}
+
+vtr_status vtr_batcher_pairs(vtr_batcher *b, const int64_t *caps, int B, const vtr_augment *aug,
+                             vtr_error *err)
+{
+    const vtr_split *s = b->split;
+    if (B < 1 || B > b->max_batch)
+        return vtr_fail(err, VTR_ERR_INVALID, "batch of %d pairs (at most %d)", B, b->max_batch);
+    for (int k = 0; k < B; k++) {
+        int64_t c = caps[k];
+        if (c < 0 || c >= s->n_caps)
+            return vtr_fail(err, VTR_ERR_INVALID, "caption %lld out of range [0, %d)",
+                            (long long)c, s->n_caps);
+        uint64_t stream = 0;
+        if (aug)
+            stream = VTR_STREAM_AUGMENT +
+                     2 * ((uint64_t)aug->epoch * (uint64_t)s->n_caps + (uint64_t)c);
+        vtr_status st = put_set(b, k, s->cap_item[c], aug, stream, err);
+        if (st != VTR_OK)
+            return st;
+        put_caption(b, k, (int)c, aug, stream + 1);
+    }
+    pack(b, B, true, true);
+    return VTR_OK;
+}
+
+vtr_status vtr_batcher_items(vtr_batcher *b, int item0, int n, vtr_error *err)
+{
+    const vtr_split *s = b->split;
+    if (n < 1 || n > b->max_batch || item0 < 0 || item0 > s->n_items - n)
+        return vtr_fail(err, VTR_ERR_INVALID, "items %d .. %d of %d (batches of at most %d)",
+                        item0, item0 + n - 1, s->n_items, b->max_batch);
+    for (int k = 0; k < n; k++) {
+        vtr_status st = put_set(b, k, item0 + k, NULL, 0, err);
+        if (st != VTR_OK)
+            return st;
+    }
+    pack(b, n, true, false);
+    return VTR_OK;
+}
+
+vtr_status vtr_batcher_captions(vtr_batcher *b, int cap0, int n, vtr_error *err)
+{
+    const vtr_split *s = b->split;
+    if (n < 1 || n > b->max_batch || cap0 < 0 || cap0 > s->n_caps - n)
+        return vtr_fail(err, VTR_ERR_INVALID, "captions %d .. %d of %d (batches of at most %d)",
+                        cap0, cap0 + n - 1, s->n_caps, b->max_batch);
+    for (int k = 0; k < n; k++)
+        put_caption(b, k, cap0 + k, NULL, 0);
+    pack(b, n, false, true);
+    return VTR_OK;
+}
+
+/* ---- a run's data ---------------------------------------------------------------- */
+
+void vtr_train_data_close(vtr_train_data *d)
+{
+    if (!d)
+        return;
+    vtr_split_free(&d->train);
+    vtr_split_free(&d->val);
+    vtr_vocab_free(d->vocab);
+    vtr_feature_store_reader_close(d->store);
+    vtr_catalog_close(d->catalog);
+    memset(d, 0, sizeof *d);
+}
+
+vtr_status vtr_train_data_open(const vtr_train_options *o, const char *vocab_path,
+                               vtr_train_data *d, vtr_error *err)
+{
+    vtr_status st;
+    memset(d, 0, sizeof *d);
+    if (!vocab_path && o->vocab[0])
+        vocab_path = o->vocab;
+    if ((st = vtr_catalog_open(o->catalog, &d->catalog, err)) ||
+        (st = vtr_feature_store_reader_open(o->features, &d->store, err)))
+        goto fail;
+    if ((st = vtr_split_load(d->catalog, o->dataset, o->train_split, d->store, o->max_frames,
+                             &d->train, err))) {
+        vtr_error_context(err, "training split");
+        goto fail;
+    }
+    if ((st = vtr_split_load(d->catalog, o->dataset, o->val_split, d->store, o->max_frames,
+                             &d->val, err))) {
+        vtr_error_context(err, "validation split");
+        goto fail;
+    }
+    if (o->val_max_items > 0)
+        vtr_split_truncate(&d->val, o->val_max_items);
+    if (vocab_path) {
+        st = vtr_vocab_load_json(vocab_path, &d->vocab, err);
+    } else {
+        st = vtr_split_build_vocab(&d->train, o->tokenizer, o->vocab_threshold, &d->vocab, err);
+        d->vocab_built = true;
+        if (st != VTR_OK)
+            vtr_error_context(err, "building the vocabulary");
+    }
+    if (st != VTR_OK)
+        goto fail;
+    if ((st = vtr_split_encode_captions(&d->train, d->vocab, o->tokenizer, err)) ||
+        (st = vtr_split_encode_captions(&d->val, d->vocab, o->tokenizer, err)))
+        goto fail;
+    return VTR_OK;
+fail:
+    vtr_train_data_close(d);
+    return st;
+}
+
+/* ---- provenance ------------------------------------------------------------------- */
+
+vtr_status vtr_train_data_hashes(const char *store_path, const char *vocab_path, char **json,
+                                 vtr_error *err)
+{
+    static const char *const files[] = {"rows.npy", "offsets.npy", "keys.txt", "meta.json"};
+    char hex[VTR_SHA256_HEX_SIZE], name[64];
+    vtr_status st = VTR_OK;
+    *json = NULL;
+    json_t *obj = json_object();
+    size_t len = strlen(store_path) + 16;
+    char *path = malloc(len);
+    if (!obj || !path) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, len, "%s/%s", store_path, files[i]);
+        snprintf(name, sizeof name, "features/%s", files[i]);
+        if ((st = vtr_file_sha256(path, hex, err)))
+            goto end;
+        json_object_set_new(obj, name, json_string(hex));
+    }
+    if (vocab_path) {
+        if ((st = vtr_file_sha256(vocab_path, hex, err)))
+            goto end;
+        json_object_set_new(obj, "vocab", json_string(hex));
+    }
+    if (!(*json = json_dumps(obj, VTR_JSON_FLAGS)))
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+end:
+    json_decref(obj);
+    free(path);
+    return st;
+}

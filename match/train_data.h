@@ -1,0 +1,180 @@
+/* The data a VSE run reads, and its batches. Layout: docs/training.md.
+ *
+ * A split (train, val, test) is read from two places: the catalog (lib/catalog.h) names
+ * its items, in item id order, and their captions, in ordinal order; the feature store
+ * (lib/feature_store.h) holds each item's set of feature rows (frames, regions) under the
+ * item's key. A training pair is one caption and its item, so an epoch runs over the
+ * captions of the split (as the reference data loaders do).
+ *
+ * Captions are tokenized (features/tokenizer.h) and encoded with a VSE vocabulary
+ * (features/vocab.h) as <start> w1 ... wn <end>; the vocabulary is loaded from a reference
+ * JSON or built from the training captions (vtr_split_build_vocab).
+ *
+ * Batches (vtr_batcher) are padded as the model wants them (match/vse_model.h): frames
+ * (B,T,F) float32 with zero rows after each set's length, ids (B,L) with 0 (<pad>) after
+ * each caption's length. Sets longer than max_frames keep the rows round(linspace(0, n-1,
+ * max_frames)) (HGR's sampling; numpy's round, half to even). Training batches may apply
+ * GPO's size augmentation (aggregate/gpo.h) to each set and caption, from RNG streams that
+ * depend only on (seed, epoch, caption index), so a batch is the same whatever ran before
+ * it: that is what makes a resumed run exact.
+ *
+ * Random streams (lib/rng.h) of a run's seed: the model's initialization uses streams
+ * 0 .. (tensors - 1) (vtr_vse_init_params); the epoch order uses VTR_STREAM_ORDER + epoch;
+ * augmentation of caption c in epoch e uses VTR_STREAM_AUGMENT + 2 (e n_caps + c) for its
+ * set and that + 1 for its caption.
+ */
+#ifndef VTR_TRAIN_DATA_H
+#define VTR_TRAIN_DATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "features/tokenizer.h"
+#include "features/vocab.h"
+#include "lib/catalog.h"
+#include "lib/error.h"
+#include "lib/feature_store.h"
+#include "match/train_config.h"
+#include "match/vse_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VTR_STREAM_ORDER (UINT64_C(1) << 40)
+#define VTR_STREAM_AUGMENT (UINT64_C(1) << 48)
+
+/* The items and captions of one split. */
+typedef struct vtr_split {
+    char *name;                            /* "train", ... */
+    const vtr_feature_store_reader *store; /* borrowed: the items' feature rows */
+    int max_frames_cap;                    /* the data.max_frames it was loaded with */
+
+    int n_items;
+    char **keys;          /* (n_items) item keys */
+    int64_t *store_index; /* (n_items) the item's index in the store */
+    int max_frames;       /* rows of the longest set, after the cap */
+
+    int n_caps;
+    int *cap_item;        /* (n_caps) the item caption j describes, 0 .. n_items-1 */
+    char **texts;         /* (n_caps) caption texts as stored */
+    int *cap_text;        /* (n_caps) text ids: equal for identical texts (HGR de-dup) */
+    int n_texts;
+
+    /* vtr_split_encode_captions fills these: */
+    int64_t *cap_offsets; /* (n_caps + 1) caption j's ids are ids[cap_offsets[j] ..] */
+    int *ids;
+    int max_words;        /* ids in the longest caption (with <start> and <end>) */
+} vtr_split;
+
+/* Reads split `split` of dataset `dataset` from the catalog and finds every item in the
+ * store (by key). max_frames_cap: see data.max_frames (0 = every row). Fails with
+ * VTR_ERR_NOT_FOUND for an unknown dataset; VTR_ERR_INVALID for a split without items
+ * ("dataset 'msrvtt' has no items in split 'val'"), an item without captions, an item
+ * missing from the store or without rows, more than INT_MAX items or captions; what the
+ * catalog reports. On failure *out is zeroed. Free with vtr_split_free. */
+vtr_status vtr_split_load(vtr_catalog *cat, const char *dataset, const char *split,
+                          const vtr_feature_store_reader *store, int max_frames_cap,
+                          vtr_split *out, vtr_error *err);
+
+/* Frees everything the split owns; leaves it zeroed. Safe on a zeroed or freed split. */
+void vtr_split_free(vtr_split *s);
+
+/* Keeps the first n items of the split (1 <= n) and their captions; nothing when the
+ * split has no more than n. Call before encoding the captions. */
+void vtr_split_truncate(vtr_split *s, int n);
+
+/* A VSE vocabulary of the split's caption words seen at least threshold times, in the
+ * order in which they first occur (the reference's build_vocab). */
+vtr_status vtr_split_build_vocab(const vtr_split *s, vtr_tokenizer_mode mode, int64_t threshold,
+                                 vtr_vocab **out, vtr_error *err);
+
+/* Tokenizes and encodes every caption: <start> words <end>, unknown words as <unk>.
+ * Replaces an earlier encoding. VTR_ERR_INVALID for a vocabulary that is not of the VSE
+ * layout; the tokenizer's errors name the caption. */
+vtr_status vtr_split_encode_captions(vtr_split *s, const vtr_vocab *vocab,
+                                     vtr_tokenizer_mode mode, vtr_error *err);
+
+/* The rows kept of a set of n rows under cap: idx gets min(n, cap) (or n when cap is 0)
+ * row indices, round(linspace(0, n-1, cap)) when n > cap, else 0 .. n-1. Returns the count. */
+int vtr_frame_subsample(int *idx, int n, int cap);
+
+/* A uniformly random order of the n captions of epoch `epoch` (stream VTR_STREAM_ORDER +
+ * epoch of seed). */
+void vtr_epoch_order(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch);
+
+/* Size augmentation of a training batch (aggregate/gpo.h). */
+typedef struct vtr_augment {
+    uint64_t seed;
+    int64_t epoch;
+    float frame_drop;  /* set elements dropped with this probability */
+    float caption_hit; /* caption tokens masked / replaced / deleted with this probability */
+    int vocab_size;    /* random replacements are drawn from [0, vocab_size) */
+    int mask_id;       /* the vocabulary's <mask> */
+} vtr_augment;
+
+/* Padded batches of one split. */
+typedef struct vtr_batcher {
+    const vtr_split *split;
+    int F;                /* feature size (the store's dim) */
+    int max_batch;
+    vtr_vse_batch batch;  /* the last batch built; points into the buffers below */
+    float *frames;        /* (max_batch, split max_frames, F) */
+    int *frame_lengths;   /* (max_batch) */
+    int *ids;             /* (max_batch, split max_words) */
+    int *caption_lengths; /* (max_batch) */
+    int *rows;            /* scratch: a set's kept rows */
+    int *keep;            /* scratch: augmentation's kept positions */
+} vtr_batcher;
+
+/* Allocates the buffers for batches of at most max_batch (>= 1) pairs of split s, whose
+ * captions must be encoded. VTR_ERR_INVALID, VTR_ERR_NOMEM; on failure b is zeroed. */
+vtr_status vtr_batcher_init(vtr_batcher *b, const vtr_split *s, int max_batch, vtr_error *err);
+
+void vtr_batcher_free(vtr_batcher *b);
+
+/* Training batch: pair k is caption caps[k] and its item, 1 <= B <= max_batch. aug NULL:
+ * no augmentation. Fills b->batch (T and L are the longest set and caption in it). */
+vtr_status vtr_batcher_pairs(vtr_batcher *b, const int64_t *caps, int B, const vtr_augment *aug,
+                             vtr_error *err);
+
+/* Items item0 .. item0+n-1 alone (frames, frame_lengths, T of b->batch), no augmentation. */
+vtr_status vtr_batcher_items(vtr_batcher *b, int item0, int n, vtr_error *err);
+
+/* Captions cap0 .. cap0+n-1 alone (ids, caption_lengths, L of b->batch). */
+vtr_status vtr_batcher_captions(vtr_batcher *b, int cap0, int n, vtr_error *err);
+
+/* Everything a training run reads, opened from its options (match/train_config.h). */
+typedef struct vtr_train_data {
+    vtr_catalog *catalog;            /* open: the program records the run in it */
+    vtr_feature_store_reader *store;
+    vtr_split train, val;            /* captions encoded with vocab */
+    vtr_vocab *vocab;
+    bool vocab_built;                /* built from the training captions, not loaded */
+} vtr_train_data;
+
+/* Opens o->catalog and o->features, loads the training and validation splits (the latter
+ * cut to o->val_max_items), loads the
+ * vocabulary from vocab_path (a reference JSON; NULL: o->vocab, or, when that is empty,
+ * builds it from the training captions with o->vocab_threshold) and encodes both splits'
+ * captions. Errors carry the failing step's context ("training split: ..."). On failure
+ * *d is zeroed. */
+vtr_status vtr_train_data_open(const vtr_train_options *o, const char *vocab_path,
+                               vtr_train_data *d, vtr_error *err);
+
+/* Closes and frees everything; leaves d zeroed. Safe on a zeroed value. */
+void vtr_train_data_close(vtr_train_data *d);
+
+/* The data hashes a run records (lib/catalog.h runs.data_hashes): a JSON object with the
+ * SHA-256 of every file of the feature store ("features/rows.npy", "features/offsets.npy",
+ * "features/keys.txt", "features/meta.json") and of the vocabulary file ("vocab") when
+ * vocab_path is not NULL. *json is malloc'ed (caller frees). VTR_ERR_IO naming the file. */
+vtr_status vtr_train_data_hashes(const char *store_path, const char *vocab_path, char **json,
+                                 vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,419 @@
+/* The VSE training loop (trainer.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "trainer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/checkpoint.h"
+#include "lib/file.h"
+#include "lib/json.h"
+#include "lib/optim.h"
+#include "match/encode.h"
+#include "lib/log.h"
+
+typedef struct trainer {
+    const vtr_trainer_setup *su;
+    const vtr_train_options *o;
+    vtr_vse_model m;
+    vtr_optimizer optim;
+    vtr_batcher train_b, val_b;
+    int64_t *order;        /* (n_caps) this epoch's caption order */
+    char *config_text;     /* resolved YAML stored in checkpoints */
+    char *last_path, *best_path, *metrics_path;
+
+    /* the state beyond parameters and optimizer, saved in last.safetensors */
+    int64_t step;
+    double best_rsum;
+    int best_epoch;
+    double loss_sum;       /* this epoch's summed step losses */
+    int64_t loss_steps;
+} trainer;
+
+int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop_last)
+{
+    int64_t full = n_caps / batch_size, rem = n_caps % batch_size;
+    return full + (!drop_last && rem >= 2 ? 1 : 0);
+}
+
+vtr_vse_config vtr_train_model_config(const vtr_train_options *opt, const vtr_vocab *vocab)
+{
+    vtr_vse_config c = opt->model;
+    c.vocab_size = vtr_vocab_size(vocab);
+    return c;
+}
+
+json_t *vtr_retrieval_direction_json(const vtr_retrieval_direction *d)
+{
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "r1", d->r1, "r5", d->r5, "r10",
+                     d->r10, "medr", d->median_rank, "meanr", d->mean_rank, "map", d->map,
+                     "ndcg", d->ndcg);
+}
+
+json_t *vtr_retrieval_metrics_json(const vtr_retrieval_metrics *m)
+{
+    return json_pack("{s:o, s:o, s:f}", "v2t", vtr_retrieval_direction_json(&m->v2t), "t2v",
+                     vtr_retrieval_direction_json(&m->t2v), "rsum", m->rsum);
+}
+
+/* ---- checkpoints ------------------------------------------------------------------ */
+
+static vtr_status save_last(trainer *t, int64_t epoch, int64_t iteration, vtr_error *err)
+{
+    char best_rsum[64], best_epoch[32], loss_sum[64], loss_steps[32];
+    snprintf(best_rsum, sizeof best_rsum, "%a", t->best_rsum);
+    snprintf(best_epoch, sizeof best_epoch, "%d", t->best_epoch);
+    snprintf(loss_sum, sizeof loss_sum, "%a", t->loss_sum);
+    snprintf(loss_steps, sizeof loss_steps, "%" PRId64, t->loss_steps);
+    vtr_checkpoint_kv extra[] = {
+        {"best_rsum", best_rsum},     {"best_epoch", best_epoch},
+        {"epoch_loss_sum", loss_sum}, {"epoch_steps", loss_steps},
+        {"vocab_sha256", t->su->vocab_sha256},
+    };
+    vtr_checkpoint_state state = {.step = t->step,
+                                  .epoch = epoch,
+                                  .iteration = iteration,
+                                  .config = t->config_text,
+                                  .extra = extra,
+                                  .extra_count = sizeof extra / sizeof extra[0]};
+    return vtr_checkpoint_save(t->last_path, &t->m.params, &t->optim, &state, err);
+}
+
+static vtr_status save_best(trainer *t, int epoch, double rsum, vtr_error *err)
+{
+    char rsum_text[64], epoch_text[32];
+    snprintf(rsum_text, sizeof rsum_text, "%.17g", rsum);
+    snprintf(epoch_text, sizeof epoch_text, "%d", epoch);
+    vtr_checkpoint_kv extra[] = {
+        {"rsum", rsum_text},
+        {"best_epoch", epoch_text},
+        {"vocab_sha256", t->su->vocab_sha256},
+    };
+    vtr_checkpoint_state state = {.step = t->step,
+                                  .epoch = epoch + 1,
+                                  .iteration = 0,
+                                  .config = t->config_text,
+                                  .extra = extra,
+                                  .extra_count = sizeof extra / sizeof extra[0]};
+    return vtr_checkpoint_save(t->best_path, &t->m.params, NULL, &state, err);
+}
+
+/* Parses a metadata string of the resumed checkpoint. */
+static vtr_status meta_double(const vtr_checkpoint *ck, const char *key, double *out,
+                              vtr_error *err)
+{
+    const char *s = vtr_checkpoint_meta(ck, key);
+    char *end;
+    if (!s)
+        return vtr_fail(err, VTR_ERR_FORMAT, "%s: no '%s' in the metadata (not written by "
+                        "vtr-train?)", ck->path, key);
+    errno = 0;
+    *out = strtod(s, &end);
+    if (errno || end == s || *end)
+        return vtr_fail(err, VTR_ERR_FORMAT, "%s: metadata '%s' is not a number: '%.40s'",
+                        ck->path, key, s);
+    return VTR_OK;
+}
+
+static vtr_status meta_int(const vtr_checkpoint *ck, const char *key, int64_t *out,
+                           vtr_error *err)
+{
+    const char *s = vtr_checkpoint_meta(ck, key);
+    char *end;
+    if (!s)
+        return vtr_fail(err, VTR_ERR_FORMAT, "%s: no '%s' in the metadata (not written by "
+                        "vtr-train?)", ck->path, key);
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end)
+        return vtr_fail(err, VTR_ERR_FORMAT, "%s: metadata '%s' is not an integer: '%.40s'",
+                        ck->path, key, s);
+    *out = v;
+    return VTR_OK;
+}
+
+static vtr_status resume(trainer *t, int64_t *epoch, int64_t *iteration, vtr_error *err)
+{
+    vtr_checkpoint ck;
+    vtr_checkpoint_state state = {0};
+    int64_t best_epoch;
+    vtr_status st = vtr_checkpoint_open(t->last_path, 0, &ck, err);
+    if (st != VTR_OK)
+        return st;
+    const char *vocab = vtr_checkpoint_meta(&ck, "vocab_sha256");
+    if (vocab && strcmp(vocab, t->su->vocab_sha256) != 0) {
+        st = vtr_fail(err, VTR_ERR_INVALID, "%s was trained with another vocabulary than "
+                      "%s/" VTR_RUN_VOCAB, t->last_path, t->su->output_dir);
+        goto end;
+    }
+    if ((st = meta_double(&ck, "best_rsum", &t->best_rsum, err)) ||
+        (st = meta_int(&ck, "best_epoch", &best_epoch, err)) ||
+        (st = meta_double(&ck, "epoch_loss_sum", &t->loss_sum, err)) ||
+        (st = meta_int(&ck, "epoch_steps", &t->loss_steps, err)) ||
+        (st = vtr_checkpoint_load_params(&ck, &t->m.params, 0, err)) ||
+        (st = vtr_checkpoint_load_optimizer(&ck, &t->m.params, &t->optim, err)) ||
+        (st = vtr_checkpoint_load_state(&ck, &state, err)))
+        goto end;
+    t->best_epoch = (int)best_epoch;
+    t->step = state.step;
+    *epoch = state.epoch;
+    *iteration = state.iteration;
+end:
+    vtr_checkpoint_close(&ck);
+    return st;
+}
+
+/* ---- metrics.jsonl ---------------------------------------------------------------- */
+
+/* Rewrites the log keeping only the lines of epochs before `epoch` (all of them written by
+ * an earlier part of this run); a missing log is created empty. */
+static vtr_status truncate_metrics(trainer *t, int64_t epoch, vtr_error *err)
+{
+    vtr_atomic_file out;
+    vtr_status st = vtr_atomic_open(&out, t->metrics_path, err);
+    if (st != VTR_OK)
+        return st;
+    FILE *in = fopen(t->metrics_path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while (in && (len = getline(&line, &cap, in)) > 0) {
+        json_t *obj = json_loadb(line, (size_t)len, 0, NULL);
+        json_t *e = obj ? json_object_get(obj, "epoch") : NULL;
+        bool keep = e && json_is_integer(e) && json_integer_value(e) < epoch;
+        json_decref(obj);
+        if (keep && (st = vtr_write_all(out.fp, line, (size_t)len, t->metrics_path, err)))
+            break;
+    }
+    free(line);
+    if (in)
+        fclose(in);
+    if (st != VTR_OK) {
+        vtr_atomic_abort(&out);
+        return st;
+    }
+    return vtr_atomic_commit(&out, err);
+}
+
+static vtr_status append_metrics(trainer *t, const vtr_train_epoch_info *info, int64_t steps,
+                                 double lr_first, double lr_last, vtr_hinge_negatives neg,
+                                 vtr_error *err)
+{
+    json_t *obj = json_pack("{s:i, s:I, s:f, s:s, s:[f, f], s:o, s:b, s:f, s:f}", "epoch",
+                            info->epoch, "steps", (json_int_t)steps, "loss", info->loss,
+                            "negatives", neg == VTR_HINGE_ALL_NEGATIVES ? "all" : "hardest",
+                            "lr", lr_first, lr_last, "val",
+                            vtr_retrieval_metrics_json(&info->val), "best", info->best,
+                            "train_s", info->train_s, "val_s", info->val_s);
+    char *text = obj ? json_dumps(obj, VTR_JSON_FLAGS) : NULL;
+    json_decref(obj);
+    if (!text)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory writing %s", t->metrics_path);
+    vtr_status st = VTR_OK;
+    FILE *f = fopen(t->metrics_path, "a");
+    if (!f)
+        st = vtr_fail_errno(err, "%s", t->metrics_path);
+    else if (fprintf(f, "%s\n", text) < 0 || fflush(f) != 0)
+        st = vtr_fail_errno(err, "writing %s", t->metrics_path);
+    if (f && fclose(f) != 0 && st == VTR_OK)
+        st = vtr_fail_errno(err, "closing %s", t->metrics_path);
+    free(text);
+    return st;
+}
+
+/* ---- the loop --------------------------------------------------------------------- */
+
+static void trainer_free(trainer *t)
+{
+    vtr_batcher_free(&t->train_b);
+    vtr_batcher_free(&t->val_b);
+    vtr_optimizer_free(&t->optim);
+    vtr_vse_model_free(&t->m);
+    free(t->order);
+    free(t->config_text);
+    free(t->last_path);
+    free(t->best_path);
+    free(t->metrics_path);
+}
+
+static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_error *err)
+{
+    const vtr_train_options *o = su->opt;
+    const vtr_split *tr = su->train, *va = su->val;
+    vtr_status st;
+    memset(t, 0, sizeof *t);
+    t->su = su;
+    t->o = o;
+    t->best_rsum = -1.0;
+    t->best_epoch = -1;
+    int64_t F = vtr_feature_store_reader_dim(tr->store);
+    if (F != o->model.feature_dim)
+        return vtr_fail(err, VTR_ERR_INVALID, "model.feature_dim is %d but the features of "
+                        "split '%s' have %lld dimensions", o->model.feature_dim, tr->name,
+                        (long long)F);
+    if (vtr_feature_store_reader_dim(va->store) != F)
+        return vtr_fail(err, VTR_ERR_INVALID, "the training and validation features differ "
+                        "in size");
+    if (vtr_train_iterations_per_epoch(tr->n_caps, o->batch_size, o->drop_last) < 1)
+        return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has %d captions, fewer than one "
+                        "batch of %d", tr->name, tr->n_caps, o->batch_size);
+    vtr_vse_config mc = vtr_train_model_config(o, su->vocab);
+    int max_batch = o->batch_size > o->val_batch_size ? o->batch_size : o->val_batch_size;
+    int max_frames = tr->max_frames > va->max_frames ? tr->max_frames : va->max_frames;
+    int max_words = tr->max_words > va->max_words ? tr->max_words : va->max_words;
+    if ((st = vtr_vse_model_init(&t->m, &mc, max_batch, max_frames, max_words, err)) ||
+        (st = vtr_optimizer_init(&t->optim, &t->m.params, &o->optim, err)) ||
+        (st = vtr_batcher_init(&t->train_b, tr, o->batch_size, err)) ||
+        (st = vtr_batcher_init(&t->val_b, va, o->val_batch_size, err)) ||
+        (st = vtr_config_dump_string(su->config, &t->config_text, err)))
+        return st;
+    t->order = malloc((size_t)tr->n_caps * sizeof *t->order);
+    t->last_path = vtr_path_join(su->output_dir, VTR_RUN_LAST);
+    t->best_path = vtr_path_join(su->output_dir, VTR_RUN_BEST);
+    t->metrics_path = vtr_path_join(su->output_dir, VTR_RUN_METRICS);
+    if (!t->order || !t->last_path || !t->best_path || !t->metrics_path)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    return VTR_OK;
+}
+
+/* Validation, best checkpoint, metrics line and the epoch-end checkpoint of epoch e. */
+static vtr_status finish_epoch(trainer *t, int e, int64_t iters, double train_s,
+                               vtr_hinge_negatives neg, vtr_error *err)
+{
+    const vtr_train_options *o = t->o;
+    const vtr_trainer_setup *su = t->su;
+    vtr_train_epoch_info info = {.epoch = e, .train_s = train_s};
+    vtr_retrieval_options ro = {.fold_items = o->val_fold_items};
+    vtr_status st;
+    if (su->on_validate)
+        su->on_validate(su->ctx, e);
+    double t0 = vtr_now_seconds();
+    if ((st = vtr_evaluate_split(&t->m, &t->val_b, &ro, &info.val, err))) {
+        vtr_error_context(err, "validation after epoch %d", e);
+        return st;
+    }
+    info.val_s = vtr_now_seconds() - t0;
+    info.loss = t->loss_steps ? t->loss_sum / (double)t->loss_steps : 0.0;
+    if (t->best_epoch < 0 || info.val.rsum > t->best_rsum) {
+        t->best_rsum = info.val.rsum;
+        t->best_epoch = e;
+        info.best = true;
+        if ((st = save_best(t, e, info.val.rsum, err)))
+            return st;
+    }
+    double lr_first = vtr_lr_at(&o->lr, e, 0, iters), lr_last = vtr_lr_at(&o->lr, e, iters - 1,
+                                                                          iters);
+    if ((st = append_metrics(t, &info, t->loss_steps, lr_first, lr_last, neg, err)))
+        return st;
+    t->loss_sum = 0.0;
+    t->loss_steps = 0;
+    if ((st = save_last(t, e + 1, 0, err)))
+        return st;
+    if (su->on_epoch)
+        su->on_epoch(su->ctx, &info);
+    return VTR_OK;
+}
+
+vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, vtr_error *err)
+{
+    const vtr_train_options *o = su->opt;
+    const vtr_split *tr = su->train;
+    trainer t;
+    int64_t epoch = 0, iteration = 0;
+    vtr_status st;
+    memset(result, 0, sizeof *result);
+    if ((st = trainer_init(&t, su, err)))
+        goto end;
+    if (su->resume) {
+        if ((st = resume(&t, &epoch, &iteration, err)))
+            goto end;
+        result->resumed_from_end = epoch >= o->epochs;
+    } else {
+        vtr_vse_init_params(&t.m, (uint64_t)o->seed);
+    }
+    if ((st = truncate_metrics(&t, epoch, err)))
+        goto end;
+
+    int64_t iters = vtr_train_iterations_per_epoch(tr->n_caps, o->batch_size, o->drop_last);
+    vtr_augment aug = {.seed = (uint64_t)o->seed,
+                       .frame_drop = o->frame_drop,
+                       .caption_hit = o->caption_hit,
+                       .vocab_size = vtr_vocab_size(su->vocab),
+                       .mask_id = vtr_vocab_special_ids(su->vocab).mask};
+    /* a resumed run that has reached max_steps already stays where it is */
+    bool stopped = su->max_steps > 0 && t.step >= su->max_steps && epoch < o->epochs;
+    for (; epoch < o->epochs && !stopped; epoch++, iteration = 0) {
+        int e = (int)epoch;
+        vtr_hinge_negatives neg = e < o->warmup_epochs ? VTR_HINGE_ALL_NEGATIVES : o->negatives;
+        vtr_epoch_order(t.order, tr->n_caps, (uint64_t)o->seed, epoch);
+        aug.epoch = epoch;
+        double t0 = vtr_now_seconds();
+        for (; iteration < iters; iteration++) {
+            int64_t first = iteration * o->batch_size;
+            int B = (int)(tr->n_caps - first < o->batch_size ? tr->n_caps - first
+                                                               : o->batch_size);
+            float loss;
+            if ((st = vtr_batcher_pairs(&t.train_b, t.order + first, B,
+                                        o->size_augment ? &aug : NULL, err)))
+                goto end;
+            vtr_param_set_zero_grad(&t.m.params);
+            if ((st = vtr_vse_train_step(&t.m, &t.train_b.batch, neg, &loss, err)))
+                goto end;
+            if (!isfinite(loss)) {
+                st = vtr_fail(err, VTR_ERR_INVALID, "loss is %g at epoch %d, step %lld",
+                              (double)loss, e, (long long)iteration);
+                goto end;
+            }
+            float norm = o->grad_clip > 0.0 ? vtr_clip_grad_norm(&t.m.params, o->grad_clip)
+                                            : vtr_grad_norm(&t.m.params);
+            if (!isfinite(norm)) {
+                st = vtr_fail(err, VTR_ERR_INVALID, "gradient norm is %g at epoch %d, step %lld",
+                              (double)norm, e, (long long)iteration);
+                goto end;
+            }
+            double lr = vtr_lr_at(&o->lr, epoch, iteration, iters);
+            vtr_optimizer_step(&t.optim, &t.m.params, lr);
+            t.step++;
+            t.loss_sum += (double)loss;
+            t.loss_steps++;
+            if (su->on_step) {
+                vtr_train_step_info info = {.epoch = e,
+                                            .epochs = o->epochs,
+                                            .iteration = iteration,
+                                            .iterations = iters,
+                                            .step = t.step,
+                                            .loss = loss,
+                                            .lr = lr};
+                su->on_step(su->ctx, &info);
+            }
+            if ((su->max_steps > 0 && t.step >= su->max_steps) || (su->stop && *su->stop)) {
+                stopped = true;
+                iteration++;
+                if ((st = save_last(&t, epoch, iteration, err)))
+                    goto end;
+                break;
+            }
+            if (o->checkpoint_every > 0 && t.step % o->checkpoint_every == 0 &&
+                iteration + 1 < iters && (st = save_last(&t, epoch, iteration + 1, err)))
+                goto end;
+        }
+        if (stopped)
+            break;
+        if ((st = finish_epoch(&t, e, iters, vtr_now_seconds() - t0, neg, err)))
+            goto end;
+    }
+    result->finished = !stopped;
+    result->epoch = (int)epoch;
+    result->iteration = stopped ? iteration : 0;
+end:
+    result->steps = t.step;
+    result->best_rsum = t.best_rsum;
+    result->best_epoch = t.best_epoch;
+    trainer_free(&t);
+    return st;
+}

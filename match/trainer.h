@@ -1,0 +1,124 @@
+/* The VSE training loop: epochs of shuffled, augmented caption-item batches, the hinge
+ * loss with the VSE0 warm-up, AdamW with clipping and the lr schedule, validation after
+ * every epoch, checkpoints and a metrics log in a run directory, and exact resume.
+ *
+ * Run directory (setup->output_dir, which must exist):
+ *   last.safetensors  the whole training state (lib/checkpoint.h): parameters, AdamW
+ *                     state, step / epoch / iteration, the resolved config, and the extra
+ *                     strings "best_rsum", "best_epoch", "epoch_loss_sum", "epoch_steps",
+ *                     "vocab_sha256". Written atomically after every epoch, every
+ *                     checkpoint_every steps, and when the run stops early.
+ *   best.safetensors  the parameters (and config) after the epoch with the highest
+ *                     validation RSUM so far (ties keep the earlier), with the extra
+ *                     strings "rsum", "best_epoch", "vocab_sha256". Atomic.
+ *   metrics.jsonl     one JSON object per finished epoch: {"epoch", "steps", "loss" (mean
+ *                     per step), "negatives" ("all" / "hardest"), "lr" (first and last
+ *                     step's), "val": {"v2t": {...}, "t2v": {...}, "rsum"}, "best",
+ *                     "train_s", "val_s"}.
+ *
+ * Exactness. Everything a step reads is a function of the saved state: the epoch's order
+ * and each caption's augmentation come from counter-based RNG streams of (seed, epoch,
+ * caption) (match/train_data.h), the parameters and AdamW moments are saved bit for bit,
+ * and the running loss sum is saved as a hex float. So with the same data, config, seed,
+ * build and thread count, a run stopped anywhere (killed: from its last checkpoint) and
+ * resumed ends with a last.safetensors byte-identical to an uninterrupted run's, and the
+ * same best.safetensors and metrics (the times in metrics.jsonl aside). Resuming rewrites
+ * metrics.jsonl without the lines of epochs the checkpoint has not finished.
+ */
+#ifndef VTR_TRAINER_H
+#define VTR_TRAINER_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/config.h"
+#include "lib/error.h"
+#include "match/retrieval_metrics.h"
+#include "match/train_config.h"
+#include "match/train_data.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VTR_RUN_LAST "last.safetensors"
+#define VTR_RUN_BEST "best.safetensors"
+#define VTR_RUN_METRICS "metrics.jsonl"
+#define VTR_RUN_CONFIG "config.yaml"
+#define VTR_RUN_VOCAB "vocab.json"
+
+/* After every training step. */
+typedef struct vtr_train_step_info {
+    int epoch, epochs;          /* zero-based epoch, of epochs */
+    int64_t iteration, iterations; /* zero-based step within the epoch, of iterations */
+    int64_t step;               /* steps taken in the whole run, this one included */
+    float loss;
+    double lr;
+} vtr_train_step_info;
+
+/* After every epoch (its metrics.jsonl line has been written). */
+typedef struct vtr_train_epoch_info {
+    int epoch;
+    double loss;                /* mean per step */
+    vtr_retrieval_metrics val;
+    bool best;                  /* best.safetensors was written */
+    double train_s, val_s;
+} vtr_train_epoch_info;
+
+typedef struct vtr_trainer_setup {
+    const vtr_config *config;      /* resolved config, stored in checkpoints */
+    const vtr_train_options *opt;  /* read from config */
+    const vtr_split *train, *val;  /* captions encoded with vocab */
+    const vtr_vocab *vocab;
+    const char *output_dir;        /* existing directory */
+    const char *vocab_sha256;      /* of output_dir/vocab.json, stored in checkpoints */
+    bool resume;                   /* continue from output_dir/last.safetensors */
+    int64_t max_steps;             /* > 0: stop (state saved) once the run has taken this
+                                      many steps in all */
+    volatile sig_atomic_t *stop;   /* may be NULL; polled after every step: nonzero saves
+                                      the state and stops */
+    void (*on_step)(void *ctx, const vtr_train_step_info *info);   /* may be NULL */
+    void (*on_epoch)(void *ctx, const vtr_train_epoch_info *info); /* may be NULL */
+    void (*on_validate)(void *ctx, int epoch); /* before validating; may be NULL */
+    void *ctx;
+} vtr_trainer_setup;
+
+typedef struct vtr_train_result {
+    bool finished;         /* every epoch done; false: stopped by max_steps or stop */
+    int64_t steps;         /* steps taken in all, including before a resume */
+    int epoch;             /* epoch to continue in (epochs when finished) */
+    int64_t iteration;     /* step within it to continue at */
+    double best_rsum;      /* -1 before the first validation */
+    int best_epoch;        /* -1 before the first validation */
+    bool resumed_from_end; /* resume found the run already finished */
+} vtr_train_result;
+
+/* Trains (or resumes) as set up; the result says where the run stands. The model is
+ * initialized from opt->seed (vtr_vse_init_params) unless resuming. Fails with
+ * VTR_ERR_INVALID for data that does not fit the config (feature dim, too few captions
+ * for one batch), a non-finite loss or gradient ("loss is nan at epoch 3, step 120");
+ * resuming, with the checkpoint's errors (VTR_ERR_IO when there is no last.safetensors);
+ * with VTR_ERR_IO when a file of the run directory cannot be written. A failure leaves
+ * the files of the last successful save. */
+vtr_status vtr_train_run(const vtr_trainer_setup *setup, vtr_train_result *result,
+                         vtr_error *err);
+
+/* Steps per epoch for n captions: n / batch, plus one for a remainder of at least 2 pairs
+ * when drop_last is false (a one-pair batch has no negative and is dropped). */
+int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop_last);
+
+/* The model config of a run: opt's with vocab_size from the vocabulary. */
+vtr_vse_config vtr_train_model_config(const vtr_train_options *opt, const vtr_vocab *vocab);
+
+/* Writes one direction's metrics as a JSON object {"r1", "r5", "r10", "medr", "meanr",
+ * "map", "ndcg"} (new reference), and the whole result as {"v2t", "t2v", "rsum"}. */
+json_t *vtr_retrieval_direction_json(const vtr_retrieval_direction *d);
+json_t *vtr_retrieval_metrics_json(const vtr_retrieval_metrics *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

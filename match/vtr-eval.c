@@ -1,0 +1,350 @@
+/* vtr-eval: retrieval metrics of a trained VSE model (or an ensemble) on a split.
+ * Argument parsing and output only; the work is in match/encode.h and
+ * match/retrieval_metrics.h. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <getopt.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/args.h"
+#include "lib/blas_threads.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "match/encode.h"
+#include "match/eval_model.h"
+#include "match/retrieval_metrics.h"
+#include "match/trainer.h"
+
+static const char usage_text[] =
+    "Usage: vtr-eval [OPTION]... --checkpoint CKPT [--ensemble CKPT2]... [CKPT3...]\n"
+    "Embeds the items and captions of a split with a trained VSE model and prints the\n"
+    "retrieval metrics in both directions: R@1, R@5, R@10, median and mean rank (one-based),\n"
+    "mAP, nDCG, and RSUM (docs/training.md). With several checkpoints, the ensemble's\n"
+    "similarity is the mean of the models' (labelled as an ensemble).\n"
+    "\n"
+    "The data comes from the config stored in the checkpoint (data.catalog, data.dataset,\n"
+    "data.features); the vocabulary is vocab.json beside the checkpoint (as vtr-train\n"
+    "writes it), else the config's data.vocab.\n"
+    "\n"
+    "  -c, --checkpoint CKPT  the model (a vtr-train checkpoint, or a converted PyTorch\n"
+    "                         state_dict with --config)\n"
+    "  -e, --ensemble CKPT    another model of the ensemble (repeatable; more checkpoints\n"
+    "                         may follow the options)\n"
+    "      --split NAME       split to evaluate [test]\n"
+    "      --catalog PATH     catalog naming the split's items and captions\n"
+    "      --dataset NAME     the dataset in the catalog\n"
+    "      --store DIR        feature store of the items\n"
+    "      --vocab PATH       vocabulary JSON (reference format)\n"
+    "      --config FILE      training config for checkpoints that carry none\n"
+    "  -s, --set KEY=VALUE    override a key of every model's config\n"
+    "      --coco-1k          five (n/1000) folds of 1000 items, metrics averaged (COCO 1K)\n"
+    "      --hgr-dedup        HGR's protocol: identical captions are one query and one\n"
+    "                         candidate, correct for every item that has it; median rank\n"
+    "                         without the floor\n"
+    "      --ndcg-at K        nDCG over the first K candidates [whole ranking]\n"
+    "      --batch-size N     items or captions per encoding batch [128]\n"
+    "      --threads N        OpenMP and BLAS threads [OpenMP's default]\n"
+    "      --json             print the metrics as one JSON object\n"
+    "      --log-json         log events as JSON lines on stderr\n"
+    "  -h, --help             this text\n"
+    "      --version          the version\n"
+    "\n"
+    "Exit status: 0 evaluated; 1 bad usage, or a checkpoint, config or the data could not\n"
+    "be read.\n";
+
+enum {
+    OPT_SPLIT = 256,
+    OPT_CATALOG,
+    OPT_DATASET,
+    OPT_STORE,
+    OPT_VOCAB,
+    OPT_CONFIG,
+    OPT_COCO_1K,
+    OPT_HGR_DEDUP,
+    OPT_NDCG_AT,
+    OPT_BATCH_SIZE,
+    OPT_THREADS,
+    OPT_JSON,
+    OPT_LOG_JSON,
+    OPT_VERSION,
+};
+
+static void on_progress(void *ctx, int64_t done, int64_t total)
+{
+    vtr_progress *p = ctx;
+    vtr_progress_step(p, done - p->done);
+}
+
+/* Opens checkpoint path as member m and embeds the split into items and captions. */
+static vtr_status embed(const char *path, const vtr_eval_source *src, vtr_eval_model *m,
+                        float **items, float **captions, vtr_error *err)
+{
+    vtr_batcher b = {0};
+    vtr_status st = vtr_eval_model_open(path, src, m, err);
+    if (st != VTR_OK)
+        return st;
+    size_t E = (size_t)m->model.cfg.embed_size;
+    *items = malloc((size_t)m->split.n_items * E * sizeof **items);
+    *captions = malloc((size_t)m->split.n_caps * E * sizeof **captions);
+    if (!*items || !*captions)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for the embeddings");
+    if ((st = vtr_batcher_init(&b, &m->split, src->batch, err)))
+        return st;
+    vtr_progress p;
+    vtr_progress_begin(&p, "embedding", (int64_t)m->split.n_items + m->split.n_caps);
+    st = vtr_encode_split(&m->model, &b, *items, *captions, on_progress, &p, err);
+    vtr_progress_end(&p);
+    vtr_batcher_free(&b);
+    if (st != VTR_OK)
+        vtr_error_context(err, "%s", path);
+    return st;
+}
+
+static void print_direction(const char *name, const vtr_retrieval_direction *d)
+{
+    printf("%-5s %7.2f %7.2f %7.2f %8.1f %8.1f %7.2f %7.2f\n", name, d->r1, d->r5, d->r10,
+           d->median_rank, d->mean_rank, d->map, d->ndcg);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"checkpoint", required_argument, NULL, 'c'},
+        {"ensemble", required_argument, NULL, 'e'},
+        {"split", required_argument, NULL, OPT_SPLIT},
+        {"catalog", required_argument, NULL, OPT_CATALOG},
+        {"dataset", required_argument, NULL, OPT_DATASET},
+        {"store", required_argument, NULL, OPT_STORE},
+        {"vocab", required_argument, NULL, OPT_VOCAB},
+        {"config", required_argument, NULL, OPT_CONFIG},
+        {"set", required_argument, NULL, 's'},
+        {"coco-1k", no_argument, NULL, OPT_COCO_1K},
+        {"hgr-dedup", no_argument, NULL, OPT_HGR_DEDUP},
+        {"ndcg-at", required_argument, NULL, OPT_NDCG_AT},
+        {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"log-json", no_argument, NULL, OPT_LOG_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    vtr_eval_source src = {.split = "test", .batch = 128};
+    const char **ckpts = calloc((size_t)argc, sizeof *ckpts);
+    char **owned = calloc((size_t)argc, sizeof *owned); /* --catalog etc. as --set text */
+    const char **sets = calloc((size_t)argc, sizeof *sets);
+    int n_ckpts = 0, n_owned = 0, n_sets = 0, ndcg_at = 0, threads = 0;
+    bool json = false, coco_1k = false, hgr = false, have_checkpoint = false, log_json = false;
+    int rc = 1;
+    vtr_eval_model *members = NULL;
+    float **embeddings = NULL; /* items and captions of member i at 2i and 2i + 1 */
+    vtr_embedding_model *em = NULL;
+    if (!ckpts || !owned || !sets) {
+        fprintf(stderr, "vtr-eval: out of memory\n");
+        goto done;
+    }
+    int opt;
+    while ((opt = getopt_long(argc, argv, "c:e:s:h", options, NULL)) != -1) {
+        const char *key = NULL;
+        long long v;
+        switch (opt) {
+        case 'c':
+            if (have_checkpoint) {
+                fprintf(stderr, "vtr-eval: one --checkpoint (add models with --ensemble)\n");
+                goto done;
+            }
+            have_checkpoint = true;
+            /* the named checkpoint first: its data and vocabulary label the result */
+            memmove(ckpts + 1, ckpts, sizeof *ckpts * (size_t)n_ckpts);
+            ckpts[0] = optarg;
+            n_ckpts++;
+            break;
+        case 'e': ckpts[n_ckpts++] = optarg; break;
+        case OPT_SPLIT: src.split = optarg; break;
+        case OPT_CATALOG: key = "data.catalog"; break;
+        case OPT_DATASET: key = "data.dataset"; break;
+        case OPT_STORE: key = "data.features"; break;
+        case OPT_VOCAB: src.vocab_path = optarg; break;
+        case OPT_CONFIG: src.config_path = optarg; break;
+        case 's': sets[n_sets++] = optarg; break;
+        case OPT_COCO_1K: coco_1k = true; break;
+        case OPT_HGR_DEDUP: hgr = true; break;
+        case OPT_NDCG_AT:
+            if (vtr_parse_int(optarg, 1, 1L << 30, &v)) {
+                fprintf(stderr, "vtr-eval: --ndcg-at wants an integer >= 1, got '%s'\n", optarg);
+                goto done;
+            }
+            ndcg_at = (int)v;
+            break;
+        case OPT_BATCH_SIZE:
+            if (vtr_parse_int(optarg, 1, 1 << 16, &v)) {
+                fprintf(stderr, "vtr-eval: --batch-size wants an integer in [1, 65536], got "
+                        "'%s'\n", optarg);
+                goto done;
+            }
+            src.batch = (int)v;
+            break;
+        case OPT_THREADS:
+            if (vtr_parse_int(optarg, 1, 4096, &v)) {
+                fprintf(stderr, "vtr-eval: --threads wants an integer in [1, 4096], got "
+                        "'%s'\n", optarg);
+                goto done;
+            }
+            threads = (int)v;
+            break;
+        case OPT_JSON: json = true; break;
+        case OPT_LOG_JSON: log_json = true; break;
+        case 'h': fputs(usage_text, stdout); rc = 0; goto done;
+        case OPT_VERSION: printf("vtr-eval %s\n", VTR_VERSION); rc = 0; goto done;
+        default: fputs("Try 'vtr-eval --help'.\n", stderr); goto done;
+        }
+        if (key) {
+            /* a --set with the value single-quoted for YAML */
+            size_t n = strlen(key) + 2 * strlen(optarg) + 4;
+            char *s = malloc(n), *w = s;
+            if (!s) {
+                fprintf(stderr, "vtr-eval: out of memory\n");
+                goto done;
+            }
+            w += sprintf(w, "%s='", key);
+            for (const char *r = optarg; *r; r++) {
+                if (*r == '\'')
+                    *w++ = '\'';
+                *w++ = *r;
+            }
+            strcpy(w, "'");
+            owned[n_owned++] = s;
+            sets[n_sets++] = s;
+        }
+    }
+    for (int i = optind; i < argc; i++)
+        ckpts[n_ckpts++] = argv[i];
+    if (!have_checkpoint) {
+        fprintf(stderr, "vtr-eval: no --checkpoint (see --help)\n");
+        goto done;
+    }
+    vtr_log_init(argv[0], log_json);
+    src.sets = sets;
+    src.n_sets = n_sets;
+    if (threads > 0) {
+        omp_set_num_threads(threads);
+        vtr_blas_set_threads(threads);
+    }
+
+    vtr_error err;
+    vtr_status st = VTR_OK;
+    members = calloc((size_t)n_ckpts, sizeof *members);
+    embeddings = calloc(2 * (size_t)n_ckpts, sizeof *embeddings);
+    em = calloc((size_t)n_ckpts, sizeof *em);
+    if (!members || !embeddings || !em) {
+        fprintf(stderr, "vtr-eval: out of memory\n");
+        goto done;
+    }
+    for (int i = 0; i < n_ckpts && st == VTR_OK; i++) {
+        vtr_eval_model *m = &members[i];
+        if ((st = embed(ckpts[i], &src, m, &embeddings[2 * i], &embeddings[2 * i + 1], &err)))
+            break;
+        const vtr_split *s0 = &members[0].split, *s = &m->split;
+        if (s->n_items != s0->n_items || s->n_caps != s0->n_caps ||
+            memcmp(s->cap_item, s0->cap_item, sizeof(int) * (size_t)s->n_caps) != 0) {
+            st = vtr_fail(&err, VTR_ERR_INVALID, "%s evaluates another split (%d items, %d "
+                          "captions) than %s (%d, %d): give --catalog and --dataset", ckpts[i],
+                          s->n_items, s->n_caps, ckpts[0], s0->n_items, s0->n_caps);
+            break;
+        }
+        em[i] = (vtr_embedding_model){.items = embeddings[2 * i],
+                                      .captions = embeddings[2 * i + 1],
+                                      .dim = m->model.cfg.embed_size};
+    }
+    vtr_retrieval_metrics r;
+    const vtr_split *s = &members[0].split;
+    vtr_retrieval_options ro = {.fold_items = coco_1k ? 1000 : 0,
+                                .cap_text = hgr ? s->cap_text : NULL,
+                                .n_texts = hgr ? s->n_texts : 0,
+                                .ndcg_cutoff = ndcg_at,
+                                .median_no_floor = hgr};
+    if (st == VTR_OK && coco_1k && s->n_items % 1000 != 0)
+        st = vtr_fail(&err, VTR_ERR_INVALID, "--coco-1k: split '%s' has %d items, not a "
+                      "multiple of 1000", src.split, s->n_items);
+    if (st == VTR_OK)
+        st = vtr_retrieval_evaluate_embeddings(em, n_ckpts, s->n_items, s->n_caps, s->cap_item,
+                                               &ro, &r, NULL, &err);
+    if (st != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        goto done;
+    }
+
+    const char *dataset = members[0].o.dataset;
+    if (json) {
+        json_t *list = json_array();
+        for (int i = 0; i < n_ckpts; i++)
+            json_array_append_new(list, json_string(ckpts[i]));
+        json_t *protocol = json_pack(
+            "{s:i, s:i, s:b, s:s, s:i}", "folds", r.n_folds, "fold_items", ro.fold_items,
+            "dedup", hgr, "median_rank", hgr ? "median + 1" : "floor(median) + 1",
+            "ndcg_cutoff", ndcg_at);
+        if (hgr)
+            json_object_set_new(protocol, "texts", json_integer(s->n_texts));
+        json_t *out = json_pack("{s:o, s:b, s:i, s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:f}",
+                                "checkpoints", list, "ensemble", n_ckpts > 1, "models", n_ckpts,
+                                "dataset", dataset, "split", src.split, "items", s->n_items,
+                                "captions", s->n_caps, "protocol", protocol, "v2t",
+                                vtr_retrieval_direction_json(&r.v2t), "t2v",
+                                vtr_retrieval_direction_json(&r.t2v), "rsum", r.rsum);
+        char *text = out ? json_dumps(out, VTR_JSON_FLAGS) : NULL;
+        json_decref(out);
+        if (!text) {
+            fprintf(stderr, "vtr-eval: out of memory\n");
+            goto done;
+        }
+        printf("%s\n", text);
+        free(text);
+    } else {
+        printf("%s, split %s: %d items, %d captions\n", dataset, src.split, s->n_items,
+               s->n_caps);
+        if (n_ckpts == 1) {
+            printf("model: %s\n", ckpts[0]);
+        } else {
+            printf("ENSEMBLE of %d models (similarities averaged):", n_ckpts);
+            for (int i = 0; i < n_ckpts; i++)
+                printf(" %s", ckpts[i]);
+            printf("\n");
+        }
+        if (coco_1k)
+            printf("protocol: %d folds of 1000 items, every metric averaged (COCO 1K)\n",
+                   r.n_folds);
+        if (hgr)
+            printf("protocol: HGR, %d distinct caption texts, median rank without floor\n",
+                   s->n_texts);
+        char ndcg[32] = "nDCG";
+        if (ndcg_at)
+            snprintf(ndcg, sizeof ndcg, "nDCG@%d", ndcg_at);
+        printf("%-5s %7s %7s %7s %8s %8s %7s %7s\n", "", "R@1", "R@5", "R@10", "medr", "meanr",
+               "mAP", ndcg);
+        print_direction("v2t", &r.v2t);
+        print_direction("t2v", &r.t2v);
+        printf("RSUM  %.2f\n", r.rsum);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "vtr-eval: writing the output failed\n");
+        goto done;
+    }
+    rc = 0;
+done:
+    for (int i = 0; members && i < n_ckpts; i++)
+        vtr_eval_model_close(&members[i]);
+    for (int i = 0; embeddings && i < 2 * n_ckpts; i++)
+        free(embeddings[i]);
+    free(members);
+    free(embeddings);
+    free(em);
+    free(sets);
+    for (int i = 0; i < n_owned; i++)
+        free(owned[i]);
+    free(owned);
+    free(ckpts);
+    return rc;
+}
