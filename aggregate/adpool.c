@@ -92,9 +92,8 @@ static void soft_max_pool_set(float *emb, float *delta, const float *x, int len,
     }
 }
 
-void vtr_adpool_forward(float *out, float *theta, float *omega, void *workspace,
-                        const float *inp, const int *lengths, const float *params, int B, int T,
-                        int D)
+void vtr_adpool_forward(float *out, float *theta, float *omega, void *workspace, const float *inp,
+                        const int *lengths, const float *params, int B, int T, int D)
 {
     workspace_layout l = workspace_layout_of(B, T, D);
     char *ws = workspace;
@@ -182,8 +181,8 @@ void vtr_adpool_backward(float *dinp, float *dparams, void *scratch, const float
     if (!dinp)
         return;
 
-    // the sorted rows' gradients back through the sort; the embedding level:
-    // d emb_d / d x_id = delta_id (1 + x_id - emb_d)
+        // the sorted rows' gradients back through the sort; the embedding level:
+        // d emb_d / d x_id = delta_id (1 + x_id - emb_d)
 #pragma omp parallel for schedule(static) if ((long)B * T * D > 32768)
     for (int b = 0; b < B; b++) {
         int len = lengths[b];

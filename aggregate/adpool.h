@@ -53,9 +53,8 @@ size_t vtr_adpool_scratch_size(int B, int T, int D);
 // inp (B,T,D), lengths (B), params (vtr_adpool_param_count), out (B,D); saves theta (B,T),
 // the token-level weights of the ranks (zero past len), omega (B,2), the balance weights
 // (token level, embedding level), and the workspace (vtr_adpool_workspace_size)
-void vtr_adpool_forward(float *out, float *theta, float *omega, void *workspace,
-                        const float *inp, const int *lengths, const float *params, int B, int T,
-                        int D);
+void vtr_adpool_forward(float *out, float *theta, float *omega, void *workspace, const float *inp,
+                        const int *lengths, const float *params, int B, int T, int D);
 
 // dinp (B,T,D) or NULL, dparams (vtr_adpool_param_count), scratch (vtr_adpool_scratch_size),
 // dout (B,D); the rest as given to and left by vtr_adpool_forward

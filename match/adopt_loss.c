@@ -26,13 +26,12 @@ int vtr_adopt_negatives(const float *S, int B, double *align, double *uniform)
     return k > B - 1 ? B - 1 : (int)k;
 }
 
-float vtr_adopt_loss_forward(const float *S, int B, int K, float tau,
-                             bool positive_in_denominator, vtr_reduction reduction)
+float vtr_adopt_loss_forward(const float *S, int B, int K, float tau, bool positive_in_denominator,
+                             vtr_reduction reduction)
 {
     double total = 0.0;
     for (int i = 0; i < B; i++) /* visual query i over captions: row i */
-        total += vtr_adopt_query_forward(S + (long)i * B, 1, i, B, K, tau,
-                                         positive_in_denominator);
+        total += vtr_adopt_query_forward(S + (long)i * B, 1, i, B, K, tau, positive_in_denominator);
     for (int j = 0; j < B; j++) /* caption query j over visual items: column j */
         total += vtr_adopt_query_forward(S + j, B, j, B, K, tau, positive_in_denominator);
     if (reduction == VTR_REDUCE_MEAN)

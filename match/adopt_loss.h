@@ -55,7 +55,8 @@ static VTR_HD int vtr_adopt_kth_negative(const float *x, long stride, int q, int
             continue;
         int before = 0;
         for (int j = 0; j < B; j++)
-            if (j != q && j != k && vtr_sorts_before(x[(long)j * stride], j, x[(long)k * stride], k))
+            if (j != q && j != k &&
+                vtr_sorts_before(x[(long)j * stride], j, x[(long)k * stride], k))
                 before++;
         if (before == K - 1)
             return k;
@@ -72,8 +73,8 @@ static VTR_HD int vtr_adopt_is_hard(const float *x, long stride, int kth, int k)
 /* The log of the query's denominator, in units of 1/tau: log([exp(pos/tau) +] sum over the
  * K hardest of exp(x/tau)) = *mx + log(*sum). */
 static VTR_HD void vtr_adopt_query_denominator(const float *x, long stride, int q, int B, int kth,
-                                               float tau, bool positive_in_denominator,
-                                               float *mx, float *sum)
+                                               float tau, bool positive_in_denominator, float *mx,
+                                               float *sum)
 {
     float pos = x[(long)q * stride] / tau, m = positive_in_denominator ? pos : -INFINITY;
     for (int k = 0; k < B; k++)
@@ -118,8 +119,8 @@ static VTR_HD void vtr_adopt_query_backward(float *dx, long stride, float g, con
 int vtr_adopt_negatives(const float *S, int B, double *align, double *uniform);
 
 // S (B,B), K in 1 .. B-1 (vtr_adopt_negatives, or B-1 for every negative); returns the loss
-float vtr_adopt_loss_forward(const float *S, int B, int K, float tau,
-                             bool positive_in_denominator, vtr_reduction reduction);
+float vtr_adopt_loss_forward(const float *S, int B, int K, float tau, bool positive_in_denominator,
+                             vtr_reduction reduction);
 
 // dS (B,B) += dloss * d(loss)/dS; S (B,B) and the options as given to the forward (K is
 // held fixed: it has no gradient)

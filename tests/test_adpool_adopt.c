@@ -44,7 +44,7 @@ TEST(adpool_gradcheck_inputs_and_parameters)
     void *scratch = malloc(vtr_adpool_scratch_size(c.B, c.T, c.D));
     float *dx = nn_alloc_floats(nx), *dparams = nn_alloc_floats(np);
     nn_fill_separated(c.x, c.B, c.T, c.D, &rng); /* no sort changes under a step */
-    for (int b = 0; b < c.B; b++) /* garbage in the padding */
+    for (int b = 0; b < c.B; b++)                /* garbage in the padding */
         for (int t = lengths[b]; t < c.T; t++)
             for (int d = 0; d < c.D; d++)
                 c.x[((size_t)b * c.T + t) * c.D + d] = 40.0f + (float)d;
@@ -79,7 +79,7 @@ TEST(adpool_known_values_and_padding)
 {
     enum { B = 2, D = 3, T1 = 3, T2 = 6 };
     const int lengths[B] = {3, 1};
-    const float x1[B * T1 * D] = {1, 0, -2, 3, 1, 0, 2, 2, 1, /* item 0 */
+    const float x1[B * T1 * D] = {1, 0,  -2,   3, 1, 0, 2, 2, 1, /* item 0 */
                                   5, -1, 0.5f, 0, 0, 0, 0, 0, 0};
     float x2[B * T2 * D];
     for (int i = 0; i < B * T2 * D; i++)
@@ -163,8 +163,8 @@ TEST(adopt_loss_known_values)
     got = vtr_adopt_loss_forward(S, 3, 2, tau, true, VTR_REDUCE_MEAN);
     CHECK(fabs(got - want / 3) < 1e-5);
     /* K = 1, negatives only: -pos/tau + hardest/tau per query = hardest - positive, / tau */
-    want = ((0.5 - 0.8) + (0.3 - 0.6) + (0.4 - 0.9) + (0.4 - 0.8) + (0.5 - 0.6) + (0.3 - 0.9)) /
-           tau;
+    want =
+        ((0.5 - 0.8) + (0.3 - 0.6) + (0.4 - 0.9) + (0.4 - 0.8) + (0.5 - 0.6) + (0.3 - 0.9)) / tau;
     got = vtr_adopt_loss_forward(S, 3, 1, tau, false, VTR_REDUCE_SUM);
     CHECK_MSG(fabs(got - want) < 1e-5, "%g vs %g", got, want);
     float dS[9] = {0};
@@ -272,8 +272,13 @@ TEST(vse_train_step_with_adpool_and_adopt)
         for (int t = 0; t < L; t++)
             ids[b * L + t] = (b * 3 + t) % V;
     }
-    vtr_vse_batch batch = {.B = B, .T = T, .frames = frames, .frame_lengths = flen, .L = L,
-                           .ids = ids, .caption_lengths = clen};
+    vtr_vse_batch batch = {.B = B,
+                           .T = T,
+                           .frames = frames,
+                           .frame_lengths = flen,
+                           .L = L,
+                           .ids = ids,
+                           .caption_lengths = clen};
     float loss;
     vtr_param_set_zero_grad(&m.params);
     CHECK_OK(vtr_vse_train_step(&m, &batch, VTR_HINGE_ALL_NEGATIVES, &loss, &err));
