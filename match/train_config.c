@@ -24,17 +24,27 @@ const vtr_config_field vtr_train_schema[] = {
     {"model.mlp_hidden", VTR_CONFIG_INT, "512",
      "hidden size of the visual MLP residual; 0: fc only (frame features)"},
     {"model.word_dim", VTR_CONFIG_INT, "300", "word embedding size"},
-    {"model.img_pool", VTR_CONFIG_STRING, "gpo", "visual pooler: gpo or mean"},
-    {"model.txt_pool", VTR_CONFIG_STRING, "gpo", "caption pooler: gpo or mean"},
+    {"model.img_pool", VTR_CONFIG_STRING, "gpo", "visual pooler: gpo, mean or adpool"},
+    {"model.txt_pool", VTR_CONFIG_STRING, "gpo", "caption pooler: gpo, mean or adpool"},
     {"model.gpo_pe", VTR_CONFIG_INT, "32", "GPO positional-encoding size"},
     {"model.gpo_hidden", VTR_CONFIG_INT, "32", "GPO BiGRU hidden size"},
 
+    {"loss.type", VTR_CONFIG_STRING, "hinge",
+     "hinge (triplet, VSE++ / VSE∞) or adopt (InfoNCE over the K hardest negatives, VSE+2AD)"},
     {"loss.margin", VTR_CONFIG_FLOAT, "0.2", "hinge margin"},
-    {"loss.reduction", VTR_CONFIG_STRING, "sum", "sum or mean over the batch"},
+    {"loss.reduction", VTR_CONFIG_STRING, "sum",
+     "sum or mean over the batch (ADOPT's paper: mean)"},
     {"loss.warmup_epochs", VTR_CONFIG_INT, "1",
-     "first epochs summing over all negatives (VSE0)"},
+     "first epochs over all negatives (hinge: VSE0; adopt: K = B-1)"},
     {"loss.negatives", VTR_CONFIG_STRING, "hardest",
-     "negatives after the warm-up: hardest (max violation) or all"},
+     "negatives after the warm-up: hardest (hinge: max violation; adopt: the K hardest) "
+     "or all"},
+    {"loss.adopt_temperature", VTR_CONFIG_FLOAT, "0.05", "ADOPT: InfoNCE temperature tau"},
+    {"loss.adopt_fixed_k", VTR_CONFIG_INT, "0",
+     "ADOPT: 0: K from the batch's alignment and uniformity (eq. 6); N > 0: the N hardest"},
+    {"loss.adopt_positive_in_denominator", VTR_CONFIG_BOOL, "true",
+     "ADOPT, a choice: the positive's term in the denominator (InfoNCE as cited, and the "
+     "released code); false: eq. 6 read literally (negatives only)"},
 
     {"train.epochs", VTR_CONFIG_INT, "25", "epochs"},
     {"train.batch_size", VTR_CONFIG_INT, "128", "pairs per batch"},
@@ -108,8 +118,8 @@ static vtr_status pooler(const vtr_config *cfg, const char *key, vtr_vse_pooler 
 {
     const char *name = vtr_config_string(cfg, key);
     if (vtr_vse_pooler_parse(name, out, NULL) != VTR_OK)
-        return vtr_config_fail(cfg, key, err, "unknown pooler '%s' (expected gpo or mean)",
-                               name);
+        return vtr_config_fail(cfg, key, err,
+                               "unknown pooler '%s' (expected gpo, mean or adpool)", name);
     return VTR_OK;
 }
 
@@ -172,6 +182,23 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
     m->txt_pool.gpo_pe = m->img_pool.gpo_pe;
     m->txt_pool.gpo_hidden = m->img_pool.gpo_hidden;
 
+    const char *type = vtr_config_string(cfg, "loss.type");
+    if (strcmp(type, "hinge") == 0)
+        m->loss = VTR_VSE_LOSS_HINGE;
+    else if (strcmp(type, "adopt") == 0)
+        m->loss = VTR_VSE_LOSS_ADOPT;
+    else
+        return vtr_config_fail(cfg, "loss.type", err,
+                               "unknown loss '%s' (expected hinge or adopt)", type);
+    double tau = vtr_config_float(cfg, "loss.adopt_temperature");
+    if (!(tau >= 1e-4 && tau <= 100.0))
+        return vtr_config_fail(cfg, "loss.adopt_temperature", err,
+                               "must be in [1e-4, 100], got %g", tau);
+    m->adopt_temperature = (float)tau;
+    if ((st = int_in(cfg, "loss.adopt_fixed_k", 0, 1 << 20, &m->adopt_fixed_k, err)))
+        return st;
+    m->adopt_positive_in_denominator =
+        vtr_config_bool(cfg, "loss.adopt_positive_in_denominator");
     double margin = vtr_config_float(cfg, "loss.margin");
     if (!(margin >= 0.0 && margin <= 2.0)) /* cosines differ by at most 2 */
         return vtr_config_fail(cfg, "loss.margin", err, "must be in [0, 2], got %g", margin);

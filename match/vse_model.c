@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "lib/activation.h"
 #include "lib/blas_threads.h"
@@ -20,6 +21,7 @@
 #include "lib/rng.h"
 #include "lib/set_pooling.h"
 #include "lib/similarity.h"
+#include "match/adopt_loss.h"
 
 /* Upper bounds that keep every size product far from overflow (a model this large would
  * not fit in memory anyway; the allocation would fail first). */
@@ -40,8 +42,12 @@ vtr_vse_config vtr_vse_config_infinity(int vocab_size)
         .word_dim = 300,
         .img_pool = gpo,
         .txt_pool = gpo,
+        .loss = VTR_VSE_LOSS_HINGE,
         .margin = VTR_HINGE_MARGIN,
         .reduction = VTR_REDUCE_SUM,
+        .adopt_temperature = VTR_ADOPT_TEMPERATURE,
+        .adopt_fixed_k = 0,
+        .adopt_positive_in_denominator = true,
     };
     return cfg;
 }
@@ -51,6 +57,7 @@ const char *vtr_vse_pooler_name(vtr_vse_pooler kind)
     switch (kind) {
     case VTR_VSE_POOL_MEAN: return "mean";
     case VTR_VSE_POOL_GPO: return "gpo";
+    case VTR_VSE_POOL_ADPOOL: return "adpool";
     }
     return "?";
 }
@@ -61,9 +68,11 @@ vtr_status vtr_vse_pooler_parse(const char *name, vtr_vse_pooler *out, vtr_error
         *out = VTR_VSE_POOL_MEAN;
     else if (strcmp(name, "gpo") == 0)
         *out = VTR_VSE_POOL_GPO;
+    else if (strcmp(name, "adpool") == 0)
+        *out = VTR_VSE_POOL_ADPOOL;
     else {
         char shown[64];
-        return vtr_fail(err, VTR_ERR_INVALID, "unknown pooler '%s' (expected mean or gpo)",
+        return vtr_fail(err, VTR_ERR_INVALID, "unknown pooler '%s' (expected mean, gpo or adpool)",
                         vtr_printable(name, strlen(name), shown, sizeof shown));
     }
     return VTR_OK;
@@ -82,7 +91,8 @@ static vtr_status check_pool(const char *side, const vtr_vse_pool_config *p, vtr
     char field[64];
     vtr_status st;
     switch (p->kind) {
-    case VTR_VSE_POOL_MEAN: return VTR_OK;
+    case VTR_VSE_POOL_MEAN:
+    case VTR_VSE_POOL_ADPOOL: return VTR_OK;
     case VTR_VSE_POOL_GPO:
         snprintf(field, sizeof field, "%s.gpo_pe", side);
         if ((st = check_dim(field, p->gpo_pe, 2, err)))
@@ -113,6 +123,18 @@ vtr_status vtr_vse_config_check(const vtr_vse_config *cfg, vtr_error *err)
     if (cfg->reduction != VTR_REDUCE_SUM && cfg->reduction != VTR_REDUCE_MEAN)
         return vtr_fail(err, VTR_ERR_INVALID, "vse config: reduction = %d is neither sum nor mean",
                         (int)cfg->reduction);
+    if (cfg->loss != VTR_VSE_LOSS_HINGE && cfg->loss != VTR_VSE_LOSS_ADOPT)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse config: loss = %d is neither hinge nor adopt",
+                        (int)cfg->loss);
+    if (cfg->loss == VTR_VSE_LOSS_ADOPT) {
+        if (!(cfg->adopt_temperature > 0.0f && isfinite(cfg->adopt_temperature)))
+            return vtr_fail(err, VTR_ERR_INVALID,
+                            "vse config: adopt_temperature = %g is not a finite value > 0",
+                            (double)cfg->adopt_temperature);
+        if (cfg->adopt_fixed_k < 0)
+            return vtr_fail(err, VTR_ERR_INVALID, "vse config: adopt_fixed_k = %d is negative",
+                            cfg->adopt_fixed_k);
+    }
     return VTR_OK;
 }
 
@@ -124,6 +146,7 @@ static size_t pool_weights_size(const vtr_vse_pool_config *p, int B, int T)
     switch (p->kind) {
     case VTR_VSE_POOL_MEAN: return 0;
     case VTR_VSE_POOL_GPO: return sizeof(float) * (size_t)B * T;
+    case VTR_VSE_POOL_ADPOOL: return sizeof(float) * (size_t)B * (T + 2); /* theta, omega */
     }
     return 0;
 }
@@ -133,6 +156,7 @@ static size_t pool_workspace_size(const vtr_vse_pool_config *p, int B, int T, in
     switch (p->kind) {
     case VTR_VSE_POOL_MEAN: return 0;
     case VTR_VSE_POOL_GPO: return vtr_gpo_workspace_size(B, T, D, p->gpo_pe, p->gpo_hidden);
+    case VTR_VSE_POOL_ADPOOL: return vtr_adpool_workspace_size(B, T, D);
     }
     return 0;
 }
@@ -142,6 +166,7 @@ static size_t pool_scratch_size(const vtr_vse_pool_config *p, int B, int T, int 
     switch (p->kind) {
     case VTR_VSE_POOL_MEAN: return 0;
     case VTR_VSE_POOL_GPO: return vtr_gpo_scratch_size(B, T, D, p->gpo_pe, p->gpo_hidden);
+    case VTR_VSE_POOL_ADPOOL: return vtr_adpool_scratch_size(B, T, D);
     }
     return 0;
 }
@@ -156,6 +181,10 @@ static void pool_forward(vtr_vse_pool *p, float *out, const float *inp, const in
         vtr_gpo_forward(out, p->weights, p->workspace, inp, lengths, p->params, B, T, D,
                         p->cfg.gpo_pe, p->cfg.gpo_hidden);
         return;
+    case VTR_VSE_POOL_ADPOOL:
+        vtr_adpool_forward(out, p->weights, p->weights + (size_t)B * T, p->workspace, inp, lengths,
+                           p->params, B, T, D);
+        return;
     }
 }
 
@@ -169,6 +198,10 @@ static void pool_backward(vtr_vse_pool *p, float *dinp, void *scratch, const flo
     case VTR_VSE_POOL_GPO:
         vtr_gpo_backward(dinp, p->grads, scratch, dout, inp, p->weights, lengths, p->params,
                          p->workspace, B, T, D, p->cfg.gpo_pe, p->cfg.gpo_hidden);
+        return;
+    case VTR_VSE_POOL_ADPOOL:
+        vtr_adpool_backward(dinp, p->grads, scratch, dout, inp, p->weights,
+                            p->weights + (size_t)B * T, lengths, p->params, p->workspace, B, T, D);
         return;
     }
 }
@@ -191,7 +224,8 @@ static double gru_flops(double ntok, double B, double D, double H, bool dinp)
 static double pool_flops(const vtr_vse_pool_config *p, double B, double T, double ntok)
 {
     switch (p->kind) {
-    case VTR_VSE_POOL_MEAN: return 0;
+    case VTR_VSE_POOL_MEAN:
+    case VTR_VSE_POOL_ADPOOL: return 0; /* its two scorers are dot products, no CBLAS */
     case VTR_VSE_POOL_GPO:
         /* the BiGRU over the encodings (no input gradient) and the scorer (forward, input
          * and weight gradients) */
@@ -232,9 +266,9 @@ static vtr_status add_gru(vtr_param_set *ps, const char *prefix, int D, int H, v
     return st;
 }
 
-/* Adds the pooler's entries under prefix ("img_enc." / "txt_enc."). */
+/* Adds the pooler's entries under prefix ("img_enc." / "txt_enc."); E the set's width. */
 static vtr_status pool_add_params(vtr_param_set *ps, const char *prefix,
-                                  const vtr_vse_pool_config *p, vtr_error *err)
+                                  const vtr_vse_pool_config *p, int E, vtr_error *err)
 {
     char sub[64];
     vtr_status st;
@@ -247,6 +281,12 @@ static vtr_status pool_add_params(vtr_param_set *ps, const char *prefix,
             return st;
         snprintf(sub, sizeof sub, "%sgpool.", prefix);
         return add_tensor(ps, sub, "linear.weight", VTR_F32, true, 2, 1, p->gpo_hidden, err);
+    case VTR_VSE_POOL_ADPOOL:
+        /* w_tok then w_bal: aggregate/adpool.h's flat layout */
+        snprintf(sub, sizeof sub, "%sadpool.", prefix);
+        if ((st = add_tensor(ps, sub, "token.weight", VTR_F32, true, 2, 1, E, err)))
+            return st;
+        return add_tensor(ps, sub, "balance.weight", VTR_F32, true, 2, 1, E, err);
     }
     return VTR_OK;
 }
@@ -271,13 +311,32 @@ static vtr_status add_params(vtr_param_set *ps, const vtr_vse_config *c, vtr_err
             (st = add_tensor(ps, p, "bns.0.num_batches_tracked", VTR_I64, false, 0, 0, 0, err)))
             return st;
     }
-    if ((st = pool_add_params(ps, "img_enc.", &c->img_pool, err)) ||
+    if ((st = pool_add_params(ps, "img_enc.", &c->img_pool, E, err)) ||
         (st = add_tensor(ps, "txt_enc.", "embed.weight", VTR_F32, true, 2, c->vocab_size,
                          c->word_dim, err)) ||
         (st = add_gru(ps, "txt_enc.rnn.", c->word_dim, E, err)) ||
-        (st = pool_add_params(ps, "txt_enc.", &c->txt_pool, err)))
+        (st = pool_add_params(ps, "txt_enc.", &c->txt_pool, E, err)))
         return st;
     return vtr_param_set_finalize(ps, err);
+}
+
+/* A pooler's flat parameter block: its first tensor (NULL for a pooler without any). */
+static void resolve_pool(vtr_vse_pool *p, const vtr_param_set *ps, const char *prefix)
+{
+    const char *first = NULL;
+    char name[64];
+    switch (p->cfg.kind) {
+    case VTR_VSE_POOL_MEAN: break;
+    case VTR_VSE_POOL_GPO: first = "gpool.gru.weight_ih_l0"; break;
+    case VTR_VSE_POOL_ADPOOL: first = "adpool.token.weight"; break;
+    }
+    if (!first) {
+        p->params = p->grads = NULL;
+        return;
+    }
+    snprintf(name, sizeof name, "%s%s", prefix, first);
+    p->params = vtr_param_data(ps, name);
+    p->grads = vtr_param_grad(ps, name);
 }
 
 /* Resolves the model's pointers into its finalized set. */
@@ -308,10 +367,8 @@ static void resolve_params(vtr_vse_model *m)
     /* flat blocks: the first tensor of each (added consecutively, so contiguous) */
     m->rnn = vtr_param_data(ps, "txt_enc.rnn.weight_ih_l0");
     m->drnn = vtr_param_grad(ps, "txt_enc.rnn.weight_ih_l0");
-    m->img_pool.params = vtr_param_data(ps, "img_enc.gpool.gru.weight_ih_l0");
-    m->img_pool.grads = vtr_param_grad(ps, "img_enc.gpool.gru.weight_ih_l0");
-    m->txt_pool.params = vtr_param_data(ps, "txt_enc.gpool.gru.weight_ih_l0");
-    m->txt_pool.grads = vtr_param_grad(ps, "txt_enc.gpool.gru.weight_ih_l0");
+    resolve_pool(&m->img_pool, ps, "img_enc.");
+    resolve_pool(&m->txt_pool, ps, "txt_enc.");
 }
 
 static void fill_uniform(float *x, size_t n, float bound, vtr_rng *rng)
@@ -815,11 +872,25 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
     image_forward(m, bt->frames, bt->frame_lengths, B, bt->T, true);
     caption_forward(m, bt->ids, bt->caption_lengths, B, bt->L);
     vtr_cosine_similarity_forward(m->sim, m->img_emb, m->cap_emb, B, B, E);
-    *loss = vtr_hinge_loss_forward(m->sim, B, m->cfg.margin, negatives, m->cfg.reduction);
+    memset(m->dsim, 0, sizeof(float) * (size_t)B * B);
+    const vtr_vse_config *c = &m->cfg;
+    if (c->loss == VTR_VSE_LOSS_ADOPT) {
+        int K = B - 1;
+        if (negatives == VTR_HINGE_HARDEST_NEGATIVE)
+            K = c->adopt_fixed_k > 0 ? (c->adopt_fixed_k < B - 1 ? c->adopt_fixed_k : B - 1)
+                                     : vtr_adopt_negatives(m->sim, B, NULL, NULL);
+        m->negatives = K;
+        *loss = vtr_adopt_loss_forward(m->sim, B, K, c->adopt_temperature,
+                                       c->adopt_positive_in_denominator, c->reduction);
+        vtr_adopt_loss_backward(m->dsim, 1.0f, m->sim, B, K, c->adopt_temperature,
+                                c->adopt_positive_in_denominator, c->reduction);
+    } else {
+        m->negatives = negatives == VTR_HINGE_ALL_NEGATIVES ? B - 1 : 1;
+        *loss = vtr_hinge_loss_forward(m->sim, B, c->margin, negatives, c->reduction);
+        vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, B, c->margin, negatives, c->reduction);
+    }
 
     // backward: every gradient buffer of the arena is zeroed before it accumulates
-    memset(m->dsim, 0, sizeof(float) * (size_t)B * B);
-    vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, B, m->cfg.margin, negatives, m->cfg.reduction);
     memset(m->dimg_emb, 0, sizeof(float) * (size_t)B * E);
     memset(m->dcap_emb, 0, sizeof(float) * (size_t)B * E);
     vtr_cosine_similarity_backward(m->dimg_emb, m->dcap_emb, m->dsim, m->img_emb, m->cap_emb, B, B,

@@ -9,7 +9,9 @@
  *   text     ids (B,L) -> Embedding(V, W) -> BiGRU W -> E over the real tokens, the
  *            directions averaged -> pooled over the real tokens (txt_pool) -> l2norm -> (B,E)
  *   loss     S = img · capᵀ (B,B), caption b belongs to item b; hinge with margin in both
- *            directions (match/hinge_loss.h), all negatives or the hardest one per call
+ *            directions (match/hinge_loss.h), all negatives or the hardest one per call;
+ *            or ADOPT (match/adopt_loss.h): InfoNCE over the K hardest negatives, K from
+ *            the batch (eq. 6), or every negative during a warm-up
  *
  * VSE∞ is GPO on both sides; VSE++ is mean pooling on both sides; any pooler goes on either
  * side (vtr_vse_pooler). Frame features (video: the reference Linear 2048 -> 1024) use
@@ -26,7 +28,10 @@
  *     txt_enc.embed.weight (V,W)
  *     txt_enc.rnn.{weight_ih_l0 (3E,W), weight_hh_l0 (3E,E), bias_ih_l0 (3E), bias_hh_l0
  *       (3E), the same _reverse}
+ *     img_enc.adpool.token.weight (1,E), img_enc.adpool.balance.weight (1,E)
+ *                                        [only with ADPOOL, aggregate/adpool.h]
  *     txt_enc.gpool.* as img_enc.gpool.*                              [only with GPO]
+ *     txt_enc.adpool.* as img_enc.adpool.*                            [only with ADPOOL]
  *   buffers (saved, not trained; only when M > 0):
  *     img_enc.mlp.bns.0.running_mean (M), .running_var (M) (F32), .num_batches_tracked (I64,
  *     0-dimensional)
@@ -73,7 +78,14 @@ extern "C" {
 typedef enum vtr_vse_pooler {
     VTR_VSE_POOL_MEAN, /* mean over the real elements (VSE++); no parameters */
     VTR_VSE_POOL_GPO,  /* GPO (VSE∞), aggregate/gpo.h; parameters <side>.gpool.* */
+    VTR_VSE_POOL_ADPOOL, /* ADPOOL (VSE+2AD), aggregate/adpool.h; parameters <side>.adpool.* */
 } vtr_vse_pooler;
+
+/* The training objective over S. */
+typedef enum vtr_vse_loss {
+    VTR_VSE_LOSS_HINGE, /* hinge triplet loss (VSE++, VSE∞), match/hinge_loss.h */
+    VTR_VSE_LOSS_ADOPT, /* ADOPT (VSE+2AD), match/adopt_loss.h */
+} vtr_vse_loss;
 
 typedef struct vtr_vse_pool_config {
     vtr_vse_pooler kind;
@@ -90,20 +102,28 @@ typedef struct vtr_vse_config {
     int word_dim;                 /* W: word embedding size (300) */
     vtr_vse_pool_config img_pool; /* visual side pooler */
     vtr_vse_pool_config txt_pool; /* text side pooler */
+    vtr_vse_loss loss;            /* the objective (hinge) */
     float margin;                 /* hinge margin (0.2) */
-    vtr_reduction reduction;      /* loss over the batch: VTR_REDUCE_SUM for VSE++ / VSE∞ */
+    vtr_reduction reduction;      /* loss over the batch: VTR_REDUCE_SUM for VSE++ / VSE∞,
+                                     VTR_REDUCE_MEAN for ADOPT (the paper's 1/|B|) */
+    float adopt_temperature;      /* ADOPT: tau (0.05), > 0 */
+    int adopt_fixed_k;            /* ADOPT: 0: K from the batch (eq. 6); > 0: this many
+                                     hardest negatives (at most B-1), an ablation */
+    bool adopt_positive_in_denominator; /* ADOPT: the positive's term in the denominator
+                                           (InfoNCE, true; match/adopt_loss.h) */
 } vtr_vse_config;
 
 /* VSE∞ with the reference's sizes: F 2048, E 1024, M 512 (the region-feature branch; set
- * mlp_hidden = 0 for video frame features), W 300, GPO (32, 32) on both sides, margin 0.2,
- * summed loss; vocab_size as given. */
+ * mlp_hidden = 0 for video frame features), W 300, GPO (32, 32) on both sides, hinge loss
+ * with margin 0.2, summed; ADOPT's settings at the paper's (tau 0.05, K from the batch,
+ * positive in the denominator) for a switch of loss; vocab_size as given. */
 vtr_vse_config vtr_vse_config_infinity(int vocab_size);
 
 /* Fails with VTR_ERR_INVALID naming the first field out of the ranges above. */
 vtr_status vtr_vse_config_check(const vtr_vse_config *cfg, vtr_error *err);
 
-/* "mean" and "gpo" (config values); parse also accepts "avg". Unknown names fail with
- * VTR_ERR_INVALID "unknown pooler 'x' (expected mean or gpo)". */
+/* "mean", "gpo" and "adpool" (config values); parse also accepts "avg". Unknown names fail
+ * with VTR_ERR_INVALID "unknown pooler 'x' (expected mean, gpo or adpool)". */
 const char *vtr_vse_pooler_name(vtr_vse_pooler kind);
 vtr_status vtr_vse_pooler_parse(const char *name, vtr_vse_pooler *out, vtr_error *err);
 
@@ -111,9 +131,12 @@ vtr_status vtr_vse_pooler_parse(const char *name, vtr_vse_pooler *out, vtr_error
  * pooler without parameters) and its arena buffers. Internal to vse_model.c. */
 typedef struct vtr_vse_pool {
     vtr_vse_pool_config cfg;
-    float *params, *grads; /* GPO: vtr_gpo_param_count floats (aggregate/gpo.h layout) */
-    float *weights;        /* GPO: (max_batch, max_len) pooling coefficients */
-    void *workspace;       /* GPO: its workspace for (max_batch, max_len, E) */
+    float *params, *grads; /* GPO: vtr_gpo_param_count floats (aggregate/gpo.h layout);
+                              ADPOOL: vtr_adpool_param_count (aggregate/adpool.h) */
+    float *weights;        /* GPO: (max_batch, max_len) pooling coefficients; ADPOOL: the
+                              rank weights theta (B,T) then the balance weights (B,2) of the
+                              last call on B sets of padded length T */
+    void *workspace;       /* GPO, ADPOOL: its workspace for (max_batch, max_len, E) */
 } vtr_vse_pool;
 
 /* A model: configuration, parameters, and the activation arena. Callers read cfg and
@@ -155,6 +178,8 @@ typedef struct vtr_vse_model {
     float *cap_emb;           /* (B,E) l2-normalized */
     float *cap_norm;          /* (B) */
     float *sim;               /* (B,B) S */
+    int negatives;            /* negatives per query of the last training step: B-1 (all),
+                                 1 (hardest), or ADOPT's K */
     /* backward: the gradients of the buffers above, (B,B), (B,E), (R,E), (Q,E), (Q,W);
      * dmlp two (R,M) buffers the MLP's backward alternates between; dword_rev the reverse
      * direction's input gradient (reverse order); scratch shared by the poolers' and the
@@ -215,9 +240,11 @@ typedef struct vtr_vse_batch {
     const int *caption_lengths; /* (B) */
 } vtr_vse_batch;
 
-/* One training step's forward and backward: both encoders in training mode, S, the hinge
- * loss with the given negatives (VTR_HINGE_ALL_NEGATIVES for the VSE∞ first-epoch warm-up,
- * VTR_HINGE_HARDEST_NEGATIVE after), and the backward pass, which ACCUMULATES into
+/* One training step's forward and backward: both encoders in training mode, S, the loss
+ * (cfg.loss) with the given negatives (VTR_HINGE_ALL_NEGATIVES for the VSE∞ first-epoch
+ * warm-up, VTR_HINGE_HARDEST_NEGATIVE after; with ADOPT, ALL is InfoNCE over every
+ * negative, K = B-1, and HARDEST over the K hardest, K by eq. 6 or adopt_fixed_k; the K
+ * used is left in m->negatives), and the backward pass, which ACCUMULATES into
  * m->params.grad (zero it first with vtr_param_set_zero_grad; lib/nn.h). *loss gets the
  * loss. BatchNorm's running statistics and num_batches_tracked advance as in PyTorch.
  * The caller then clips (vtr_clip_grad_norm) and steps the optimizer. The input buffers

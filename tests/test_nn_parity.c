@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "check.h"
 #include "gradcheck.h"
@@ -13,6 +14,7 @@
 #include "lib/gru.h"
 #include "lib/norm.h"
 #include "lib/params.h"
+#include "match/adopt_loss.h"
 #include "match/hinge_loss.h"
 #include "match/vse_model.h"
 
@@ -73,6 +75,63 @@ TEST(parity_gpo_reference_sizes)
     nn_parity_check("gpo_dparams", dp, np);
     free(x), free(lengths), free(params), free(dout), free(out), free(w), free(dx), free(dp);
     free(ws), free(scratch);
+}
+
+TEST(parity_adpool)
+{
+    enum { B = 3, T = 5, D = 6 };
+    size_t np = vtr_adpool_param_count(D);
+    float *x = nn_fixture_floats("adpool_x", B * T * D);
+    int *lengths = nn_fixture_ints("adpool_lengths", B);
+    float *params = nn_fixture_floats("adpool_params", np);
+    float *dout = nn_fixture_floats("adpool_dout", B * D);
+    float *out = nn_alloc_floats(B * D), *theta = nn_alloc_floats(B * T);
+    float *omega = nn_alloc_floats(B * 2), *dx = nn_alloc_floats(B * T * D);
+    float *dp = nn_alloc_floats(np);
+    void *ws = malloc(vtr_adpool_workspace_size(B, T, D));
+    void *scratch = malloc(vtr_adpool_scratch_size(B, T, D));
+    vtr_adpool_forward(out, theta, omega, ws, x, lengths, params, B, T, D);
+    vtr_adpool_backward(dx, dp, scratch, dout, x, theta, omega, lengths, params, ws, B, T, D);
+    nn_parity_check("adpool_out", out, B * D);
+    nn_parity_check("adpool_theta", theta, B * T);
+    nn_parity_check("adpool_omega", omega, B * 2);
+    nn_parity_check("adpool_dx", dx, B * T * D);
+    nn_parity_check("adpool_dparams", dp, np);
+    free(x), free(lengths), free(params), free(dout), free(out), free(theta), free(omega);
+    free(dx), free(dp), free(ws), free(scratch);
+}
+
+TEST(parity_adopt_equation_6_and_fixed_k)
+{
+    enum { B = 8 };
+    float *S = nn_fixture_floats("adopt_S", B * B);
+    int *K = nn_fixture_ints("adopt_K", 1);
+    CHECK_EQ_INT(vtr_adopt_negatives(S, B, NULL, NULL), K[0]);
+    CHECK(K[0] > 1 && K[0] < B - 1); /* the fixture exercises a K between the bounds */
+    static const struct {
+        const char *tag;
+        int k; /* 0: equation 6 */
+        bool pos;
+        vtr_reduction red;
+    } cases[] = {
+        {"eq6_pos_mean", 0, true, VTR_REDUCE_MEAN},
+        {"k1_neg_sum", 1, false, VTR_REDUCE_SUM},
+        {"all_pos_sum", B - 1, true, VTR_REDUCE_SUM},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int k = cases[i].k ? cases[i].k : K[0];
+        char name[64];
+        float dS[B * B] = {0};
+        float loss = vtr_adopt_loss_forward(S, B, k, VTR_ADOPT_TEMPERATURE, cases[i].pos,
+                                            cases[i].red);
+        vtr_adopt_loss_backward(dS, 1.0f, S, B, k, VTR_ADOPT_TEMPERATURE, cases[i].pos,
+                                cases[i].red);
+        snprintf(name, sizeof name, "adopt_%s_loss", cases[i].tag);
+        nn_parity_check(name, &loss, 1);
+        snprintf(name, sizeof name, "adopt_%s_dS", cases[i].tag);
+        nn_parity_check(name, dS, B * B);
+    }
+    free(S), free(K);
 }
 
 TEST(parity_batchnorm_training_step)
