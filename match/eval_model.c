@@ -19,6 +19,7 @@ void vtr_eval_model_close(vtr_eval_model *m)
     vtr_vse_model_free(&m->model);
     vtr_split_free(&m->split);
     vtr_vocab_free(m->vocab);
+    free(m->vocab_path);
     vtr_feature_store_reader_close(m->store);
     vtr_config_free(m->cfg);
     memset(m, 0, sizeof *m);
@@ -96,6 +97,10 @@ vtr_status vtr_eval_model_open(const char *ckpt, const vtr_eval_source *src, vtr
     }
     if ((st = vtr_vocab_load_json(vocab_path, &m.vocab, err)))
         goto fail;
+    if (!(m.vocab_path = strdup(vocab_path))) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
 
     if ((st = vtr_catalog_open(m.o.catalog, &cat, err)) ||
         (st = vtr_feature_store_reader_open(m.o.features, &m.store, err)) ||

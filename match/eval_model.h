@@ -40,6 +40,7 @@ typedef struct vtr_eval_model {
     vtr_train_options o;             /* read from cfg */
     vtr_feature_store_reader *store;
     vtr_vocab *vocab;
+    char *vocab_path;                /* the vocabulary file read (owned) */
     vtr_split split;                 /* captions encoded */
     vtr_vse_model model;             /* for batches of src->batch and the split's sizes */
 } vtr_eval_model;

@@ -8,11 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lib/args.h"
 #include "lib/blas_threads.h"
+#include "lib/catalog.h"
+#include "lib/file.h"
+#include "lib/hash.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/npy.h"
 #include "match/encode.h"
 #include "match/eval_model.h"
 #include "match/retrieval_metrics.h"
@@ -27,7 +32,8 @@ static const char usage_text[] =
     "\n"
     "The data comes from the config stored in the checkpoint (data.catalog, data.dataset,\n"
     "data.features); the vocabulary is vocab.json beside the checkpoint (as vtr-train\n"
-    "writes it), else the config's data.vocab.\n"
+    "writes it), else the config's data.vocab. The evaluation is recorded in that catalog\n"
+    "as a run of kind eval (config, checkpoint and data hashes, the metrics).\n"
     "\n"
     "  -c, --checkpoint CKPT  the model (a vtr-train checkpoint, or a converted PyTorch\n"
     "                         state_dict with --config)\n"
@@ -48,6 +54,10 @@ static const char usage_text[] =
     "      --batch-size N     items or captions per encoding batch [128]\n"
     "      --threads N        OpenMP and BLAS threads [OpenMP's default]\n"
     "      --json             print the metrics as one JSON object\n"
+    "      --save-embeddings DIR  also write the model's embeddings: DIR/items.npy\n"
+    "                         (items, E) and DIR/captions.npy (captions, E), float32, in\n"
+    "                         the split's order (one checkpoint only)\n"
+    "      --no-record        do not record the evaluation in the catalog\n"
     "      --log-json         log events as JSON lines on stderr\n"
     "  -h, --help             this text\n"
     "      --version          the version\n"
@@ -68,6 +78,8 @@ enum {
     OPT_BATCH_SIZE,
     OPT_THREADS,
     OPT_JSON,
+    OPT_SAVE_EMBEDDINGS,
+    OPT_NO_RECORD,
     OPT_LOG_JSON,
     OPT_VERSION,
 };
@@ -103,6 +115,73 @@ static vtr_status embed(const char *path, const vtr_eval_source *src, vtr_eval_m
     return st;
 }
 
+/* Writes DIR/items.npy (n_items, E) and DIR/captions.npy (n_caps, E), creating DIR. */
+static vtr_status save_embeddings(const char *dir, const vtr_eval_model *m, float *items,
+                                  float *captions, vtr_error *err)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return vtr_fail_errno(err, "cannot create %s", dir);
+    int64_t E = m->model.cfg.embed_size;
+    vtr_tensor t[2] = {{.dtype = VTR_F32, .ndim = 2, .shape = {m->split.n_items, E}, .data = items},
+                       {.dtype = VTR_F32, .ndim = 2, .shape = {m->split.n_caps, E},
+                        .data = captions}};
+    const char *names[2] = {"items.npy", "captions.npy"};
+    vtr_status st = VTR_OK;
+    for (int i = 0; i < 2 && st == VTR_OK; i++) {
+        char *path = vtr_path_join(dir, names[i]);
+        st = path ? vtr_npy_save(path, &t[i], 1, err)
+                  : vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        free(path);
+    }
+    return st;
+}
+
+/* Records the start of the evaluation in the first model's catalog (kind "eval"): its
+ * resolved config and seed; as data hashes the SHA-256 of the feature store's files, of
+ * the vocabulary ("vocab") and of every checkpoint ("checkpoint", then "checkpoint.1",
+ * ... for the other members of an ensemble). */
+static vtr_status begin_record(const vtr_eval_model *members, const char *const *ckpts,
+                               int n_ckpts, vtr_catalog **cat, int64_t *run_id, vtr_error *err)
+{
+    const vtr_eval_model *m = &members[0];
+    char *config = NULL, *hashes = NULL;
+    json_t *h = NULL;
+    vtr_status st;
+    if ((st = vtr_config_dump_string(m->cfg, &config, err)) ||
+        (st = vtr_train_data_hashes(m->o.features, m->vocab_path, &hashes, err)))
+        goto end;
+    if (!(h = json_loads(hashes, 0, NULL))) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    for (int i = 0; i < n_ckpts; i++) {
+        char hex[VTR_SHA256_HEX_SIZE], key[32] = "checkpoint";
+        if ((st = vtr_file_sha256(ckpts[i], hex, err)))
+            goto end;
+        if (i > 0)
+            snprintf(key, sizeof key, "checkpoint.%d", i);
+        json_object_set_new(h, key, json_string(hex));
+    }
+    free(hashes);
+    if (!(hashes = json_dumps(h, VTR_JSON_FLAGS))) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    vtr_run run = {.kind = "eval",
+                   .config = config,
+                   .seed = m->o.seed,
+                   .code_version = VTR_VERSION,
+                   .data_hashes = hashes};
+    if ((st = vtr_catalog_open(m->o.catalog, cat, err)) ||
+        (st = vtr_catalog_begin_run(*cat, &run, run_id, err)))
+        vtr_error_context(err, "recording the evaluation (--no-record skips it)");
+end:
+    json_decref(h);
+    free(config);
+    free(hashes);
+    return st;
+}
+
 static void print_direction(const char *name, const vtr_retrieval_direction *d)
 {
     printf("%-5s %7.2f %7.2f %7.2f %8.1f %8.1f %7.2f %7.2f\n", name, d->r1, d->r5, d->r10,
@@ -127,6 +206,8 @@ int main(int argc, char **argv)
         {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"json", no_argument, NULL, OPT_JSON},
+        {"save-embeddings", required_argument, NULL, OPT_SAVE_EMBEDDINGS},
+        {"no-record", no_argument, NULL, OPT_NO_RECORD},
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -138,6 +219,12 @@ int main(int argc, char **argv)
     const char **sets = calloc((size_t)argc, sizeof *sets);
     int n_ckpts = 0, n_owned = 0, n_sets = 0, ndcg_at = 0, threads = 0;
     bool json = false, coco_1k = false, hgr = false, have_checkpoint = false, log_json = false;
+    bool record = true;
+    const char *embeddings_dir = NULL;
+    vtr_catalog *cat = NULL;
+    int64_t run_id = -1;
+    json_t *out = NULL;
+    vtr_error err = {0};
     int rc = 1;
     vtr_eval_model *members = NULL;
     float **embeddings = NULL; /* items and captions of member i at 2i and 2i + 1 */
@@ -196,6 +283,8 @@ int main(int argc, char **argv)
             threads = (int)v;
             break;
         case OPT_JSON: json = true; break;
+        case OPT_SAVE_EMBEDDINGS: embeddings_dir = optarg; break;
+        case OPT_NO_RECORD: record = false; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); rc = 0; goto done;
         case OPT_VERSION: printf("vtr-eval %s\n", VTR_VERSION); rc = 0; goto done;
@@ -226,6 +315,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "vtr-eval: no --checkpoint (see --help)\n");
         goto done;
     }
+    if (embeddings_dir && n_ckpts > 1) {
+        fprintf(stderr, "vtr-eval: --save-embeddings takes one checkpoint, not an ensemble\n");
+        goto done;
+    }
     vtr_log_init(argv[0], log_json);
     src.sets = sets;
     src.n_sets = n_sets;
@@ -234,7 +327,6 @@ int main(int argc, char **argv)
         vtr_blas_set_threads(threads);
     }
 
-    vtr_error err;
     vtr_status st = VTR_OK;
     members = calloc((size_t)n_ckpts, sizeof *members);
     embeddings = calloc(2 * (size_t)n_ckpts, sizeof *embeddings);
@@ -259,6 +351,10 @@ int main(int argc, char **argv)
                                       .captions = embeddings[2 * i + 1],
                                       .dim = m->model.cfg.embed_size};
     }
+    if (st == VTR_OK && embeddings_dir)
+        st = save_embeddings(embeddings_dir, &members[0], embeddings[0], embeddings[1], &err);
+    if (st == VTR_OK && record)
+        st = begin_record(members, ckpts, n_ckpts, &cat, &run_id, &err);
     vtr_retrieval_metrics r;
     const vtr_split *s = &members[0].split;
     vtr_retrieval_options ro = {.fold_items = coco_1k ? 1000 : 0,
@@ -278,7 +374,7 @@ int main(int argc, char **argv)
     }
 
     const char *dataset = members[0].o.dataset;
-    if (json) {
+    {
         json_t *list = json_array();
         for (int i = 0; i < n_ckpts; i++)
             json_array_append_new(list, json_string(ckpts[i]));
@@ -288,16 +384,18 @@ int main(int argc, char **argv)
             "ndcg_cutoff", ndcg_at);
         if (hgr)
             json_object_set_new(protocol, "texts", json_integer(s->n_texts));
-        json_t *out = json_pack("{s:o, s:b, s:i, s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:f}",
+        out = json_pack("{s:o, s:b, s:i, s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:f}",
                                 "checkpoints", list, "ensemble", n_ckpts > 1, "models", n_ckpts,
                                 "dataset", dataset, "split", src.split, "items", s->n_items,
                                 "captions", s->n_caps, "protocol", protocol, "v2t",
                                 vtr_retrieval_direction_json(&r.v2t), "t2v",
                                 vtr_retrieval_direction_json(&r.t2v), "rsum", r.rsum);
+    }
+    if (json) {
         char *text = out ? json_dumps(out, VTR_JSON_FLAGS) : NULL;
-        json_decref(out);
         if (!text) {
-            fprintf(stderr, "vtr-eval: out of memory\n");
+            vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
+            fprintf(stderr, "vtr-eval: %s\n", err.msg);
             goto done;
         }
         printf("%s\n", text);
@@ -329,11 +427,29 @@ int main(int argc, char **argv)
         printf("RSUM  %.2f\n", r.rsum);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "vtr-eval: writing the output failed\n");
+        vtr_fail(&err, VTR_ERR_IO, "writing the output failed");
+        fprintf(stderr, "vtr-eval: %s\n", err.msg);
         goto done;
     }
     rc = 0;
 done:
+    if (run_id >= 0) {
+        /* the result: what --json prints, or the error */
+        char *text = NULL;
+        if (rc == 0 && out)
+            text = json_dumps(out, VTR_JSON_FLAGS);
+        else if ((out = json_pack("{s:s}", "error", err.msg)))
+            text = json_dumps(out, VTR_JSON_FLAGS);
+        vtr_error err2;
+        if (vtr_catalog_finish_run(cat, run_id, rc == 0 ? VTR_RUN_DONE : VTR_RUN_FAILED, text,
+                                   &err2) != VTR_OK) {
+            vtr_log_item_error(NULL, &err2);
+            rc = 1;
+        }
+        free(text);
+    }
+    json_decref(out);
+    vtr_catalog_close(cat);
     for (int i = 0; members && i < n_ckpts; i++)
         vtr_eval_model_close(&members[i]);
     for (int i = 0; embeddings && i < 2 * n_ckpts; i++)

@@ -615,6 +615,22 @@ static bool log_has(const char *log, const char *needle)
     return test_run("grep -q -F -e '%s' '%s'", quoted, tmp("%s", log)) == 0;
 }
 
+/* The id of the catalog's last run (runs are numbered from 1). */
+static int64_t last_run_id(const char *catalog)
+{
+    vtr_error err;
+    vtr_catalog *cat = NULL;
+    vtr_run run;
+    int64_t id = 0;
+    CHECK_OK(vtr_catalog_open(catalog, &cat, &err));
+    while (vtr_catalog_get_run(cat, id + 1, &run, &err) == VTR_OK) {
+        vtr_run_free(&run);
+        id++;
+    }
+    vtr_catalog_close(cat);
+    return id;
+}
+
 TEST(train_cli_train_resume_kill_and_eval)
 {
     vtr_error err;
@@ -734,6 +750,44 @@ TEST(train_cli_train_resume_kill_and_eval)
     CHECK(log_has("x.log", "no --checkpoint"));
     CHECK_EQ_INT(sh("y.log", "bin/vtr-eval -c '%s' --vocab '%s'", best, tmp("cli.yaml")), 1);
     CHECK(log_has("y.log", "is not the vocabulary it was trained with"));
+
+    /* vtr-eval records every evaluation it starts (kind eval), unless --no-record: the
+     * --coco-1k refusal above is a failed record, the --vocab one came before any */
+    char catalog[600], sha[VTR_SHA256_HEX_SIZE];
+    snprintf(catalog, sizeof catalog, "%s/catalog.db", dir);
+    int64_t last = last_run_id(catalog);
+    CHECK_OK(vtr_catalog_open(catalog, &cat, &err));
+    CHECK_OK(vtr_catalog_get_run(cat, last, &run, &err));
+    CHECK_STR(run.kind, "eval");
+    CHECK_EQ_INT(run.status, VTR_RUN_DONE); /* the --split val evaluation */
+    vtr_run_free(&run);
+    CHECK_OK(vtr_catalog_get_run(cat, last - 1, &run, &err));
+    CHECK_STR(run.kind, "eval");
+    CHECK_EQ_INT(run.status, VTR_RUN_FAILED);
+    CHECK(run.result && strstr(run.result, "not a multiple of 1000"));
+    vtr_run_free(&run);
+    vtr_catalog_close(cat);
+    CHECK_EQ_INT(sh("n.log", "bin/vtr-eval -c '%s' --no-record", best), 0);
+    CHECK_EQ_INT(last_run_id(catalog), last);
+    CHECK_EQ_INT(sh("r.log", "bin/vtr-eval -c '%s' --json --batch-size 16 --threads 1", best), 0);
+    CHECK_EQ_INT(last_run_id(catalog), last + 1);
+    CHECK_OK(vtr_catalog_open(catalog, &cat, &err));
+    CHECK_OK(vtr_catalog_get_run(cat, last + 1, &run, &err));
+    CHECK_STR(run.kind, "eval");
+    CHECK_EQ_INT(run.status, VTR_RUN_DONE);
+    CHECK_STR(run.code_version, VTR_VERSION);
+    CHECK(strstr(run.config, "embed_size: 16") && strstr(run.config, "max_frames: 6"));
+    CHECK_OK(vtr_file_sha256(best, sha, &err));
+    CHECK(strstr(run.data_hashes, sha) && strstr(run.data_hashes, "\"checkpoint\"") &&
+          strstr(run.data_hashes, "\"vocab\"") &&
+          strstr(run.data_hashes, "\"features/rows.npy\""));
+    /* the result is what --json printed */
+    CHECK_EQ_INT(test_run("/usr/bin/python3 -c \"import json, sys; a = json.load(open('%s')); "
+                          "b = json.loads(sys.stdin.read()); sys.exit(0 if a == b and "
+                          "b['split'] == 'test' and abs(b['rsum'] - %.12f) < 1e-6 else 1)\" "
+                          "<<'EOF'\n%s\nEOF", tmp("r.log"), r.rsum, run.result), 0);
+    vtr_run_free(&run);
+    vtr_catalog_close(cat);
 }
 
 /* ---- end-to-end learning (issue 5, item 8) ------------------------------------------ */
