@@ -58,8 +58,17 @@ vtr_status vtr_atomic_open(vtr_atomic_file *file, const char *path, vtr_error *e
         vtr_atomic_abort(file);
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
     }
-    snprintf(file->tmp_path, n, "%s.tmp.%ld", path, (long)getpid());
-    file->fp = fopen(file->tmp_path, "wb");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        /* /dev/null, a FIFO, a terminal: written in place; renaming over it would
+         * replace the device with a plain file */
+        free(file->tmp_path);
+        file->tmp_path = NULL;
+        file->fp = fopen(path, "wb");
+    } else {
+        snprintf(file->tmp_path, n, "%s.tmp.%ld", path, (long)getpid());
+        file->fp = fopen(file->tmp_path, "wb");
+    }
     if (!file->fp) {
         vtr_status st = vtr_fail_errno(err, "%s", path);
         vtr_atomic_abort(file);
@@ -71,7 +80,7 @@ vtr_status vtr_atomic_open(vtr_atomic_file *file, const char *path, vtr_error *e
 vtr_status vtr_atomic_commit(vtr_atomic_file *file, vtr_error *err)
 {
     vtr_status st = VTR_OK;
-    if (fflush(file->fp) != 0 || fsync(fileno(file->fp)) != 0) {
+    if (fflush(file->fp) != 0 || (file->tmp_path && fsync(fileno(file->fp)) != 0)) {
         st = vtr_fail_errno(err, "%s", file->path);
         goto fail;
     }
@@ -81,7 +90,7 @@ vtr_status vtr_atomic_commit(vtr_atomic_file *file, vtr_error *err)
         st = vtr_fail_errno(err, "%s", file->path);
         goto fail;
     }
-    if (rename(file->tmp_path, file->path) != 0) {
+    if (file->tmp_path && rename(file->tmp_path, file->path) != 0) {
         st = vtr_fail_errno(err, "%s: rename", file->path);
         goto fail;
     }

@@ -25,10 +25,12 @@ void vtr_unmap_file(vtr_mapped_file *file);
 typedef struct vtr_atomic_file {
     FILE *fp;         /* write here */
     char *path;       /* final name (owned) */
-    char *tmp_path;   /* temporary name (owned) */
+    char *tmp_path;   /* temporary name (owned); NULL when writing in place */
 } vtr_atomic_file;
 
-/* Opens a temporary file beside `path` for writing. */
+/* Opens a temporary file beside `path` for writing. When `path` exists and is not a
+ * regular file (/dev/null, a FIFO, a terminal), it is written in place instead, and
+ * commit only flushes and closes it. */
 vtr_status vtr_atomic_open(vtr_atomic_file *file, const char *path, vtr_error *err);
 
 /* Flushes, fsyncs and renames the temporary file to its final name, then frees `file`.
