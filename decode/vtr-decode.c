@@ -13,6 +13,7 @@
 #include "decode/decode_item.h"
 #include "lib/args.h"
 #include "lib/file.h"
+#include "lib/keyed_files.h"
 #include "lib/log.h"
 #include "lib/npy.h"
 #include "lib/npy_item.h"
@@ -76,58 +77,8 @@ static const char usage_text[] =
     "Exit status: 0 every item decoded; 2 some items failed (the others were written);\n"
     "1 bad usage, or the output could not be opened or written.\n";
 
-typedef struct item {
-    char *key;
-    char *path;
-} item;
-
-typedef struct item_list {
-    item *v;
-    size_t n, cap;
-} item_list;
-
-static int add_item(item_list *l, const char *key, const char *path)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        item *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    char *k = NULL;
-    if (key) {
-        k = strdup(key);
-    } else {
-        /* the file name without directory and extension */
-        const char *base = strrchr(path, '/');
-        base = base ? base + 1 : path;
-        const char *dot = strrchr(base, '.');
-        size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-        k = strndup(base, len);
-    }
-    char *p = strdup(path);
-    if (!k || !p) {
-        free(k);
-        free(p);
-        return -1;
-    }
-    l->v[l->n++] = (item){k, p};
-    return 0;
-}
-
-static void free_items(item_list *l)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        free(l->v[i].key);
-        free(l->v[i].path);
-    }
-    free(l->v);
-}
-
 /* Reads PATH or KEY<TAB>PATH lines. */
-static int read_manifest(FILE *in, const char *name, item_list *l)
+static int read_manifest(FILE *in, const char *name, vtr_keyed_files *l)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -149,7 +100,7 @@ static int read_manifest(FILE *in, const char *name, item_list *l)
                 break;
             }
         }
-        if (add_item(l, tab ? line : NULL, tab ? tab + 1 : line) != 0) {
+        if (vtr_keyed_files_add(l, tab ? line : NULL, tab ? tab + 1 : line, NULL) != VTR_OK) {
             fprintf(stderr, "vtr-decode: out of memory\n");
             rc = -1;
             break;
@@ -166,9 +117,24 @@ static int read_manifest(FILE *in, const char *name, item_list *l)
 int main(int argc, char **argv)
 {
     enum {
-        OPT_OUT_DIR = 256, OPT_FRAMES, OPT_FPS, OPT_EVERY, OPT_KEYFRAMES, OPT_STRAIGHT, OPT_SIZE,
-        OPT_RESIZE, OPT_CROP, OPT_MEAN, OPT_STD, OPT_AUDIO, OPT_AUDIO_DIR, OPT_AUDIO_FORMAT,
-        OPT_AUDIO_RATE, OPT_THREADS, OPT_LOG_JSON, OPT_VERSION
+        OPT_OUT_DIR = 256,
+        OPT_FRAMES,
+        OPT_FPS,
+        OPT_EVERY,
+        OPT_KEYFRAMES,
+        OPT_STRAIGHT,
+        OPT_SIZE,
+        OPT_RESIZE,
+        OPT_CROP,
+        OPT_MEAN,
+        OPT_STD,
+        OPT_AUDIO,
+        OPT_AUDIO_DIR,
+        OPT_AUDIO_FORMAT,
+        OPT_AUDIO_RATE,
+        OPT_THREADS,
+        OPT_LOG_JSON,
+        OPT_VERSION
     };
     static const struct option options[] = {
         {"manifest", required_argument, NULL, 'm'},
@@ -202,7 +168,7 @@ int main(int argc, char **argv)
     bool log_json = false, verbose = false, have_mean = false, have_std = false;
     int samplers = 0, opt;
     long long v;
-    item_list items = {0};
+    vtr_keyed_files items = {0};
     FILE *out = NULL;
     vtr_atomic_file out_file = {0};
     bool out_atomic = false;
@@ -347,14 +313,13 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-")) {
             if (read_manifest(stdin, "stdin", &items) != 0)
                 goto end;
-        } else if (add_item(&items, NULL, argv[i]) != 0) {
+        } else if (vtr_keyed_files_add(&items, NULL, argv[i], NULL) != VTR_OK) {
             fprintf(stderr, "vtr-decode: out of memory\n");
             goto end;
         }
     }
     if (audio && items.n != 1) {
-        fprintf(stderr, "vtr-decode: --audio takes one input; use --audio-dir for %zu\n",
-                items.n);
+        fprintf(stderr, "vtr-decode: --audio takes one input; use --audio-dir for %zu\n", items.n);
         goto end;
     }
 
@@ -392,7 +357,7 @@ int main(int argc, char **argv)
     vtr_progress progress;
     vtr_progress_begin(&progress, "items", (int64_t)items.n);
     for (size_t i = 0; i < items.n && !output_broken; i++) {
-        const item *it = &items.v[i];
+        const vtr_keyed_file *it = &items.v[i];
         char *audio_path = NULL;
         if (audio) {
             audio_path = strdup(audio);
@@ -442,6 +407,6 @@ int main(int argc, char **argv)
 end:
     if (out_atomic)
         vtr_atomic_abort(&out_file);
-    free_items(&items);
+    vtr_keyed_files_free(&items);
     return rc;
 }

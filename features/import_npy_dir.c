@@ -1,92 +1,12 @@
 /* npy-dir: one NPY file per item, DIR/KEY.npy (the layout of the common video
  * feature-extraction tools), into a feature store. */
 #define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "import.h"
+#include "lib/keyed_files.h"
 #include "lib/npy.h"
-
-typedef struct npy_entry {
-    char *path;
-    char *key;
-    size_t source; /* index into dirs */
-} npy_entry;
-
-typedef struct npy_list {
-    npy_entry *v;
-    size_t n, cap;
-} npy_list;
-
-static void free_list(npy_list *l)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        free(l->v[i].path);
-        free(l->v[i].key);
-    }
-    free(l->v);
-}
-
-static int by_key(const void *a, const void *b)
-{
-    return strcmp(((const npy_entry *)a)->key, ((const npy_entry *)b)->key);
-}
-
-/* Appends dir's *.npy files (not hidden, not directories) to l, sorted by name. */
-static vtr_status list_dir(const char *dir, size_t source, npy_list *l, vtr_error *err)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return vtr_fail_errno(err, "%s", dir);
-    vtr_status st = VTR_OK;
-    size_t first = l->n;
-    struct dirent *de;
-    errno = 0;
-    while ((de = readdir(d))) {
-        const char *name = de->d_name;
-        size_t len = strlen(name);
-        if (name[0] == '.' || len <= 4 || strcmp(name + len - 4, ".npy") != 0)
-            continue;
-        size_t plen = strlen(dir) + len + 2;
-        char *path = malloc(plen), *key = strndup(name, len - 4);
-        if (!path || !key) {
-            free(path);
-            free(key);
-            st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", dir);
-            break;
-        }
-        snprintf(path, plen, "%s/%s", dir, name);
-        struct stat sb;
-        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            free(path);
-            free(key);
-            continue;
-        }
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? 2 * l->cap : 256;
-            npy_entry *v = realloc(l->v, cap * sizeof *v);
-            if (!v) {
-                free(path);
-                free(key);
-                st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", dir);
-                break;
-            }
-            l->v = v;
-            l->cap = cap;
-        }
-        l->v[l->n++] = (npy_entry){path, key, source};
-        errno = 0;
-    }
-    if (st == VTR_OK && errno != 0)
-        st = vtr_fail_errno(err, "%s", dir);
-    closedir(d);
-    if (st == VTR_OK)
-        qsort(l->v + first, l->n - first, sizeof *l->v, by_key);
-    return st;
-}
 
 /* One file's rows into the store; failures of the file are item errors. */
 static vtr_status import_file(vtr_import *im, int64_t index, const char *path, vtr_error *err)
@@ -132,11 +52,13 @@ vtr_status vtr_import_npy_dir(const vtr_import_source *dirs, size_t n,
                         "npy-dir import: the layout holds only features; name a feature store");
     if (n == 0)
         return vtr_fail(err, VTR_ERR_INVALID, "npy-dir import: no directory");
-    npy_list files = {0};
+    static const char *const suffix[] = {".npy"};
+    vtr_keyed_files files = {0};
+    size_t *dir_end = calloc(n, sizeof *dir_end); /* dir i's files end at dir_end[i] */
     vtr_import *im = NULL;
     json_t *source = json_pack("{s:s, s:[]}", "layout", "npy-dir", "dirs");
     vtr_status st = VTR_OK;
-    if (!source) {
+    if (!source || !dir_end) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "npy-dir import: out of memory");
         goto end;
     }
@@ -146,8 +68,9 @@ vtr_status vtr_import_npy_dir(const vtr_import_source *dirs, size_t n,
             st = vtr_fail(err, VTR_ERR_NOMEM, "npy-dir import: out of memory");
             goto end;
         }
-        if ((st = list_dir(dirs[i].path, i, &files, err)) != VTR_OK)
+        if ((st = vtr_keyed_files_add_dir(&files, dirs[i].path, suffix, 1, err)) != VTR_OK)
             goto end;
+        dir_end[i] = files.n;
     }
     if (files.n == 0) {
         st = vtr_fail(err, VTR_ERR_NOT_FOUND, "npy-dir import: no .npy file in %s%s", dirs[0].path,
@@ -157,8 +80,11 @@ vtr_status vtr_import_npy_dir(const vtr_import_source *dirs, size_t n,
     if ((st = vtr_import_begin(opt, "npy-dir", true, "imported:npy-dir", source, &im, err)) !=
         VTR_OK)
         goto end;
+    size_t dir = 0;
     for (size_t i = 0; i < files.n; i++) {
-        const npy_entry *e = &files.v[i];
+        const vtr_keyed_file *e = &files.v[i];
+        while (i >= dir_end[dir])
+            dir++;
         int64_t index;
         bool added;
         if ((st = vtr_import_item(im, e->key, &index, &added, err)) != VTR_OK) {
@@ -170,7 +96,7 @@ vtr_status vtr_import_npy_dir(const vtr_import_source *dirs, size_t n,
                           e->path, e->key);
             goto end;
         }
-        const char *split = dirs[e->source].split;
+        const char *split = dirs[dir].split;
         if (split && (st = vtr_import_split(im, index, split, err)) != VTR_OK)
             goto end;
         if ((st = import_file(im, index, e->path, err)) != VTR_OK)
@@ -182,6 +108,7 @@ vtr_status vtr_import_npy_dir(const vtr_import_source *dirs, size_t n,
 end:
     vtr_import_abort(im);
     json_decref(source);
-    free_list(&files);
+    vtr_keyed_files_free(&files);
+    free(dir_end);
     return st;
 }

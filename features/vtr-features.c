@@ -12,11 +12,13 @@
 
 #include "features/backbone.h"
 #include "features/extractor.h"
+#include "features/logmel.h"
 #include "lib/args.h"
 #include "lib/feature_store.h"
 #include "lib/file.h"
 #include "lib/hash.h"
 #include "lib/json.h"
+#include "lib/keyed_files.h"
 #include "lib/log.h"
 #include "lib/npy.h"
 #include "lib/npy_item.h"
@@ -24,6 +26,7 @@
 
 static const char usage_text[] =
     "Usage: vtr-features [OPTION]... --weights FILE [RECORDS]...\n"
+    "       vtr-features --audio [OPTION]... AUDIO|DIR...\n"
     "Reads frame records (uint8 RGB frames (N, H, W, 3) per item, as vtr-decode writes\n"
     "them) from the files named, or from stdin when none is named or for '-', runs a CNN\n"
     "over every frame and writes one feature set per item: float32 (N, D), each frame's\n"
@@ -49,6 +52,22 @@ static const char usage_text[] =
     "      --mean R,G,B      [0.485,0.456,0.406]\n"
     "      --std R,G,B       [0.229,0.224,0.225]\n"
     "\n"
+    "Audio (--audio: log-mel spectrograms instead of CNN features):\n"
+    "      --audio           read audio files (WAV, FLAC, anything libsndfile reads; a\n"
+    "                        directory: its *.wav and *.flac files, as vtr-decode --audio-dir\n"
+    "                        writes them) and write per item float32 (frames, mels), frame\n"
+    "                        t covering samples [t*hop, t*hop + window): frames =\n"
+    "                        1 + (samples - window) / hop; the key is the file name without\n"
+    "                        extension. Definition: features/logmel.h (VGGish's)\n"
+    "      --window S        analysis window, seconds [0.025]\n"
+    "      --hop S           hop between frames, seconds [0.010]\n"
+    "      --mels N          mel bands [64]\n"
+    "      --fmin HZ         lower edge of the first band [125]\n"
+    "      --fmax HZ         upper edge of the last band, at most half the rate [7500]\n"
+    "      --n-fft N         FFT size, a power of two >= the window, 0 = the smallest [0]\n"
+    "      --power P         1: magnitude, 2: power spectrum [1]\n"
+    "      --log-offset X    added before the log [1e-6] (VGGish: 0.01)\n"
+    "\n"
     "Output (one of):\n"
     "  -o, --output FILE     feature-set records to FILE [stdout]\n"
     "      --out-dir DIR     DIR/KEY.npy and DIR/KEY.json per item\n"
@@ -60,10 +79,10 @@ static const char usage_text[] =
     "  -h, --help            this text\n"
     "      --version         the version\n"
     "\n"
-    "A record that is not uint8 frames (N, H, W, 3) is reported on stderr in one line\n"
-    "naming its key; the other items still finish. Weights that do not fit the\n"
-    "architecture (a missing tensor, a wrong shape) stop the program with one line naming\n"
-    "the tensor.\n"
+    "A record that is not uint8 frames (N, H, W, 3), or with --audio a file that is not\n"
+    "audio, is reported on stderr in one line naming its key; the other items still\n"
+    "finish. Weights that do not fit the architecture (a missing tensor, a wrong shape)\n"
+    "stop the program with one line naming the tensor.\n"
     "Exit status: 0 every item done; 2 some items (or an input stream) failed, the others\n"
     "were written; 1 bad usage, unusable weights, or the output could not be written.\n";
 
@@ -76,7 +95,7 @@ typedef struct run {
     const char *dir;      /* OUT_DIR */
     vtr_feature_store_writer *store;
     bool half;
-    json_t *extractor;    /* added to every item's metadata */
+    json_t *extractor; /* added to every item's metadata */
     uint16_t *half_buf;
     size_t half_cap;
     size_t failed, done;
@@ -92,8 +111,7 @@ static double decimal(float f)
 }
 
 /* features as they are written: float32 as given, or converted to float16 */
-static vtr_status output_tensor(run *r, const vtr_tensor *features, vtr_tensor *out,
-                                vtr_error *err)
+static vtr_status output_tensor(run *r, const vtr_tensor *features, vtr_tensor *out, vtr_error *err)
 {
     *out = *features;
     if (!r->half)
@@ -114,36 +132,32 @@ static vtr_status output_tensor(run *r, const vtr_tensor *features, vtr_tensor *
     return VTR_OK;
 }
 
-/* The extractor's emit: writes one item. Returns non-OK only when the output is broken. */
-static vtr_status write_item(void *ctx, const vtr_extractor_item *item, vtr_error *err)
+/* Writes one item's feature set (float32) with its metadata to the output. Returns non-OK
+ * only when the output is broken; an item the output refuses is logged and counted. */
+static vtr_status write_features(run *r, const char *key, json_t *meta, const vtr_tensor *features,
+                                 vtr_error *err)
 {
-    run *r = ctx;
     vtr_error e;
     vtr_error_clear(&e);
     vtr_tensor t;
-    vtr_status st = output_tensor(r, &item->features, &t, err);
+    vtr_status st = output_tensor(r, features, &t, err);
     if (st != VTR_OK)
         return st;
-    json_t *ex = json_deep_copy(r->extractor);
-    if (!ex || json_object_set_new(item->meta, "extractor", ex) != 0)
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    if (json_is_true(json_object_get(ex, "grid")))
-        json_object_set_new(ex, "grid_size", json_pack("[i,i]", item->grid_h, item->grid_w));
     bool item_failed = false;
     switch (r->kind) {
     case OUT_RECORDS:
-        st = vtr_record_write(r->out, item->key, item->meta, &t, r->out_name, err);
+        st = vtr_record_write(r->out, key, meta, &t, r->out_name, err);
         if (st == VTR_OK && r->out == stdout && fflush(stdout) != 0)
             st = vtr_fail_errno(err, "stdout");
         if (st != VTR_OK)
             return st;
         break;
     case OUT_DIR:
-        if (vtr_npy_item_save(r->dir, item->key, &t, item->meta, &e) != VTR_OK)
+        if (vtr_npy_item_save(r->dir, key, &t, meta, &e) != VTR_OK)
             item_failed = true;
         break;
     case OUT_STORE:
-        st = vtr_feature_store_writer_add(r->store, item->key, &item->features, &e);
+        st = vtr_feature_store_writer_add(r->store, key, features, &e);
         if (st == VTR_ERR_INVALID) /* refused (a duplicate key): the store is still fine */
             item_failed = true;
         else if (st != VTR_OK) {
@@ -153,13 +167,25 @@ static vtr_status write_item(void *ctx, const vtr_extractor_item *item, vtr_erro
         break;
     }
     if (item_failed) {
-        vtr_log_item_error(item->key, &e);
+        vtr_log_item_error(key, &e);
         r->failed++;
     } else {
         r->done++;
     }
     vtr_progress_step(&r->progress, 1);
     return VTR_OK;
+}
+
+/* The extractor's emit: writes one item. Returns non-OK only when the output is broken. */
+static vtr_status write_item(void *ctx, const vtr_extractor_item *item, vtr_error *err)
+{
+    run *r = ctx;
+    json_t *ex = json_deep_copy(r->extractor);
+    if (!ex || json_object_set_new(item->meta, "extractor", ex) != 0)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    if (json_is_true(json_object_get(ex, "grid")))
+        json_object_set_new(ex, "grid_size", json_pack("[i,i]", item->grid_h, item->grid_w));
+    return write_features(r, item->key, item->meta, &item->features, err);
 }
 
 /* Feeds one record stream to the extractor. Returns 1 when the output broke (stop),
@@ -199,11 +225,83 @@ static int process_stream(FILE *in, const char *name, vtr_extractor *x, run *r)
     return rc;
 }
 
+/* --audio inputs: files as named, directories as their *.wav and *.flac files. Returns
+ * the count of arguments that could not be listed (each logged). */
+static size_t list_audio_inputs(char **paths, int n, vtr_keyed_files *files, bool *nomem)
+{
+    static const char *const suffixes[] = {".wav", ".flac"};
+    size_t failed = 0;
+    for (int i = 0; i < n && !*nomem; i++) {
+        vtr_error err;
+        vtr_error_clear(&err);
+        struct stat sb;
+        vtr_status st = stat(paths[i], &sb) == 0 && S_ISDIR(sb.st_mode)
+                            ? vtr_keyed_files_add_dir(files, paths[i], suffixes, 2, &err)
+                            : vtr_keyed_files_add(files, NULL, paths[i], &err);
+        if (st == VTR_ERR_NOMEM)
+            *nomem = true;
+        if (st != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            failed++;
+        }
+    }
+    return failed;
+}
+
+/* Computes and writes each audio file's log-mel frames. Returns 1 when the output broke
+ * (stop), 0 otherwise; item errors are logged and counted. */
+static int process_audio(const vtr_keyed_files *files, const vtr_logmel_options *lo, run *r)
+{
+    for (size_t i = 0; i < files->n; i++) {
+        const vtr_keyed_file *f = &files->v[i];
+        vtr_error err;
+        vtr_error_clear(&err);
+        vtr_logmel_features lm;
+        if (vtr_logmel_file(f->path, lo, &lm, &err) != VTR_OK) {
+            vtr_log_item_error(f->key, &err);
+            r->failed++;
+            vtr_progress_step(&r->progress, 1);
+            continue;
+        }
+        vtr_status st = VTR_OK;
+        if (json_object_set_new(lm.meta, "version", json_string("vtr-features " VTR_VERSION)))
+            st = vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
+        if (st == VTR_OK)
+            st = write_features(r, f->key, lm.meta, &lm.features, &err);
+        vtr_logmel_features_free(&lm);
+        if (st != VTR_OK) {
+            vtr_log_item_error(f->key, &err);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     enum {
-        OPT_GRID = 256, OPT_DEVICE, OPT_BATCH, OPT_THREADS, OPT_RESIZE, OPT_CROP, OPT_MEAN,
-        OPT_STD, OPT_OUT_DIR, OPT_STORE, OPT_HALF, OPT_LOG_JSON, OPT_VERSION
+        OPT_GRID = 256,
+        OPT_DEVICE,
+        OPT_BATCH,
+        OPT_THREADS,
+        OPT_RESIZE,
+        OPT_CROP,
+        OPT_MEAN,
+        OPT_STD,
+        OPT_OUT_DIR,
+        OPT_STORE,
+        OPT_HALF,
+        OPT_LOG_JSON,
+        OPT_VERSION,
+        OPT_AUDIO,
+        OPT_WINDOW,
+        OPT_HOP,
+        OPT_MELS,
+        OPT_FMIN,
+        OPT_FMAX,
+        OPT_N_FFT,
+        OPT_POWER,
+        OPT_LOG_OFFSET
     };
     static const struct option options[] = {
         {"weights", required_argument, NULL, 'w'},
@@ -223,6 +321,15 @@ int main(int argc, char **argv)
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
+        {"audio", no_argument, NULL, OPT_AUDIO},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"hop", required_argument, NULL, OPT_HOP},
+        {"mels", required_argument, NULL, OPT_MELS},
+        {"fmin", required_argument, NULL, OPT_FMIN},
+        {"fmax", required_argument, NULL, OPT_FMAX},
+        {"n-fft", required_argument, NULL, OPT_N_FFT},
+        {"power", required_argument, NULL, OPT_POWER},
+        {"log-offset", required_argument, NULL, OPT_LOG_OFFSET},
         {NULL, 0, NULL, 0},
     };
     vtr_extractor_options xo;
@@ -230,8 +337,13 @@ int main(int argc, char **argv)
     const char *weights = NULL, *output = NULL, *out_dir = NULL, *store = NULL;
     vtr_backbone_arch arch = VTR_RESNET152;
     vtr_backbone_device device = VTR_BACKBONE_CPU;
-    bool log_json = false, half = false;
+    bool log_json = false, half = false, audio = false;
+    vtr_logmel_options lo;
+    vtr_logmel_options_defaults(&lo);
+    const char *image_option = NULL; /* an option of the CNN mode, refused with --audio */
+    const char *audio_option = NULL; /* an option of --audio, refused without it */
     int threads = 0, opt;
+    double d;
     long long v;
     vtr_error err;
     vtr_error_clear(&err);
@@ -239,13 +351,21 @@ int main(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "w:a:o:h", options, NULL)) != -1) {
         const char *bad = NULL;
         switch (opt) {
-        case 'w': weights = optarg; break;
+        case 'w':
+            weights = optarg;
+            image_option = "--weights";
+            break;
         case 'a':
+            image_option = "--arch";
             if (vtr_backbone_arch_parse(optarg, &arch, &err) != VTR_OK)
                 bad = "--arch is resnet18, resnet34, resnet50, resnet101 or resnet152";
             break;
-        case OPT_GRID: xo.grid = true; break;
+        case OPT_GRID:
+            xo.grid = true;
+            image_option = "--grid";
+            break;
         case OPT_DEVICE:
+            image_option = "--device";
             if (!strcmp(optarg, "cpu"))
                 device = VTR_BACKBONE_CPU;
             else if (!strcmp(optarg, "cuda"))
@@ -254,6 +374,7 @@ int main(int argc, char **argv)
                 bad = "--device is cpu or cuda";
             break;
         case OPT_BATCH:
+            image_option = "--batch";
             if (vtr_parse_int(optarg, 1, 65536, &v) == 0)
                 xo.batch = (int)v;
             else
@@ -266,22 +387,26 @@ int main(int argc, char **argv)
                 bad = "--threads needs a count from 0 to 1024";
             break;
         case OPT_RESIZE:
+            image_option = "--resize";
             if (vtr_parse_int(optarg, 0, 65536, &v) == 0)
                 xo.pre.resize = (int)v;
             else
                 bad = "--resize needs a size from 0 to 65536";
             break;
         case OPT_CROP:
+            image_option = "--crop";
             if (vtr_parse_int(optarg, 0, 65536, &v) == 0)
                 xo.pre.crop = (int)v;
             else
                 bad = "--crop needs a size from 0 to 65536";
             break;
         case OPT_MEAN:
+            image_option = "--mean";
             if (vtr_parse_floats(optarg, 3, xo.pre.mean) != 0)
                 bad = "--mean needs R,G,B";
             break;
         case OPT_STD:
+            image_option = "--std";
             if (vtr_parse_floats(optarg, 3, xo.pre.std) != 0 || !(xo.pre.std[0] > 0) ||
                 !(xo.pre.std[1] > 0) || !(xo.pre.std[2] > 0))
                 bad = "--std needs three positive numbers R,G,B";
@@ -291,6 +416,63 @@ int main(int argc, char **argv)
         case OPT_STORE: store = optarg; break;
         case OPT_HALF: half = true; break;
         case OPT_LOG_JSON: log_json = true; break;
+        case OPT_AUDIO: audio = true; break;
+        case OPT_WINDOW:
+            audio_option = "--window";
+            if (vtr_parse_double(optarg, &d) == 0 && d > 0)
+                lo.window_s = d;
+            else
+                bad = "--window needs a positive number of seconds";
+            break;
+        case OPT_HOP:
+            audio_option = "--hop";
+            if (vtr_parse_double(optarg, &d) == 0 && d > 0)
+                lo.hop_s = d;
+            else
+                bad = "--hop needs a positive number of seconds";
+            break;
+        case OPT_MELS:
+            audio_option = "--mels";
+            if (vtr_parse_int(optarg, 1, 1024, &v) == 0)
+                lo.n_mels = (int)v;
+            else
+                bad = "--mels needs a count from 1 to 1024";
+            break;
+        case OPT_FMIN:
+            audio_option = "--fmin";
+            if (vtr_parse_double(optarg, &d) == 0 && d >= 0)
+                lo.fmin_hz = d;
+            else
+                bad = "--fmin needs a frequency >= 0 Hz";
+            break;
+        case OPT_FMAX:
+            audio_option = "--fmax";
+            if (vtr_parse_double(optarg, &d) == 0 && d > 0)
+                lo.fmax_hz = d;
+            else
+                bad = "--fmax needs a frequency > 0 Hz";
+            break;
+        case OPT_N_FFT:
+            audio_option = "--n-fft";
+            if (vtr_parse_int(optarg, 0, 1 << 21, &v) == 0 && (v & (v - 1)) == 0)
+                lo.n_fft = (int)v;
+            else
+                bad = "--n-fft needs 0 or a power of two";
+            break;
+        case OPT_POWER:
+            audio_option = "--power";
+            if (vtr_parse_int(optarg, 1, 2, &v) == 0)
+                lo.power = (int)v;
+            else
+                bad = "--power is 1 or 2";
+            break;
+        case OPT_LOG_OFFSET:
+            audio_option = "--log-offset";
+            if (vtr_parse_double(optarg, &d) == 0 && d > 0)
+                lo.log_offset = d;
+            else
+                bad = "--log-offset needs a number > 0";
+            break;
         case 'h': fputs(usage_text, stdout); return 0;
         case OPT_VERSION: printf("vtr-features %s\n", VTR_VERSION); return 0;
         default: fputs("Try 'vtr-features --help'.\n", stderr); return 1;
@@ -302,7 +484,18 @@ int main(int argc, char **argv)
     }
     vtr_log_init("vtr-features", log_json);
     const char *usage_error = NULL;
-    if (!weights)
+    char usage_buf[128];
+    if (audio && image_option) {
+        snprintf(usage_buf, sizeof usage_buf, "%s is for CNN features, not --audio", image_option);
+        usage_error = usage_buf;
+    } else if (!audio && audio_option) {
+        snprintf(usage_buf, sizeof usage_buf, "%s goes with --audio", audio_option);
+        usage_error = usage_buf;
+    } else if (audio && !(lo.fmin_hz < lo.fmax_hz))
+        usage_error = "--fmin must be below --fmax";
+    else if (audio && optind == argc)
+        usage_error = "--audio needs audio files or directories";
+    else if (!audio && !weights)
         usage_error = "--weights FILE is required";
     else if ((output != NULL) + (out_dir != NULL) + (store != NULL) > 1)
         usage_error = "--output, --out-dir and --store exclude each other";
@@ -320,32 +513,56 @@ int main(int argc, char **argv)
     vtr_atomic_file out_file = {0};
     bool out_atomic = false;
     char sha[VTR_SHA256_HEX_SIZE];
+    vtr_keyed_files audio_files = {0};
+    json_t *audio_params = NULL; /* --audio: the store's provenance */
+    char what[64];               /* the store's extractor */
+    int64_t dim;
 
-    /* the model and what is recorded about it */
-    if (vtr_file_sha256(weights, sha, &err) != VTR_OK) {
-        vtr_log_item_error(NULL, &err);
-        goto end;
-    }
-    if (vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK) {
-        vtr_log_item_error(NULL, &err);
-        goto end;
-    }
-    r.extractor = json_pack("{s:s, s:s, s:s, s:b, s:s, s:i, s:{s:i, s:i, s:[f,f,f], s:[f,f,f]}, "
-                            "s:s}",
-                            "arch", vtr_backbone_arch_name(arch), "weights", weights, "sha256",
-                            sha, "grid", xo.grid, "dtype", half ? "float16" : "float32", "dim",
-                            vtr_backbone_dim(backbone), "preprocess", "resize", xo.pre.resize,
-                            "crop", xo.pre.crop, "mean", decimal(xo.pre.mean[0]),
-                            decimal(xo.pre.mean[1]), decimal(xo.pre.mean[2]), "std",
-                            decimal(xo.pre.std[0]), decimal(xo.pre.std[1]), decimal(xo.pre.std[2]),
-                            "version", "vtr-features " VTR_VERSION);
-    if (!r.extractor) {
-        fprintf(stderr, "vtr-features: out of memory\n");
-        goto end;
-    }
-    if (vtr_extractor_new(backbone, &xo, write_item, &r, &x, &err) != VTR_OK) {
-        vtr_log_item_error(NULL, &err);
-        goto end;
+    if (audio) {
+        /* the parameters as given (window and hop in samples depend on each file's rate) */
+        audio_params = json_pack("{s:s, s:f, s:f, s:i, s:i, s:f, s:f, s:i, s:f, s:s, s:s}",
+                                 "extractor", "logmel", "window_s", lo.window_s, "hop_s", lo.hop_s,
+                                 "n_fft", lo.n_fft, "n_mels", lo.n_mels, "fmin", lo.fmin_hz, "fmax",
+                                 lo.fmax_hz, "power", lo.power, "log_offset", lo.log_offset,
+                                 "mel_scale", "htk", "version", "vtr-features " VTR_VERSION);
+        bool nomem = false;
+        r.failed += list_audio_inputs(argv + optind, argc - optind, &audio_files, &nomem);
+        if (!audio_params || nomem) {
+            fprintf(stderr, "vtr-features: out of memory\n");
+            goto end;
+        }
+        snprintf(what, sizeof what, "logmel");
+        dim = lo.n_mels;
+    } else {
+        /* the model and what is recorded about it */
+        if (vtr_file_sha256(weights, sha, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+        if (vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+        r.extractor = json_pack(
+            "{s:s, s:s, s:s, s:b, s:s, s:i, s:{s:i, s:i, s:[f,f,f], s:[f,f,f]}, "
+            "s:s}",
+            "arch", vtr_backbone_arch_name(arch), "weights", weights, "sha256", sha, "grid",
+            xo.grid, "dtype", half ? "float16" : "float32", "dim", vtr_backbone_dim(backbone),
+            "preprocess", "resize", xo.pre.resize, "crop", xo.pre.crop, "mean",
+            decimal(xo.pre.mean[0]), decimal(xo.pre.mean[1]), decimal(xo.pre.mean[2]), "std",
+            decimal(xo.pre.std[0]), decimal(xo.pre.std[1]), decimal(xo.pre.std[2]), "version",
+            "vtr-features " VTR_VERSION);
+        if (!r.extractor) {
+            fprintf(stderr, "vtr-features: out of memory\n");
+            goto end;
+        }
+        if (vtr_extractor_new(backbone, &xo, write_item, &r, &x, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+        snprintf(what, sizeof what, "%s/%s", vtr_backbone_arch_name(arch),
+                 xo.grid ? "grid" : "avgpool");
+        dim = vtr_backbone_dim(backbone);
     }
 
     /* the output */
@@ -358,13 +575,10 @@ int main(int argc, char **argv)
         }
     } else if (store) {
         r.kind = OUT_STORE;
-        char what[64];
-        snprintf(what, sizeof what, "%s/%s", vtr_backbone_arch_name(arch),
-                 xo.grid ? "grid" : "avgpool");
         vtr_feature_store_options so = {.dtype = half ? VTR_F16 : VTR_F32,
-                                        .dim = vtr_backbone_dim(backbone),
+                                        .dim = dim,
                                         .extractor = what,
-                                        .source = r.extractor};
+                                        .source = audio ? audio_params : r.extractor};
         if (vtr_feature_store_writer_open(store, &so, &r.store, &err) != VTR_OK) {
             vtr_log_item_error(NULL, &err);
             goto end;
@@ -388,10 +602,12 @@ int main(int argc, char **argv)
         r.out_name = "stdout";
     }
 
-    /* the inputs, one stream after the other */
+    /* the inputs: audio files, or record streams one after the other */
     vtr_progress_begin(&r.progress, "items", -1);
     bool broken = false;
-    if (optind == argc) {
+    if (audio) {
+        broken = process_audio(&audio_files, &lo, &r) != 0;
+    } else if (optind == argc) {
         broken = process_stream(stdin, "stdin", x, &r) != 0;
     } else {
         for (int i = optind; i < argc && !broken; i++) {
@@ -410,7 +626,7 @@ int main(int argc, char **argv)
             fclose(in);
         }
     }
-    if (!broken && vtr_extractor_finish(x, &err) != VTR_OK) {
+    if (!broken && x && vtr_extractor_finish(x, &err) != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         broken = true;
     }
@@ -440,6 +656,8 @@ end:
     vtr_extractor_free(x);
     vtr_backbone_free(backbone);
     json_decref(r.extractor);
+    json_decref(audio_params);
+    vtr_keyed_files_free(&audio_files);
     free(r.half_buf);
     return rc;
 }

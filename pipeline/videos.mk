@@ -1,0 +1,134 @@
+# pipeline/videos.mk: a video archive -> per-item CNN features -> one feature store.
+#
+#   make -f pipeline/videos.mk VIDEOS=videos/ WEIGHTS=resnet152.safetensors -j8 [-k]
+#
+# One target per video, OUT/features/KEY.npy (+ KEY.json): vtr-decode samples its frames
+# into a temporary record file, vtr-features turns them into a feature set and writes
+# the NPY pair atomically; the temporary frames are removed. Then vtr-import npy-dir
+# builds one store from every OUT/features/*.npy (atomically, replacing the last one)
+# and registers it in the catalog, after the dataset's annotations when a fragment
+# names them (msrvtt.mk, vatex.mk). KEY is the file name without directory and
+# extension, as vtr-decode names items.
+#
+# Restartable: a killed make leaves no target half-written (the programs write to
+# temporary names and rename), and a rerun builds only what is missing or older than
+# its video. Parallel: make -j N runs N items at once. With -k a failing item does not
+# stop the others; its messages are kept in OUT/failed/KEY.err and every failed item is
+# listed at the end. Paths must not contain spaces, ':', '%' or '#' (make's limits).
+#
+# Variables (VAR=value on the command line):
+#   VIDEOS          directories (their VIDEO_EXTS files) and/or video files
+#   VIDEO_LIST      a file of video paths, one a line (added to VIDEOS)
+#   VIDEO_EXTS      [mp4 mkv webm avi mov m4v]
+#   WEIGHTS         backbone weights, safetensors with torchvision's names [required]
+#   ARCH            resnet18 .. resnet152 [resnet152]
+#   DECODE_FLAGS    vtr-decode sampling and geometry [--every 16]: HGR's one frame in 16
+#   FEATURES_FLAGS  more vtr-features options, e.g. --device cuda --half --threads 4
+#   OUT             output directory [out]
+#   CATALOG         [OUT/catalog.db]
+#   DATASET         the dataset's name in the catalog [videos]
+#   STORE           the feature store [OUT/store]
+#   IMPORT_FLAGS    more vtr-import options for the store, e.g. --half
+#   VTR_BIN         directory of the vtr programs [found on PATH]
+#   (from a dataset fragment) ANNOTATION_LAYOUT, ANNOTATIONS: vtr-import LAYOUT FILES...
+#
+# Goals:
+#   all             every item, then the store; failed items listed at the end [default]
+#   items           every item's features
+#   store           the store (and annotations), once every item is built
+#   annotations     the annotation import alone
+#   list-targets    print the per-item targets, one a line (pipeline/slurm-array.sh)
+#   failed          list the items whose last build failed, with their last message
+#   clean-tmp       remove temporary frames left by a killed run
+
+# the fragment make was given (-f), for the recursive call of `all`
+VTR_FRAGMENT := $(firstword $(MAKEFILE_LIST))
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+OUT ?= out
+CATALOG ?= $(OUT)/catalog.db
+DATASET ?= videos
+STORE ?= $(OUT)/store
+ARCH ?= resnet152
+DECODE_FLAGS ?= --every 16
+FEATURES_FLAGS ?=
+IMPORT_FLAGS ?=
+VIDEO_EXTS ?= mp4 mkv webm avi mov m4v
+VTR = $(if $(VTR_BIN),$(VTR_BIN)/)
+
+vtr_videos := $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),$(sort $(foreach e,$(VIDEO_EXTS),$(wildcard $(v)/*.$(e)))),$(v))) \
+              $(if $(VIDEO_LIST),$(shell cat '$(VIDEO_LIST)'))
+vtr_key = $(basename $(notdir $(1)))
+vtr_keys := $(foreach v,$(vtr_videos),$(call vtr_key,$(v)))
+ifneq ($(words $(vtr_keys)),$(words $(sort $(vtr_keys))))
+$(error two videos have the same key: $(sort $(foreach k,$(vtr_keys),$(if $(filter-out 1,$(words $(filter $(k),$(vtr_keys)))),$(k)))))
+endif
+$(foreach v,$(vtr_videos),$(eval vtr_video_of_$(call vtr_key,$(v)) := $(v)))
+
+# what the goal needs, checked before anything runs
+vtr_building := $(filter-out list-targets failed clean-tmp annotations,$(or $(MAKECMDGOALS),all))
+ifneq ($(vtr_building),)
+ifeq ($(strip $(WEIGHTS)),)
+$(error WEIGHTS=FILE is required: the backbone's weights, safetensors with torchvision's names)
+endif
+ifeq ($(strip $(vtr_videos)),)
+$(error no videos: set VIDEOS=DIR... or VIDEO_LIST=FILE (extensions: $(VIDEO_EXTS)))
+endif
+endif
+
+FEATURES := $(vtr_keys:%=$(OUT)/features/%.npy)
+STORE_STAMP := $(OUT)/stamps/store
+ANNOTATIONS_STAMP := $(if $(ANNOTATIONS),$(OUT)/stamps/annotations)
+
+.PHONY: all items store annotations list-targets failed clean-tmp
+
+# A recursive make, so that with -k the failures can be listed after everything else.
+all:
+	@st=0; $(MAKE) --no-print-directory -f $(VTR_FRAGMENT) store || st=$$?; \
+	if [ $$st -ne 0 ]; then $(MAKE) --no-print-directory -s -f $(VTR_FRAGMENT) failed >&2; fi; \
+	exit $$st
+
+items: $(FEATURES)
+store: $(STORE_STAMP)
+annotations: $(ANNOTATIONS_STAMP)
+
+list-targets:
+	@$(foreach t,$(FEATURES),echo '$(t)';)
+
+failed:
+	@list=$$(for f in $(OUT)/failed/*.err; do [ -f "$$f" ] || continue; k=$${f##*/}; \
+	    echo "  $${k%.err}: $$(grep . "$$f" | tail -n 1)"; done); \
+	if [ -n "$$list" ]; then \
+	    echo "failed items ($$(echo "$$list" | wc -l); messages in $(OUT)/failed/KEY.err):"; \
+	    echo "$$list"; fi
+
+clean-tmp:
+	rm -rf $(OUT)/tmp
+
+# One item: frames into a temporary record file, features into OUT/features (both
+# programs write atomically), the frames removed. The messages of a failed item are
+# kept in OUT/failed/KEY.err; a success removes that file.
+.SECONDEXPANSION:
+$(FEATURES): $(OUT)/features/%.npy: $$(vtr_video_of_$$*) $(WEIGHTS)
+	@mkdir -p $(OUT)/features $(OUT)/tmp $(OUT)/failed
+	@echo "item $*"
+	@tmp=$(OUT)/tmp/$*.$$$$.rec log=$(OUT)/failed/$*.log.$$$$; \
+	{ $(VTR)vtr-decode $(DECODE_FLAGS) -o $$tmp $< && \
+	  $(VTR)vtr-features -w $(WEIGHTS) -a $(ARCH) $(FEATURES_FLAGS) --out-dir $(OUT)/features $$tmp; \
+	} 2>$$log; st=$$?; rm -f $$tmp; cat $$log >&2; \
+	if [ $$st -eq 0 ] && [ -f $@ ]; then rm -f $$log $(OUT)/failed/$*.err; \
+	else [ $$st -ne 0 ] || echo "$*: no features written" | tee -a $$log >&2; \
+	     mv -f $$log $(OUT)/failed/$*.err; exit 1; fi
+
+# The annotations and the store change the catalog: they run one after the other.
+$(OUT)/stamps/annotations: $(ANNOTATIONS)
+	@mkdir -p $(@D)
+	$(VTR)vtr-import $(ANNOTATION_LAYOUT) $(ANNOTATIONS) -c $(CATALOG) -d $(DATASET)
+	@touch $@
+
+$(STORE_STAMP): $(FEATURES) $(ANNOTATIONS_STAMP)
+	@mkdir -p $(@D) $(dir $(STORE))
+	$(VTR)vtr-import npy-dir $(OUT)/features -c $(CATALOG) -d $(DATASET) --store $(STORE) --replace $(IMPORT_FLAGS)
+	@touch $@
