@@ -6,12 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef VTR_HAVE_DNNL
 #include <dnnl.h>
 #include <dnnl_debug.h>
 #if DNNL_VERSION_MAJOR != 2
 #error "features/conv.c is written for oneDNN 2.x (Debian 12's libdnnl-dev 2.6)"
-#endif
 #endif
 
 void vtr_conv_net_free(vtr_conv_net *net)
@@ -142,27 +140,6 @@ vtr_status vtr_conv_fold_bn(float *weight, float *bias, int out_channels, size_t
 
 /* ---- CPU engine --------------------------------------------------------------------- */
 
-#ifndef VTR_HAVE_DNNL
-
-vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_error *err)
-{
-    *out = NULL;
-    return vtr_fail(err, VTR_ERR_UNSUPPORTED,
-                    "CPU convolutions need oneDNN: install libdnnl-dev and rerun ./configure");
-}
-
-void vtr_conv_cpu_free(vtr_conv_cpu *c)
-{
-    (void)c;
-}
-
-vtr_status vtr_conv_cpu_run(vtr_conv_cpu *c, const float *in, int n, int h, int w, float *out,
-                            vtr_error *err)
-{
-    return vtr_fail(err, VTR_ERR_UNSUPPORTED, "CPU convolutions need oneDNN");
-}
-
-#else
 
 /* Where a primitive argument lives: a slot's buffer (>= 1), one of the engine's own
  * buffers, or a memory object made elsewhere (weights, bias, the caller's input/output). */
@@ -681,5 +658,3 @@ vtr_status vtr_conv_cpu_run(vtr_conv_cpu *c, const float *in, int n, int h, int 
 end:
     return st;
 }
-
-#endif

@@ -30,8 +30,7 @@
  * best of 5): ResNet layer1 3x3 64->64 at 56x56 33.5 ms against 99.4 ms, layer3 3x3
  * 256->256 at 14x14 30.9 against 58.6, layer2 1x1 128->512 at 28x28 19.3 against 38.3,
  * layer3 1x1 1024->256 at 14x14 15.1 against 23.7; oneDNN reaches 220-240 GFLOP/s where
- * the sgemm peak is 172. Hence oneDNN, which vtr needs for the CPU engine: without it
- * (configure did not find libdnnl-dev) vtr_conv_cpu_new fails with VTR_ERR_UNSUPPORTED.
+ * the sgemm peak is 172. Hence oneDNN, which configure requires.
  * The code follows oneDNN's 2.x C API (Debian 12's libdnnl-dev 2.6.3).
  */
 #ifndef VTR_CONV_H
@@ -106,8 +105,7 @@ typedef struct vtr_conv_cpu vtr_conv_cpu;
 
 /* An engine for net (borrowed: it must outlive the engine and not change). Creates the
  * oneDNN CPU engine; primitives are made by the first run of each input shape.
- * VTR_ERR_UNSUPPORTED when vtr was built without oneDNN, VTR_ERR_DEVICE when oneDNN
- * fails, VTR_ERR_NOMEM. *out is NULL on failure. */
+ * VTR_ERR_DEVICE when oneDNN fails, VTR_ERR_NOMEM. *out is NULL on failure. */
 vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_error *err);
 
 void vtr_conv_cpu_free(vtr_conv_cpu *c);

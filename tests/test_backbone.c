@@ -107,14 +107,6 @@ static vtr_conv_layer random_layer(vtr_rng *rng, int c, int oc, int k, int strid
                             random_floats(rng, (size_t)oc, 0.1f)};
 }
 
-/* The CPU engine is oneDNN (features/conv.h); configure makes it optional. */
-static void need_onednn(void)
-{
-#ifndef VTR_HAVE_DNNL
-    test_skip("built without oneDNN (libdnnl-dev)");
-#endif
-}
-
 /* ---- the conv engine -------------------------------------------------------------- */
 
 /* A small residual net with channel counts that are no multiple of 16, odd sizes, a
@@ -190,7 +182,6 @@ static float *small_net_direct(const vtr_conv_net *net, const float *x, int n, i
 
 TEST(conv_cpu_matches_direct_convolution)
 {
-    need_onednn();
     vtr_error err;
     vtr_rng rng;
     vtr_rng_init(&rng, 1, 0);
@@ -225,7 +216,6 @@ TEST(conv_cpu_matches_direct_convolution)
  * NCHW input itself, then s2 = ReLU(conv3x3(x) + maxpool(x)). */
 TEST(conv_cpu_accumulates_across_layouts)
 {
-    need_onednn();
     vtr_error err;
     vtr_rng rng;
     vtr_rng_init(&rng, 11, 0);
@@ -352,7 +342,6 @@ static void *load_npy(const char *path, vtr_dtype dtype, int ndim, vtr_npy_file 
 
 static void check_parity(const char *dir, const char *arch_name)
 {
-    need_onednn();
     vtr_error err;
     char path[1024];
     vtr_backbone_arch arch;
@@ -512,7 +501,6 @@ TEST(backbone_cuda_matches_cpu)
 #else
     if (!vtr_cuda_available())
         test_skip("no GPU");
-    need_onednn();
     vtr_error err;
     const char *w = resnet18_weights();
     vtr_backbone *cpu = NULL, *gpu = NULL;
@@ -547,7 +535,6 @@ TEST(backbone_cuda_matches_cpu)
 /* float16 weights load as their float32 values */
 TEST(backbone_reads_float16_weights)
 {
-    need_onednn();
     vtr_error err;
     const char *good = resnet18_weights();
     vtr_safetensors st;
@@ -720,7 +707,6 @@ static vtr_status collect(void *ctx, const vtr_extractor_item *item, vtr_error *
 
 TEST(extractor_batches_frames_across_items)
 {
-    need_onednn();
     vtr_error err;
     vtr_backbone *b = NULL;
     CHECK_OK(vtr_backbone_load(resnet18_weights(), VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err));
