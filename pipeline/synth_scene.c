@@ -244,6 +244,12 @@ static const char *pick(vtr_rng *rng, const char *const *options, int n)
     pick(rng, (const char *const[]){__VA_ARGS__},                                        \
          (int)(sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)))
 
+/* "a" or "an" before word */
+static const char *article(const char *word)
+{
+    return strchr("aeiou", word[0]) ? "an" : "a";
+}
+
 /* "a small red circle" (the size named for small and large objects, mostly) */
 static void put_object(text *t, vtr_rng *rng, const vtr_scene_object *o)
 {
@@ -252,8 +258,7 @@ static void put_object(text *t, vtr_rng *rng, const vtr_scene_object *o)
         size = PICK(rng, "small ", "tiny ", "little ", "");
     else if (o->size == 2)
         size = PICK(rng, "large ", "big ", "huge ", "");
-    const char *first = *size ? size : vtr_scene_colour_name[o->colour];
-    put(t, "%s %s%s %s", strchr("aeiou", first[0]) ? "an" : "a", size,
+    put(t, "%s %s%s %s", article(*size ? size : vtr_scene_colour_name[o->colour]), size,
         vtr_scene_colour_name[o->colour], vtr_scene_shape_name[o->shape]);
 }
 
@@ -281,20 +286,26 @@ static void put_action(text *t, vtr_rng *rng, const vtr_scene_object *o)
 /* "on a blue background", ... */
 static void put_background(text *t, vtr_rng *rng, const vtr_scene *s)
 {
-    const char *c = vtr_scene_colour_name[s->colour];
+    const char *c = vtr_scene_colour_name[s->colour], *a = article(c);
     if (s->background == VTR_SCENE_PLAIN) {
-        put(t, PICK(rng, "on a %s background", "over a plain %s background",
-                    "against a %s backdrop"),
-            c);
+        switch (vtr_rng_below(rng, 3)) {
+        case 0: put(t, "on %s %s background", a, c); break;
+        case 1: put(t, "over a plain %s background", c); break;
+        default: put(t, "against %s %s backdrop", a, c); break;
+        }
     } else if (s->background == VTR_SCENE_GRADIENT) {
         const char *c2 = vtr_scene_colour_name[s->colour2];
-        put(t, PICK(rng, "on a %s to %s gradient", "over a background fading from %s to %s",
-                    "on a %s and %s gradient background"),
-            c, c2);
+        switch (vtr_rng_below(rng, 3)) {
+        case 0: put(t, "on %s %s to %s gradient", a, c, c2); break;
+        case 1: put(t, "over a background fading from %s to %s", c, c2); break;
+        default: put(t, "on %s %s and %s gradient background", a, c, c2); break;
+        }
     } else {
-        put(t, PICK(rng, "on a noisy %s background", "over %s noise",
-                    "against a grainy %s backdrop"),
-            c);
+        switch (vtr_rng_below(rng, 3)) {
+        case 0: put(t, "on a noisy %s background", c); break;
+        case 1: put(t, "over %s noise", c); break;
+        default: put(t, "against a grainy %s backdrop", c); break;
+        }
     }
 }
 
