@@ -13,7 +13,8 @@
 #   6. vtr-eval measures both on the test split; one table next to chance.
 #
 # VTR_DEMO_CLIPS sets the number of clips (default 300), VTR_DEMO_DIR the output
-# directory (default demo-out/), VTR_DEMO_SEED the archive's seed (default 1).
+# directory (default demo-out/), VTR_DEMO_SEED the seed of the archive and the backbone
+# (default 1), VTR_DEMO_EPOCHS the training epochs (default: the configs', 12).
 set -eu
 cd "$(dirname "$0")/.."
 PATH=$(pwd)/bin:$PATH
@@ -31,7 +32,8 @@ stage() {
 
 stage "1. vtr-synth: rendering $clips captioned clips into $a"
 vtr-synth --scenes "$clips" --seed "$seed" "$a"
-head -c 3000 "$a/video0.mp4" >"$a/broken.mp4"
+size=$(wc -c <"$a/video0.mp4")
+head -c $((size / 2)) "$a/video0.mp4" >"$a/broken.mp4" # the index (moov) is at the end
 echo "$(ls "$a" | grep -c '\.mp4$') files (one of them, broken.mp4, truncated on purpose); captions, e.g.:"
 sed -n 's/.*"caption": "\(.*\)",/  \1/p' "$a/videodatainfo.json" | head -5
 
@@ -57,6 +59,7 @@ vtr-features -w "$out/resnet18-random.safetensors" -a resnet18 --resize 0 --crop
 
 stage "5. vtr-train: VSE∞ (GPO on both sides) and VSE++ (mean pooling)"
 data="--set data.catalog=$out/vtr.db --set data.features=$out/store"
+[ -z "${VTR_DEMO_EPOCHS:-}" ] || data="$data --set train.epochs=$VTR_DEMO_EPOCHS"
 for m in vse-inf vsepp; do
     # shellcheck disable=SC2086
     vtr-train "configs/demo-$m.yaml" $data -o "$out/runs/$m"
