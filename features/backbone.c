@@ -47,6 +47,50 @@ int vtr_backbone_arch_dim(vtr_backbone_arch arch)
     return (unsigned)arch < VTR_BACKBONE_ARCH_COUNT && archs[arch].bottleneck ? 2048 : 512;
 }
 
+static void put_spec(vtr_backbone_conv_spec *out, int cap, int *n, const char *prefix,
+                     const char *conv, const char *bn, int out_c, int in_c, int k)
+{
+    if (*n < cap) {
+        vtr_backbone_conv_spec *c = &out[*n];
+        snprintf(c->conv, sizeof c->conv, "%s%s", prefix, conv);
+        snprintf(c->bn, sizeof c->bn, "%s%s", prefix, bn);
+        c->out_c = out_c;
+        c->in_c = in_c;
+        c->k = k;
+    }
+    (*n)++;
+}
+
+int vtr_backbone_conv_specs(vtr_backbone_arch arch, vtr_backbone_conv_spec *out, int cap)
+{
+    if ((unsigned)arch >= VTR_BACKBONE_ARCH_COUNT)
+        return 0;
+    const struct arch_info *a = &archs[arch];
+    int n = 0, in_c = 64;
+    put_spec(out, cap, &n, "", "conv1", "bn1", 64, 3, 7);
+    for (int li = 0; li < 4; li++) {
+        int planes = 64 << li;
+        for (int bi = 0; bi < a->blocks[li]; bi++) {
+            char p[24];
+            snprintf(p, sizeof p, "layer%d.%d.", li + 1, bi);
+            int stride = li > 0 && bi == 0 ? 2 : 1;
+            int out_c = a->bottleneck ? planes * 4 : planes;
+            if (a->bottleneck) {
+                put_spec(out, cap, &n, p, "conv1", "bn1", planes, in_c, 1);
+                put_spec(out, cap, &n, p, "conv2", "bn2", planes, planes, 3);
+                put_spec(out, cap, &n, p, "conv3", "bn3", out_c, planes, 1);
+            } else {
+                put_spec(out, cap, &n, p, "conv1", "bn1", planes, in_c, 3);
+                put_spec(out, cap, &n, p, "conv2", "bn2", planes, planes, 3);
+            }
+            if (stride != 1 || in_c != out_c)
+                put_spec(out, cap, &n, p, "downsample.0", "downsample.1", out_c, in_c, 1);
+            in_c = out_c;
+        }
+    }
+    return n;
+}
+
 struct vtr_backbone {
     vtr_backbone_arch arch;
     vtr_backbone_device device;

@@ -58,6 +58,19 @@ vtr_status vtr_backbone_arch_parse(const char *name, vtr_backbone_arch *arch, vt
 /* Feature dimension D: 512 or 2048. */
 int vtr_backbone_arch_dim(vtr_backbone_arch arch);
 
+/* One convolution of an architecture and the batch norm after it, under torchvision's
+ * names: weight `conv`.weight (out_c, in_c, k, k), norm `bn`.{weight,bias,running_mean,
+ * running_var,num_batches_tracked} (out_c). */
+typedef struct vtr_backbone_conv_spec {
+    char conv[64], bn[64];
+    int out_c, in_c, k;
+} vtr_backbone_conv_spec;
+
+/* The convolutions of arch in torchvision's module order (conv1, then per block conv1,
+ * conv2[, conv3], downsample.0). Writes at most cap specs to out (out may be NULL when cap
+ * is 0) and returns how many the architecture has (at most 160). */
+int vtr_backbone_conv_specs(vtr_backbone_arch arch, vtr_backbone_conv_spec *out, int cap);
+
 typedef struct vtr_backbone vtr_backbone;
 
 /* Builds the backbone from the tensors of st (borrowed; copied, so st may be closed

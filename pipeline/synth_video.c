@@ -242,8 +242,10 @@ typedef struct synth {
     AVFrame *yuv;   /* the drawn picture, yuv420p */
     AVFrame *conv;  /* the picture in the encoder's pixel format, when that differs */
     AVFrame *audio;
+    AVFrame *rgb;   /* the picture the draw callback paints, rgb24 */
     AVPacket *pkt;
     struct SwsContext *sws;
+    struct SwsContext *rgb_sws; /* rgb -> yuv */
     int64_t audio_next;  /* next audio sample to encode, counted from the first */
     int64_t audio_total; /* samples to encode */
 } synth;
@@ -337,6 +339,22 @@ static vtr_status setup_video(synth *s, const char *codec_name, bool image, vtr_
     s->yuv->height = o->height;
     if ((ret = av_frame_get_buffer(s->yuv, 0)) < 0)
         return codec_error(err, s->path, "allocating a frame", ret);
+    if (o->draw) {
+        s->rgb = av_frame_alloc();
+        if (!s->rgb)
+            return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
+        s->rgb->format = AV_PIX_FMT_RGB24;
+        s->rgb->width = o->width;
+        s->rgb->height = o->height;
+        if ((ret = av_frame_get_buffer(s->rgb, 0)) < 0)
+            return codec_error(err, s->path, "allocating a frame", ret);
+        s->rgb_sws = sws_getContext(o->width, o->height, AV_PIX_FMT_RGB24, o->width,
+                                    o->height, AV_PIX_FMT_YUV420P,
+                                    SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
+        if (!s->rgb_sws)
+            return vtr_fail(err, VTR_ERR_CODEC, "%s: no pixel conversion from rgb24",
+                            s->path);
+    }
     if (c->pix_fmt != AV_PIX_FMT_YUV420P) {
         s->conv = av_frame_alloc();
         if (!s->conv)
@@ -537,8 +555,18 @@ static vtr_status draw(synth *s, int i, vtr_error *err)
     if (ret < 0)
         return codec_error(err, s->path, "video frame", ret);
     AVFrame *f = s->yuv;
-    vtr_synth_draw_yuv420(f->data[0], f->linesize[0], f->data[1], f->linesize[1], f->data[2],
-                          f->linesize[2], s->o->width, s->o->height, s->o->first_index + i, i);
+    if (s->o->draw) {
+        if ((ret = av_frame_make_writable(s->rgb)) < 0)
+            return codec_error(err, s->path, "video frame", ret);
+        s->o->draw(s->o->draw_ctx, i, s->rgb->data[0], (size_t)s->rgb->linesize[0],
+                   s->o->width, s->o->height);
+        sws_scale(s->rgb_sws, (const uint8_t *const *)s->rgb->data, s->rgb->linesize, 0,
+                  s->o->height, f->data, f->linesize);
+    } else {
+        vtr_synth_draw_yuv420(f->data[0], f->linesize[0], f->data[1], f->linesize[1],
+                              f->data[2], f->linesize[2], s->o->width, s->o->height,
+                              s->o->first_index + i, i);
+    }
     if (s->conv) {
         if ((ret = av_frame_make_writable(s->conv)) < 0)
             return codec_error(err, s->path, "video frame", ret);
@@ -675,8 +703,10 @@ end:
     av_frame_free(&s.yuv);
     av_frame_free(&s.conv);
     av_frame_free(&s.audio);
+    av_frame_free(&s.rgb);
     av_packet_free(&s.pkt);
     sws_freeContext(s.sws);
+    sws_freeContext(s.rgb_sws);
     avformat_free_context(s.oc);
     return st;
 }

@@ -6,7 +6,9 @@
  * as a 6 x 4 grid of big light/dark cells over the whole picture: 16 index bits and 8
  * check bits, row-major from the top-left cell, least significant bit first. The cells
  * carry a moving low-amplitude texture so that encoders do real work, yet the grid reads
- * back exactly after lossy compression and RGB conversion (vtr_synth_read_index).
+ * back exactly after lossy compression and RGB conversion (vtr_synth_read_index). With a
+ * draw callback (vtr_synth_options.draw) the frames show whatever it paints instead
+ * (pipeline/synth_scene.h renders captioned scenes this way).
  *
  * Timing: constant frame rate fps_num/fps_den, or explicit per-frame pts (VFR) in units
  * of 1/timescale s; start_time shifts every timestamp; rotation writes a display matrix
@@ -23,6 +25,11 @@
 #include "lib/error.h"
 
 #define VTR_SYNTH_MAX_INDEX 65535
+
+/* Draws video frame `frame` (0-based) as packed RGB24, rows `stride` bytes apart, w x h
+ * pixels, into rgb; ctx is vtr_synth_options.draw_ctx. */
+typedef void (*vtr_synth_draw_fn)(void *ctx, int frame, uint8_t *rgb, size_t stride, int w,
+                                  int h);
 
 typedef struct vtr_synth_options {
     const char *codec;       /* "h264", "mpeg4", "vp9", "png", "mjpeg", "webp", "bmp";
@@ -45,6 +52,9 @@ typedef struct vtr_synth_options {
     int first_index;         /* index drawn into the first frame (default 0) */
     int quality;             /* 0: default; CRF for h264 and vp9, qscale for mpeg4/mjpeg */
     const char *preset;      /* libx264 preset (default "veryfast") */
+    vtr_synth_draw_fn draw;  /* NULL: the index pattern; else the frames this draws (RGB,
+                                converted to YUV 4:2:0 by libswscale, BT.601 limited) */
+    void *draw_ctx;          /* passed to draw */
 } vtr_synth_options;
 
 /* Fills o with the defaults above. */
