@@ -18,6 +18,7 @@
 #include "lib/npy.h"
 #include "lib/npy_item.h"
 #include "lib/record.h"
+#include "lib/version.h"
 
 static const char usage_text[] =
     "Usage: vtr-decode [OPTION]... FILE...\n"
@@ -270,7 +271,7 @@ int main(int argc, char **argv)
         case OPT_LOG_JSON: log_json = true; break;
         case 'v': verbose = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-decode %s\n", VTR_VERSION); return 0;
+        case OPT_VERSION: printf("vtr-decode %s\n", vtr_version); return 0;
         default: fputs("Try 'vtr-decode --help'.\n", stderr); return 1;
         }
         if (bad) {
@@ -372,7 +373,7 @@ int main(int argc, char **argv)
                             ? vtr_fail(&err, VTR_ERR_NOMEM, "out of memory")
                             : vtr_decode_item(it->path, &o, audio_path, &dec, &err);
         if (st == VTR_OK) {
-            json_object_set_new(dec.meta, "decoder", json_string("vtr-decode " VTR_VERSION));
+            json_object_set_new(dec.meta, "decoder", json_sprintf("vtr-decode %s", vtr_version));
             if (out_dir) {
                 st = vtr_npy_item_save(out_dir, it->key, &dec.frames, dec.meta, &err);
             } else {

@@ -7,6 +7,7 @@
 #include "features/backbone_init.h"
 #include "lib/args.h"
 #include "lib/log.h"
+#include "lib/version.h"
 
 static void usage(FILE *out)
 {
@@ -63,7 +64,7 @@ int main(int argc, char **argv)
             break;
         case 'o': output = optarg; break;
         case 'h': usage(stdout); return 0;
-        case OPT_VERSION: printf("vtr-backbone-init %s\n", VTR_VERSION); return 0;
+        case OPT_VERSION: printf("vtr-backbone-init %s\n", vtr_version); return 0;
         default: fputs("Try 'vtr-backbone-init --help'.\n", stderr); return 1;
         }
     }

@@ -23,6 +23,7 @@
 #include "lib/npy.h"
 #include "lib/npy_item.h"
 #include "lib/record.h"
+#include "lib/version.h"
 
 static const char usage_text[] =
     "Usage: vtr-features [OPTION]... --weights FILE [RECORDS]...\n"
@@ -264,7 +265,7 @@ static int process_audio(const vtr_keyed_files *files, const vtr_logmel_options 
             continue;
         }
         vtr_status st = VTR_OK;
-        if (json_object_set_new(lm.meta, "version", json_string("vtr-features " VTR_VERSION)))
+        if (json_object_set_new(lm.meta, "version", json_sprintf("vtr-features %s", vtr_version)))
             st = vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
         if (st == VTR_OK)
             st = write_features(r, f->key, lm.meta, &lm.features, &err);
@@ -474,7 +475,7 @@ int main(int argc, char **argv)
                 bad = "--log-offset needs a number > 0";
             break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-features %s\n", VTR_VERSION); return 0;
+        case OPT_VERSION: printf("vtr-features %s\n", vtr_version); return 0;
         default: fputs("Try 'vtr-features --help'.\n", stderr); return 1;
         }
         if (bad) {
@@ -520,11 +521,11 @@ int main(int argc, char **argv)
 
     if (audio) {
         /* the parameters as given (window and hop in samples depend on each file's rate) */
-        audio_params = json_pack("{s:s, s:f, s:f, s:i, s:i, s:f, s:f, s:i, s:f, s:s, s:s}",
+        audio_params = json_pack("{s:s, s:f, s:f, s:i, s:i, s:f, s:f, s:i, s:f, s:s, s:s+}",
                                  "extractor", "logmel", "window_s", lo.window_s, "hop_s", lo.hop_s,
                                  "n_fft", lo.n_fft, "n_mels", lo.n_mels, "fmin", lo.fmin_hz, "fmax",
                                  lo.fmax_hz, "power", lo.power, "log_offset", lo.log_offset,
-                                 "mel_scale", "htk", "version", "vtr-features " VTR_VERSION);
+                                 "mel_scale", "htk", "version", "vtr-features ", vtr_version);
         bool nomem = false;
         r.failed += list_audio_inputs(argv + optind, argc - optind, &audio_files, &nomem);
         if (!audio_params || nomem) {
@@ -545,13 +546,13 @@ int main(int argc, char **argv)
         }
         r.extractor = json_pack(
             "{s:s, s:s, s:s, s:b, s:s, s:i, s:{s:i, s:i, s:[f,f,f], s:[f,f,f]}, "
-            "s:s}",
+            "s:s+}",
             "arch", vtr_backbone_arch_name(arch), "weights", weights, "sha256", sha, "grid",
             xo.grid, "dtype", half ? "float16" : "float32", "dim", vtr_backbone_dim(backbone),
             "preprocess", "resize", xo.pre.resize, "crop", xo.pre.crop, "mean",
             decimal(xo.pre.mean[0]), decimal(xo.pre.mean[1]), decimal(xo.pre.mean[2]), "std",
             decimal(xo.pre.std[0]), decimal(xo.pre.std[1]), decimal(xo.pre.std[2]), "version",
-            "vtr-features " VTR_VERSION);
+            "vtr-features ", vtr_version);
         if (!r.extractor) {
             fprintf(stderr, "vtr-features: out of memory\n");
             goto end;

@@ -12,6 +12,7 @@
 #include "lib/args.h"
 #include "lib/catalog.h"
 #include "lib/log.h"
+#include "lib/version.h"
 
 static const char usage_text[] =
     "Usage: vtr-import LAYOUT SRC... --catalog FILE --dataset NAME [OPTION]...\n"
@@ -208,7 +209,7 @@ int main(int argc, char **argv)
         case 'k': keep_going = true; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-import %s\n", VTR_VERSION); return 0;
+        case OPT_VERSION: printf("vtr-import %s\n", vtr_version); return 0;
         default: fputs("Try 'vtr-import --help'.\n", stderr); return 1;
         }
     }

@@ -235,7 +235,7 @@ typedef struct vtr_run {
     const char *kind;         /* "train", "eval", "index", ... */
     const char *config;       /* the full resolved config (YAML text) */
     int64_t seed;
-    const char *code_version; /* VTR_VERSION */
+    const char *code_version; /* vtr_version */
     const char *data_hashes;  /* JSON object, name -> hex digest; NULL: "{}" */
     const char *host;         /* NULL: this machine's host name */
     const char *started_at;

@@ -1,15 +1,12 @@
 /* Checkpoints in safetensors; the format is in checkpoint.h and docs/checkpoint.md. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include "checkpoint.h"
+#include "lib/version.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef VTR_VERSION
-#define VTR_VERSION "unknown"
-#endif
 
 #define OPT_PREFIX "optimizer."
 #define OPT_EXP_AVG "optimizer.exp_avg."
@@ -134,7 +131,7 @@ static vtr_status build_metadata(const char *path, const vtr_optimizer *opt,
 {
     json_t *meta = json_object(), *rngs = NULL;
     char *rng_text = NULL;
-    const char *version = state && state->code_version ? state->code_version : VTR_VERSION;
+    const char *version = state && state->code_version ? state->code_version : vtr_version;
     int bad = !meta || set_string(meta, "format", VTR_CHECKPOINT_FORMAT) ||
               set_string(meta, "version", VTR_CHECKPOINT_VERSION) ||
               set_string(meta, "code_version", version);

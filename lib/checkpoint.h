@@ -59,7 +59,7 @@ typedef struct vtr_checkpoint_state {
     const vtr_checkpoint_rng *rngs; /* rng_count registered RNGs, names unique */
     size_t rng_count;
     const char *config;             /* resolved YAML (vtr_config_dump_string), or NULL */
-    const char *code_version;       /* NULL: this build's VTR_VERSION */
+    const char *code_version;       /* NULL: this build's vtr_version */
     const vtr_checkpoint_kv *extra; /* extra_count strings; keys not reserved (below) */
     size_t extra_count;
 } vtr_checkpoint_state;

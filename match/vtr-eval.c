@@ -18,6 +18,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/npy.h"
+#include "lib/version.h"
 #include "match/encode.h"
 #include "match/eval_model.h"
 #include "match/retrieval_metrics.h"
@@ -170,7 +171,7 @@ static vtr_status begin_record(const vtr_eval_model *members, const char *const 
     vtr_run run = {.kind = "eval",
                    .config = config,
                    .seed = m->o.seed,
-                   .code_version = VTR_VERSION,
+                   .code_version = vtr_version,
                    .data_hashes = hashes};
     if ((st = vtr_catalog_open(m->o.catalog, cat, err)) ||
         (st = vtr_catalog_begin_run(*cat, &run, run_id, err)))
@@ -287,7 +288,7 @@ int main(int argc, char **argv)
         case OPT_NO_RECORD: record = false; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); rc = 0; goto done;
-        case OPT_VERSION: printf("vtr-eval %s\n", VTR_VERSION); rc = 0; goto done;
+        case OPT_VERSION: printf("vtr-eval %s\n", vtr_version); rc = 0; goto done;
         default: fputs("Try 'vtr-eval --help'.\n", stderr); goto done;
         }
         if (key) {

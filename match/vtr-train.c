@@ -18,6 +18,7 @@
 #include "lib/hash.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/version.h"
 #include "match/train_config.h"
 #include "match/train_data.h"
 #include "match/trainer.h"
@@ -252,7 +253,7 @@ int main(int argc, char **argv)
         case OPT_HELP_CONFIG: print_schema(); free(sets); return 0;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); free(sets); return 0;
-        case OPT_VERSION: printf("vtr-train %s\n", VTR_VERSION); free(sets); return 0;
+        case OPT_VERSION: printf("vtr-train %s\n", vtr_version); free(sets); return 0;
         default: fputs("Try 'vtr-train --help'.\n", stderr); free(sets); return 1;
         }
     }
@@ -375,7 +376,7 @@ int main(int argc, char **argv)
     vtr_run run = {.kind = "train",
                    .config = config_text,
                    .seed = o.seed,
-                   .code_version = VTR_VERSION,
+                   .code_version = vtr_version,
                    .data_hashes = hashes};
     if ((st = vtr_catalog_begin_run(data.catalog, &run, &run_id, &err)))
         goto end;

@@ -13,6 +13,7 @@
 #include "decode/frame_sampler.h"
 #include "lib/args.h"
 #include "lib/log.h"
+#include "lib/version.h"
 #include "pipeline/synth_scene.h"
 #include "pipeline/synth_video.h"
 
@@ -246,7 +247,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'h': usage(stdout); rc = 0; goto end;
-        case OPT_VERSION: printf("vtr-synth %s\n", VTR_VERSION); rc = 0; goto end;
+        case OPT_VERSION: printf("vtr-synth %s\n", vtr_version); rc = 0; goto end;
         default: bad = 1; break;
         }
         if (bad) {

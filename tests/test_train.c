@@ -18,6 +18,7 @@
 
 #include "lib/checkpoint.h"
 #include "lib/hash.h"
+#include "lib/version.h"
 #include "match/encode.h"
 #include "match/eval_model.h"
 #include "match/train_config.h"
@@ -722,7 +723,7 @@ TEST(train_cli_train_resume_kill_and_eval)
     CHECK_STR(run.kind, "train");
     CHECK_EQ_INT(run.status, VTR_RUN_DONE);
     CHECK_EQ_INT(run.seed, 0);
-    CHECK_STR(run.code_version, VTR_VERSION);
+    CHECK_STR(run.code_version, vtr_version);
     CHECK(strstr(run.data_hashes, "\"features/rows.npy\"") && strstr(run.data_hashes, "\"vocab\""));
     CHECK(strstr(run.config, "embed_size: 16"));
     CHECK(run.result && strstr(run.result, "\"finished\":true") && strstr(run.result, "cli_a"));
@@ -782,7 +783,7 @@ TEST(train_cli_train_resume_kill_and_eval)
     CHECK_OK(vtr_catalog_get_run(cat, last + 1, &run, &err));
     CHECK_STR(run.kind, "eval");
     CHECK_EQ_INT(run.status, VTR_RUN_DONE);
-    CHECK_STR(run.code_version, VTR_VERSION);
+    CHECK_STR(run.code_version, vtr_version);
     CHECK(strstr(run.config, "embed_size: 16") && strstr(run.config, "max_frames: 6"));
     CHECK_OK(vtr_file_sha256(best, sha, &err));
     CHECK(strstr(run.data_hashes, sha) && strstr(run.data_hashes, "\"checkpoint\"") &&
