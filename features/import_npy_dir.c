@@ -1,14 +1,12 @@
 /* npy-dir: one NPY file per item, DIR/KEY.npy (the layout of the common video
  * feature-extraction tools), into a feature store. */
 #define _POSIX_C_SOURCE 200809L
-#include <dirent.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "import.h"
 #include "lib/npy.h"
+#include "lib/npy_item.h"
 
 typedef struct npy_entry {
     char *path;
@@ -30,62 +28,31 @@ static void free_list(npy_list *l)
     free(l->v);
 }
 
-static int by_key(const void *a, const void *b)
-{
-    return strcmp(((const npy_entry *)a)->key, ((const npy_entry *)b)->key);
-}
-
-/* Appends dir's *.npy files (not hidden, not directories) to l, sorted by name. */
+/* Appends dir's items (lib/npy_item.h: *.npy files, sorted by key) to l. */
 static vtr_status list_dir(const char *dir, size_t source, npy_list *l, vtr_error *err)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return vtr_fail_errno(err, "%s", dir);
-    vtr_status st = VTR_OK;
-    size_t first = l->n;
-    struct dirent *de;
-    errno = 0;
-    while ((de = readdir(d))) {
-        const char *name = de->d_name;
-        size_t len = strlen(name);
-        if (name[0] == '.' || len <= 4 || strcmp(name + len - 4, ".npy") != 0)
-            continue;
-        size_t plen = strlen(dir) + len + 2;
-        char *path = malloc(plen), *key = strndup(name, len - 4);
-        if (!path || !key) {
-            free(path);
-            free(key);
-            st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", dir);
-            break;
+    vtr_npy_item_list items;
+    vtr_status st = vtr_npy_item_list_dir(dir, &items, err);
+    if (st != VTR_OK)
+        return st;
+    if (l->n + items.n > l->cap) {
+        size_t cap = l->cap ? l->cap : 256;
+        while (cap < l->n + items.n)
+            cap *= 2;
+        npy_entry *v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            vtr_npy_item_list_free(&items);
+            return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", dir);
         }
-        snprintf(path, plen, "%s/%s", dir, name);
-        struct stat sb;
-        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            free(path);
-            free(key);
-            continue;
-        }
-        if (l->n == l->cap) {
-            size_t cap = l->cap ? 2 * l->cap : 256;
-            npy_entry *v = realloc(l->v, cap * sizeof *v);
-            if (!v) {
-                free(path);
-                free(key);
-                st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", dir);
-                break;
-            }
-            l->v = v;
-            l->cap = cap;
-        }
-        l->v[l->n++] = (npy_entry){path, key, source};
-        errno = 0;
+        l->v = v;
+        l->cap = cap;
     }
-    if (st == VTR_OK && errno != 0)
-        st = vtr_fail_errno(err, "%s", dir);
-    closedir(d);
-    if (st == VTR_OK)
-        qsort(l->v + first, l->n - first, sizeof *l->v, by_key);
-    return st;
+    for (size_t i = 0; i < items.n; i++) {
+        l->v[l->n++] = (npy_entry){items.paths[i], items.keys[i], source};
+        items.paths[i] = items.keys[i] = NULL;
+    }
+    vtr_npy_item_list_free(&items);
+    return VTR_OK;
 }
 
 /* One file's rows into the store; failures of the file are item errors. */

@@ -1,8 +1,13 @@
+/* One item of an --out-dir output (npy_item.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "lib/npy_item.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/file.h"
@@ -41,4 +46,141 @@ end:
     free(npy);
     free(js);
     return st;
+}
+
+void vtr_npy_item_list_free(vtr_npy_item_list *l)
+{
+    for (size_t i = 0; l && i < l->n; i++) {
+        free(l->keys[i]);
+        free(l->paths[i]);
+    }
+    if (l) {
+        free(l->keys);
+        free(l->paths);
+        memset(l, 0, sizeof *l);
+    }
+}
+
+typedef struct key_path {
+    char *key, *path;
+} key_path;
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const key_path *)a)->key, ((const key_path *)b)->key);
+}
+
+vtr_status vtr_npy_item_list_dir(const char *dir, vtr_npy_item_list *out, vtr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    DIR *d = opendir(dir);
+    if (!d)
+        return vtr_fail_errno(err, "%s", dir);
+    vtr_status st = VTR_OK;
+    key_path *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    errno = 0;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        size_t len = strlen(name);
+        if (name[0] == '.' || len <= 4 || strcmp(name + len - 4, ".npy") != 0)
+            continue;
+        size_t plen = strlen(dir) + len + 2;
+        char *path = malloc(plen), *key = strndup(name, len - 4);
+        if (!path || !key) {
+            free(path);
+            free(key);
+            st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", dir);
+            break;
+        }
+        snprintf(path, plen, "%s/%s", dir, name);
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            free(path);
+            free(key);
+            errno = 0;
+            continue;
+        }
+        if (n == cap) {
+            size_t c = cap ? 2 * cap : 256;
+            key_path *grown = realloc(v, c * sizeof *v);
+            if (!grown) {
+                free(path);
+                free(key);
+                st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", dir);
+                break;
+            }
+            v = grown;
+            cap = c;
+        }
+        v[n++] = (key_path){key, path};
+        errno = 0;
+    }
+    if (st == VTR_OK && errno != 0)
+        st = vtr_fail_errno(err, "%s", dir);
+    closedir(d);
+    if (st == VTR_OK) {
+        qsort(v, n, sizeof *v, by_key);
+        out->keys = malloc((n ? n : 1) * sizeof *out->keys);
+        out->paths = malloc((n ? n : 1) * sizeof *out->paths);
+        if (!out->keys || !out->paths) {
+            free(out->keys);
+            free(out->paths);
+            memset(out, 0, sizeof *out);
+            st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", dir);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (st == VTR_OK) {
+            out->keys[i] = v[i].key;
+            out->paths[i] = v[i].path;
+        } else {
+            free(v[i].key);
+            free(v[i].path);
+        }
+    }
+    if (st == VTR_OK)
+        out->n = n;
+    free(v);
+    return st;
+}
+
+vtr_status vtr_npy_item_load(const char *npy_path, vtr_npy_file *file, json_t **meta,
+                             vtr_error *err)
+{
+    *meta = NULL;
+    vtr_status st = vtr_npy_load(npy_path, file, err);
+    if (st != VTR_OK)
+        return st;
+    size_t n = strlen(npy_path);
+    char *js = malloc(n + 2);
+    if (!js) {
+        vtr_npy_close(file);
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    }
+    /* KEY.npy -> KEY.json */
+    memcpy(js, npy_path, n - 4);
+    strcpy(js + n - 4, ".json");
+    if (access(js, F_OK) != 0) {
+        free(js);
+        if (!(*meta = json_object())) {
+            vtr_npy_close(file);
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        }
+        return VTR_OK;
+    }
+    json_error_t je;
+    json_t *m = json_load_file(js, JSON_REJECT_DUPLICATES, &je);
+    if (!m || !json_is_object(m)) {
+        st = m ? vtr_fail(err, VTR_ERR_FORMAT, "%s: not a JSON object", js)
+               : vtr_fail(err, VTR_ERR_FORMAT, "%s:%d: %s", js, je.line, je.text);
+        json_decref(m);
+        free(js);
+        vtr_npy_close(file);
+        return st;
+    }
+    free(js);
+    *meta = m;
+    return VTR_OK;
 }

@@ -120,6 +120,11 @@ vtr_status vtr_embedder_check_set(const vtr_embedder *e, const vtr_tensor *t, vt
     return VTR_OK;
 }
 
+vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error *err)
+{
+    return vtr_tokenize(text, e->trained.o.tokenizer, &e->toks, err);
+}
+
 /* Grows *buf (of *cap elements of size sz) to at least n elements. */
 static vtr_status grow(void **buf, size_t *cap, size_t n, size_t sz, vtr_error *err)
 {

@@ -70,6 +70,10 @@ const char *vtr_embedder_checkpoint(const vtr_embedder *e);
  * the first bad value. For programs that check each item before batching it. */
 vtr_status vtr_embedder_check_set(const vtr_embedder *e, const vtr_tensor *t, vtr_error *err);
 
+/* Whether text is one this embedder takes (valid UTF-8: it tokenizes). VTR_ERR_FORMAT
+ * ("invalid UTF-8 at byte N") otherwise. */
+vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error *err);
+
 /* n sets; set i is counts[i] >= 1 rows of F floats, the sets' rows concatenated in rows.
  * out: n x E, L2-normalized. Sets longer than the model's max_frames are subsampled as in
  * training (data.max_frames rule). Any n >= 0 (batched internally). Fails with

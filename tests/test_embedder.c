@@ -12,8 +12,10 @@
 
 #include "lib/checkpoint.h"
 #include "lib/hash.h"
+#include "aggregate/aggregator.h"
 #include "match/embedder.h"
 #include "match/encode.h"
+#include "match/text_search.h"
 #include "match/eval_model.h"
 #include "match/train_config.h"
 #include "match/train_data.h"
@@ -300,4 +302,127 @@ TEST(embedder_errors_name_the_input)
     t.dtype = VTR_I64;
     CHECK_FAILS(vtr_embedder_check_set(e, &t, &err), VTR_ERR_INVALID, "float32 or float16");
     vtr_embedder_close(e);
+}
+
+/* ---- the aggregator (aggregate/aggregator.h) ---------------------------------------- */
+
+typedef struct collected {
+    int n;
+    char keys[600][16];
+    float emb[600][16];
+    int fail_at; /* emit fails at this item (-1: never) */
+} collected;
+
+static vtr_status collect(void *ctx, const char *key, json_t *meta, const float *embedding,
+                          vtr_error *err)
+{
+    collected *c = ctx;
+    if (c->n == c->fail_at)
+        return vtr_fail(err, VTR_ERR_IO, "output broke at %s", key);
+    CHECK(json_is_object(meta));
+    snprintf(c->keys[c->n], sizeof c->keys[0], "%s", key);
+    memcpy(c->emb[c->n], embedding, sizeof c->emb[0]);
+    c->n++;
+    return VTR_OK;
+}
+
+TEST(aggregator_batches_in_order_and_refuses_bad_items_alone)
+{
+    vtr_error err;
+    vtr_embedder *e = NULL;
+    CHECK_OK(vtr_embedder_open(emb_checkpoint(), NULL, 0, &e, &err));
+    static collected c;
+    c.n = 0;
+    c.fail_at = -1;
+    vtr_aggregator *a = NULL;
+    CHECK_OK(vtr_aggregator_new(e, collect, &c, &a, &err));
+    /* 520 sets (three batches of 256 items), float16 every third, a bad one, then texts */
+    enum { N = 520 };
+    static float rows[N][3][24];
+    static uint16_t half[3 * 24];
+    static float want[N][16];
+    int64_t counts[N];
+    for (int i = 0; i < N; i++) {
+        counts[i] = 1 + i % 3;
+        for (int r = 0; r < 3; r++)
+            for (int d = 0; d < 24; d++)
+                rows[i][r][d] = vtr_half_to_float(vtr_float_to_half(
+                    (float)sin(0.37 * i + 1.3 * r + 0.11 * d)));
+    }
+    for (int i = 0; i < N; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "s%d", i);
+        vtr_tensor t = {.dtype = VTR_F32, .ndim = 2, .shape = {counts[i], 24},
+                        .data = rows[i]};
+        if (i % 3 == 0) {
+            for (int k = 0; k < (int)counts[i] * 24; k++)
+                half[k] = vtr_float_to_half(rows[i][k / 24][k % 24]);
+            t.dtype = VTR_F16;
+            t.data = half;
+        }
+        CHECK_OK(vtr_aggregator_add_set(a, key, NULL, &t, &err));
+        CHECK_OK(vtr_embedder_embed_sets(e, 1, &counts[i], rows[i][0], want[i], &err));
+        if (i == 100) {
+            vtr_tensor bad = {.dtype = VTR_F32, .ndim = 2, .shape = {1, 7}, .data = rows[0]};
+            CHECK_FAILS(vtr_aggregator_add_set(a, "bad", NULL, &bad, &err), VTR_ERR_INVALID,
+                        "7 columns");
+        }
+    }
+    CHECK_EQ_INT(c.n, 512); /* two full batches emitted while adding */
+    CHECK_OK(vtr_aggregator_add_text(a, "t0", NULL, "a video of a cat", &err));
+    CHECK_EQ_INT(c.n, N); /* a text after sets flushes the sets */
+    CHECK_FAILS(vtr_aggregator_add_text(a, "t1", NULL, "\xc3", &err), VTR_ERR_FORMAT, "UTF-8");
+    CHECK_OK(vtr_aggregator_flush(a, &err));
+    CHECK_EQ_INT(c.n, N + 1);
+    for (int i = 0; i < N; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "s%d", i);
+        CHECK_STR(c.keys[i], key);
+        CHECK_MSG(memcmp(c.emb[i], want[i], sizeof want[i]) == 0, "set %d", i);
+    }
+    CHECK_STR(c.keys[N], "t0");
+    float cat[16];
+    const char *text = "a video of a cat";
+    CHECK_OK(vtr_embedder_embed_texts(e, 1, &text, cat, &err));
+    CHECK(memcmp(c.emb[N], cat, sizeof cat) == 0);
+
+    /* an emit failure stops it */
+    c.fail_at = c.n + 1;
+    CHECK_OK(vtr_aggregator_add_text(a, "u0", NULL, "one", &err));
+    CHECK_OK(vtr_aggregator_add_text(a, "u1", NULL, "two", &err));
+    CHECK_FAILS(vtr_aggregator_flush(a, &err), VTR_ERR_IO, "output broke at u1");
+    CHECK_FAILS(vtr_aggregator_add_text(a, "u2", NULL, "three", &err), VTR_ERR_INVALID,
+                "stopped");
+    vtr_aggregator_free(a);
+    vtr_embedder_close(e);
+}
+
+TEST(index_model_ref_reads_what_index_writers_record)
+{
+    vtr_error err;
+    vtr_index_model_ref r;
+    const char *id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    CHECK_OK(vtr_index_model_ref_parse(id, &r, &err));
+    CHECK_STR(r.model_id, id);
+    CHECK(r.checkpoint == NULL);
+    vtr_index_model_ref_free(&r);
+    /* vtr-index's text: more keys than these */
+    char text[512];
+    snprintf(text, sizeof text, "{\"format\": \"vtr-archive-index\", \"model_id\": \"%s\", "
+             "\"checkpoint\": \"/runs/a/best.safetensors\", \"backbone\": {\"arch\": "
+             "\"resnet18\"}, \"frames\": 8}", id);
+    CHECK_OK(vtr_index_model_ref_parse(text, &r, &err));
+    CHECK_STR(r.model_id, id);
+    CHECK_STR(r.checkpoint, "/runs/a/best.safetensors");
+    vtr_index_model_ref_free(&r);
+    char *own = vtr_index_model_text("vtr-aggregate-index", id, "/x.safetensors");
+    CHECK(own != NULL);
+    CHECK_OK(vtr_index_model_ref_parse(own, &r, &err));
+    CHECK_STR(r.checkpoint, "/x.safetensors");
+    vtr_index_model_ref_free(&r);
+    free(own);
+    CHECK_FAILS(vtr_index_model_ref_parse("", &r, &err), VTR_ERR_FORMAT, "no model id");
+    CHECK_FAILS(vtr_index_model_ref_parse("{\"model_id\": \"abc\"}", &r, &err), VTR_ERR_FORMAT,
+                "no model id");
+    CHECK_FAILS(vtr_index_model_ref_parse("resnet", &r, &err), VTR_ERR_FORMAT, "no model id");
 }
