@@ -365,8 +365,11 @@ static vtr_status open_index(run *r, const char *dir, const char *model, vtr_err
             (st = vtr_text_search_check(r->e, ix, err)) == VTR_OK &&
             !(text = strdup(vtr_embedding_index_model(ix))))
             st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        if (st == VTR_ERR_INVALID)
-            vtr_error_context(err, "index %s (use a new --index DIR)", dir);
+        if (st == VTR_ERR_INVALID) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            vtr_fail(err, st, "index %s: %s: use a new --index DIR", dir, why);
+        }
         vtr_embedding_index_close(ix);
     } else {
         char *abs = realpath(model, NULL);
