@@ -14,28 +14,21 @@
 #include "match/train_data.h"
 #include "match/trained_model.h"
 
-/* Sets or texts per encoder call, and set rows per call (unless one set has more). */
-#define EMBED_BATCH 32
-#define EMBED_ROWS 4096
-
 struct vtr_embedder {
     vtr_trained_model trained;
-    vtr_vse_model model; /* built on first use, rebuilt larger when a batch needs it */
+    vtr_vse_model model; /* for one item; built on first use, rebuilt larger as needed */
     bool built;
     int threads;
     char *checkpoint;
     char model_id[VTR_SHA256_HEX_SIZE];
     vtr_tokens toks;
-    /* batch buffers, grown as needed */
-    float *frames;    /* (B,T,F) */
+    /* one item's input, grown as needed */
+    float *frames;    /* (T,F) a set's kept rows */
     size_t frames_cap;
-    int *lengths;     /* (EMBED_BATCH) */
-    int *rows;        /* kept row indices of one set */
+    int *rows;        /* (count) the indices of the rows it keeps */
     size_t rows_cap;
-    int *ids;         /* the batch's texts' ids, one after another, then packed (B,L) */
+    int *ids;         /* (L) a text's ids */
     size_t ids_cap;
-    int *packed;
-    size_t packed_cap;
 };
 
 void vtr_embedder_close(vtr_embedder *e)
@@ -47,10 +40,8 @@ void vtr_embedder_close(vtr_embedder *e)
     vtr_tokens_free(&e->toks);
     free(e->checkpoint);
     free(e->frames);
-    free(e->lengths);
     free(e->rows);
     free(e->ids);
-    free(e->packed);
     free(e);
 }
 
@@ -61,8 +52,7 @@ vtr_status vtr_embedder_open(const char *checkpoint, const char *vocab, int thre
     if (threads < 0)
         return vtr_fail(err, VTR_ERR_INVALID, "threads %d is not >= 0", threads);
     vtr_embedder *e = calloc(1, sizeof *e);
-    if (!e || !(e->checkpoint = strdup(checkpoint)) ||
-        !(e->lengths = malloc(EMBED_BATCH * sizeof *e->lengths))) {
+    if (!e || !(e->checkpoint = strdup(checkpoint))) {
         vtr_embedder_close(e);
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory opening %s", checkpoint);
     }
@@ -141,28 +131,20 @@ static vtr_status grow(void **buf, size_t *cap, size_t n, size_t sz, vtr_error *
     return VTR_OK;
 }
 
-/* Makes sure the model takes batches of B items, T set rows and L tokens: rebuilt (the
- * parameters reloaded from the checkpoint) with the larger of each size, or with exactly
- * these sizes when that would pass the row budget. */
-static vtr_status fit_model(vtr_embedder *e, int B, int T, int L, vtr_error *err)
+/* Makes sure the model takes one item of T set rows or L tokens: rebuilt with the larger
+ * sizes (the parameters reloaded from the checkpoint) when it does not. */
+static vtr_status fit_model(vtr_embedder *e, int T, int L, vtr_error *err)
 {
     vtr_vse_model *m = &e->model;
-    if (e->built && B <= m->max_batch && T <= m->max_frames && L <= m->max_words)
+    if (e->built && T <= m->max_frames && L <= m->max_words)
         return VTR_OK;
-    int nb = B, nf = T, nw = L;
     if (e->built) {
-        nb = B > m->max_batch ? B : m->max_batch;
-        nf = T > m->max_frames ? T : m->max_frames;
-        nw = L > m->max_words ? L : m->max_words;
-        int64_t budget = T > EMBED_ROWS ? T : EMBED_ROWS;
-        if ((int64_t)nb * nf > budget) {
-            nb = B;
-            nf = T;
-        }
+        T = T > m->max_frames ? T : m->max_frames;
+        L = L > m->max_words ? L : m->max_words;
     }
     vtr_vse_model_free(m);
     e->built = false;
-    vtr_status st = vtr_trained_model_build(&e->trained, nb, nf, nw, m, err);
+    vtr_status st = vtr_trained_model_build(&e->trained, 1, T, L, m, err);
     if (st == VTR_OK)
         e->built = true;
     return st;
@@ -193,13 +175,6 @@ static void threads_leave(const vtr_embedder *e, thread_counts saved)
     }
 }
 
-/* Rows a set of n rows keeps. */
-static int kept_rows(const vtr_embedder *e, int64_t n)
-{
-    int cap = e->trained.o.max_frames;
-    return cap > 0 && n > cap ? cap : (int)n;
-}
-
 static vtr_status embed_sets(vtr_embedder *e, int64_t n, const int64_t *counts,
                              const float *rows, float *out, vtr_error *err)
 {
@@ -210,46 +185,30 @@ static vtr_status embed_sets(vtr_embedder *e, int64_t n, const int64_t *counts,
             return vtr_fail(err, VTR_ERR_INVALID, "set %lld: %lld rows; 1 to %d expected",
                             (long long)i, (long long)counts[i], INT_MAX);
     const float *src = rows;
-    for (int64_t i = 0; i < n;) {
-        /* the batch: sets i .. i+B-1 */
-        int B = 0, T = 0;
-        while (i + B < n && B < EMBED_BATCH) {
-            int t = kept_rows(e, counts[i + B]);
-            int T2 = t > T ? t : T;
-            if (B > 0 && (int64_t)(B + 1) * T2 > EMBED_ROWS)
-                break;
-            T = T2;
-            B++;
-        }
-        if ((st = fit_model(e, B, T, 1, err)) ||
-            (st = grow((void **)&e->frames, &e->frames_cap, (size_t)B * (size_t)T * F,
-                       sizeof *e->frames, err)))
+    for (int64_t i = 0; i < n; i++) {
+        /* each set alone (B = 1, T = its kept rows): see embedder.h */
+        int count = (int)counts[i], len;
+        if ((st = grow((void **)&e->rows, &e->rows_cap, (size_t)count, sizeof *e->rows, err)))
             return st;
-        memset(e->frames, 0, (size_t)B * (size_t)T * F * sizeof *e->frames);
-        for (int k = 0; k < B; k++) {
-            int count = (int)counts[i + k];
-            if ((st = grow((void **)&e->rows, &e->rows_cap, (size_t)count, sizeof *e->rows,
-                           err)))
-                return st;
-            int len = vtr_frame_subsample(e->rows, count, e->trained.o.max_frames);
-            float *dst = e->frames + (size_t)k * (size_t)T * F;
-            for (int t = 0; t < len; t++) {
-                const float *row = src + (size_t)e->rows[t] * F;
-                for (size_t d = 0; d < F; d++)
-                    if (!isfinite(row[d]))
-                        return vtr_fail(err, VTR_ERR_INVALID, "set %lld: row %d has a "
-                                        "non-finite value", (long long)(i + k), e->rows[t]);
-                memcpy(dst + (size_t)t * F, row, F * sizeof *row);
-            }
-            e->lengths[k] = len;
-            src += (size_t)count * F;
+        len = vtr_frame_subsample(e->rows, count, e->trained.o.max_frames);
+        if ((st = fit_model(e, len, 1, err)) ||
+            (st = grow((void **)&e->frames, &e->frames_cap, (size_t)len * F, sizeof *e->frames,
+                       err)))
+            return st;
+        for (int t = 0; t < len; t++) {
+            const float *row = src + (size_t)e->rows[t] * F;
+            for (size_t d = 0; d < F; d++)
+                if (!isfinite(row[d]))
+                    return vtr_fail(err, VTR_ERR_INVALID, "set %lld: row %d has a non-finite "
+                                    "value", (long long)i, e->rows[t]);
+            memcpy(e->frames + (size_t)t * F, row, F * sizeof *row);
         }
-        if ((st = vtr_vse_encode_images(&e->model, out + (size_t)i * E, e->frames, e->lengths,
-                                        B, T, false, err))) {
-            vtr_error_context(err, "sets %lld .. %lld", (long long)i, (long long)(i + B - 1));
+        if ((st = vtr_vse_encode_images(&e->model, out + (size_t)i * E, e->frames, &len, 1, len,
+                                        false, err))) {
+            vtr_error_context(err, "set %lld", (long long)i);
             return st;
         }
-        i += B;
+        src += (size_t)count * F;
     }
     return VTR_OK;
 }
@@ -267,42 +226,25 @@ static vtr_status embed_texts(vtr_embedder *e, int64_t n, const char *const *tex
                               vtr_error *err)
 {
     size_t E = (size_t)vtr_embedder_dim(e);
-    vtr_tokenizer_mode mode = e->trained.o.tokenizer;
     vtr_status st;
-    for (int64_t i = 0; i < n; i += EMBED_BATCH) {
-        int B = n - i < EMBED_BATCH ? (int)(n - i) : EMBED_BATCH, L = 1;
-        size_t used = 0;
-        for (int k = 0; k < B; k++) {
-            if ((st = vtr_tokenize(texts[i + k], mode, &e->toks, err))) {
-                vtr_error_context(err, "text %lld", (long long)(i + k));
-                return st;
-            }
-            if (e->toks.n > (size_t)INT_MAX - 2)
-                return vtr_fail(err, VTR_ERR_INVALID, "text %lld is too long", (long long)(i + k));
-            if ((st = grow((void **)&e->ids, &e->ids_cap, used + e->toks.n + 2, sizeof *e->ids,
-                           err)))
-                return st;
-            size_t count;
-            if ((st = vtr_vocab_encode(e->trained.vocab, e->toks.tokens, e->toks.n, true,
-                                       e->ids + used, &count, err)))
-                return st;
-            used += count;
-            e->lengths[k] = (int)count;
-            L = (int)count > L ? (int)count : L;
-        }
-        if ((st = fit_model(e, B, 1, L, err)) ||
-            (st = grow((void **)&e->packed, &e->packed_cap, (size_t)B * (size_t)L,
-                       sizeof *e->packed, err)))
+    for (int64_t i = 0; i < n; i++) {
+        /* each text alone (B = 1, L = its tokens + 2) */
+        if ((st = vtr_tokenize(texts[i], e->trained.o.tokenizer, &e->toks, err))) {
+            vtr_error_context(err, "text %lld", (long long)i);
             return st;
-        memset(e->packed, 0, (size_t)B * (size_t)L * sizeof *e->packed);
-        const int *src = e->ids;
-        for (int k = 0; k < B; k++) {
-            memcpy(e->packed + (size_t)k * (size_t)L, src, (size_t)e->lengths[k] * sizeof *src);
-            src += e->lengths[k];
         }
-        if ((st = vtr_vse_encode_captions(&e->model, out + (size_t)i * E, e->packed, e->lengths,
-                                          B, L, err))) {
-            vtr_error_context(err, "texts %lld .. %lld", (long long)i, (long long)(i + B - 1));
+        if (e->toks.n > (size_t)INT_MAX - 2)
+            return vtr_fail(err, VTR_ERR_INVALID, "text %lld is too long", (long long)i);
+        size_t count;
+        if ((st = grow((void **)&e->ids, &e->ids_cap, e->toks.n + 2, sizeof *e->ids, err)) ||
+            (st = vtr_vocab_encode(e->trained.vocab, e->toks.tokens, e->toks.n, true, e->ids,
+                                   &count, err)))
+            return st;
+        int len = (int)count;
+        if ((st = fit_model(e, 1, len, err)) ||
+            (st = vtr_vse_encode_captions(&e->model, out + (size_t)i * E, e->ids, &len, 1, len,
+                                          err))) {
+            vtr_error_context(err, "text %lld", (long long)i);
             return st;
         }
     }

@@ -1,6 +1,6 @@
 /* A trained VSE model (a vtr-train checkpoint) opened for inference: feature sets and
  * texts in, L2-normalized embeddings out. What vtr-aggregate, vtr-index and vtr-search
- * embed with; vtr-eval's embeddings of a split (match/encode.h) are the same bytes.
+ * embed with; vtr-eval's embeddings of a split (match/encode.h) are the same, see below.
  *
  * The model is opened as vtr-eval opens it (match/trained_model.h: the config stored in
  * the checkpoint, the vocabulary beside it or named by the config) and runs in evaluation
@@ -9,12 +9,13 @@
  * round(linspace(0, n-1, max_frames)); a text is tokenized with data.tokenizer and encoded
  * as <start> w1 ... wn <end>, unknown words as <unk>.
  *
- * Batching. The encoders run on batches of up to 32 sets or texts, and of at most 4096
- * set rows (a longer set goes alone); the model's buffers grow to the largest batch seen.
- * An embedding does not depend on the other sets or texts of its call, on where a call
- * splits its input into batches, or on how the caller splits its work into calls: the
- * same set or text gives the same bytes (for the same build and thread count; the tests
- * check it).
+ * Each set and each text is encoded on its own (a batch of one, padded to nothing), so
+ * that its embedding is a function of that input alone: it does not depend on the other
+ * inputs of a call or on how work is split into calls, whatever the CPU and BLAS kernels
+ * (a batched product may round a row differently depending on the rows around it). The
+ * model's buffers grow to the longest set and text seen. vtr-eval encodes in batches; its
+ * embeddings are these bytes when it runs with batches of one, and equal up to float32
+ * rounding otherwise (the tests check both).
  *
  * Threads: one embedder is used by one thread at a time. The encoders use OpenMP and BLAS
  * threads; with threads > 0 the calls set both to that count for their duration (process-
@@ -76,7 +77,7 @@ vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error 
 
 /* n sets; set i is counts[i] >= 1 rows of F floats, the sets' rows concatenated in rows.
  * out: n x E, L2-normalized. Sets longer than the model's max_frames are subsampled as in
- * training (data.max_frames rule). Any n >= 0 (batched internally). Fails with
+ * training (data.max_frames rule). Any n >= 0 (each set encoded alone, above). Fails with
  * VTR_ERR_INVALID naming the set for a count < 1 or above INT_MAX or a non-finite value in
  * a row it keeps, VTR_ERR_NOMEM; out is then unspecified. */
 vtr_status vtr_embedder_embed_sets(vtr_embedder *e, int64_t n, const int64_t *counts,
