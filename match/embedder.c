@@ -14,9 +14,13 @@
 #include "match/train_data.h"
 #include "match/trained_model.h"
 
+/* Texts per encoder call; set rows past which the model is not grown in both sizes. */
+#define EMBED_TEXTS 32
+#define EMBED_ROWS 65536
+
 struct vtr_embedder {
     vtr_trained_model trained;
-    vtr_vse_model model; /* for one item; built on first use, rebuilt larger as needed */
+    vtr_vse_model model; /* built on first use, rebuilt larger as needed */
     bool built;
     int threads;
     char *checkpoint;
@@ -27,8 +31,11 @@ struct vtr_embedder {
     size_t frames_cap;
     int *rows;        /* (count) the indices of the rows it keeps */
     size_t rows_cap;
-    int *ids;         /* (L) a text's ids */
+    int *ids;         /* a batch's texts' ids, one after another */
     size_t ids_cap;
+    int *packed;      /* (B,L) the same, padded */
+    size_t packed_cap;
+    int lengths[EMBED_TEXTS];
 };
 
 void vtr_embedder_close(vtr_embedder *e)
@@ -42,6 +49,7 @@ void vtr_embedder_close(vtr_embedder *e)
     free(e->frames);
     free(e->rows);
     free(e->ids);
+    free(e->packed);
     free(e);
 }
 
@@ -131,20 +139,27 @@ static vtr_status grow(void **buf, size_t *cap, size_t n, size_t sz, vtr_error *
     return VTR_OK;
 }
 
-/* Makes sure the model takes one item of T set rows or L tokens: rebuilt with the larger
- * sizes (the parameters reloaded from the checkpoint) when it does not. */
-static vtr_status fit_model(vtr_embedder *e, int T, int L, vtr_error *err)
+/* Makes sure the model takes B items of T set rows or L tokens: rebuilt (the parameters
+ * reloaded from the checkpoint) with the larger of each size, or with exactly these when
+ * that would pass EMBED_ROWS set rows (one very long set after a batch of texts). */
+static vtr_status fit_model(vtr_embedder *e, int B, int T, int L, vtr_error *err)
 {
     vtr_vse_model *m = &e->model;
-    if (e->built && T <= m->max_frames && L <= m->max_words)
+    if (e->built && B <= m->max_batch && T <= m->max_frames && L <= m->max_words)
         return VTR_OK;
+    int nb = B, nf = T, nw = L;
     if (e->built) {
-        T = T > m->max_frames ? T : m->max_frames;
-        L = L > m->max_words ? L : m->max_words;
+        nb = B > m->max_batch ? B : m->max_batch;
+        nf = T > m->max_frames ? T : m->max_frames;
+        nw = L > m->max_words ? L : m->max_words;
+        if ((int64_t)nb * nf > EMBED_ROWS && (int64_t)nb * nf > T) {
+            nb = B;
+            nf = T;
+        }
     }
     vtr_vse_model_free(m);
     e->built = false;
-    vtr_status st = vtr_trained_model_build(&e->trained, 1, T, L, m, err);
+    vtr_status st = vtr_trained_model_build(&e->trained, nb, nf, nw, m, err);
     if (st == VTR_OK)
         e->built = true;
     return st;
@@ -191,7 +206,7 @@ static vtr_status embed_sets(vtr_embedder *e, int64_t n, const int64_t *counts,
         if ((st = grow((void **)&e->rows, &e->rows_cap, (size_t)count, sizeof *e->rows, err)))
             return st;
         len = vtr_frame_subsample(e->rows, count, e->trained.o.max_frames);
-        if ((st = fit_model(e, len, 1, err)) ||
+        if ((st = fit_model(e, 1, len, 1, err)) ||
             (st = grow((void **)&e->frames, &e->frames_cap, (size_t)len * F, sizeof *e->frames,
                        err)))
             return st;
@@ -227,24 +242,41 @@ static vtr_status embed_texts(vtr_embedder *e, int64_t n, const char *const *tex
 {
     size_t E = (size_t)vtr_embedder_dim(e);
     vtr_status st;
-    for (int64_t i = 0; i < n; i++) {
-        /* each text alone (B = 1, L = its tokens + 2) */
-        if ((st = vtr_tokenize(texts[i], e->trained.o.tokenizer, &e->toks, err))) {
-            vtr_error_context(err, "text %lld", (long long)i);
-            return st;
+    for (int64_t i = 0; i < n; i += EMBED_TEXTS) {
+        /* texts i .. i+B-1 as one padded batch (B,L) */
+        int B = n - i < EMBED_TEXTS ? (int)(n - i) : EMBED_TEXTS, L = 1;
+        size_t used = 0;
+        for (int k = 0; k < B; k++) {
+            if ((st = vtr_tokenize(texts[i + k], e->trained.o.tokenizer, &e->toks, err))) {
+                vtr_error_context(err, "text %lld", (long long)(i + k));
+                return st;
+            }
+            if (e->toks.n > (size_t)INT_MAX - 2)
+                return vtr_fail(err, VTR_ERR_INVALID, "text %lld is too long",
+                                (long long)(i + k));
+            size_t count;
+            if ((st = grow((void **)&e->ids, &e->ids_cap, used + e->toks.n + 2, sizeof *e->ids,
+                           err)) ||
+                (st = vtr_vocab_encode(e->trained.vocab, e->toks.tokens, e->toks.n, true,
+                                       e->ids + used, &count, err)))
+                return st;
+            used += count;
+            e->lengths[k] = (int)count;
+            L = (int)count > L ? (int)count : L;
         }
-        if (e->toks.n > (size_t)INT_MAX - 2)
-            return vtr_fail(err, VTR_ERR_INVALID, "text %lld is too long", (long long)i);
-        size_t count;
-        if ((st = grow((void **)&e->ids, &e->ids_cap, e->toks.n + 2, sizeof *e->ids, err)) ||
-            (st = vtr_vocab_encode(e->trained.vocab, e->toks.tokens, e->toks.n, true, e->ids,
-                                   &count, err)))
+        if ((st = fit_model(e, B, 1, L, err)) ||
+            (st = grow((void **)&e->packed, &e->packed_cap, (size_t)B * (size_t)L,
+                       sizeof *e->packed, err)))
             return st;
-        int len = (int)count;
-        if ((st = fit_model(e, 1, len, err)) ||
-            (st = vtr_vse_encode_captions(&e->model, out + (size_t)i * E, e->ids, &len, 1, len,
-                                          err))) {
-            vtr_error_context(err, "text %lld", (long long)i);
+        memset(e->packed, 0, (size_t)B * (size_t)L * sizeof *e->packed);
+        const int *src = e->ids;
+        for (int k = 0; k < B; k++) {
+            memcpy(e->packed + (size_t)k * (size_t)L, src, (size_t)e->lengths[k] * sizeof *src);
+            src += e->lengths[k];
+        }
+        if ((st = vtr_vse_encode_captions(&e->model, out + (size_t)i * E, e->packed, e->lengths,
+                                          B, L, err))) {
+            vtr_error_context(err, "texts %lld .. %lld", (long long)i, (long long)(i + B - 1));
             return st;
         }
     }

@@ -9,13 +9,18 @@
  * round(linspace(0, n-1, max_frames)); a text is tokenized with data.tokenizer and encoded
  * as <start> w1 ... wn <end>, unknown words as <unk>.
  *
- * Each set and each text is encoded on its own (a batch of one, padded to nothing), so
- * that its embedding is a function of that input alone: it does not depend on the other
- * inputs of a call or on how work is split into calls, whatever the CPU and BLAS kernels
- * (a batched product may round a row differently depending on the rows around it). The
- * model's buffers grow to the longest set and text seen. vtr-eval encodes in batches; its
- * embeddings are these bytes when it runs with batches of one, and equal up to float32
- * rounding otherwise (the tests check both).
+ * Sets are encoded one by one (a batch of one, without padding), so that a set's
+ * embedding is a function of the set alone: it does not depend on the other sets of a
+ * call or on how work is split into calls, whatever the CPU and BLAS kernels (a batched
+ * product may round a row differently depending on the rows around it, as OpenBLAS's
+ * AVX2 kernels do). That is what an index needs: the same video gives the same bytes in
+ * any run. Texts are encoded in batches of up to 32 (ten times faster than one by one at
+ * E = 1024, for batches of queries and captions): a text's embedding is a function of its
+ * batch, the same in every run, and equal to its embedding alone up to float32 rounding
+ * (bit for bit where the BLAS rounds rows alike in any batch, as on this project's test
+ * machine). The model's buffers grow to the longest set and the largest text batch seen.
+ * vtr-eval encodes in batches: its embeddings are these up to rounding, and these bytes
+ * when it runs with batches of one (the tests check both).
  *
  * Threads: one embedder is used by one thread at a time. The encoders use OpenMP and BLAS
  * threads; with threads > 0 the calls set both to that count for their duration (process-
@@ -83,8 +88,8 @@ vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error 
 vtr_status vtr_embedder_embed_sets(vtr_embedder *e, int64_t n, const int64_t *counts,
                                    const float *rows, float *out, vtr_error *err);
 
-/* n captions/queries (NUL-terminated UTF-8), tokenized and encoded as in training. out:
- * n x E, L2-normalized. A text with no known word still gets an embedding (its words
+/* n captions/queries (NUL-terminated UTF-8), tokenized and encoded as in training, in
+ * batches of 32 (above). out: n x E, L2-normalized. A text with no known word still gets an embedding (its words
  * become <unk>, as in training; an empty text is <start> <end>). Fails with
  * VTR_ERR_FORMAT naming the text for invalid UTF-8, VTR_ERR_NOMEM; out is then
  * unspecified. */
