@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <getopt.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "aggregate/aggregator.h"
 #include "lib/args.h"
+#include "lib/blas_threads.h"
 #include "lib/feature_store.h"
 #include "lib/file.h"
 #include "lib/json.h"
@@ -451,6 +453,10 @@ int main(int argc, char **argv)
         return 1;
     }
     vtr_log_init("vtr-aggregate", log_json);
+    if (threads > 0) { /* the embedder's calls and everything else (the top-k search) */
+        omp_set_num_threads(threads);
+        vtr_blas_set_threads(threads);
+    }
 
     int rc = 1;
     vtr_record_output out = {0};

@@ -3,12 +3,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <getopt.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lib/args.h"
+#include "lib/blas_threads.h"
 #include "lib/catalog.h"
 #include "lib/file.h"
 #include "lib/json.h"
@@ -208,6 +210,10 @@ int main(int argc, char **argv)
         return 1;
     }
     vtr_log_init("vtr-search", log_json);
+    if (threads > 0) { /* the embedder's calls and everything else (the top-k search) */
+        omp_set_num_threads(threads);
+        vtr_blas_set_threads(threads);
+    }
 
     int rc = 1;
     vtr_error err;
