@@ -148,8 +148,8 @@ static vtr_status begin_record(const vtr_eval_model *members, const char *const 
     char *config = NULL, *hashes = NULL;
     json_t *h = NULL;
     vtr_status st;
-    if ((st = vtr_config_dump_string(m->cfg, &config, err)) ||
-        (st = vtr_train_data_hashes(m->o.features, m->vocab_path, &hashes, err)))
+    if ((st = vtr_config_dump_string(m->trained.cfg, &config, err)) ||
+        (st = vtr_train_data_hashes(m->trained.o.features, m->trained.vocab_path, &hashes, err)))
         goto end;
     if (!(h = json_loads(hashes, 0, NULL))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
@@ -170,10 +170,10 @@ static vtr_status begin_record(const vtr_eval_model *members, const char *const 
     }
     vtr_run run = {.kind = "eval",
                    .config = config,
-                   .seed = m->o.seed,
+                   .seed = m->trained.o.seed,
                    .code_version = vtr_version,
                    .data_hashes = hashes};
-    if ((st = vtr_catalog_open(m->o.catalog, cat, err)) ||
+    if ((st = vtr_catalog_open(m->trained.o.catalog, cat, err)) ||
         (st = vtr_catalog_begin_run(*cat, &run, run_id, err)))
         vtr_error_context(err, "recording the evaluation (--no-record skips it)");
 end:
@@ -374,7 +374,7 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    const char *dataset = members[0].o.dataset;
+    const char *dataset = members[0].trained.o.dataset;
     {
         json_t *list = json_array();
         for (int i = 0; i < n_ckpts; i++)

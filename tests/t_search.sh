@@ -1,0 +1,246 @@
+#!/bin/sh
+# vtr-aggregate and vtr-search end to end on a trained toy: 24 generated "videos", each
+# showing its own object (a feature dimension raised in some frames) and captioned with
+# its object's word; a tiny VSE model trained on 16 of them (vtr-import, vtr-train);
+# vtr-aggregate over an NPY dir, a record stream on stdin and a feature store (the same
+# bytes), --half, --text, bad items; an index built by vtr-aggregate --index; vtr-search:
+# a query equal to a trained item's caption finds that item first, alone and as one batch
+# of all of them; its scores are the inner products of the text and the stored embedding;
+# -k, --json, the catalog's path and duration; a bad index or another model: one line,
+# exit 1. The fixture is written with numpy.
+set -u
+for p in vtr-aggregate vtr-search vtr-import vtr-train; do
+    command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
+done
+PY=/usr/bin/python3
+$PY -c 'import numpy' 2>/dev/null || { echo "$PY with numpy is not available"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+# one line on stderr naming $2
+one_line() {
+    [ "$(wc -l <"$1")" -eq 1 ] || fail "$3: expected one line on stderr: $(cat "$1")"
+    grep -q -- "$2" "$1" || fail "$3: stderr does not name '$2': $(cat "$1")"
+}
+
+# 1. the fixture: annotations (MSR-VTT layout), NPY features, a record stream of them, bad
+#    items, the queries
+$PY - "$dir" <<'PYEOF' || fail "fixture"
+import json, os, struct, sys
+import numpy as np
+d = sys.argv[1]
+words = ["cat", "dog", "bird", "fish", "horse", "cow", "sheep", "goat", "lion", "tiger",
+         "bear", "wolf", "fox", "deer", "frog", "duck", "owl", "bee", "crab", "seal",
+         "whale", "snake", "mouse", "camel"]
+templates = ["a video of a {}", "the {} appears", "someone filmed a {} here"]
+rng = np.random.default_rng(7)
+os.makedirs(d + "/feats")
+videos, sentences = [], []
+rec = open(d + "/feats.vtr", "wb")
+for i, w in enumerate(words):
+    key = "video%d" % i
+    split = "train" if i < 16 else "validate" if i < 20 else "test"
+    videos.append({"video_id": key, "split": split, "id": i})
+    for t in templates:
+        sentences.append({"caption": t.format(w), "video_id": key, "sen_id": len(sentences)})
+    x = rng.normal(0, 0.5, (8, 24)).astype(np.float32)
+    vis = rng.choice(8, rng.integers(3, 9), replace=False)
+    x[vis, i] += 3.0
+    np.save("%s/feats/%s.npy" % (d, key), x)
+    with open("%s/feats/%s.json" % (d, key), "w") as f:
+        json.dump({"source": key + ".mp4"}, f)
+    # a record (docs/record-stream.md) with the same array
+    import io
+    b = io.BytesIO(); np.save(b, x); npy = b.getvalue()
+    meta = json.dumps({"source": key + ".mp4"}).encode()
+    k = key.encode()
+    rec.write(b"VTRR" + struct.pack("<HHIIQ", 1, 0, len(k), len(meta), len(npy)) + k + meta + npy)
+rec.close()
+json.dump({"videos": videos, "sentences": sentences}, open(d + "/ann.json", "w"))
+os.makedirs(d + "/bad")
+np.save(d + "/bad/cols.npy", np.zeros((4, 23), np.float32))
+y = np.ones((4, 24), np.float32); y[2, 5] = np.nan
+np.save(d + "/bad/nan.npy", y)
+np.save(d + "/bad/good.npy", rng.normal(0, 1, (5, 24)).astype(np.float32))
+with open(d + "/queries.txt", "w") as f:
+    for w in words[:16]:
+        f.write(templates[0].format(w) + "\n")
+PYEOF
+
+# 2. catalog + store, a tiny model trained on the 16 training items
+vtr-import msrvtt "$dir/ann.json" -c "$dir/cat.db" -d toy 2>"$dir/err" || fail "import: $(cat "$dir/err")"
+vtr-import npy-dir "$dir/feats" -c "$dir/cat.db" -d toy --store "$dir/store" 2>"$dir/err" ||
+    fail "import npy-dir: $(cat "$dir/err")"
+cat >"$dir/toy.yaml" <<EOF2
+data: {catalog: $dir/cat.db, dataset: toy, features: $dir/store, vocab_threshold: 1}
+model: {feature_dim: 24, embed_size: 16, mlp_hidden: 0, word_dim: 16, gpo_pe: 8, gpo_hidden: 8}
+train: {epochs: 40, batch_size: 16, lr: 5.0e-3, lr_decay_epochs: [35], checkpoint_every: 0}
+loss: {warmup_epochs: 30}
+val: {batch_size: 16}
+EOF2
+vtr-train "$dir/toy.yaml" -o "$dir/run" --threads 1 2>"$dir/err" || fail "vtr-train: $(cat "$dir/err")"
+M="$dir/run/last.safetensors"
+
+# 3. vtr-aggregate: an NPY dir, the same sets as records on stdin and from the store
+vtr-aggregate --help | grep -q -- '--index DIR' || fail "--help"
+vtr-aggregate --model "$M" "$dir/feats" -o "$dir/dir.vtr" 2>"$dir/err" ||
+    fail "aggregate npy dir: exit $?: $(cat "$dir/err")"
+vtr-aggregate --model "$M" <"$dir/feats.vtr" >"$dir/pipe.vtr" 2>"$dir/err" ||
+    fail "aggregate stdin: exit $?: $(cat "$dir/err")"
+vtr-aggregate --model "$M" "$dir/store" --out-dir "$dir/emb" 2>"$dir/err" ||
+    fail "aggregate store: exit $?: $(cat "$dir/err")"
+vtr-aggregate --model "$M" --half - <"$dir/feats.vtr" >"$dir/half.vtr" || fail "aggregate --half"
+printf 'a video of a cat\n\nthe dog appears\n' | vtr-aggregate --model "$M" --text >"$dir/text.vtr" ||
+    fail "aggregate --text"
+printf 'q1\ta video of a cat\n' | vtr-aggregate --model "$M" --text --keyed >"$dir/keyed.vtr" ||
+    fail "aggregate --text --keyed"
+$PY - "$dir" <<'PYEOF' || fail "aggregate outputs"
+import io, json, struct, sys
+import numpy as np
+d = sys.argv[1]
+def records(path):
+    out = {}
+    b = open(path, "rb").read(); p = 0
+    while p < len(b):
+        magic, ver, flags, kl, ml, pl = struct.unpack("<4sHHIIQ", b[p:p + 24]); p += 24
+        key = b[p:p + kl].decode(); p += kl
+        meta = json.loads(b[p:p + ml]); p += ml
+        out[key] = (meta, np.load(io.BytesIO(b[p:p + pl]))); p += pl
+    return out
+a, b, h = records(d + "/dir.vtr"), records(d + "/pipe.vtr"), records(d + "/half.vtr")
+assert list(a) == ["video%d" % i for i in sorted(range(24), key=lambda i: "video%d" % i)], list(a)
+assert list(b) == ["video%d" % i for i in range(24)], list(b)
+for k, (meta, x) in a.items():
+    assert x.dtype == np.float32 and x.shape == (1, 16), (k, x.dtype, x.shape)
+    assert abs(np.linalg.norm(x) - 1) < 1e-5, k
+    assert meta["source"] == k + ".mp4" and meta["embedding"]["side"] == "visual", meta
+    assert meta["embedding"]["rows"] == 8 and len(meta["embedding"]["model"]) == 64, meta
+    assert np.array_equal(x, b[k][1]), k  # records on stdin: the same bytes
+    assert np.array_equal(x, np.load("%s/emb/%s.npy" % (d, k))), k  # the store: the same
+    assert h[k][1].dtype == np.float16 and np.array_equal(h[k][1], x.astype(np.float16)), k
+t = records(d + "/text.vtr")
+assert list(t) == ["1", "3"], list(t)
+assert t["1"][0]["embedding"]["text"] == "a video of a cat" and t["1"][0]["embedding"]["side"] == "text"
+assert t["1"][1].shape == (1, 16) and abs(np.linalg.norm(t["1"][1]) - 1) < 1e-5
+# alone vs in a batch of two: equal up to rounding (match/embedder.h)
+assert np.allclose(records(d + "/keyed.vtr")["q1"][1], t["1"][1], rtol=0, atol=1e-6)
+# the trained toy: the cat caption is closest to the cat video among the trained items
+s = [float(t["1"][1][0] @ a["video%d" % i][1][0]) for i in range(16)]
+assert int(np.argmax(s)) == 0, s
+PYEOF
+
+# bad items: one line each naming the item, the others written, exit 2
+vtr-aggregate --model "$M" "$dir/bad" -o "$dir/bad.vtr" 2>"$dir/err"
+[ $? -eq 2 ] || fail "bad items: exit status"
+[ "$(wc -l <"$dir/err")" -eq 2 ] || fail "bad items: two lines expected: $(cat "$dir/err")"
+grep -q "cols: 23 columns; the model takes 24" "$dir/err" || fail "bad cols: $(cat "$dir/err")"
+grep -q "nan: row 2 has a non-finite value" "$dir/err" || fail "bad nan: $(cat "$dir/err")"
+$PY -c "
+import sys; b = open(sys.argv[1], 'rb').read()
+assert b.count(b'VTRR') == 1 and b'good' in b" "$dir/bad.vtr" || fail "bad items: the good one"
+head -c 100 "$dir/feats.vtr" | vtr-aggregate --model "$M" >/dev/null 2>"$dir/err"
+[ $? -eq 2 ] || fail "truncated stream: exit status"
+one_line "$dir/err" "stdin" "truncated stream"
+vtr-aggregate --model "$dir/nowhere.safetensors" "$dir/feats" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "missing model: exit status"
+one_line "$dir/err" "nowhere.safetensors" "missing model"
+vtr-aggregate "$dir/feats" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "no --model: exit status"
+
+# 4. the index of the 16 trained items (the others show objects the model never saw, which
+#    it embeds anywhere): vtr-aggregate --index; a catalog beside it (vtr-index's place)
+mkdir "$dir/trained" && cp "$dir"/feats/video[0-9].npy "$dir"/feats/video1[0-5].npy "$dir/trained/" ||
+    fail "trained items"
+vtr-aggregate --model "$M" "$dir/trained" --index "$dir/idx" 2>"$dir/err" ||
+    fail "aggregate --index: $(cat "$dir/err")"
+vtr-import msrvtt "$dir/ann.json" -c "$dir/idx/catalog.sqlite" -d archive 2>/dev/null ||
+    fail "index catalog"
+$PY -c "
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute(\"UPDATE items SET path = '/videos/' || key || '.mp4', duration_s = 2.5 WHERE key = 'video3'\")
+db.commit()" "$dir/idx/catalog.sqlite" || fail "catalog update"
+
+# 5. vtr-search: one query, the table
+vtr-search "the fish appears" --index "$dir/idx" >"$dir/out" 2>"$dir/err" ||
+    fail "search: exit $?: $(cat "$dir/err")"
+sed -n 2p "$dir/out" | grep -q "rank *score *duration *item" || fail "table header: $(cat "$dir/out")"
+sed -n 3p "$dir/out" | grep -Eq "^ +1 +0\.[0-9]{4} +2\.50s +/videos/video3\.mp4$" ||
+    fail "fish: video3 first with its path and duration: $(cat "$dir/out")"
+[ "$(grep -Ec '^ +[0-9]+ +-?[0-9]+\.[0-9]{4} ' "$dir/out")" -eq 10 ] || fail "10 results by default: $(cat "$dir/out")"
+# -k, --json
+vtr-search "a video of a lion" --index "$dir/idx" -k 3 --json >"$dir/out" || fail "search --json"
+$PY -c "
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1
+o = json.loads(lines[0])
+assert o['query'] == 'a video of a lion', o
+r = o['results']
+assert [x['rank'] for x in r] == [1, 2, 3], r
+assert r[0]['key'] == 'video8' and r[0]['path'] is None and r[0]['duration'] is None, r
+assert r[0]['score'] >= r[1]['score'] >= r[2]['score'], r
+" "$dir/out" || fail "--json: $(cat "$dir/out")"
+# all trained captions as one batch: each finds its item first; scores are the inner
+# products of the text embedding and the stored float16 embedding
+vtr-search --queries "$dir/queries.txt" --index "$dir/idx" --json -k 24 >"$dir/out" || fail "--queries"
+vtr-aggregate --model "$M" --text "$dir/queries.txt" >"$dir/q.vtr" || fail "aggregate queries"
+$PY - "$dir" <<'PYEOF' || fail "batch of queries"
+import io, json, sqlite3, struct, sys
+import numpy as np
+d = sys.argv[1]
+lines = open(d + "/out").read().splitlines()
+assert len(lines) == 16, len(lines)
+b = open(d + "/q.vtr", "rb").read(); p = 0; q = []
+while p < len(b):
+    _, _, _, kl, ml, pl = struct.unpack("<4sHHIIQ", b[p:p + 24]); p += 24 + kl + ml
+    q.append(np.load(io.BytesIO(b[p:p + pl]))[0]); p += pl
+db = sqlite3.connect(d + "/idx/index.sqlite")
+seg = db.execute("SELECT id FROM segments").fetchall()
+assert len(seg) == 1
+m = np.load(d + "/idx/seg-%06d.npy" % seg[0][0]).astype(np.float32)
+keys = dict(db.execute("SELECT key, row FROM entries WHERE live = 1").fetchall())
+for i, line in enumerate(lines):
+    o = json.loads(line)
+    r = o["results"]
+    assert r[0]["key"] == "video%d" % i, (o["query"], r[:3])
+    assert len(r) == 16
+    for x in r:
+        want = float(np.dot(q[i], m[keys[x["key"]]]))
+        assert abs(x["score"] - want) < 1e-5, (x, want)
+PYEOF
+
+# --model: the index's own is accepted; another model is refused
+vtr-search "a cat" --index "$dir/idx" --model "$M" -k 1 >/dev/null || fail "--model the same"
+cp -r "$dir/run" "$dir/run2"
+$PY -c "
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read()); b[-1] ^= 1; open(sys.argv[1], 'wb').write(b)
+" "$dir/run2/last.safetensors"
+vtr-search "a cat" --index "$dir/idx" --model "$dir/run2/last.safetensors" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "another model: exit status"
+one_line "$dir/err" "the index was made with model" "another model"
+vtr-aggregate --model "$dir/run2/last.safetensors" "$dir/feats" --index "$dir/idx" 2>"$dir/err"
+[ $? -eq 1 ] || fail "aggregate into an index of another model: exit status"
+one_line "$dir/err" "use a new --index DIR" "aggregate, another model"
+
+# bad index dirs, bad usage, a bad query
+vtr-search "a cat" --index "$dir/nowhere" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "missing index: exit status"
+one_line "$dir/err" "nowhere" "missing index"
+mkdir "$dir/notindex" && echo junk >"$dir/notindex/index.sqlite"
+vtr-search "a cat" --index "$dir/notindex" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "junk index: exit status"
+one_line "$dir/err" "notindex" "junk index"
+vtr-search "a cat" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "no --index: exit status"
+vtr-search --index "$dir/idx" "a cat" -k 0 >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "-k 0: exit status"
+vtr-search --index "$dir/idx" "a cat" "$(printf 'bad \377')" >"$dir/out" 2>"$dir/err"
+[ $? -eq 2 ] || fail "bad query: exit status"
+one_line "$dir/err" "query 2" "bad query"
+grep -q "query: a cat" "$dir/out" || fail "bad query: the good one is searched"
+echo "ok"
