@@ -277,7 +277,7 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    const char *dataset = members[0].o.dataset;
+    const char *dataset = members[0].trained.o.dataset;
     if (json) {
         json_t *list = json_array();
         for (int i = 0; i < n_ckpts; i++)

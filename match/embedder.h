@@ -1,0 +1,93 @@
+/* A trained VSE model (a vtr-train checkpoint) opened for inference: feature sets and
+ * texts in, L2-normalized embeddings out. What vtr-aggregate, vtr-index and vtr-search
+ * embed with; vtr-eval's embeddings of a split (match/encode.h) are the same bytes.
+ *
+ * The model is opened as vtr-eval opens it (match/trained_model.h: the config stored in
+ * the checkpoint, the vocabulary beside it or named by the config) and runs in evaluation
+ * mode. Sets and texts are prepared exactly as training prepares them
+ * (match/train_data.h): a set longer than the config's data.max_frames keeps the rows
+ * round(linspace(0, n-1, max_frames)); a text is tokenized with data.tokenizer and encoded
+ * as <start> w1 ... wn <end>, unknown words as <unk>.
+ *
+ * Batching. The encoders run on batches of up to 32 sets or texts, and of at most 4096
+ * set rows (a longer set goes alone); the model's buffers grow to the largest batch seen.
+ * An embedding does not depend on the other sets or texts of its call, on where a call
+ * splits its input into batches, or on how the caller splits its work into calls: the
+ * same set or text gives the same bytes (for the same build and thread count; the tests
+ * check it).
+ *
+ * Threads: one embedder is used by one thread at a time. The encoders use OpenMP and BLAS
+ * threads; with threads > 0 the calls set both to that count for their duration (process-
+ * wide for BLAS, lib/blas_threads.h) and restore them after.
+ *
+ * Errors start with the checkpoint's path where they concern the model, and name the set
+ * or text (its index in the call) where they concern one input.
+ */
+#ifndef VTR_EMBEDDER_H
+#define VTR_EMBEDDER_H
+
+#include <stdint.h>
+
+#include "lib/error.h"
+#include "lib/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vtr_embedder vtr_embedder;
+
+/* Opens a trained model. checkpoint: a vtr-train checkpoint (safetensors with the resolved
+ * config). vocab: the vocabulary JSON, or NULL to find it the way vtr-eval does
+ * (vocab.json in the checkpoint's directory, else the config's data.vocab; a checkpoint
+ * that records the vocabulary's SHA-256 refuses another file). threads: 0 = OpenMP's and
+ * the BLAS's defaults. Reads the whole checkpoint once for its SHA-256 (the model id).
+ * Fails with what vtr_trained_model_open reports, VTR_ERR_INVALID for threads < 0 or a
+ * vocabulary that is not of the VSE layout, VTR_ERR_IO, VTR_ERR_NOMEM. *out is NULL on
+ * failure. */
+vtr_status vtr_embedder_open(const char *checkpoint, const char *vocab, int threads,
+                             vtr_embedder **out, vtr_error *err);
+
+/* Frees everything. Safe on NULL. */
+void vtr_embedder_close(vtr_embedder *e);
+
+int64_t vtr_embedder_dim(const vtr_embedder *e);         /* E, the embedding size */
+int64_t vtr_embedder_feature_dim(const vtr_embedder *e); /* F, the per-element feature size */
+/* The config's data.max_frames: sets keep at most this many rows; 0: every row. */
+int64_t vtr_embedder_max_frames(const vtr_embedder *e);
+
+/* A stable identity of the model: the hex SHA-256 (64 lowercase digits) of the checkpoint
+ * file, what an index records as its model so that embeddings of two models are never
+ * mixed. Lives with e. */
+const char *vtr_embedder_model_id(const vtr_embedder *e);
+
+/* The checkpoint's path as given to open. Lives with e. */
+const char *vtr_embedder_checkpoint(const vtr_embedder *e);
+
+/* Whether t is a set this embedder takes: float32 or float16, (n, F) with n >= 1 rows or
+ * (F,) for one row, every value finite. VTR_ERR_INVALID naming the cause ("1024
+ * columns; the model takes 2048", "row 3 has a non-finite value"); nothing is read past
+ * the first bad value. For programs that check each item before batching it. */
+vtr_status vtr_embedder_check_set(const vtr_embedder *e, const vtr_tensor *t, vtr_error *err);
+
+/* n sets; set i is counts[i] >= 1 rows of F floats, the sets' rows concatenated in rows.
+ * out: n x E, L2-normalized. Sets longer than the model's max_frames are subsampled as in
+ * training (data.max_frames rule). Any n >= 0 (batched internally). Fails with
+ * VTR_ERR_INVALID naming the set for a count < 1 or above INT_MAX or a non-finite value in
+ * a row it keeps, VTR_ERR_NOMEM; out is then unspecified. */
+vtr_status vtr_embedder_embed_sets(vtr_embedder *e, int64_t n, const int64_t *counts,
+                                   const float *rows, float *out, vtr_error *err);
+
+/* n captions/queries (NUL-terminated UTF-8), tokenized and encoded as in training. out:
+ * n x E, L2-normalized. A text with no known word still gets an embedding (its words
+ * become <unk>, as in training; an empty text is <start> <end>). Fails with
+ * VTR_ERR_FORMAT naming the text for invalid UTF-8, VTR_ERR_NOMEM; out is then
+ * unspecified. */
+vtr_status vtr_embedder_embed_texts(vtr_embedder *e, int64_t n, const char *const *texts,
+                                    float *out, vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,118 @@
+/* A trained model as its checkpoint names it (trained_model.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "trained_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/hash.h"
+#include "match/trainer.h"
+
+void vtr_trained_model_close(vtr_trained_model *t)
+{
+    if (!t)
+        return;
+    vtr_vocab_free(t->vocab);
+    vtr_config_free(t->cfg);
+    vtr_checkpoint_close(&t->ck);
+    memset(t, 0, sizeof *t);
+}
+
+/* "DIR/vocab.json" for the checkpoint DIR/x.safetensors when it is readable, else NULL. */
+static char *vocab_beside(const char *ckpt)
+{
+    const char *slash = strrchr(ckpt, '/');
+    size_t n = (slash ? (size_t)(slash - ckpt) : 1) + strlen(VTR_RUN_VOCAB) + 2;
+    char *p = malloc(n);
+    if (!p)
+        return NULL;
+    if (slash)
+        snprintf(p, n, "%.*s/%s", (int)(slash - ckpt), ckpt, VTR_RUN_VOCAB);
+    else
+        snprintf(p, n, "./%s", VTR_RUN_VOCAB);
+    if (access(p, R_OK) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+vtr_status vtr_trained_model_open(const char *ckpt, const char *config_path,
+                                  const char *const *sets, int n_sets, const char *vocab_path,
+                                  vtr_trained_model *out, vtr_error *err)
+{
+    vtr_trained_model t;
+    char *beside = NULL;
+    vtr_status st;
+    memset(&t, 0, sizeof t);
+    memset(out, 0, sizeof *out);
+    if ((st = vtr_checkpoint_open(ckpt, VTR_CHECKPOINT_ALLOW_PLAIN, &t.ck, err)))
+        return st;
+    const char *text = vtr_checkpoint_meta(&t.ck, "config");
+    if (config_path) {
+        if ((st = vtr_train_config_new(&t.cfg, err)) ||
+            (st = vtr_config_load_file(t.cfg, config_path, err)))
+            goto fail;
+    } else if (text) {
+        if ((st = vtr_train_config_from_string(ckpt, text, &t.cfg, err)))
+            goto fail;
+    } else {
+        st = vtr_fail(err, VTR_ERR_INVALID, "carries no config: name the training config");
+        goto fail;
+    }
+    for (int i = 0; i < n_sets; i++)
+        if ((st = vtr_config_set(t.cfg, sets[i], err)))
+            goto fail;
+    if ((st = vtr_train_options_from_config(t.cfg, &t.o, err)))
+        goto fail;
+
+    if (!vocab_path && (beside = vocab_beside(ckpt)))
+        vocab_path = beside;
+    if (!vocab_path && t.o.vocab[0])
+        vocab_path = t.o.vocab;
+    if (!vocab_path) {
+        st = vtr_fail(err, VTR_ERR_INVALID, "no vocabulary: no %s beside it and no data.vocab "
+                      "in its config", VTR_RUN_VOCAB);
+        goto fail;
+    }
+    const char *want = vtr_checkpoint_meta(&t.ck, "vocab_sha256");
+    char have[VTR_SHA256_HEX_SIZE];
+    if (want) {
+        if ((st = vtr_file_sha256(vocab_path, have, err)))
+            goto fail;
+        if (strcmp(want, have) != 0) {
+            st = vtr_fail(err, VTR_ERR_INVALID, "%s is not the vocabulary it was trained with",
+                          vocab_path);
+            goto fail;
+        }
+    }
+    if ((st = vtr_vocab_load_json(vocab_path, &t.vocab, err)))
+        goto fail;
+    t.model = vtr_train_model_config(&t.o, t.vocab);
+    free(beside);
+    *out = t;
+    return VTR_OK;
+fail:
+    vtr_error_context(err, "%s", ckpt);
+    free(beside);
+    vtr_trained_model_close(&t);
+    return st;
+}
+
+vtr_status vtr_trained_model_build(const vtr_trained_model *t, int max_batch, int max_frames,
+                                   int max_words, vtr_vse_model *m, vtr_error *err)
+{
+    vtr_status st = vtr_vse_model_init(m, &t->model, max_batch, max_frames, max_words, err);
+    if (st != VTR_OK) {
+        vtr_error_context(err, "%s", t->ck.path);
+        return st;
+    }
+    /* its errors name the checkpoint */
+    st = vtr_checkpoint_load_params(&t->ck, &m->params,
+                                    t->ck.plain ? VTR_CHECKPOINT_ALLOW_EXTRA : 0, err);
+    if (st != VTR_OK)
+        vtr_vse_model_free(m);
+    return st;
+}

@@ -1,0 +1,303 @@
+/* The embedder (match/embedder.h): a checkpoint opened for inference gives the bytes
+ * vtr-eval's encoder gives for the same sets and captions, unit rows, the same bytes
+ * however the input is split into calls and batches, and one-line errors naming the input. */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lib/checkpoint.h"
+#include "lib/hash.h"
+#include "match/embedder.h"
+#include "match/encode.h"
+#include "match/eval_model.h"
+#include "match/train_config.h"
+#include "match/train_data.h"
+#include "match/trained_model.h"
+#include "match/trainer.h"
+#include "train_fixture.h"
+
+static const train_fixture_spec emb_spec = {
+    .n_objects = 6, .train_items = 32, .val_items = 8, .test_items = 12,
+    .captions_per_item = 2, .frames = 9, .min_visible = 3, .max_visible = 8,
+    .dim = 24, .amplitude = 3.0f, .noise = 0.5f, .seed = 21,
+};
+
+static const char *emb_path(const char *name, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/emb/%s", test_tmpdir(), name);
+    return buf;
+}
+
+/* A checkpoint of a few training steps on the fixture (GPO both sides, the MLP branch with
+ * BatchNorm, sets capped at 6 of their 9 rows), and vocab.json beside it; made once. */
+static const char *emb_checkpoint(void)
+{
+    static char ckpt[600];
+    if (ckpt[0])
+        return ckpt;
+    vtr_error err;
+    char dir[400], run[400], vocab[512], text[2048], sha[VTR_SHA256_HEX_SIZE];
+    emb_path("", dir, sizeof dir);
+    CHECK(mkdir(dir, 0777) == 0);
+    train_fixture_write(dir, &emb_spec);
+    snprintf(text, sizeof text,
+             "data: {catalog: %s/catalog.db, dataset: synth, features: %s/features,\n"
+             "       vocab_threshold: 1, max_frames: 6}\n"
+             "model: {feature_dim: 24, embed_size: 16, mlp_hidden: 8, word_dim: 8, gpo_pe: 8,\n"
+             "        gpo_hidden: 8}\n"
+             "train: {epochs: 1, batch_size: 16, lr: 2.0e-3, checkpoint_every: 0}\n"
+             "val: {batch_size: 16}\n",
+             dir, dir);
+    vtr_config *cfg = NULL;
+    vtr_train_options o;
+    vtr_train_data d;
+    vtr_train_result res;
+    CHECK_OK(vtr_train_config_new(&cfg, &err));
+    CHECK_OK(vtr_config_load_string(cfg, "emb", text, strlen(text), &err));
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    emb_path("run", run, sizeof run);
+    CHECK(mkdir(run, 0777) == 0);
+    snprintf(vocab, sizeof vocab, "%s/%s", run, VTR_RUN_VOCAB);
+    CHECK_OK(vtr_train_data_open(&o, NULL, &d, &err));
+    CHECK_OK(vtr_vocab_save_json(d.vocab, vocab, &err));
+    CHECK_OK(vtr_file_sha256(vocab, sha, &err));
+    vtr_trainer_setup su = {.config = cfg, .opt = &o, .train = &d.train, .val = &d.val,
+                            .vocab = d.vocab, .output_dir = run, .vocab_sha256 = sha,
+                            .max_steps = 3};
+    CHECK_OK(vtr_train_run(&su, &res, &err));
+    CHECK(res.steps == 3);
+    vtr_train_data_close(&d);
+    vtr_config_free(cfg);
+    snprintf(ckpt, sizeof ckpt, "%s/%s", run, VTR_RUN_LAST);
+    return ckpt;
+}
+
+/* The rows of the split's items, concatenated, and their counts. */
+static float *split_rows(const vtr_split *s, int64_t *counts)
+{
+    vtr_error err;
+    int64_t F = vtr_feature_store_reader_dim(s->store), total = 0;
+    for (int i = 0; i < s->n_items; i++) {
+        vtr_tensor t;
+        CHECK_OK(vtr_feature_store_reader_item(s->store, s->store_index[i], &t, &err));
+        counts[i] = t.shape[0];
+        total += t.shape[0];
+    }
+    float *rows = malloc((size_t)(total * F) * sizeof *rows), *w = rows;
+    CHECK(rows != NULL);
+    for (int i = 0; i < s->n_items; i++) {
+        vtr_tensor t;
+        CHECK_OK(vtr_feature_store_reader_item(s->store, s->store_index[i], &t, &err));
+        CHECK(t.dtype == VTR_F32);
+        memcpy(w, t.data, (size_t)(counts[i] * F) * sizeof *w);
+        w += counts[i] * F;
+    }
+    return rows;
+}
+
+static double row_norm(const float *x, int64_t n)
+{
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+        s += (double)x[i] * x[i];
+    return sqrt(s);
+}
+
+TEST(embedder_gives_the_bytes_of_the_evaluation_encoder)
+{
+    vtr_error err;
+    const char *ckpt = emb_checkpoint();
+    vtr_eval_model m;
+    vtr_batcher b;
+    vtr_eval_source src = {.split = "test", .batch = 5};
+    CHECK_OK(vtr_eval_model_open(ckpt, &src, &m, &err));
+    CHECK_OK(vtr_batcher_init(&b, &m.split, src.batch, &err));
+    const vtr_split *s = &m.split;
+    int64_t E = m.model.cfg.embed_size;
+    float *items = malloc((size_t)(s->n_items * E) * sizeof *items);
+    float *caps = malloc((size_t)(s->n_caps * E) * sizeof *caps);
+    CHECK(items && caps);
+    CHECK_OK(vtr_encode_split(&m.model, &b, items, caps, NULL, NULL, &err));
+
+    vtr_embedder *e = NULL;
+    CHECK_OK(vtr_embedder_open(ckpt, NULL, 0, &e, &err));
+    CHECK_EQ_INT(vtr_embedder_dim(e), 16);
+    CHECK_EQ_INT(vtr_embedder_feature_dim(e), 24);
+    CHECK_EQ_INT(vtr_embedder_max_frames(e), 6);
+    char sha[VTR_SHA256_HEX_SIZE];
+    CHECK_OK(vtr_file_sha256(ckpt, sha, &err));
+    CHECK_STR(vtr_embedder_model_id(e), sha);
+    CHECK_STR(vtr_embedder_checkpoint(e), ckpt);
+
+    /* sets: all in one call (the rows are 9 per item, capped at 6 as in training) */
+    int64_t *counts = malloc((size_t)s->n_items * sizeof *counts);
+    float *rows = split_rows(s, counts);
+    CHECK_EQ_INT(counts[0], 9);
+    float *got = malloc((size_t)((s->n_items + s->n_caps) * E) * sizeof *got);
+    CHECK_OK(vtr_embedder_embed_sets(e, s->n_items, counts, rows, got, &err));
+    CHECK(memcmp(got, items, (size_t)(s->n_items * E) * sizeof *got) == 0);
+    for (int i = 0; i < s->n_items; i++)
+        CHECK_MSG(fabs(row_norm(got + i * E, E) - 1.0) < 1e-5, "item %d", i);
+
+    /* one call per set, in reverse order: the same bytes */
+    const float *r = rows;
+    int64_t *starts = malloc((size_t)s->n_items * sizeof *starts);
+    for (int i = 0; i < s->n_items; i++) {
+        starts[i] = r - rows;
+        r += counts[i] * 24;
+    }
+    for (int i = s->n_items - 1; i >= 0; i--) {
+        float one[16];
+        CHECK_OK(vtr_embedder_embed_sets(e, 1, &counts[i], rows + starts[i], one, &err));
+        CHECK_MSG(memcmp(one, items + i * E, sizeof one) == 0, "item %d alone", i);
+    }
+
+    /* captions: in one call, then one at a time */
+    CHECK_OK(vtr_embedder_embed_texts(e, s->n_caps, (const char *const *)s->texts, got, &err));
+    CHECK(memcmp(got, caps, (size_t)(s->n_caps * E) * sizeof *got) == 0);
+    for (int j = 0; j < s->n_caps; j++) {
+        float one[16];
+        CHECK_MSG(fabs(row_norm(got + j * E, E) - 1.0) < 1e-5, "caption %d", j);
+        CHECK_OK(vtr_embedder_embed_texts(e, 1, (const char *const *)&s->texts[j], one, &err));
+        CHECK_MSG(memcmp(one, caps + j * E, sizeof one) == 0, "caption %d alone", j);
+    }
+
+    /* a query of unknown words is <start> <unk> ... <end>: two unknown words alike */
+    const char *unknown[3] = {"xyzzy", "plugh", ""};
+    float u[3][16];
+    CHECK_OK(vtr_embedder_embed_texts(e, 3, unknown, &u[0][0], &err));
+    CHECK(memcmp(u[0], u[1], sizeof u[0]) == 0);
+    CHECK(memcmp(u[0], u[2], sizeof u[0]) != 0);
+    CHECK(fabs(row_norm(u[0], 16) - 1.0) < 1e-5 && fabs(row_norm(u[2], 16) - 1.0) < 1e-5);
+
+    /* 0 inputs: nothing */
+    CHECK_OK(vtr_embedder_embed_sets(e, 0, counts, rows, got, &err));
+    CHECK_OK(vtr_embedder_embed_texts(e, 0, unknown, got, &err));
+
+    vtr_embedder_close(e);
+    free(starts);
+    free(got);
+    free(rows);
+    free(counts);
+    free(items);
+    free(caps);
+    vtr_batcher_free(&b);
+    vtr_eval_model_close(&m);
+}
+
+/* A copy of the checkpoint's parameters under a config without the row cap, so that sets
+ * of any length reach the model. */
+static const char *uncapped_checkpoint(const char *ckpt)
+{
+    static char out[600];
+    vtr_error err;
+    vtr_trained_model t;
+    vtr_vse_model m;
+    char *cfg_text = NULL, dir[400], vocab[512];
+    const char *sets[] = {"data.max_frames=0"};
+    CHECK_OK(vtr_trained_model_open(ckpt, NULL, sets, 1, NULL, &t, &err));
+    CHECK_OK(vtr_trained_model_build(&t, 1, 1, 1, &m, &err));
+    CHECK_OK(vtr_config_dump_string(t.cfg, &cfg_text, &err));
+    emb_path("uncapped", dir, sizeof dir);
+    CHECK(mkdir(dir, 0777) == 0);
+    snprintf(vocab, sizeof vocab, "%s/%s", dir, VTR_RUN_VOCAB);
+    CHECK_OK(vtr_vocab_save_json(t.vocab, vocab, &err));
+    snprintf(out, sizeof out, "%s/model.safetensors", dir);
+    vtr_checkpoint_state state = {.config = cfg_text};
+    CHECK_OK(vtr_checkpoint_save(out, &m.params, NULL, &state, &err));
+    free(cfg_text);
+    vtr_vse_model_free(&m);
+    vtr_trained_model_close(&t);
+    return out;
+}
+
+TEST(embedder_batches_long_and_short_sets_alike)
+{
+    vtr_error err;
+    vtr_embedder *e = NULL;
+    CHECK_OK(vtr_embedder_open(uncapped_checkpoint(emb_checkpoint()), NULL, 1, &e, &err));
+    CHECK_EQ_INT(vtr_embedder_max_frames(e), 0);
+    /* 40 sets: short ones around two longer than the 4096-row batch budget */
+    enum { N = 40, F = 24, E = 16 };
+    int64_t counts[N], total = 0;
+    for (int i = 0; i < N; i++) {
+        counts[i] = i == 7 ? 5000 : i == 30 ? 4500 : 1 + (i * 7) % 13;
+        total += counts[i];
+    }
+    float *rows = malloc((size_t)(total * F) * sizeof *rows);
+    uint64_t x = 88172645463325252ull;
+    for (int64_t k = 0; k < total * F; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        rows[k] = (float)((double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    }
+    static float all[N][E], one[E];
+    CHECK_OK(vtr_embedder_embed_sets(e, N, counts, rows, &all[0][0], &err));
+    const float *r = rows;
+    for (int i = 0; i < N; i++) {
+        CHECK_OK(vtr_embedder_embed_sets(e, 1, &counts[i], r, one, &err));
+        CHECK_MSG(memcmp(one, all[i], sizeof one) == 0, "set %d (%lld rows)", i,
+                  (long long)counts[i]);
+        CHECK(fabs(row_norm(one, E) - 1.0) < 1e-5);
+        r += counts[i] * F;
+    }
+    /* a set with more rows than another differs (no silent cap) */
+    CHECK(memcmp(all[7], all[30], sizeof all[7]) != 0);
+    free(rows);
+    vtr_embedder_close(e);
+}
+
+TEST(embedder_errors_name_the_input)
+{
+    vtr_error err;
+    const char *ckpt = emb_checkpoint();
+    vtr_embedder *e = NULL;
+    CHECK_FAILS(vtr_embedder_open("/nonexistent/x.safetensors", NULL, 0, &e, &err), VTR_ERR_IO,
+                "/nonexistent/x.safetensors");
+    CHECK(e == NULL);
+    CHECK_FAILS(vtr_embedder_open(ckpt, "/nonexistent/vocab.json", 0, &e, &err), VTR_ERR_IO,
+                "vocab.json");
+    char other[512];
+    emb_path("other_vocab.json", other, sizeof other);
+    CHECK_EQ_INT(test_run("sed 's/\"idx\": *\\([0-9]*\\)/\"idx\": \\1 /' '%s/emb/run/vocab.json' "
+                          "> '%s'", test_tmpdir(), other), 0);
+    CHECK_FAILS(vtr_embedder_open(ckpt, other, 0, &e, &err), VTR_ERR_INVALID,
+                "is not the vocabulary it was trained with");
+    CHECK_FAILS(vtr_embedder_open(ckpt, NULL, -1, &e, &err), VTR_ERR_INVALID, "threads");
+
+    CHECK_OK(vtr_embedder_open(ckpt, NULL, 0, &e, &err));
+    float rows[3 * 24] = {0}, out[3 * 16];
+    int64_t counts[3] = {1, 0, 2};
+    CHECK_FAILS(vtr_embedder_embed_sets(e, 3, counts, rows, out, &err), VTR_ERR_INVALID,
+                "set 1: 0 rows");
+    counts[1] = 1;
+    rows[2 * 24 + 5] = NAN;
+    CHECK_FAILS(vtr_embedder_embed_sets(e, 3, counts, rows, out, &err), VTR_ERR_INVALID,
+                "set 2: row 0 has a non-finite value");
+    const char *bad[2] = {"a cat", "\xff\xfe"};
+    CHECK_FAILS(vtr_embedder_embed_texts(e, 2, bad, out, &err), VTR_ERR_FORMAT, "text 1");
+
+    /* check_set: what a program checks per item */
+    vtr_tensor t = {.dtype = VTR_F32, .ndim = 2, .shape = {3, 24}, .data = rows};
+    CHECK_FAILS(vtr_embedder_check_set(e, &t, &err), VTR_ERR_INVALID,
+                "row 2 has a non-finite value");
+    rows[2 * 24 + 5] = 1.0f;
+    CHECK_OK(vtr_embedder_check_set(e, &t, &err));
+    t.ndim = 1;
+    t.shape[0] = 24;
+    CHECK_OK(vtr_embedder_check_set(e, &t, &err));
+    t.shape[0] = 23;
+    CHECK_FAILS(vtr_embedder_check_set(e, &t, &err), VTR_ERR_INVALID,
+                "23 columns; the model takes 24");
+    t.ndim = 2;
+    t.shape[0] = 0;
+    t.shape[1] = 24;
+    CHECK_FAILS(vtr_embedder_check_set(e, &t, &err), VTR_ERR_INVALID, "no rows");
+    t.dtype = VTR_I64;
+    CHECK_FAILS(vtr_embedder_check_set(e, &t, &err), VTR_ERR_INVALID, "float32 or float16");
+    vtr_embedder_close(e);
+}
