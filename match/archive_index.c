@@ -57,22 +57,24 @@ vtr_status vtr_archive_model_parse(const char *text, vtr_archive_model *out, vtr
     memset(out, 0, sizeof *out);
     json_error_t je;
     json_t *root = json_loads(text ? text : "", 0, &je);
-    const char *format = NULL, *id = NULL, *ckpt = NULL, *arch = NULL, *w = NULL, *sha = NULL;
+    const char *format = json_string_value(json_object_get(root, "format"));
+    const char *id = NULL, *ckpt = NULL, *arch = NULL, *w = NULL, *sha = NULL;
     int frames = 0, resize = 0, crop = 0;
-    if (!root || json_unpack_ex(root, &je, 0,
-                                "{s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:i, s:{s:i, s:i}}",
-                                "format", &format, "model_id", &id, "checkpoint", &ckpt,
-                                "backbone", "arch", &arch, "weights", &w, "sha256", &sha,
-                                "frames", &frames, "preprocess", "resize", &resize, "crop",
-                                &crop) != 0 ||
-        strcmp(format, VTR_ARCHIVE_INDEX_FORMAT) != 0) {
+    const char *why = !root ? "not JSON"
+                      : !format || strcmp(format, VTR_ARCHIVE_INDEX_FORMAT) != 0
+                          ? "another format"
+                          : NULL;
+    if (!why && json_unpack_ex(root, &je, 0,
+                               "{s:s, s:s, s:{s:s, s:s, s:s}, s:i, s:{s:i, s:i}}",
+                               "model_id", &id, "checkpoint", &ckpt, "backbone", "arch", &arch,
+                               "weights", &w, "sha256", &sha, "frames", &frames, "preprocess",
+                               "resize", &resize, "crop", &crop) != 0)
+        why = je.text;
+    if (why) {
+        vtr_fail(err, VTR_ERR_FORMAT, "the index's model record is not one vtr-index wrote (%s)",
+                 why);
         json_decref(root);
-        return vtr_fail(err, VTR_ERR_FORMAT,
-                        "the index's model record is not one vtr-index wrote (%s)",
-                        root ? (format && strcmp(format, VTR_ARCHIVE_INDEX_FORMAT)
-                                    ? "another format"
-                                    : je.text)
-                             : "not JSON");
+        return VTR_ERR_FORMAT;
     }
     out->model_id = strdup(id);
     out->checkpoint = strdup(ckpt);

@@ -256,4 +256,14 @@ dump "$dir/im" >"$dir/dm"
 [ "$(wc -l <"$dir/dm")" -eq 2 ] && grep -q "^$A/a.mp4 " "$dir/dm" || fail "manifest keys: $(cut -d' ' -f1 "$dir/dm")"
 [ "$(grep "^$A/a.mp4 " "$dir/dm" | cut -d' ' -f2)" = "$(grep '^a.mp4 ' "$dir/d6" | cut -d' ' -f2)" ] ||
     fail "the same file through a manifest: other bytes"
+# ---- 9. the archive moved: nothing redone, the catalog's paths follow ----------------------
+mv "$A" "$dir/moved"
+$IX "$dir/moved" --index "$dir/ix" 2>"$dir/err" || fail "moved archive: $(cat "$dir/err")"
+grep -q '0 added, 0 updated, 0 removed, 0 failed, 10 unchanged, 1 skipped' "$dir/err" ||
+    fail "moved archive summary: $(cat "$dir/err")"
+$PY -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1] + "/ix/catalog.sqlite")
+paths = [p for (p,) in db.execute("SELECT path FROM items")]
+assert len(paths) == 11 and all(p.startswith(sys.argv[1] + "/moved/") for p in paths), paths' \
+    "$(cd "$dir" && pwd -P)" || fail "catalog paths after the move"
+dump "$dir/ix" | cmp -s - "$dir/d6" || fail "the move changed the index"
 echo "ok"
