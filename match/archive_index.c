@@ -277,7 +277,8 @@ failed:
     w->outcome = VTR_ARCHIVE_FAILED;
     /* an embedding of an earlier version of the file must not stay searchable */
     st = vtr_embedding_index_writer_remove(ix->writer, f->key, err);
-    return st == VTR_ERR_NOT_FOUND ? VTR_OK : st;
+    /* not there, or a key the index refuses (so never stored): nothing to remove */
+    return st == VTR_ERR_NOT_FOUND || st == VTR_ERR_INVALID ? VTR_OK : st;
 }
 
 /* The path the catalog records for a file (malloc'ed): absolute where it can be. */
@@ -615,7 +616,9 @@ static vtr_status plan(indexer *ix, work_item **out, size_t *n_out, vtr_error *e
     for (size_t i = 0; i < ix->files.n; i++) {
         const vtr_archive_file *f = &ix->files.files[i];
         const vtr_item *k = find_known(ix, f->key);
-        bool same = k && f->size >= 0 && k->size_bytes == f->size && k->mtime_ns == f->mtime_ns;
+        /* a manifest's missing file (size and mtime -1) that failed stays skipped until
+         * it appears */
+        bool same = k && k->size_bytes == f->size && k->mtime_ns == f->mtime_ns;
         if (same && k->status == VTR_ITEM_OK) {
             p.unchanged++;
             continue;

@@ -249,9 +249,13 @@ if command -v vtr-search >/dev/null 2>&1; then
 fi
 
 # ---- 8. a manifest -------------------------------------------------------------------------
-printf '# two files\n%s\n\n%s\n%s\n' "$A/a.mp4" "$A/e.mp4" "$A/a.mp4" >"$dir/list.txt"
-$IX "$dir/list.txt" --weights "$dir/w.safetensors" --index "$dir/im" 2>"$dir/err" ||
-    fail "manifest: $(cat "$dir/err")"
+printf '# two files\n%s\n\n%s\n%s\n%s\n' "$A/a.mp4" "$A/e.mp4" "$A/a.mp4" "$dir/ghost.mp4" \
+    >"$dir/list.txt"
+$IX "$dir/list.txt" --weights "$dir/w.safetensors" --index "$dir/im" 2>"$dir/err"
+[ $? -eq 2 ] && grep -q "^vtr-index: $dir/ghost.mp4: " "$dir/err" ||
+    fail "manifest with a missing file: $(cat "$dir/err")"
+$IX "$dir/list.txt" --index "$dir/im" 2>"$dir/err" || fail "manifest rerun: $(cat "$dir/err")"
+grep -q '0 failed, 2 unchanged, 1 skipped' "$dir/err" || fail "manifest rerun: $(cat "$dir/err")"
 dump "$dir/im" >"$dir/dm"
 [ "$(wc -l <"$dir/dm")" -eq 2 ] && grep -q "^$A/a.mp4 " "$dir/dm" || fail "manifest keys: $(cut -d' ' -f1 "$dir/dm")"
 [ "$(grep "^$A/a.mp4 " "$dir/dm" | cut -d' ' -f2)" = "$(grep '^a.mp4 ' "$dir/d6" | cut -d' ' -f2)" ] ||
