@@ -106,6 +106,8 @@ enum stmt_id {
     ST_ITEM_FIND,
     ST_ITEM_EXISTS,
     ST_ITEM_SET_STATUS,
+    ST_ITEMS_OF_DATASET,
+    ST_ITEM_DELETE,
     ST_CAPTION_APPEND,
     ST_CAPTION_PUT,
     ST_CAPTION_ID,
@@ -143,6 +145,10 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_ITEM_EXISTS] = "SELECT 1 FROM items WHERE id = ?1",
     [ST_ITEM_SET_STATUS] = "UPDATE items SET status = ?2, error = ?3,"
                            " updated_at = " NOW_SQL " WHERE id = ?1",
+    [ST_ITEMS_OF_DATASET] = "SELECT id, dataset_id, key, path, size_bytes, mtime_ns,"
+                            " duration_s, status, error, updated_at FROM items"
+                            " WHERE dataset_id = ?1 ORDER BY id",
+    [ST_ITEM_DELETE] = "DELETE FROM items WHERE id = ?1",
     /* MAX over no rows is NULL, so the first caption gets ordinal 0 */
     [ST_CAPTION_APPEND] = "INSERT INTO captions (item_id, ordinal, text)"
                           " SELECT ?1, COALESCE(MAX(ordinal) + 1, 0), ?2"
@@ -708,6 +714,31 @@ vtr_status vtr_catalog_upsert_item(vtr_catalog *cat, const vtr_item *item, int64
     return step_id(cat, s, rc, id, what, err);
 }
 
+/* The current row of an ST_ITEM_FIND or ST_ITEMS_OF_DATASET statement (the same
+ * columns) into *out; its strings in one allocation that out owns. */
+static vtr_status read_item_row(vtr_catalog *cat, sqlite3_stmt *s, vtr_item *out,
+                                vtr_error *err)
+{
+    const char *status = NULL;
+    const int cols[] = {2, 3, 7, 8, 9};
+    const char **const fields[] = {&out->key, &out->path, &status, &out->error,
+                                   &out->updated_at};
+    vtr_status st = copy_texts(cat, s, COUNT_OF(cols), cols, fields, &out->storage, err);
+    if (st != VTR_OK)
+        return st;
+    out->id = sqlite3_column_int64(s, 0);
+    out->dataset_id = sqlite3_column_int64(s, 1);
+    out->size_bytes = column_opt_int64(s, 4);
+    out->mtime_ns = column_opt_int64(s, 5);
+    out->duration_s = column_opt_double(s, 6);
+    int status_index = name_index(item_status_names, COUNT_OF(item_status_names), status);
+    if (status_index < 0)
+        return vtr_fail(err, VTR_ERR_FORMAT, "catalog %s: item \"%s\" has unknown status \"%s\"",
+                        cat->path, out->key ? out->key : "", status ? status : "");
+    out->status = (vtr_item_status)status_index;
+    return VTR_OK;
+}
+
 vtr_status vtr_catalog_find_item(vtr_catalog *cat, int64_t dataset_id, const char *key,
                                  vtr_item *out, vtr_error *err)
 {
@@ -733,25 +764,7 @@ vtr_status vtr_catalog_find_item(vtr_catalog *cat, int64_t dataset_id, const cha
         st = db_fail(cat, rc, err, "reading item \"%s\"", key);
         goto end;
     }
-    const char *status = NULL;
-    const int cols[] = {2, 3, 7, 8, 9};
-    const char **const fields[] = {&out->key, &out->path, &status, &out->error,
-                                   &out->updated_at};
-    st = copy_texts(cat, s, COUNT_OF(cols), cols, fields, &out->storage, err);
-    if (st != VTR_OK)
-        goto end;
-    out->id = sqlite3_column_int64(s, 0);
-    out->dataset_id = sqlite3_column_int64(s, 1);
-    out->size_bytes = column_opt_int64(s, 4);
-    out->mtime_ns = column_opt_int64(s, 5);
-    out->duration_s = column_opt_double(s, 6);
-    int status_index = name_index(item_status_names, COUNT_OF(item_status_names), status);
-    if (status_index < 0) {
-        st = vtr_fail(err, VTR_ERR_FORMAT, "catalog %s: item \"%s\" has unknown status \"%s\"",
-                      cat->path, key, status ? status : "");
-        goto end;
-    }
-    out->status = (vtr_item_status)status_index;
+    st = read_item_row(cat, s, out, err);
 end:
     stmt_release(s);
     if (st != VTR_OK)
@@ -791,6 +804,76 @@ void vtr_item_free(vtr_item *item)
         return;
     free(item->storage);
     memset(item, 0, sizeof *item);
+}
+
+vtr_status vtr_catalog_dataset_items(vtr_catalog *cat, int64_t dataset_id, vtr_item_list *out,
+                                     vtr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = NULL;
+    vtr_status st = stmt_get(cat, ST_ITEMS_OF_DATASET, &s, err);
+    if (st != VTR_OK)
+        return st;
+    size_t cap = 0;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, dataset_id, &rc);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (out->n == cap) {
+            size_t new_cap = cap ? 2 * cap : 64;
+            vtr_item *grown = realloc(out->items, new_cap * sizeof *grown);
+            if (!grown) {
+                st = nomem(cat, err);
+                goto end;
+            }
+            out->items = grown;
+            cap = new_cap;
+        }
+        vtr_item *it = &out->items[out->n];
+        memset(it, 0, sizeof *it);
+        st = read_item_row(cat, s, it, err);
+        if (st != VTR_OK) {
+            vtr_item_free(it);
+            goto end;
+        }
+        out->n++;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE)
+        st = db_fail(cat, rc, err, "listing the items of dataset %lld", (long long)dataset_id);
+end:
+    stmt_release(s);
+    if (st != VTR_OK)
+        vtr_item_list_free(out);
+    return st;
+}
+
+void vtr_item_list_free(vtr_item_list *list)
+{
+    if (!list)
+        return;
+    for (size_t i = 0; i < list->n; i++)
+        vtr_item_free(&list->items[i]);
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}
+
+vtr_status vtr_catalog_delete_item(vtr_catalog *cat, int64_t item_id, vtr_error *err)
+{
+    sqlite3_stmt *s = NULL;
+    vtr_status st = stmt_get(cat, ST_ITEM_DELETE, &s, err);
+    if (st != VTR_OK)
+        return st;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, item_id, &rc);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc != SQLITE_DONE)
+        st = db_fail(cat, rc, err, "deleting item %lld", (long long)item_id);
+    else if (sqlite3_changes(cat->db) == 0)
+        st = vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no item with id %lld", cat->path,
+                      (long long)item_id);
+    stmt_release(s);
+    return st;
 }
 
 /* ---- captions --------------------------------------------------------------------- */

@@ -131,6 +131,22 @@ vtr_status vtr_catalog_set_item_status(vtr_catalog *cat, int64_t item_id,
 
 void vtr_item_free(vtr_item *item);
 
+typedef struct vtr_item_list {
+    size_t n;
+    vtr_item *items; /* each owns its strings */
+} vtr_item_list;
+
+/* Every item of dataset_id, in item id order (an empty list for an unknown dataset).
+ * Free *out with vtr_item_list_free. */
+vtr_status vtr_catalog_dataset_items(vtr_catalog *cat, int64_t dataset_id, vtr_item_list *out,
+                                     vtr_error *err);
+
+void vtr_item_list_free(vtr_item_list *list);
+
+/* Deletes an item, with its captions and split memberships (cascade). VTR_ERR_NOT_FOUND
+ * for an unknown item id. */
+vtr_status vtr_catalog_delete_item(vtr_catalog *cat, int64_t item_id, vtr_error *err);
+
 /* ---- captions --------------------------------------------------------------------- */
 
 typedef struct vtr_caption {

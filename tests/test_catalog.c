@@ -326,6 +326,60 @@ TEST(catalog_upsert_updates_the_row_instead_of_duplicating)
     vtr_catalog_close(cat);
 }
 
+TEST(catalog_lists_and_deletes_the_items_of_a_dataset)
+{
+    vtr_error err;
+    const char *path = db_path("list_delete.db");
+    vtr_catalog *cat = NULL;
+    CHECK_OK(vtr_catalog_open(path, &cat, &err));
+    int64_t a = 0, b = 0, id[3];
+    CHECK_OK(vtr_catalog_add_dataset(cat, "a", NULL, &a, &err));
+    CHECK_OK(vtr_catalog_add_dataset(cat, "b", NULL, &b, &err));
+    const char *keys[3] = {"z.mp4", "x/y.webm", "m.png"};
+    for (int i = 0; i < 3; i++) {
+        vtr_item it = item_of(a, keys[i]);
+        it.size_bytes = 10 + i;
+        it.status = i == 1 ? VTR_ITEM_FAILED : VTR_ITEM_OK;
+        it.error = i == 1 ? "x/y.webm: invalid data" : NULL;
+        CHECK_OK(vtr_catalog_upsert_item(cat, &it, &id[i], &err));
+    }
+    vtr_item other = item_of(b, "z.mp4");
+    CHECK_OK(vtr_catalog_upsert_item(cat, &other, NULL, &err));
+    CHECK_OK(vtr_catalog_add_caption(cat, id[0], -1, "goes with its item", NULL, &err));
+    CHECK_OK(vtr_catalog_set_split(cat, id[0], "all", &err));
+
+    vtr_item_list list;
+    CHECK_OK(vtr_catalog_dataset_items(cat, a, &list, &err));
+    CHECK_EQ_INT(list.n, 3);
+    for (int i = 0; i < 3; i++) { /* id order, every field */
+        CHECK_EQ_INT(list.items[i].id, id[i]);
+        CHECK_STR(list.items[i].key, keys[i]);
+        CHECK_EQ_INT(list.items[i].size_bytes, 10 + i);
+        CHECK_EQ_INT(list.items[i].mtime_ns, 1700000000123456789LL);
+        CHECK(list.items[i].duration_s == 12.5);
+    }
+    CHECK_EQ_INT(list.items[1].status, VTR_ITEM_FAILED);
+    CHECK_STR(list.items[1].error, "x/y.webm: invalid data");
+    vtr_item_list_free(&list);
+    vtr_item_list_free(&list); /* safe twice */
+
+    CHECK_OK(vtr_catalog_delete_item(cat, id[0], &err));
+    CHECK_FAILS(vtr_catalog_delete_item(cat, id[0], &err), VTR_ERR_NOT_FOUND, "no item");
+    CHECK_STR(raw_query(path, "SELECT count(*) FROM captions"), "0");
+    CHECK_STR(raw_query(path, "SELECT count(*) FROM splits"), "0");
+    CHECK_OK(vtr_catalog_dataset_items(cat, a, &list, &err));
+    CHECK_EQ_INT(list.n, 2);
+    CHECK_STR(list.items[0].key, "x/y.webm");
+    vtr_item_list_free(&list);
+    CHECK_OK(vtr_catalog_dataset_items(cat, b, &list, &err)); /* the other dataset's own */
+    CHECK_EQ_INT(list.n, 1);
+    vtr_item_list_free(&list);
+    CHECK_OK(vtr_catalog_dataset_items(cat, 999, &list, &err));
+    CHECK_EQ_INT(list.n, 0);
+    vtr_item_list_free(&list);
+    vtr_catalog_close(cat);
+}
+
 TEST(catalog_rolled_back_transaction_leaves_nothing)
 {
     vtr_error err;

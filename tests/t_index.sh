@@ -1,0 +1,273 @@
+#!/bin/sh
+# vtr-index end to end: a small archive made with vtr-synth, random ResNet-18 weights
+# (tests/fixtures/make_backbone_fixtures.py), a tiny model trained by vtr-train on random
+# 512-d features imported as a precomp dataset. Then: index; rerun = nothing redone; add,
+# rewrite, delete and corrupt files -> exactly those redone / dropped / failed (exit 2,
+# the reason in the catalog); failed files skipped, --retry-failed retries; unchanged
+# embeddings keep their bytes; a run killed with SIGKILL and rerun gives the same content
+# as the incremental index; a reader queries the index while vtr-index writes it; another
+# model, other settings and a missing --weights are refused; a manifest source.
+set -u
+for p in vtr-index vtr-synth vtr-train vtr-import; do
+    command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
+done
+PY=/usr/bin/python3
+SCRIPT=tests/fixtures/make_backbone_fixtures.py
+[ -f "$SCRIPT" ] || { echo "run from the top of the source tree"; exit 77; }
+$PY -c 'import numpy, sqlite3' 2>/dev/null || { echo "$PY with numpy is not available"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+
+# ---- fixtures ------------------------------------------------------------------------
+$PY $SCRIPT random-weights resnet18 "$dir/w.safetensors" 1 || fail "random weights"
+mkdir "$dir/pre"
+$PY - "$dir/pre" <<'EOF' || fail "precomp fixture"
+import sys
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(1)
+objects = ["cat", "dog", "car", "tree"]
+for split, n in (("train", 16), ("dev", 8)):
+    np.save("%s/%s_ims.npy" % (d, split), rng.standard_normal((n, 3, 512)).astype(np.float32))
+    with open("%s/%s_caps.txt" % (d, split), "w") as f:
+        for i in range(n):
+            for c in range(5):
+                f.write("a video of a %s number %d\n" % (objects[i % 4], c))
+EOF
+vtr-import precomp "$dir/pre" --catalog "$dir/train.db" --dataset synth --store "$dir/store" \
+    --captions-per-image 5 2>"$dir/err" || fail "vtr-import: $(cat "$dir/err")"
+cat >"$dir/cfg.yaml" <<EOF
+data: {catalog: $dir/train.db, dataset: synth, features: $dir/store, vocab_threshold: 1}
+model: {feature_dim: 512, embed_size: 16, mlp_hidden: 8, word_dim: 8, gpo_pe: 8, gpo_hidden: 8}
+train: {epochs: 1, batch_size: 8, checkpoint_every: 0}
+val: {batch_size: 8}
+EOF
+vtr-train "$dir/cfg.yaml" -o "$dir/run" --threads 2 2>"$dir/err" ||
+    fail "vtr-train: $(cat "$dir/err")"
+CK="$dir/run/last.safetensors"
+
+A="$dir/archive"
+mkdir -p "$A/sub" "$A/.hidden"
+vtr-synth --frames 12 --size 96x64 "$A/a.mp4" &&
+    vtr-synth --frames 10 --size 64x64 "$A/b.webm" &&
+    vtr-synth --frames 14 --size 80x64 --first-index 3 "$A/sub/c.mp4" &&
+    vtr-synth --size 64x48 "$A/d.png" &&
+    vtr-synth --frames 6 --size 64x64 "$A/.hidden/h.mp4" || fail "vtr-synth"
+echo "not a video, and not listed" >"$A/notes.txt"
+
+IX="vtr-index --model $CK --arch resnet18 --frames 3 --resize 72 --crop 64 --threads 2"
+
+# Live rows of an index, "key hex-bytes" sorted: its content.
+dump() {
+    $PY - "$1" <<'EOF'
+import sqlite3, sys
+import numpy as np
+d = sys.argv[1]
+db = sqlite3.connect("file:%s/index.sqlite?mode=ro" % d, uri=True)
+out = []
+for sid, rows in db.execute("SELECT id, rows FROM segments ORDER BY id").fetchall():
+    m = np.load("%s/seg-%06d.npy" % (d, sid))
+    assert m.dtype == np.float16 and m.shape[0] == rows
+    for row, key in db.execute("SELECT row, key FROM entries WHERE segment = ? AND live = 1",
+                               (sid,)):
+        v = m[row].astype(np.float64)
+        assert abs(np.linalg.norm(v) - 1) < 2e-3, (key, np.linalg.norm(v))
+        out.append(key + " " + m[row].tobytes().hex())
+print("\n".join(sorted(out)))
+EOF
+}
+# "key status" (and "error" when failed) of the archive's catalog items, sorted.
+catalog() {
+    $PY - "$1" <<'EOF'
+import sqlite3, sys
+db = sqlite3.connect("file:%s/catalog.sqlite?mode=ro" % sys.argv[1], uri=True)
+for key, status, err, size, mtime, dur, path in db.execute(
+        "SELECT key, status, error, size_bytes, mtime_ns, duration_s, path FROM items "
+        "ORDER BY key"):
+    assert size > 0 and mtime > 0 and path.startswith("/"), (key, size, mtime, path)
+    assert (status == "failed") == (err is not None), (key, status, err)
+    print(key, status, "duration" if dur is not None else "-", err if err else "")
+EOF
+}
+generation() {
+    $PY -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT generation FROM meta").fetchone()[0])' \
+        "$1/index.sqlite"
+}
+
+# ---- usage ---------------------------------------------------------------------------
+vtr-index --help | grep -q 'retry-failed' || fail "--help"
+vtr-index --version | grep -q '^vtr-index ' || fail "--version"
+vtr-index "$A" --index "$dir/ix" 2>"$dir/err"
+[ $? -eq 1 ] && grep -q -- '--model' "$dir/err" || fail "no --model: $(cat "$dir/err")"
+vtr-index "$A" --model "$CK" --index "$dir/ix" --frames 0 2>"$dir/err"
+[ $? -eq 1 ] && grep -q -- '--frames' "$dir/err" || fail "--frames 0 accepted"
+$IX "$A" --index "$dir/ix" 2>"$dir/err"
+[ $? -eq 1 ] && grep -q -- 'name the backbone weights (--weights FILE)' "$dir/err" ||
+    fail "a new index without --weights: $(cat "$dir/err")"
+[ -e "$dir/ix/index.sqlite" ] && fail "a refused run created the index"
+$IX "$dir/nowhere" --weights "$dir/w.safetensors" --index "$dir/ix" 2>"$dir/err"
+[ $? -eq 1 ] && grep -q 'nowhere' "$dir/err" || fail "a missing source: $(cat "$dir/err")"
+
+# ---- 1. first run: every media file, hidden ones and other extensions left out --------
+$IX "$A" --weights "$dir/w.safetensors" --index "$dir/ix" 2>"$dir/err1" ||
+    fail "first run: exit $? $(cat "$dir/err1")"
+grep -q '4 added, 0 updated, 0 removed, 0 failed, 0 unchanged' "$dir/err1" ||
+    fail "first run summary: $(cat "$dir/err1")"
+dump "$dir/ix" >"$dir/d1" || fail "dump 1"
+[ "$(cut -d' ' -f1 "$dir/d1" | tr '\n' ' ')" = "a.mp4 b.webm d.png sub/c.mp4 " ] ||
+    fail "keys: $(cut -d' ' -f1 "$dir/d1")"
+catalog "$dir/ix" >"$dir/c1" || fail "catalog 1"
+[ "$(grep -c ' ok duration $' "$dir/c1")" -eq 4 ] ||
+    fail "catalog after the first run: $(cat "$dir/c1")"
+g1=$(generation "$dir/ix")
+
+# ---- 2. rerun: nothing redone, nothing published ---------------------------------------
+$IX "$A" --index "$dir/ix" 2>"$dir/err2" || fail "rerun: exit $? $(cat "$dir/err2")"
+grep -q '0 added, 0 updated, 0 removed, 0 failed, 4 unchanged' "$dir/err2" ||
+    fail "rerun summary: $(cat "$dir/err2")"
+[ "$(generation "$dir/ix")" = "$g1" ] || fail "a rerun without changes made a generation"
+dump "$dir/ix" | cmp -s - "$dir/d1" || fail "a rerun changed the index"
+
+# ---- 3. add, rewrite, delete, corrupt ---------------------------------------------------
+vtr-synth --frames 8 --size 64x64 --first-index 20 "$A/e.mp4" || fail "vtr-synth e"
+sleep 0.01
+vtr-synth --frames 16 --size 64x64 --first-index 40 "$A/b.webm" || fail "rewrite b"
+rm "$A/sub/c.mp4"
+head -c 3000 /dev/urandom >"$A/bad.mp4"
+$IX "$A" --index "$dir/ix" 2>"$dir/err3"
+rc=$?
+[ $rc -eq 2 ] || fail "a failed file: exit $rc, not 2: $(cat "$dir/err3")"
+grep -q '1 added, 1 updated, 1 removed, 1 failed, 2 unchanged' "$dir/err3" ||
+    fail "changes summary: $(cat "$dir/err3")"
+[ "$(grep -c 'bad\.mp4' "$dir/err3")" -eq 1 ] && grep -q '^vtr-index: bad\.mp4: .' "$dir/err3" ||
+    fail "one error line naming bad.mp4: $(cat "$dir/err3")"
+dump "$dir/ix" >"$dir/d3" || fail "dump 3"
+[ "$(cut -d' ' -f1 "$dir/d3" | tr '\n' ' ')" = "a.mp4 b.webm d.png e.mp4 " ] ||
+    fail "keys after the changes: $(cut -d' ' -f1 "$dir/d3")"
+for k in a.mp4 d.png; do
+    [ "$(grep "^$k " "$dir/d1")" = "$(grep "^$k " "$dir/d3")" ] || fail "$k: bytes changed"
+done
+[ "$(grep '^b.webm ' "$dir/d1")" != "$(grep '^b.webm ' "$dir/d3")" ] ||
+    fail "b.webm was rewritten but its embedding is the old one"
+catalog "$dir/ix" >"$dir/c3" || fail "catalog 3"
+grep -q '^bad.mp4 failed .* .' "$dir/c3" || fail "no failure recorded: $(cat "$dir/c3")"
+grep -q '^sub/c.mp4' "$dir/c3" && fail "the deleted file is still in the catalog"
+[ "$(wc -l <"$dir/c3")" -eq 5 ] || fail "catalog: $(cat "$dir/c3")"
+
+# ---- 4. the failed file is skipped, then retried ----------------------------------------
+$IX "$A" --index "$dir/ix" 2>"$dir/err4" || fail "skip run: exit $? $(cat "$dir/err4")"
+grep -q '0 failed, 4 unchanged, 1 skipped (failed before)' "$dir/err4" ||
+    fail "skip summary: $(cat "$dir/err4")"
+grep -q 'bad\.mp4' "$dir/err4" && fail "the failed file was tried again"
+$IX "$A" --index "$dir/ix" --retry-failed 2>"$dir/err5"
+[ $? -eq 2 ] && grep -q '0 added, 0 updated, 0 removed, 1 failed, 4 unchanged' "$dir/err5" &&
+    grep -q '^vtr-index: bad\.mp4: ' "$dir/err5" || fail "--retry-failed: $(cat "$dir/err5")"
+dump "$dir/ix" | cmp -s - "$dir/d3" || fail "the retry changed the index"
+
+# ---- 5. refusals: another model, other settings ------------------------------------------
+$IX "$A" --index "$dir/ix" --model "$dir/run/best.safetensors" 2>"$dir/err"
+[ $? -eq 1 ] && grep -q 'built with another model' "$dir/err" &&
+    grep -q 'use a new --index directory' "$dir/err" || fail "another model: $(cat "$dir/err")"
+$IX "$A" --index "$dir/ix" --frames 5 2>"$dir/err"
+[ $? -eq 1 ] && grep -q 'another sampling' "$dir/err" || fail "--frames 5: $(cat "$dir/err")"
+dump "$dir/ix" | cmp -s - "$dir/d3" || fail "a refused run changed the index"
+
+# ---- 6. killed in the middle, rerun: the same content -----------------------------------
+for i in 1 2 3 4 5 6; do
+    vtr-synth --frames 9 --size 64x64 --first-index $((i * 7)) "$A/more$i.mp4" || fail "more$i"
+done
+$IX "$A" --index "$dir/ix" 2>"$dir/err6"
+[ $? -eq 0 ] && grep -q '6 added, 0 updated, 0 removed, 0 failed, 4 unchanged, 1 skipped' "$dir/err6" ||
+    fail "more files: $(cat "$dir/err6")"
+dump "$dir/ix" >"$dir/d6"
+$IX "$A" --weights "$dir/w.safetensors" --index "$dir/ik" --commit-every 1 2>/dev/null &
+pid=$!
+i=0
+while [ $i -lt 600 ]; do
+    [ -f "$dir/ik/index.sqlite" ] && [ "$(generation "$dir/ik" 2>/dev/null)" -ge 2 ] 2>/dev/null && break
+    sleep 0.05
+    i=$((i + 1))
+done
+kill -9 $pid 2>/dev/null || fail "vtr-index finished before it could be killed"
+wait $pid 2>/dev/null
+killed_at=$(generation "$dir/ik")
+[ "$(dump "$dir/ik" | wc -l)" -lt 10 ] || fail "the killed run had finished"
+# bad.mp4 fails again unless the killed run had recorded it already
+$IX "$A" --index "$dir/ik" 2>"$dir/err7"
+rc=$?
+[ $rc -eq 2 ] || [ $rc -eq 0 ] || fail "rerun after the kill: exit $rc $(cat "$dir/err7")"
+dump "$dir/ik" | cmp -s - "$dir/d6" ||
+    fail "killed (at generation $killed_at) and rerun: not the content of the incremental index"
+ls "$dir/ik" | grep -q '\.tmp' && fail "temporary files left after the rerun"
+
+# ---- 7. a reader queries while vtr-index writes -------------------------------------------
+$IX "$A" --weights "$dir/w.safetensors" --index "$dir/ir" --commit-every 1 2>/dev/null &
+pid=$!
+$PY - "$dir/ir" $pid <<'EOF' || fail "reader during the run"
+import os, sqlite3, sys, time
+import numpy as np
+d, pid = sys.argv[1], int(sys.argv[2])
+queries = 0
+q = np.random.default_rng(0).standard_normal(16).astype(np.float32)
+t0 = time.time()
+while time.time() - t0 < 120:
+    alive = os.path.exists("/proc/%d" % pid) and open("/proc/%d/stat" % pid).read().split()[2] != "Z"
+    if not alive:
+        break
+    if os.path.exists(d + "/index.sqlite"):
+        try:
+            db = sqlite3.connect("file:%s/index.sqlite?mode=ro" % d, uri=True)
+            db.execute("BEGIN")
+            segs = db.execute("SELECT id, rows FROM segments ORDER BY id").fetchall()
+            live = db.execute("SELECT segment, row, key FROM entries WHERE live = 1").fetchall()
+            mats = {s: np.load("%s/seg-%06d.npy" % (d, s), mmap_mode="r") for s, _ in segs}
+            db.execute("COMMIT")
+            db.close()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                continue
+            raise
+        if live:
+            scores = [(float(mats[s][r].astype(np.float32) @ q), k) for s, r, k in live]
+            best = max(scores)
+            assert np.isfinite(best[0]), best
+            queries += 1
+    time.sleep(0.02)
+assert queries >= 2, "only %d queries saw rows while vtr-index ran" % queries
+print("reader: %d queries during the run" % queries)
+EOF
+wait $pid
+[ $? -eq 2 ] || fail "the run under the reader"
+dump "$dir/ir" | cmp -s - "$dir/d6" || fail "the run under the reader: other content"
+if command -v vtr-search >/dev/null 2>&1; then
+    vtr-search "a video of a cat" --index "$dir/ir" --model "$CK" -k 3 >"$dir/search" 2>"$dir/err" ||
+        fail "vtr-search: $(cat "$dir/err")"
+fi
+
+# ---- 8. a manifest -------------------------------------------------------------------------
+printf '# two files\n%s\n\n%s\n%s\n%s\n' "$A/a.mp4" "$A/e.mp4" "$A/a.mp4" "$dir/ghost.mp4" \
+    >"$dir/list.txt"
+$IX "$dir/list.txt" --weights "$dir/w.safetensors" --index "$dir/im" 2>"$dir/err"
+[ $? -eq 2 ] && grep -q "^vtr-index: $dir/ghost.mp4: " "$dir/err" ||
+    fail "manifest with a missing file: $(cat "$dir/err")"
+$IX "$dir/list.txt" --index "$dir/im" 2>"$dir/err" || fail "manifest rerun: $(cat "$dir/err")"
+grep -q '0 failed, 2 unchanged, 1 skipped' "$dir/err" || fail "manifest rerun: $(cat "$dir/err")"
+dump "$dir/im" >"$dir/dm"
+[ "$(wc -l <"$dir/dm")" -eq 2 ] && grep -q "^$A/a.mp4 " "$dir/dm" || fail "manifest keys: $(cut -d' ' -f1 "$dir/dm")"
+[ "$(grep "^$A/a.mp4 " "$dir/dm" | cut -d' ' -f2)" = "$(grep '^a.mp4 ' "$dir/d6" | cut -d' ' -f2)" ] ||
+    fail "the same file through a manifest: other bytes"
+# ---- 9. the archive moved: nothing redone, the catalog's paths follow ----------------------
+mv "$A" "$dir/moved"
+$IX "$dir/moved" --index "$dir/ix" 2>"$dir/err" || fail "moved archive: $(cat "$dir/err")"
+grep -q '0 added, 0 updated, 0 removed, 0 failed, 10 unchanged, 1 skipped' "$dir/err" ||
+    fail "moved archive summary: $(cat "$dir/err")"
+$PY -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1] + "/ix/catalog.sqlite")
+paths = [p for (p,) in db.execute("SELECT path FROM items")]
+assert len(paths) == 11 and all(p.startswith(sys.argv[1] + "/moved/") for p in paths), paths' \
+    "$(cd "$dir" && pwd -P)" || fail "catalog paths after the move"
+dump "$dir/ix" | cmp -s - "$dir/d6" || fail "the move changed the index"
+echo "ok"
