@@ -9,6 +9,7 @@
 
 #include "lib/args.h"
 #include "lib/log.h"
+#include "lib/version.h"
 #include "match/archive_index.h"
 
 static const char usage_text[] =
@@ -178,7 +179,7 @@ int main(int argc, char **argv)
             break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-index %s\n", VTR_VERSION); return 0;
+        case OPT_VERSION: printf("vtr-index %s\n", vtr_version); return 0;
         default: fputs("Try 'vtr-index --help'.\n", stderr); return 1;
         }
         if (bad) {
