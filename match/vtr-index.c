@@ -2,6 +2,7 @@
  * reporting only; the work is in match/archive_index.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
+#include <libavutil/log.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,7 @@ int main(int argc, char **argv)
         }
     }
     vtr_log_init("vtr-index", log_json);
+    av_log_set_level(AV_LOG_QUIET); /* a file FFmpeg cannot read gets our one-line error */
     const char *usage_error = NULL;
     if (optind == argc)
         usage_error = "name the archive: a directory or a manifest";

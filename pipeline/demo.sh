@@ -1,16 +1,19 @@
 #!/bin/sh
 # make demo: video-text retrieval end to end on an archive rendered here.
 #
-#   1. vtr-synth --scenes renders N captioned clips (H.264, 160x120, 2 s: coloured shapes,
+#   1. vtr-synth --scenes renders N captioned clips (H.264, 128x96, 2 s: coloured shapes,
 #      still, moving or visible only briefly, over plain, gradient or noise backgrounds)
 #      and their annotations in the MSR-VTT layout; plus one truncated file;
 #   2. vtr-import msrvtt puts items, captions and splits (train/val/test) into a catalog;
-#   3. vtr-decode samples 10 frames of 128x96 per clip (the truncated file is reported and
+#   3. vtr-decode samples 10 frames per clip (the truncated file is reported and
 #      skipped, the rest finish: exit status 2);
 #   4. vtr-backbone-init writes an UNTRAINED ResNet-18 (torchvision's random init, seeded;
 #      nothing is downloaded) and vtr-features turns the frames into a feature store;
 #   5. vtr-train trains VSE∞ (GPO) and VSE++ (mean pooling) (configs/demo-*.yaml);
-#   6. vtr-eval measures both on the test split; one table next to chance.
+#   6. vtr-eval measures both on the test split; one table next to chance;
+#   7. vtr-index indexes the archive with the VSE∞ model (the truncated file is recorded as
+#      failed), and a second run shows that nothing is redone;
+#   8. vtr-search runs three example queries and prints the ranked clips.
 #
 # VTR_DEMO_CLIPS sets the number of clips (default 300), VTR_DEMO_DIR the output
 # directory (default demo-out/), VTR_DEMO_SEED the seed of the archive and the backbone
@@ -31,7 +34,7 @@ stage() {
 }
 
 stage "1. vtr-synth: rendering $clips captioned clips into $a"
-vtr-synth --scenes "$clips" --seed "$seed" "$a"
+vtr-synth --scenes "$clips" --seed "$seed" --size 128x96 "$a"
 size=$(wc -c <"$a/video0.mp4")
 head -c $((size / 2)) "$a/video0.mp4" >"$a/broken.mp4" # the index (moov) is at the end
 echo "$(ls "$a" | grep -c '\.mp4$') files (one of them, broken.mp4, truncated on purpose); captions, e.g.:"
@@ -40,9 +43,9 @@ sed -n 's/.*"caption": "\(.*\)",/  \1/p' "$a/videodatainfo.json" | head -5
 stage "2. vtr-import: the MSR-VTT annotations into the catalog"
 vtr-import msrvtt "$a/videodatainfo.json" -c "$out/vtr.db" -d demo
 
-stage "3. vtr-decode: 10 frames of 128x96 per clip"
+stage "3. vtr-decode: 10 frames per clip"
 set +e
-vtr-decode --frames 10 --size 128x96 -o "$out/frames.vtr" "$a"/*.mp4
+vtr-decode --frames 10 -o "$out/frames.vtr" "$a"/*.mp4
 status=$?
 set -e
 echo "vtr-decode exit status: $status (2 = some items failed, the others were written)"
@@ -100,5 +103,37 @@ END { print chance }'
 echo
 echo "(untrained random ResNet-18 features: these numbers show that training works on this"
 echo " toy archive, not what VSE∞ or VSE++ reach with a pretrained backbone)"
-echo
+
+stage "7. vtr-index: the archive, with the VSE∞ model, for text search"
+index() {
+    set +e
+    vtr-index "$a" --model "$out/runs/vse-inf/best.safetensors" --index "$out/index" \
+        -w "$out/resnet18-random.safetensors" -a resnet18 --frames 10 --resize 0 --crop 0
+    status=$?
+    set -e
+    echo "vtr-index exit status: $status"
+}
+index
+[ "$status" -eq 2 ] || { echo "demo: expected exit status 2 for the broken file" >&2; exit 1; }
+echo "again (incremental: unchanged files are skipped, the failed one is not retried):"
+index
+[ "$status" -eq 0 ] || { echo "demo: the second vtr-index run failed" >&2; exit 1; }
+
+stage "8. vtr-search: three example queries"
+# what the annotation JSON says clip $1 shows (its first caption)
+first_caption() {
+    awk -v id="\"$1\"," '$1 == "\"caption\":" { c = $0 }
+        $1 == "\"video_id\":" && $2 == id && c != "" {
+            sub(/^ *"caption": "/, "", c); sub(/",$/, "", c); print c; exit }' "$a/videodatainfo.json"
+}
+for q in "a red circle" "a small green triangle appears briefly" "a blue star moves to the left"; do
+    vtr-search "$q" --index "$out/index" -k 5 | tee "$out/search.txt"
+    echo "what the top three show, by their first annotated caption:"
+    for key in $(sed -n 's|.*/\(video[0-9]*\)\.mp4$|\1|p' "$out/search.txt" | head -3); do
+        echo "  $key: $(first_caption "$key")"
+    done
+    echo
+done
+rm -f "$out/search.txt"
+
 echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"
