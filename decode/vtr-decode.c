@@ -18,6 +18,7 @@
 #include "lib/npy.h"
 #include "lib/npy_item.h"
 #include "lib/record.h"
+#include "lib/record_output.h"
 #include "lib/version.h"
 
 static const char usage_text[] =
@@ -170,9 +171,7 @@ int main(int argc, char **argv)
     int samplers = 0, opt;
     long long v;
     vtr_keyed_files items = {0};
-    FILE *out = NULL;
-    vtr_atomic_file out_file = {0};
-    bool out_atomic = false;
+    vtr_record_output out = {0};
     int rc = 1;
 
     while ((opt = getopt_long(argc, argv, "m:o:vh", options, NULL)) != -1) {
@@ -332,21 +331,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "vtr-decode: %s: %s\n", out_dir, strerror(errno));
             goto end;
         }
-    } else if (output && strcmp(output, "-")) {
-        if (vtr_atomic_open(&out_file, output, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-        out_atomic = true;
-        out = out_file.fp;
-    } else {
-        if (isatty(STDOUT_FILENO)) {
-            fputs("vtr-decode: refusing to write records to a terminal: use -o FILE, "
-                  "--out-dir DIR or a pipe\n",
-                  stderr);
-            goto end;
-        }
-        out = stdout;
+    } else if (vtr_record_output_open(&out, output, "-o FILE, --out-dir DIR or a pipe", &err) !=
+               VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        goto end;
     }
     if (audio_dir && mkdir(audio_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "vtr-decode: %s: %s\n", audio_dir, strerror(errno));
@@ -377,9 +365,8 @@ int main(int argc, char **argv)
             if (out_dir) {
                 st = vtr_npy_item_save(out_dir, it->key, &dec.frames, dec.meta, &err);
             } else {
-                const char *what = output && strcmp(output, "-") ? output : "stdout";
-                st = vtr_record_write(out, it->key, dec.meta, &dec.frames, what, &err);
-                if (st == VTR_OK && out == stdout && fflush(stdout) != 0)
+                st = vtr_record_write(out.fp, it->key, dec.meta, &dec.frames, out.name, &err);
+                if (st == VTR_OK && out.fp == stdout && fflush(stdout) != 0)
                     st = vtr_fail_errno(&err, "stdout");
                 output_broken = st != VTR_OK;
             }
@@ -397,17 +384,13 @@ int main(int argc, char **argv)
     vtr_progress_end(&progress);
     if (output_broken)
         goto end;
-    if (out_atomic) {
-        out_atomic = false;
-        if (vtr_atomic_commit(&out_file, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
+    if (!out_dir && vtr_record_output_commit(&out, &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        goto end;
     }
     rc = failed ? 2 : 0;
 end:
-    if (out_atomic)
-        vtr_atomic_abort(&out_file);
+    vtr_record_output_abort(&out);
     vtr_keyed_files_free(&items);
     return rc;
 }

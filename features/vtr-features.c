@@ -23,6 +23,7 @@
 #include "lib/npy.h"
 #include "lib/npy_item.h"
 #include "lib/record.h"
+#include "lib/record_output.h"
 #include "lib/version.h"
 
 static const char usage_text[] =
@@ -91,8 +92,7 @@ typedef enum output_kind { OUT_RECORDS, OUT_DIR, OUT_STORE } output_kind;
 
 typedef struct run {
     output_kind kind;
-    FILE *out;            /* OUT_RECORDS */
-    const char *out_name; /* OUT_RECORDS: "stdout" or the path */
+    vtr_record_output out; /* OUT_RECORDS */
     const char *dir;      /* OUT_DIR */
     vtr_feature_store_writer *store;
     bool half;
@@ -147,8 +147,8 @@ static vtr_status write_features(run *r, const char *key, json_t *meta, const vt
     bool item_failed = false;
     switch (r->kind) {
     case OUT_RECORDS:
-        st = vtr_record_write(r->out, key, meta, &t, r->out_name, err);
-        if (st == VTR_OK && r->out == stdout && fflush(stdout) != 0)
+        st = vtr_record_write(r->out.fp, key, meta, &t, r->out.name, err);
+        if (st == VTR_OK && r->out.fp == stdout && fflush(stdout) != 0)
             st = vtr_fail_errno(err, "stdout");
         if (st != VTR_OK)
             return st;
@@ -511,8 +511,6 @@ int main(int argc, char **argv)
     run r = {.half = half};
     vtr_backbone *backbone = NULL;
     vtr_extractor *x = NULL;
-    vtr_atomic_file out_file = {0};
-    bool out_atomic = false;
     char sha[VTR_SHA256_HEX_SIZE];
     vtr_keyed_files audio_files = {0};
     json_t *audio_params = NULL; /* --audio: the store's provenance */
@@ -584,23 +582,10 @@ int main(int argc, char **argv)
             vtr_log_item_error(NULL, &err);
             goto end;
         }
-    } else if (output && strcmp(output, "-")) {
-        if (vtr_atomic_open(&out_file, output, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-        out_atomic = true;
-        r.out = out_file.fp;
-        r.out_name = output;
-    } else {
-        if (isatty(STDOUT_FILENO)) {
-            fputs("vtr-features: refusing to write records to a terminal: use -o FILE, "
-                  "--out-dir DIR, --store DIR or a pipe\n",
-                  stderr);
-            goto end;
-        }
-        r.out = stdout;
-        r.out_name = "stdout";
+    } else if (vtr_record_output_open(&r.out, output, "-o FILE, --out-dir DIR, --store DIR or a pipe",
+                                      &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        goto end;
     }
 
     /* the inputs: audio files, or record streams one after the other */
@@ -642,17 +627,13 @@ int main(int argc, char **argv)
             goto end;
         }
     }
-    if (out_atomic) {
-        out_atomic = false;
-        if (vtr_atomic_commit(&out_file, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
+    if (r.kind == OUT_RECORDS && vtr_record_output_commit(&r.out, &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        goto end;
     }
     rc = r.failed ? 2 : 0;
 end:
-    if (out_atomic)
-        vtr_atomic_abort(&out_file);
+    vtr_record_output_abort(&r.out);
     vtr_feature_store_writer_abort(r.store);
     vtr_extractor_free(x);
     vtr_backbone_free(backbone);

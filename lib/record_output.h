@@ -1,7 +1,7 @@
 /* Where a program writes its record stream (lib/record.h): a named file, written
  * atomically (complete at commit, nothing left behind on abort), or stdout, which must not
- * be a terminal (records are binary). vtr-decode and vtr-features open theirs the same
- * way inline; new programs use this. */
+ * be a terminal (records are binary). Every program that writes records opens its output
+ * here. */
 #ifndef VTR_RECORD_OUTPUT_H
 #define VTR_RECORD_OUTPUT_H
 
