@@ -46,6 +46,17 @@ int vtr_vocab_id(const vtr_vocab *vocab, const char *word)
     return (int)vtr_string_table_find(vocab->words, word, strlen(word));
 }
 
+bool vtr_vocab_same(const vtr_vocab *a, const vtr_vocab *b)
+{
+    int n = vtr_vocab_size(a);
+    if (n != vtr_vocab_size(b) || a->layout != b->layout)
+        return false;
+    for (int id = 0; id < n; id++)
+        if (strcmp(vtr_vocab_word(a, id), vtr_vocab_word(b, id)) != 0)
+            return false;
+    return true;
+}
+
 vtr_vocab_layout vtr_vocab_layout_of(const vtr_vocab *vocab)
 {
     return vocab->layout;

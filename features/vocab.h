@@ -73,6 +73,11 @@ const char *vtr_vocab_word(const vtr_vocab *vocab, int id);
 int vtr_vocab_id(const vtr_vocab *vocab, const char *word);
 
 vtr_vocab_layout vtr_vocab_layout_of(const vtr_vocab *vocab);
+
+/* Whether a and b give every word the same id (the same words in the same order, however
+ * their files were written). */
+bool vtr_vocab_same(const vtr_vocab *a, const vtr_vocab *b);
+
 vtr_vocab_specials vtr_vocab_special_ids(const vtr_vocab *vocab);
 
 /* Encodes n tokens into ids: unknown words become the unk id; with wrap, the ids are

@@ -1,4 +1,4 @@
-/* GloVe text import: one pass over the file with getline, the matrix filled in place. */
+/* GloVe text import: one pass over the file with getline, the rows filled in place. */
 #define _POSIX_C_SOURCE 200809L
 #include "word_vectors.h"
 
@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/rng.h"
 
 /* Parses a whole field as a finite float. */
 static bool parse_float(const char *s, size_t len, float *out)
@@ -75,20 +74,18 @@ static bool parse_vector(const char *s, size_t len, int64_t dim, float *out, int
 }
 
 vtr_status vtr_glove_load(const char *path, const vtr_vocab *vocab,
-                          const vtr_glove_options *opt, vtr_tensor *matrix,
-                          vtr_glove_stats *stats, vtr_error *err)
+                          const vtr_glove_options *opt, float *rows, vtr_glove_stats *stats,
+                          vtr_error *err)
 {
-    memset(matrix, 0, sizeof *matrix);
     vtr_glove_stats st_local = {0, 0, 0};
     vtr_glove_stats *s = stats ? stats : &st_local;
     *s = st_local;
-    if (opt->dim < 0)
+    if (opt->dim <= 0)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: dimension %lld", path, (long long)opt->dim);
 
     vtr_status st = VTR_OK;
     char *line = NULL, shown[96];
     size_t line_cap = 0;
-    float *data = NULL;
     bool *hit = NULL;
     int64_t dim = opt->dim, V = vtr_vocab_size(vocab);
     FILE *fp = fopen(path, "r");
@@ -117,35 +114,19 @@ vtr_status vtr_glove_load(const char *path, const vtr_vocab *vocab,
             if (parse_count(line, (size_t)(sp - line), &count) &&
                 parse_count(sp + 1, len - (size_t)(sp + 1 - line), &header_dim) &&
                 header_dim > 0) {
-                if (dim && header_dim != dim) {
+                if (header_dim != dim) {
                     st = vtr_fail(err, VTR_ERR_FORMAT,
                                   "%s:1: header says dimension %lld, expected %lld", path,
                                   (long long)header_dim, (long long)dim);
                     goto end;
                 }
-                dim = header_dim;
                 continue;
             }
         }
-        if (dim == 0)
-            dim = (int64_t)nfields - 1;
-        if (dim == 0 || (int64_t)nfields - 1 < dim) {
+        if ((int64_t)nfields - 1 < dim) {
             st = vtr_fail(err, VTR_ERR_FORMAT, "%s:%lld: %zu values, expected %lld", path,
-                          (long long)s->lines, nfields - 1, (long long)(dim ? dim : 1));
+                          (long long)s->lines, nfields - 1, (long long)dim);
             goto end;
-        }
-        if (!data) {
-            if ((uint64_t)V > SIZE_MAX / sizeof(float) / (uint64_t)dim) {
-                st = vtr_fail(err, VTR_ERR_NOMEM, "%s: a %lld x %lld matrix is too large",
-                              path, (long long)V, (long long)dim);
-                goto end;
-            }
-            data = malloc((size_t)(V ? V : 1) * (size_t)dim * sizeof *data);
-            if (!data) {
-                st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory for a %lld x %lld matrix",
-                              path, (long long)V, (long long)dim);
-                goto end;
-            }
         }
         /* the word is everything before the last dim fields */
         size_t word_len = len;
@@ -179,7 +160,7 @@ vtr_status vtr_glove_load(const char *path, const vtr_vocab *vocab,
             int64_t bad;
             const char *field;
             size_t field_len;
-            float *row = wanted ? data + (size_t)id * (size_t)dim : NULL;
+            float *row = wanted ? rows + (size_t)id * (size_t)dim : NULL;
             if (!parse_vector(vec, vec_len, dim, row, &bad, &field, &field_len)) {
                 st = vtr_fail(err, VTR_ERR_FORMAT, "%s:%lld: value %lld \"%s\" is not a number",
                               path, (long long)s->lines, (long long)bad,
@@ -197,29 +178,9 @@ vtr_status vtr_glove_load(const char *path, const vtr_vocab *vocab,
         st = vtr_fail_errno(err, "%s: read", path);
         goto end;
     }
-    if (!data) {
+    if (s->vectors == 0)
         st = vtr_fail(err, VTR_ERR_FORMAT, "%s: no word vectors in the file", path);
-        goto end;
-    }
-    /* rows without a vector: element e of the matrix gets draw e of the stream */
-    for (int64_t i = 0; i < V; i++) {
-        if (hit[i])
-            continue;
-        float *row = data + (size_t)i * (size_t)dim;
-        for (int64_t k = 0; k < dim; k++)
-            row[k] = opt->zero_missing
-                         ? 0.0f
-                         : -0.1f + 0.2f * vtr_philox_uniform_at(opt->seed, opt->stream,
-                                                                (uint64_t)(i * dim + k));
-    }
-    matrix->dtype = VTR_F32;
-    matrix->ndim = 2;
-    matrix->shape[0] = V;
-    matrix->shape[1] = dim;
-    matrix->data = data;
-    data = NULL;
 end:
-    free(data);
     free(hit);
     free(line);
     fclose(fp);

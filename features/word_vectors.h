@@ -25,14 +25,9 @@
 
 #include "features/vocab.h"
 #include "lib/error.h"
-#include "lib/tensor.h"
 
 typedef struct vtr_glove_options {
-    int64_t dim;       /* expected dimension; 0: taken from the header or the first line */
-    bool zero_missing; /* rows of words not in the file: zeros (true) or uniform(-0.1, 0.1)
-                          (false, like the reference's init of an embedding) */
-    uint64_t seed;     /* for the uniform rows: element i of the matrix (row-major) is */
-    uint64_t stream;   /* draw i of the Philox stream (seed, stream) (lib/rng.h) */
+    int64_t dim;       /* the vectors' dimension (> 0): the width of the embedding rows */
     bool check_all;    /* parse the values of every line; otherwise (faster on the
                           multi-GB files) only those of words in the vocabulary, while the
                           number of fields is checked on every line */
@@ -44,16 +39,18 @@ typedef struct vtr_glove_stats {
     int64_t hits;    /* vocabulary ids that got a vector */
 } vtr_glove_stats;
 
-/* Reads the GloVe text file at path and builds the (V, D) float32 embedding matrix of
- * vocab (V = vtr_vocab_size): row i is the vector of vtr_vocab_word(vocab, i) when the
- * file has it, else per opt->zero_missing. On success matrix->data is malloc'ed and
- * owned by the caller (free()); stats (may be NULL) says what matched. On failure the
- * matrix is zeroed (data NULL). Errors: VTR_ERR_IO (open/read), VTR_ERR_FORMAT
- * ("PATH:LINE: 299 values, expected 300", "PATH:LINE: value 5 \"0.1x\" is not a number",
- * "PATH:1: header says dimension 100, expected 300", a file without vectors),
- * VTR_ERR_INVALID (opt->dim < 0), VTR_ERR_NOMEM. */
+/* Reads the GloVe text file at path into rows, the (V, opt->dim) row-major float32
+ * embedding matrix of vocab (V = vtr_vocab_size): row i gets the vector of
+ * vtr_vocab_word(vocab, i) when the file has it; the rows of words the file lacks keep
+ * what they held (the caller's initialization: the model's uniform(-0.1, 0.1), as the
+ * reference keeps for words outside GloVe). stats (may be NULL) says what matched.
+ * Errors: VTR_ERR_IO (open/read), VTR_ERR_FORMAT ("PATH:LINE: 299 values, expected
+ * 300", "PATH:LINE: value 5 \"0.1x\" is not a number", "PATH:1: header says dimension
+ * 100, expected 300", a file without vectors), VTR_ERR_INVALID (opt->dim <= 0),
+ * VTR_ERR_NOMEM. On failure the rows of the lines before the bad one have been written:
+ * a caller that must not keep them reads into a copy. */
 vtr_status vtr_glove_load(const char *path, const vtr_vocab *vocab,
-                          const vtr_glove_options *opt, vtr_tensor *matrix,
-                          vtr_glove_stats *stats, vtr_error *err);
+                          const vtr_glove_options *opt, float *rows, vtr_glove_stats *stats,
+                          vtr_error *err);
 
 #endif

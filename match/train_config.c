@@ -28,6 +28,10 @@ const vtr_config_field vtr_train_schema[] = {
     {"model.txt_pool", VTR_CONFIG_STRING, "gpo", "caption pooler: gpo, mean or adpool"},
     {"model.gpo_pe", VTR_CONFIG_INT, "32", "GPO positional-encoding size"},
     {"model.gpo_hidden", VTR_CONFIG_INT, "32", "GPO BiGRU hidden size"},
+    {"model.word_vectors", VTR_CONFIG_STRING, "''",
+     "GloVe text file (e.g. glove.840B.300d.txt) whose vectors start the word embedding "
+     "rows of the vocabulary's words, model.word_dim wide; '' or words it lacks: "
+     "uniform(-0.1, 0.1)"},
 
     {"loss.type", VTR_CONFIG_STRING, "hinge",
      "hinge (triplet, VSE++ / VSE∞) or adopt (InfoNCE over the K hardest negatives, VSE+2AD)"},
@@ -57,6 +61,9 @@ const vtr_config_field vtr_train_schema[] = {
     {"train.frame_drop", VTR_CONFIG_FLOAT, "0.2", "size augmentation: set element drop rate"},
     {"train.caption_hit", VTR_CONFIG_FLOAT, "0.2", "size augmentation: caption token hit rate"},
     {"train.seed", VTR_CONFIG_INT, "0", "seed of init, data order and augmentation"},
+    {"train.init", VTR_CONFIG_STRING, "''",
+     "checkpoint whose parameters start the run (a vtr-train checkpoint, or a reference "
+     "model converted by pipeline/convert_checkpoint.py) with the run's vocabulary"},
     {"train.checkpoint_every", VTR_CONFIG_INT, "500",
      "save last.safetensors every N steps as well as after every epoch; 0: epochs only"},
 
@@ -164,6 +171,12 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
                                vtr_config_string(cfg, "data.tokenizer"));
     if ((st = int_in(cfg, "data.max_frames", 0, 1 << 20, &o.max_frames, err)))
         return st;
+    o.word_vectors = vtr_config_string(cfg, "model.word_vectors");
+    o.init = vtr_config_string(cfg, "train.init");
+    if (o.word_vectors[0] && o.init[0])
+        return vtr_config_fail(cfg, "model.word_vectors", err,
+                               "train.init sets every parameter, the word embedding too: "
+                               "give one of the two");
 
     vtr_vse_config *m = &o.model;
     m->vocab_size = 0; /* set from the vocabulary */

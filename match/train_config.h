@@ -54,6 +54,8 @@ typedef struct vtr_train_options {
 
     /* model: everything but vocab_size, which the vocabulary sets */
     vtr_vse_config model;
+    const char *word_vectors; /* GloVe file for the word embedding rows; "" = none */
+    const char *init;         /* checkpoint whose parameters start the run; "" = none */
 
     /* loss */
     int warmup_epochs;                /* epochs with all negatives ("VSE0") first */

@@ -546,10 +546,11 @@ fail:
 
 /* ---- provenance ------------------------------------------------------------------- */
 
-vtr_status vtr_train_data_hashes(const char *store_path, const char *vocab_path, char **json,
+vtr_status vtr_train_data_hashes(const char *store_path, const char *const *files, char **json,
                                  vtr_error *err)
 {
-    static const char *const files[] = {"rows.npy", "offsets.npy", "keys.txt", "meta.json"};
+    static const char *const store_files[] = {"rows.npy", "offsets.npy", "keys.txt",
+                                              "meta.json"};
     char hex[VTR_SHA256_HEX_SIZE], name[64];
     vtr_status st = VTR_OK;
     *json = NULL;
@@ -560,17 +561,19 @@ vtr_status vtr_train_data_hashes(const char *store_path, const char *vocab_path,
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
     }
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, len, "%s/%s", store_path, files[i]);
-        snprintf(name, sizeof name, "features/%s", files[i]);
+    for (size_t i = 0; i < sizeof store_files / sizeof store_files[0]; i++) {
+        snprintf(path, len, "%s/%s", store_path, store_files[i]);
+        snprintf(name, sizeof name, "features/%s", store_files[i]);
         if ((st = vtr_file_sha256(path, hex, err)))
             goto end;
         json_object_set_new(obj, name, json_string(hex));
     }
-    if (vocab_path) {
-        if ((st = vtr_file_sha256(vocab_path, hex, err)))
+    for (; files && files[0]; files += 2) {
+        if (!files[1] || !files[1][0])
+            continue;
+        if ((st = vtr_file_sha256(files[1], hex, err)))
             goto end;
-        json_object_set_new(obj, "vocab", json_string(hex));
+        json_object_set_new(obj, files[0], json_string(hex));
     }
     if (!(*json = json_dumps(obj, VTR_JSON_FLAGS)))
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");

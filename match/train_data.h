@@ -168,9 +168,11 @@ void vtr_train_data_close(vtr_train_data *d);
 
 /* The data hashes a run records (lib/catalog.h runs.data_hashes): a JSON object with the
  * SHA-256 of every file of the feature store ("features/rows.npy", "features/offsets.npy",
- * "features/keys.txt", "features/meta.json") and of the vocabulary file ("vocab") when
- * vocab_path is not NULL. *json is malloc'ed (caller frees). VTR_ERR_IO naming the file. */
-vtr_status vtr_train_data_hashes(const char *store_path, const char *vocab_path, char **json,
+ * "features/keys.txt", "features/meta.json") and of each further file named in files:
+ * pairs of a name and a path, ended by a NULL name ({"vocab", path, "init", path, NULL});
+ * a NULL or empty path is left out. *json is malloc'ed (caller frees). VTR_ERR_IO naming
+ * the file. */
+vtr_status vtr_train_data_hashes(const char *store_path, const char *const *files, char **json,
                                  vtr_error *err);
 
 #ifdef __cplusplus

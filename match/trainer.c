@@ -10,11 +10,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "features/word_vectors.h"
 #include "lib/checkpoint.h"
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/optim.h"
 #include "match/encode.h"
+#include "match/trained_model.h"
 #include "lib/log.h"
 
 typedef struct trainer {
@@ -165,6 +167,38 @@ static vtr_status resume(trainer *t, int64_t *epoch, int64_t *iteration, vtr_err
     *iteration = state.iteration;
 end:
     vtr_checkpoint_close(&ck);
+    return st;
+}
+
+/* A fresh run's parameters beyond the seed's initialization: GloVe rows of the word
+ * embedding, or every parameter from a checkpoint. *word_vectors: words given a vector,
+ * -1 when none were asked for. */
+static vtr_status start_params(trainer *t, int64_t *word_vectors, vtr_error *err)
+{
+    const vtr_train_options *o = t->o;
+    vtr_status st = VTR_OK;
+    *word_vectors = -1;
+    if (o->word_vectors[0]) {
+        vtr_glove_options go = {.dim = o->model.word_dim};
+        vtr_glove_stats gs;
+        if ((st = vtr_glove_load(o->word_vectors, t->su->vocab, &go, t->m.embed_w, &gs, err))) {
+            vtr_error_context(err, "model.word_vectors");
+            return st;
+        }
+        *word_vectors = gs.hits;
+    }
+    if (o->init[0]) {
+        vtr_trained_model init;
+        st = vtr_trained_model_open(o->init, NULL, NULL, 0, NULL, &init, err);
+        if (st == VTR_OK && !vtr_vocab_same(init.vocab, t->su->vocab))
+            st = vtr_fail(err, VTR_ERR_INVALID, "%s was trained with another vocabulary (%s) "
+                          "than this run's", o->init, init.vocab_path);
+        else if (st == VTR_OK)
+            st = vtr_checkpoint_load_params(&init.ck, &t->m.params, 0, err);
+        vtr_trained_model_close(&init);
+        if (st != VTR_OK)
+            vtr_error_context(err, "train.init");
+    }
     return st;
 }
 
@@ -329,13 +363,23 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
     memset(result, 0, sizeof *result);
     if ((st = trainer_init(&t, su, err)))
         goto end;
+    vtr_train_start_info start = {.resumed = su->resume,
+                                  .init = !su->resume && o->init[0] ? o->init : NULL,
+                                  .word_vectors = -1,
+                                  .vocab_size = vtr_vocab_size(su->vocab)};
     if (su->resume) {
         if ((st = resume(&t, &epoch, &iteration, err)))
             goto end;
         result->resumed_from_end = epoch >= o->epochs;
     } else {
         vtr_vse_init_params(&t.m, (uint64_t)o->seed);
+        if ((st = start_params(&t, &start.word_vectors, err)))
+            goto end;
     }
+    start.epoch = (int)epoch;
+    start.iteration = iteration;
+    if (su->on_start)
+        su->on_start(su->ctx, &start);
     if ((st = truncate_metrics(&t, epoch, err)))
         goto end;
 

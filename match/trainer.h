@@ -58,6 +58,17 @@ typedef struct vtr_train_step_info {
     double lr;
 } vtr_train_step_info;
 
+/* Once, with the parameters set, before the first step. */
+typedef struct vtr_train_start_info {
+    bool resumed;               /* from output_dir/last.safetensors */
+    int epoch;                  /* zero-based epoch the run starts in */
+    int64_t iteration;          /* step within it */
+    const char *init;           /* the checkpoint the parameters came from, or NULL */
+    int64_t word_vectors;       /* vocabulary words given a vector by model.word_vectors;
+                                   -1 when not set (or resumed) */
+    int vocab_size;
+} vtr_train_start_info;
+
 /* After every epoch (its metrics.jsonl line has been written). */
 typedef struct vtr_train_epoch_info {
     int epoch;
@@ -79,6 +90,7 @@ typedef struct vtr_trainer_setup {
                                       many steps in all */
     volatile sig_atomic_t *stop;   /* may be NULL; polled after every step: nonzero saves
                                       the state and stops */
+    void (*on_start)(void *ctx, const vtr_train_start_info *info); /* may be NULL */
     void (*on_step)(void *ctx, const vtr_train_step_info *info);   /* may be NULL */
     void (*on_epoch)(void *ctx, const vtr_train_epoch_info *info); /* may be NULL */
     void (*on_validate)(void *ctx, int epoch); /* before validating; may be NULL */
@@ -95,8 +107,12 @@ typedef struct vtr_train_result {
     bool resumed_from_end; /* resume found the run already finished */
 } vtr_train_result;
 
-/* Trains (or resumes) as set up; the result says where the run stands. The model is
- * initialized from opt->seed (vtr_vse_init_params) unless resuming. Fails with
+/* Trains (or resumes) as set up; the result says where the run stands. Unless resuming,
+ * the model is initialized from opt->seed (vtr_vse_init_params), then its word embedding
+ * rows from opt->word_vectors (features/word_vectors.h) or all its parameters from the
+ * checkpoint opt->init (opened as match/trained_model.h does: a vtr-train checkpoint, or
+ * a converted reference model; its vocabulary must give the words the ids of the run's,
+ * else VTR_ERR_INVALID, and its tensors the model's shapes). Fails with
  * VTR_ERR_INVALID for data that does not fit the config (feature dim, too few captions
  * for one batch), a non-finite loss or gradient ("loss is nan at epoch 3, step 120");
  * resuming, with the checkpoint's errors (VTR_ERR_IO when there is no last.safetensors);

@@ -149,7 +149,9 @@ static vtr_status begin_record(const vtr_eval_model *members, const char *const 
     json_t *h = NULL;
     vtr_status st;
     if ((st = vtr_config_dump_string(m->trained.cfg, &config, err)) ||
-        (st = vtr_train_data_hashes(m->trained.o.features, m->trained.vocab_path, &hashes, err)))
+        (st = vtr_train_data_hashes(m->trained.o.features,
+                                    (const char *const[]){"vocab", m->trained.vocab_path, NULL},
+                                    &hashes, err)))
         goto end;
     if (!(h = json_loads(hashes, 0, NULL))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");

@@ -35,6 +35,9 @@ static const char usage_text[] =
     "\n"
     "  -s, --set KEY=VALUE   override a config key (repeatable; after the file)\n"
     "      --seed N          the same as --set train.seed=N\n"
+    "      --init CKPT       start from CKPT's parameters (a vtr-train checkpoint, or a\n"
+    "                        reference model converted by pipeline/convert_checkpoint.py):\n"
+    "                        the same as --set train.init=CKPT\n"
     "  -o, --output DIR      run directory [runs/<config file name without .yaml>]\n"
     "      --resume DIR      continue the run in DIR from DIR/last.safetensors with the\n"
     "                        config and vocabulary stored there; with the same build and\n"
@@ -53,6 +56,7 @@ static const char usage_text[] =
 
 enum {
     OPT_SEED = 256,
+    OPT_INIT,
     OPT_RESUME,
     OPT_MAX_STEPS,
     OPT_THREADS,
@@ -135,6 +139,19 @@ static vtr_status write_text(const char *path, const char *text, vtr_error *err)
     return vtr_atomic_commit(&f, err);
 }
 
+/* --set KEY=VALUE */
+static vtr_status set_key(vtr_config *cfg, const char *key, const char *value, vtr_error *err)
+{
+    size_t len = strlen(key) + strlen(value) + 2;
+    char *kv = malloc(len);
+    if (!kv)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    snprintf(kv, len, "%s=%s", key, value);
+    vtr_status st = vtr_config_set(cfg, kv, err);
+    free(kv);
+    return st;
+}
+
 /* ---- progress --------------------------------------------------------------------- */
 
 typedef struct progress_ctx {
@@ -142,6 +159,18 @@ typedef struct progress_ctx {
     bool active;
     int epoch;
 } progress_ctx;
+
+static void on_start(void *ctx, const vtr_train_start_info *info)
+{
+    if (info->init)
+        vtr_log_info("starting from the parameters of %s", info->init);
+    if (info->word_vectors >= 0)
+        vtr_log_info("word vectors for %lld of the %d vocabulary words (the others drawn "
+                     "at random)", (long long)info->word_vectors, info->vocab_size);
+    if (info->resumed)
+        vtr_log_info("resuming at epoch %d, step %lld", info->epoch + 1,
+                     (long long)info->iteration);
+}
 
 static void on_step(void *ctx, const vtr_train_step_info *info)
 {
@@ -189,6 +218,7 @@ int main(int argc, char **argv)
     static const struct option options[] = {
         {"set", required_argument, NULL, 's'},
         {"seed", required_argument, NULL, OPT_SEED},
+        {"init", required_argument, NULL, OPT_INIT},
         {"output", required_argument, NULL, 'o'},
         {"resume", required_argument, NULL, OPT_RESUME},
         {"max-steps", required_argument, NULL, OPT_MAX_STEPS},
@@ -200,7 +230,7 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
-    const char *resume_dir = NULL, *output = NULL, *seed = NULL;
+    const char *resume_dir = NULL, *output = NULL, *seed = NULL, *init = NULL;
     const char **sets = calloc((size_t)argc, sizeof *sets);
     int n_sets = 0, threads = 0;
     long long max_steps = 0;
@@ -225,6 +255,7 @@ int main(int argc, char **argv)
             seed = optarg;
             break;
         }
+        case OPT_INIT: init = optarg; break;
         case 'o': output = optarg; break;
         case OPT_RESUME: resume_dir = optarg; break;
         case OPT_MAX_STEPS:
@@ -309,7 +340,7 @@ int main(int argc, char **argv)
         if ((st = vtr_train_config_from_string(ck.path, text, &cfg, &err)))
             goto end;
         vtr_checkpoint_close(&ck);
-        if (n_sets || seed)
+        if (n_sets || seed || init)
             vtr_log_warn("overriding the stored config: the run will differ from an "
                          "uninterrupted one");
     } else if ((st = vtr_train_config_new(&cfg, &err)) ||
@@ -319,12 +350,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < n_sets; i++)
         if ((st = vtr_config_set(cfg, sets[i], &err)))
             goto end;
-    if (seed) {
-        char buf[64];
-        snprintf(buf, sizeof buf, "train.seed=%s", seed);
-        if ((st = vtr_config_set(cfg, buf, &err)))
-            goto end;
-    }
+    if ((seed && (st = set_key(cfg, "train.seed", seed, &err))) ||
+        (init && (st = set_key(cfg, "train.init", init, &err))))
+        goto end;
     if ((st = vtr_train_options_from_config(cfg, &o, &err)))
         goto end;
     out_dir = resume_dir ? strdup(resume_dir) : output ? strdup(output)
@@ -369,9 +397,9 @@ int main(int argc, char **argv)
                  "words (%s)", o.train_split, data.train.n_items, data.train.n_caps,
                  o.val_split, data.val.n_items, data.val.n_caps, vtr_vocab_size(data.vocab),
                  data.vocab_built ? "built" : "loaded");
-    if ((st = vtr_train_data_hashes(o.features, data.vocab_built || resume_dir ? vocab_path
-                                                                               : o.vocab,
-                                    &hashes, &err)))
+    const char *hashed[] = {"vocab", data.vocab_built || resume_dir ? vocab_path : o.vocab,
+                            "init", o.init, "word_vectors", o.word_vectors, NULL};
+    if ((st = vtr_train_data_hashes(o.features, hashed, &hashes, &err)))
         goto end;
     vtr_run run = {.kind = "train",
                    .config = config_text,
@@ -400,6 +428,7 @@ int main(int argc, char **argv)
                             .resume = resume_dir != NULL,
                             .max_steps = max_steps,
                             .stop = &stop_requested,
+                            .on_start = on_start,
                             .on_step = on_step,
                             .on_epoch = on_epoch,
                             .on_validate = on_validate,

@@ -4,8 +4,8 @@
 # reference saves it, with opt; a video model as a plain state_dict), import its tiny test
 # split, convert, embed the split with vtr-eval --save-embeddings and compare with the
 # PyTorch embeddings (relative error < 1e-4); then the metadata, the catalog record of
-# the evaluation, and the errors (extra, missing tensors, a vocabulary of another size,
-# another vocabulary at evaluation).
+# the evaluation, vtr-train --init from a converted model, and the errors (extra, missing
+# tensors, a vocabulary of another size, another vocabulary at evaluation).
 set -u
 PY=/usr/bin/python3
 FX=tests/fixtures/make_convert_fixture.py
@@ -82,6 +82,40 @@ assert json.loads(result)["checkpoints"] == [sys.argv[2]]
 ck = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
 assert json.loads(hashes)["checkpoint"] == ck
 EOF
+
+# fine-tuning starts from a converted model (vtr-train --init): after one step at a
+# negligible lr its embeddings are still PyTorch's (the video model: no BatchNorm, whose
+# running statistics a training step would move)
+v="$dir/video"
+$PY - "$v/conv.safetensors" >"$dir/ft.yaml" <<'EOF' || fail "config of the converted model"
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+print(json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]["config"])
+EOF
+vtr-train "$dir/ft.yaml" --init "$v/conv.safetensors" -o "$dir/ft" --max-steps 1 --threads 1 \
+    --set data.train_split=test --set data.val_split=test --set data.vocab="$v/vocab.json" \
+    --set train.batch_size=4 --set train.lr=1e-12 --set train.weight_decay=0 \
+    --set train.size_augment=false >"$dir/ft.log" 2>&1 || { cat "$dir/ft.log"; fail "--init"; }
+grep -q "starting from the parameters of $v/conv.safetensors" "$dir/ft.log" ||
+    { cat "$dir/ft.log"; fail "--init log"; }
+vtr-eval -c "$dir/ft/last.safetensors" --save-embeddings "$dir/ft/emb" --threads 1 \
+    --batch-size 4 --no-record >"$dir/ft/eval.log" 2>&1 ||
+    { cat "$dir/ft/eval.log"; fail "vtr-eval of the fine-tuned model"; }
+$PY - "$dir/ft/emb" "$v" <<'EOF' || fail "fine-tuning did not start from the converted model"
+import sys
+import numpy as np
+for kind in ("items", "captions"):
+    a = np.load("%s/%s.npy" % (sys.argv[1], kind))
+    b = np.load("%s/ref_%s.npy" % (sys.argv[2], kind))
+    rel = float((np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)).max())
+    print("--init %s: max relative error %.2e" % (kind, rel))
+    assert rel < 1e-4, rel
+EOF
+vtr-train "$dir/ft.yaml" --init "$d/conv.safetensors" -o "$dir/ft2" --max-steps 1 \
+    --set data.train_split=test --set data.val_split=test --set data.vocab="$v/vocab.json" \
+    --set train.batch_size=4 >"$dir/e.log" 2>&1 && fail "--init took a model of another kind"
+grep -q "train.init: $d/conv.safetensors: unexpected tensor 'img_enc.gpool" "$dir/e.log" ||
+    { cat "$dir/e.log"; fail "--init message"; }
 
 # errors name the tensors
 $PY $CONVERT "$d/bad_extra.pth" "$dir/x.safetensors" 2>"$dir/e.log" && fail "extra accepted"

@@ -481,11 +481,14 @@ TEST(train_data_builds_or_loads_the_vocabulary)
 
     /* the data hashes a run records */
     char *json = NULL;
-    CHECK_OK(vtr_train_data_hashes(tmp("small/features"), tmp("ref_vocab.json"), &json, &err));
+    const char *files[] = {"vocab", tmp("ref_vocab.json"), "init", "", NULL};
+    CHECK_OK(vtr_train_data_hashes(tmp("small/features"), files, &json, &err));
     char hex[VTR_SHA256_HEX_SIZE];
     CHECK_OK(vtr_file_sha256(tmp("small/features/rows.npy"), hex, &err));
     CHECK(strstr(json, hex) && strstr(json, "\"features/keys.txt\"") &&
-          strstr(json, "\"vocab\""));
+          strstr(json, "\"vocab\"") && !strstr(json, "\"init\""));
+    CHECK_OK(vtr_file_sha256(tmp("ref_vocab.json"), hex, &err));
+    CHECK(strstr(json, hex));
     free(json);
     CHECK_FAILS(vtr_train_data_hashes(tmp("nowhere"), NULL, &json, &err), VTR_ERR_IO, "nowhere");
     vtr_config_free(cfg);
@@ -592,6 +595,139 @@ TEST(train_rejects_data_that_does_not_fit)
     CHECK_EQ_INT(vtr_train_iterations_per_epoch(33, 16, true), 2);
     CHECK_EQ_INT(vtr_train_iterations_per_epoch(33, 16, false), 2); /* a 1-pair rest: no */
     CHECK_EQ_INT(vtr_train_iterations_per_epoch(34, 16, false), 3);
+}
+
+/* The largest |a - b| over the elements of tensor `name` of two checkpoints (all tensors
+ * the two share when name is NULL). */
+static double param_diff(const char *a_path, const char *b_path, const char *name)
+{
+    vtr_error err;
+    vtr_safetensors a, b;
+    CHECK_OK(vtr_safetensors_open(a_path, &a, &err));
+    CHECK_OK(vtr_safetensors_open(b_path, &b, &err));
+    double worst = 0.0;
+    for (size_t i = 0; i < a.count; i++) {
+        const vtr_tensor *ta = &a.entries[i].tensor;
+        const vtr_tensor *tb = vtr_safetensors_find(&b, a.entries[i].name);
+        if ((name && strcmp(a.entries[i].name, name) != 0) || !tb || ta->dtype != VTR_F32 ||
+            strstr(a.entries[i].name, "optimizer"))
+            continue;
+        CHECK_EQ_INT(vtr_tensor_numel(ta), vtr_tensor_numel(tb));
+        for (int64_t k = 0; k < vtr_tensor_numel(ta); k++) {
+            double d = fabs((double)((const float *)ta->data)[k] - ((const float *)tb->data)[k]);
+            worst = d > worst ? d : worst;
+        }
+    }
+    vtr_safetensors_close(&a);
+    vtr_safetensors_close(&b);
+    return worst;
+}
+
+/* vtr_config_set of a formatted "KEY=VALUE". */
+static void set_key(vtr_config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_key(vtr_config *cfg, const char *fmt, ...)
+{
+    vtr_error err;
+    char kv[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(kv, sizeof kv, fmt, ap);
+    va_end(ap);
+    CHECK_OK(vtr_config_set(cfg, kv, &err));
+}
+
+/* vtr_train_run as train() does, expected to fail with code and a message holding msg. */
+static void train_fails(const vtr_config *cfg, const char *run_dir, vtr_status code,
+                        const char *msg)
+{
+    vtr_error err;
+    vtr_train_options o;
+    vtr_train_data d;
+    vtr_train_result res;
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    CHECK_OK(vtr_train_data_open(&o, NULL, &d, &err));
+    mkdir(run_dir, 0777);
+    vtr_trainer_setup su = {.config = cfg, .opt = &o, .train = &d.train, .val = &d.val,
+                            .vocab = d.vocab, .output_dir = run_dir, .vocab_sha256 = "x"};
+    CHECK_FAILS(vtr_train_run(&su, &res, &err), code, msg);
+    vtr_train_data_close(&d);
+}
+
+TEST(train_starts_from_word_vectors_or_a_checkpoint)
+{
+    vtr_error err;
+    const char *dir = small_fixture();
+    /* one step at a negligible lr: the parameters stay where they started */
+    const char *extra = "train:\n  epochs: 1\n  batch_size: 16\n  lr: 1.0e-12\n"
+                        "  weight_decay: 0\n";
+    vtr_config *cfg = fixture_config(dir, extra);
+    vtr_train_result res;
+    train(cfg, tmp("start_seed"), false, 1, &res);
+
+    /* GloVe vectors for every other word of the vocabulary, far outside uniform(-0.1, 0.1) */
+    vtr_vocab *vocab;
+    CHECK_OK(vtr_vocab_load_json(tmp("start_seed/vocab.json"), &vocab, &err));
+    int V = vtr_vocab_size(vocab), given = 0;
+    FILE *f = fopen(tmp("glove.txt"), "w");
+    fprintf(f, "zebra%s\n", " 9" " 9 9 9" " 9 9 9 9" " 9 9 9 9" " 9 9 9 9");
+    for (int id = 4; id < V - 1; id += 2, given++) {
+        fputs(vtr_vocab_word(vocab, id), f);
+        for (int k = 0; k < 16; k++)
+            fprintf(f, " %g", 1.0 + id + 0.01 * k);
+        fputc('\n', f);
+    }
+    fclose(f);
+    set_key(cfg, "model.word_vectors=%s", tmp("glove.txt"));
+    train(cfg, tmp("start_glove"), false, 1, &res);
+    vtr_safetensors ck;
+    CHECK_OK(vtr_safetensors_open(tmp("start_glove/last.safetensors"), &ck, &err));
+    const vtr_tensor *embed = vtr_safetensors_find(&ck, "txt_enc.embed.weight");
+    CHECK(embed && embed->shape[0] == V && embed->shape[1] == 16);
+    const float *w = embed->data;
+    for (int id = 0; id < V; id++)
+        for (int k = 0; k < 16; k++) {
+            float x = w[id * 16 + k];
+            if (id >= 4 && id < V - 1 && id % 2 == 0)
+                CHECK_MSG(fabsf(x - (float)(1.0 + id + 0.01 * k)) < 1e-5f, "row %d: %g", id,
+                          (double)x);
+            else /* the seed's initialization */
+                CHECK_MSG(fabsf(x) <= 0.1f, "row %d: %g", id, (double)x);
+        }
+    vtr_safetensors_close(&ck);
+    CHECK(given >= 2);
+    CHECK(param_diff(tmp("start_seed/last.safetensors"), tmp("start_glove/last.safetensors"),
+                     "txt_enc.rnn.weight_ih_l0") < 1e-6);
+    vtr_vocab_free(vocab);
+
+    /* train.init: every parameter from a finished run's best checkpoint */
+    vtr_config_free(cfg);
+    cfg = fixture_config(dir, "train:\n  epochs: 2\n  batch_size: 16\n");
+    train(cfg, tmp("start_trained"), false, 0, &res);
+    vtr_config_free(cfg);
+    cfg = fixture_config(dir, extra);
+    CHECK_OK(vtr_config_set(cfg, "train.seed=5", &err));
+    set_key(cfg, "train.init=%s", tmp("start_trained/best.safetensors"));
+    train(cfg, tmp("start_init"), false, 1, &res);
+    CHECK(param_diff(tmp("start_trained/best.safetensors"), tmp("start_init/last.safetensors"),
+                     NULL) < 1e-6);
+    CHECK(param_diff(tmp("start_seed/last.safetensors"), tmp("start_init/last.safetensors"),
+                     NULL) > 0.01);
+
+    /* errors: another vocabulary, a missing file, vectors of another width, both keys */
+    set_key(cfg, "data.vocab_threshold=1000");
+    train_fails(cfg, tmp("start_bad"), VTR_ERR_INVALID,
+                "best.safetensors was trained with another vocabulary");
+    set_key(cfg, "data.vocab_threshold=1");
+    set_key(cfg, "train.init=%s", tmp("absent.safetensors"));
+    train_fails(cfg, tmp("start_bad"), VTR_ERR_IO, "train.init: ");
+    vtr_train_options o;
+    set_key(cfg, "model.word_vectors=%s", tmp("glove.txt"));
+    CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID,
+                "key 'model.word_vectors': train.init sets every parameter");
+    CHECK_OK(vtr_config_set(cfg, "train.init=''", &err));
+    CHECK_OK(vtr_config_set(cfg, "model.word_dim=8", &err));
+    train_fails(cfg, tmp("start_bad"), VTR_ERR_FORMAT, "glove.txt:1: 16 values, expected 8");
+    vtr_config_free(cfg);
 }
 
 /* ---- vtr-train and vtr-eval ------------------------------------------------------- */

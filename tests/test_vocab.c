@@ -9,7 +9,6 @@
 #include "features/vocab.h"
 #include "features/word_vectors.h"
 #include "lib/npy.h"
-#include "lib/rng.h"
 
 #define PYTHON "/usr/bin/python3"
 #define VOCAB_SCRIPT "tests/interop/vocab_check.py"
@@ -330,12 +329,19 @@ static vtr_vocab *glove_vocab(void)
     return v;
 }
 
-static const float *row_of(const vtr_tensor *m, const vtr_vocab *v, const char *word)
+static const float *row_of(const float *m, const vtr_vocab *v, const char *word)
 {
-    return (const float *)m->data + (size_t)vtr_vocab_id(v, word) * (size_t)m->shape[1];
+    return m + (size_t)vtr_vocab_id(v, word) * 3;
 }
 
-TEST(glove_import_builds_matrix)
+/* A (10, 3) matrix of a marker value: the rows the import leaves alone keep it. */
+static void fill_rows(float *m, float value)
+{
+    for (int i = 0; i < 30; i++)
+        m[i] = value;
+}
+
+TEST(glove_import_fills_the_rows_of_known_words)
 {
     vtr_error err;
     vtr_vocab *v = glove_vocab();
@@ -348,48 +354,33 @@ TEST(glove_import_builds_matrix)
                      "caf\xC3\xA9 7 8 9  \n"     /* trailing spaces */
                      "the 9 9 9\n"               /* a second "the": the first wins */
                      "dog 4 5 6");               /* no final newline */
-    vtr_glove_options opt = {.dim = 0, .seed = 7, .stream = 3};
-    vtr_tensor m;
+    vtr_glove_options opt = {.dim = 3};
+    float m[30];
+    fill_rows(m, 42.0f);
     vtr_glove_stats stats;
-    CHECK_OK(vtr_glove_load(path, v, &opt, &m, &stats, &err));
-    CHECK_EQ_INT(m.dtype, VTR_F32);
-    CHECK_EQ_INT(m.ndim, 2);
-    CHECK_EQ_INT(m.shape[0], 10);
-    CHECK_EQ_INT(m.shape[1], 3);
+    CHECK_OK(vtr_glove_load(path, v, &opt, m, &stats, &err));
     CHECK_EQ_INT(stats.lines, 8);
     CHECK_EQ_INT(stats.vectors, 7);
     CHECK_EQ_INT(stats.hits, 4);
-    CHECK(row_of(&m, v, "the")[0] == 0.1f && row_of(&m, v, "the")[2] == 0.3f);
-    CHECK(row_of(&m, v, "cat")[0] == -0.01f && row_of(&m, v, "cat")[2] == -3.0f);
-    CHECK(row_of(&m, v, "caf\xC3\xA9")[1] == 8.0f);
-    CHECK(row_of(&m, v, "dog")[2] == 6.0f);
-    /* words without a vector: uniform(-0.1, 0.1), element e = draw e of (seed, stream) */
+    CHECK(row_of(m, v, "the")[0] == 0.1f && row_of(m, v, "the")[2] == 0.3f);
+    CHECK(row_of(m, v, "cat")[0] == -0.01f && row_of(m, v, "cat")[2] == -3.0f);
+    CHECK(row_of(m, v, "caf\xC3\xA9")[1] == 8.0f);
+    CHECK(row_of(m, v, "dog")[2] == 6.0f);
+    /* words without a vector keep their rows */
     for (int id = 0; id < 10; id++) {
         const char *w = vtr_vocab_word(v, id);
         if (strcmp(w, "the") == 0 || strcmp(w, "cat") == 0 || strcmp(w, "dog") == 0 ||
             strcmp(w, "caf\xC3\xA9") == 0)
             continue;
-        for (int k = 0; k < 3; k++) {
-            float x = ((const float *)m.data)[id * 3 + k];
-            CHECK(x == -0.1f + 0.2f * vtr_philox_uniform_at(7, 3, (uint64_t)(id * 3 + k)));
-            CHECK(x >= -0.1f && x < 0.1f);
-        }
+        for (int k = 0; k < 3; k++)
+            CHECK(m[id * 3 + k] == 42.0f);
     }
-    free(m.data);
-
-    opt.zero_missing = true;
-    opt.dim = 3;
-    CHECK_OK(vtr_glove_load(path, v, &opt, &m, NULL, &err));
-    CHECK(row_of(&m, v, "missing")[0] == 0.0f && row_of(&m, v, "<pad>")[2] == 0.0f);
-    CHECK(row_of(&m, v, "the")[1] == 0.2f);
-    free(m.data);
 
     /* a word2vec-style header "COUNT DIM" is skipped */
     write_text(path, "2 3\nthe 1 2 3\ncat 4 5 6\n");
-    CHECK_OK(vtr_glove_load(path, v, &opt, &m, &stats, &err));
+    CHECK_OK(vtr_glove_load(path, v, &opt, m, &stats, &err));
     CHECK_EQ_INT(stats.vectors, 2);
-    CHECK(row_of(&m, v, "cat")[0] == 4.0f);
-    free(m.data);
+    CHECK(row_of(m, v, "cat")[0] == 4.0f);
     vtr_vocab_free(v);
 }
 
@@ -398,46 +389,46 @@ TEST(glove_import_rejects_malformed_lines)
     vtr_error err;
     vtr_vocab *v = glove_vocab();
     const char *path = test_path("bad_glove.txt");
-    vtr_glove_options opt = {.dim = 0};
-    vtr_tensor m;
+    vtr_glove_options opt = {.dim = 3};
+    float m[30];
 
     write_text(path, "the 0.1 0.2 0.3\ncat 1 2\n");
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "bad_glove.txt:2: 2 values, expected 3");
-    CHECK(m.data == NULL);
     write_text(path, "the 0.1 0.2 0.3\ncat 1 2 3 4\n");
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "bad_glove.txt:2: 4 values, expected 3");
+    write_text(path, "the 1 2 3 4 5\n"); /* a file of another dimension */
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
+                "bad_glove.txt:1: 5 values, expected 3");
     write_text(path, "the 0.1 0.2 0.3\n\ncat 1 0.5x 3\n");
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "bad_glove.txt:3: value 2 \"0.5x\" is not a number");
     write_text(path, "the 0.1 nan 0.3\n");
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "value 2 \"nan\" is not a number");
     write_text(path, "the 0.1  0.3\n");
-    opt.dim = 3;
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "value 2 \"\" is not a number");
     write_text(path, " 0.1 0.2 0.3\n");
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_FORMAT, ":1: empty word");
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT, ":1: empty word");
     write_text(path, "10 300\nthe 1 2 3\n");
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 ":1: header says dimension 300, expected 3");
     write_text(path, "\n\n");
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "no word vectors");
-    CHECK_FAILS(vtr_glove_load(test_path("absent.txt"), v, &opt, &m, NULL, &err), VTR_ERR_IO,
+    CHECK_FAILS(vtr_glove_load(test_path("absent.txt"), v, &opt, m, NULL, &err), VTR_ERR_IO,
                 "absent.txt");
-    opt.dim = -1;
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_INVALID, "dimension -1");
+    opt.dim = 0;
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_INVALID, "dimension 0");
 
     /* values of words outside the vocabulary are checked only with check_all */
     write_text(path, "the 0.1 0.2 0.3\nzebra 1 x 3\n");
-    opt.dim = 0;
-    CHECK_OK(vtr_glove_load(path, v, &opt, &m, NULL, &err));
-    free(m.data);
+    opt.dim = 3;
+    CHECK_OK(vtr_glove_load(path, v, &opt, m, NULL, &err));
     opt.check_all = true;
-    CHECK_FAILS(vtr_glove_load(path, v, &opt, &m, NULL, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "bad_glove.txt:2: value 2 \"x\" is not a number");
     vtr_vocab_free(v);
 }
