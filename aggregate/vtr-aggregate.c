@@ -483,8 +483,8 @@ int main(int argc, char **argv)
         vtr_log_item_error(NULL, &err);
         goto end;
     } else if (r.dir) {
-        if (mkdir(r.dir, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "vtr-aggregate: %s: %s\n", r.dir, strerror(errno));
+        if (vtr_make_dirs(r.dir, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
             goto end;
         }
     } else {

@@ -327,8 +327,8 @@ int main(int argc, char **argv)
     vtr_error err;
     vtr_error_clear(&err);
     if (out_dir) {
-        if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "vtr-decode: %s: %s\n", out_dir, strerror(errno));
+        if (vtr_make_dirs(out_dir, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
             goto end;
         }
     } else if (vtr_record_output_open(&out, output, "-o FILE, --out-dir DIR or a pipe", &err) !=
@@ -336,8 +336,8 @@ int main(int argc, char **argv)
         vtr_log_item_error(NULL, &err);
         goto end;
     }
-    if (audio_dir && mkdir(audio_dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "vtr-decode: %s: %s\n", audio_dir, strerror(errno));
+    if (audio_dir && vtr_make_dirs(audio_dir, &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
         goto end;
     }
 

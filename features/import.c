@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "lib/feature_store.h"
+#include "lib/file.h"
 #include "lib/json.h"
 #include "lib/string_table.h"
 
@@ -143,10 +144,13 @@ static char *absolute_store_path(const char *path, vtr_error *err)
     char *parent = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     const char *base = slash ? slash + 1 : path;
     size_t base_len = len - (size_t)(base - path);
-    char *resolved = parent ? realpath(parent, NULL) : NULL;
+    bool made = parent && vtr_make_dirs(parent, err) == VTR_OK;
+    char *resolved = made ? realpath(parent, NULL) : NULL;
     char *out = NULL;
     if (!parent) {
         nomem(err);
+    } else if (!made) {
+        vtr_error_context(err, "feature store %s", path);
     } else if (!resolved) {
         vtr_fail_errno(err, "feature store %s: parent directory %s", path, parent);
     } else if (base_len == 0 || (base_len == 1 && base[0] == '.') ||

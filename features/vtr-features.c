@@ -568,8 +568,8 @@ int main(int argc, char **argv)
     if (out_dir) {
         r.kind = OUT_DIR;
         r.dir = out_dir;
-        if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "vtr-features: %s: %s\n", out_dir, strerror(errno));
+        if (vtr_make_dirs(out_dir, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
             goto end;
         }
     } else if (store) {

@@ -16,7 +16,6 @@
 #include "npy.h"
 #include "record.h"
 #include "string_table.h"
-#include "lib/file.h"
 
 #define ROWS_FILE "rows.npy"
 #define OFFSETS_FILE "offsets.npy"
@@ -190,6 +189,14 @@ vtr_status vtr_feature_store_writer_open(const char *path, const vtr_feature_sto
     w->replace = opt->replace;
     if (opt->source && !(w->source = json_deep_copy(opt->source))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "feature store %s: out of memory", path);
+        goto fail;
+    }
+    char *parent = parent_dir(path);
+    st = parent ? vtr_make_dirs(parent, err)
+                : vtr_fail(err, VTR_ERR_NOMEM, "feature store %s: out of memory", path);
+    free(parent);
+    if (st != VTR_OK) {
+        vtr_error_context(err, "feature store %s", path);
         goto fail;
     }
     int rc = mkdir(w->tmp_dir, 0777);

@@ -54,9 +54,9 @@ typedef struct vtr_feature_store_options {
 
 typedef struct vtr_feature_store_writer vtr_feature_store_writer;
 
-/* Starts building the store at path (the directory NAME; its parent must exist).
+/* Starts building the store at path (the directory NAME; missing parents are created).
  * VTR_ERR_INVALID for a bad option or when path exists and opt->replace is false;
- * VTR_ERR_IO when the temporary directory cannot be made. *out is NULL on failure. */
+ * VTR_ERR_IO when a parent or the temporary directory cannot be made. *out is NULL on failure. */
 vtr_status vtr_feature_store_writer_open(const char *path, const vtr_feature_store_options *opt,
                                          vtr_feature_store_writer **out, vtr_error *err);
 

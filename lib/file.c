@@ -130,3 +130,29 @@ char *vtr_path_join(const char *dir, const char *name)
         snprintf(p, n, "%s/%s", dir, name);
     return p;
 }
+
+vtr_status vtr_make_dirs(const char *path, vtr_error *err)
+{
+    char *p = strdup(path);
+    if (!p)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    vtr_status st = VTR_OK;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        struct stat sb;
+        if (mkdir(p, 0777) != 0 && !(errno == EEXIST && stat(p, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+            if (errno == EEXIST)
+                errno = ENOTDIR;
+            st = vtr_fail_errno(err, "cannot create %s", p);
+            break;
+        }
+        *s = c;
+        if (!c)
+            break;
+    }
+    free(p);
+    return st;
+}

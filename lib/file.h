@@ -43,6 +43,11 @@ void vtr_atomic_abort(vtr_atomic_file *file);
 /* "dir/name", malloc'ed; NULL when out of memory. */
 char *vtr_path_join(const char *dir, const char *name);
 
+/* mkdir -p: creates the directory path and its missing parents (mode 0777 less the
+ * umask); an existing directory is fine. VTR_ERR_IO "cannot create DIR: ..." naming the
+ * component that failed (one that exists and is not a directory included). */
+vtr_status vtr_make_dirs(const char *path, vtr_error *err);
+
 /* fwrite that reports a short write as an error naming `what`. */
 vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *what,
                          vtr_error *err);

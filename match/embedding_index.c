@@ -540,8 +540,8 @@ vtr_status vtr_embedding_index_writer_open(const char *dir, const vtr_embedding_
         st = vtr_fail(err, VTR_ERR_NOMEM, "index %s: out of memory", dir);
         goto end;
     }
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        st = vtr_fail_errno(err, "index %s: creating the directory", dir);
+    if ((st = vtr_make_dirs(dir, err))) {
+        vtr_error_context(err, "index %s", dir);
         goto end;
     }
     w->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);

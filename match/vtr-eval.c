@@ -120,14 +120,14 @@ static vtr_status embed(const char *path, const vtr_eval_source *src, vtr_eval_m
 static vtr_status save_embeddings(const char *dir, const vtr_eval_model *m, float *items,
                                   float *captions, vtr_error *err)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return vtr_fail_errno(err, "cannot create %s", dir);
+    vtr_status st = vtr_make_dirs(dir, err);
+    if (st != VTR_OK)
+        return st;
     int64_t E = m->model.cfg.embed_size;
     vtr_tensor t[2] = {{.dtype = VTR_F32, .ndim = 2, .shape = {m->split.n_items, E}, .data = items},
                        {.dtype = VTR_F32, .ndim = 2, .shape = {m->split.n_caps, E},
                         .data = captions}};
     const char *names[2] = {"items.npy", "captions.npy"};
-    vtr_status st = VTR_OK;
     for (int i = 0; i < 2 && st == VTR_OK; i++) {
         char *path = vtr_path_join(dir, names[i]);
         st = path ? vtr_npy_save(path, &t[i], 1, err)

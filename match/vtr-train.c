@@ -86,30 +86,6 @@ static void print_schema(void)
     }
 }
 
-/* mkdir -p */
-static vtr_status make_dirs(const char *path, vtr_error *err)
-{
-    char *p = strdup(path);
-    if (!p)
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    vtr_status st = VTR_OK;
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s != '\0')
-            continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            st = vtr_fail_errno(err, "cannot create %s", p);
-            break;
-        }
-        *s = c;
-        if (!c)
-            break;
-    }
-    free(p);
-    return st;
-}
-
 /* "runs/<file name without directory and .yaml/.yml>" */
 static char *default_output(const char *config_path)
 {
@@ -378,7 +354,7 @@ int main(int argc, char **argv)
                           "--resume %s, or choose another --output", out_dir, out_dir);
             goto end;
         }
-        if ((st = make_dirs(out_dir, &err)))
+        if ((st = vtr_make_dirs(out_dir, &err)))
             goto end;
     }
 

@@ -12,6 +12,7 @@
 
 #include "decode/frame_sampler.h"
 #include "lib/args.h"
+#include "lib/file.h"
 #include "lib/log.h"
 #include "lib/version.h"
 #include "pipeline/synth_scene.h"
@@ -133,12 +134,12 @@ static int write_scenes(const char *dir, const vtr_synth_options *o, int clips, 
         return 1;
     }
     ao.fps = o->fps_num;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "vtr-synth: %s: %s\n", dir, strerror(errno));
-        return 1;
-    }
     vtr_error err;
     vtr_error_clear(&err);
+    if (vtr_make_dirs(dir, &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        return 1;
+    }
     vtr_progress progress;
     vtr_progress_begin(&progress, "clips", clips);
     vtr_status st = vtr_scene_archive_write(dir, &ao, scene_progress, &progress, &err);

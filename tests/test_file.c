@@ -50,3 +50,23 @@ TEST(atomic_write_to_a_fifo_keeps_the_fifo)
     struct stat st;
     CHECK(stat(path, &st) == 0 && S_ISFIFO(st.st_mode));
 }
+
+TEST(make_dirs_creates_missing_parents)
+{
+    vtr_error err;
+    struct stat sb;
+    char path[1024];
+    snprintf(path, sizeof path, "%s", test_path("made/a/b/c"));
+    CHECK_OK(vtr_make_dirs(path, &err));
+    CHECK(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode));
+    CHECK_OK(vtr_make_dirs(path, &err)); /* existing: fine */
+    snprintf(path, sizeof path, "%s/", test_path("made/trailing"));
+    CHECK_OK(vtr_make_dirs(path, &err));
+    CHECK(stat(test_path("made/trailing"), &sb) == 0 && S_ISDIR(sb.st_mode));
+    FILE *fp = fopen(test_path("made/file"), "w");
+    fclose(fp);
+    snprintf(path, sizeof path, "%s", test_path("made/file/sub"));
+    CHECK_FAILS(vtr_make_dirs(path, &err), VTR_ERR_IO, "made/file: Not a directory");
+    CHECK_FAILS(vtr_make_dirs(test_path("made/file"), &err), VTR_ERR_IO,
+                "made/file: Not a directory");
+}

@@ -810,9 +810,11 @@ TEST(import_options_checked)
     CHECK_FAILS(vtr_import_begin(&o, "x", false, NULL, NULL, &im, &err), VTR_ERR_INVALID,
                 "float32 or float16");
     o.store_dtype = VTR_F32;
-    o.store = test_path("no/such/parent/store");
+    FILE *fp = fopen(test_path("plain-file"), "w");
+    fclose(fp);
+    o.store = test_path("plain-file/parent/store");
     CHECK_FAILS(vtr_import_begin(&o, "x", true, NULL, NULL, &im, &err), VTR_ERR_IO,
-                "parent directory");
+                "plain-file: Not a directory");
     o.store = NULL;
     CHECK_OK(vtr_import_begin(&o, "x", false, NULL, NULL, &im, &err));
     int64_t idx;
