@@ -34,6 +34,7 @@ typedef struct trainer {
     double best_rsum;
     int best_epoch;
     double loss_sum;       /* this epoch's summed step losses */
+    int64_t negatives_sum; /* and negatives per query */
     int64_t loss_steps;
 } trainer;
 
@@ -67,14 +68,16 @@ json_t *vtr_retrieval_metrics_json(const vtr_retrieval_metrics *m)
 
 static vtr_status save_last(trainer *t, int64_t epoch, int64_t iteration, vtr_error *err)
 {
-    char best_rsum[64], best_epoch[32], loss_sum[64], loss_steps[32];
+    char best_rsum[64], best_epoch[32], loss_sum[64], loss_steps[32], negatives_sum[32];
     snprintf(best_rsum, sizeof best_rsum, "%a", t->best_rsum);
     snprintf(best_epoch, sizeof best_epoch, "%d", t->best_epoch);
     snprintf(loss_sum, sizeof loss_sum, "%a", t->loss_sum);
     snprintf(loss_steps, sizeof loss_steps, "%" PRId64, t->loss_steps);
+    snprintf(negatives_sum, sizeof negatives_sum, "%" PRId64, t->negatives_sum);
     vtr_checkpoint_kv extra[] = {
         {"best_rsum", best_rsum},     {"best_epoch", best_epoch},
-        {"epoch_loss_sum", loss_sum}, {"epoch_steps", loss_steps},
+        {"epoch_loss_sum", loss_sum}, {"epoch_negatives_sum", negatives_sum},
+        {"epoch_steps", loss_steps},
         {"vocab_sha256", t->su->vocab_sha256},
     };
     vtr_checkpoint_state state = {.step = t->step,
@@ -157,6 +160,7 @@ static vtr_status resume(trainer *t, int64_t *epoch, int64_t *iteration, vtr_err
         (st = meta_int(&ck, "best_epoch", &best_epoch, err)) ||
         (st = meta_double(&ck, "epoch_loss_sum", &t->loss_sum, err)) ||
         (st = meta_int(&ck, "epoch_steps", &t->loss_steps, err)) ||
+        (st = meta_int(&ck, "epoch_negatives_sum", &t->negatives_sum, err)) ||
         (st = vtr_checkpoint_load_params(&ck, &t->m.params, 0, err)) ||
         (st = vtr_checkpoint_load_optimizer(&ck, &t->m.params, &t->optim, err)) ||
         (st = vtr_checkpoint_load_state(&ck, &state, err)))
@@ -238,10 +242,10 @@ static vtr_status append_metrics(trainer *t, const vtr_train_epoch_info *info, i
                                  double lr_first, double lr_last, vtr_hinge_negatives neg,
                                  vtr_error *err)
 {
-    json_t *obj = json_pack("{s:i, s:I, s:f, s:s, s:[f, f], s:o, s:b, s:f, s:f}", "epoch",
+    json_t *obj = json_pack("{s:i, s:I, s:f, s:s, s:f, s:[f, f], s:o, s:b, s:f, s:f}", "epoch",
                             info->epoch, "steps", (json_int_t)steps, "loss", info->loss,
                             "negatives", neg == VTR_HINGE_ALL_NEGATIVES ? "all" : "hardest",
-                            "lr", lr_first, lr_last, "val",
+                            "k", info->negatives, "lr", lr_first, lr_last, "val",
                             vtr_retrieval_metrics_json(&info->val), "best", info->best,
                             "train_s", info->train_s, "val_s", info->val_s);
     char *text = obj ? json_dumps(obj, VTR_JSON_FLAGS) : NULL;
@@ -333,6 +337,7 @@ static vtr_status finish_epoch(trainer *t, int e, int64_t iters, double train_s,
     }
     info.val_s = vtr_now_seconds() - t0;
     info.loss = t->loss_steps ? t->loss_sum / (double)t->loss_steps : 0.0;
+    info.negatives = t->loss_steps ? (double)t->negatives_sum / (double)t->loss_steps : 0.0;
     if (t->best_epoch < 0 || info.val.rsum > t->best_rsum) {
         t->best_rsum = info.val.rsum;
         t->best_epoch = e;
@@ -345,6 +350,7 @@ static vtr_status finish_epoch(trainer *t, int e, int64_t iters, double train_s,
     if ((st = append_metrics(t, &info, t->loss_steps, lr_first, lr_last, neg, err)))
         return st;
     t->loss_sum = 0.0;
+    t->negatives_sum = 0;
     t->loss_steps = 0;
     if ((st = save_last(t, e + 1, 0, err)))
         return st;
@@ -424,6 +430,7 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
             vtr_optimizer_step(&t.optim, &t.m.params, lr);
             t.step++;
             t.loss_sum += (double)loss;
+            t.negatives_sum += t.m.negatives;
             t.loss_steps++;
             if (su->on_step) {
                 vtr_train_step_info info = {.epoch = e,
@@ -432,7 +439,8 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
                                             .iterations = iters,
                                             .step = t.step,
                                             .loss = loss,
-                                            .lr = lr};
+                                            .lr = lr,
+                                            .negatives = t.m.negatives};
                 su->on_step(su->ctx, &info);
             }
             if ((su->max_steps > 0 && t.step >= su->max_steps) || (su->stop && *su->stop)) {

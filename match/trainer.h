@@ -5,14 +5,15 @@
  * Run directory (setup->output_dir, which must exist):
  *   last.safetensors  the whole training state (lib/checkpoint.h): parameters, AdamW
  *                     state, step / epoch / iteration, the resolved config, and the extra
- *                     strings "best_rsum", "best_epoch", "epoch_loss_sum", "epoch_steps",
- *                     "vocab_sha256". Written atomically after every epoch, every
+ *                     strings "best_rsum", "best_epoch", "epoch_loss_sum",
+ *                     "epoch_negatives_sum", "epoch_steps", "vocab_sha256". Written atomically after every epoch, every
  *                     checkpoint_every steps, and when the run stops early.
  *   best.safetensors  the parameters (and config) after the epoch with the highest
  *                     validation RSUM so far (ties keep the earlier), with the extra
  *                     strings "rsum", "best_epoch", "vocab_sha256". Atomic.
  *   metrics.jsonl     one JSON object per finished epoch: {"epoch", "steps", "loss" (mean
- *                     per step), "negatives" ("all" / "hardest"), "lr" (first and last
+ *                     per step), "negatives" ("all" / "hardest"), "k" (negatives per
+ *                     query, mean per step: 1 / B-1 for the hinge, ADOPT's K), "lr" (first and last
  *                     step's), "val": {"v2t": {...}, "t2v": {...}, "rsum"}, "best",
  *                     "train_s", "val_s"}.
  *
@@ -56,6 +57,8 @@ typedef struct vtr_train_step_info {
     int64_t step;               /* steps taken in the whole run, this one included */
     float loss;
     double lr;
+    int negatives;              /* negatives per query in this step's loss: the hinge's 1
+                                   (hardest) or B-1 (all), ADOPT's K */
 } vtr_train_step_info;
 
 /* Once, with the parameters set, before the first step. */
@@ -73,6 +76,7 @@ typedef struct vtr_train_start_info {
 typedef struct vtr_train_epoch_info {
     int epoch;
     double loss;                /* mean per step */
+    double negatives;           /* negatives per query, mean per step (ADOPT's K) */
     vtr_retrieval_metrics val;
     bool best;                  /* best.safetensors was written */
     double train_s, val_s;

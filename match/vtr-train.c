@@ -161,8 +161,8 @@ static void on_step(void *ctx, const vtr_train_step_info *info)
         p->active = true;
         p->epoch = info->epoch;
     }
-    snprintf(p->bar.what, sizeof p->bar.what, "epoch %d/%d, loss %.4g, lr %.3g",
-             info->epoch + 1, info->epochs, (double)info->loss, info->lr);
+    snprintf(p->bar.what, sizeof p->bar.what, "epoch %d/%d, loss %.4g, K %d, lr %.3g",
+             info->epoch + 1, info->epochs, (double)info->loss, info->negatives, info->lr);
     vtr_progress_step(&p->bar, 1);
 }
 
@@ -177,12 +177,12 @@ static void on_validate(void *ctx, int epoch)
 static void on_epoch(void *ctx, const vtr_train_epoch_info *info)
 {
     const vtr_retrieval_metrics *v = &info->val;
-    vtr_log_info("epoch %d: loss %.4f, val R@1 %.1f/%.1f, RSUM %.1f%s (%.1f s + %.1f s val)",
-                 info->epoch + 1, info->loss, v->v2t.r1, v->t2v.r1, v->rsum,
-                 info->best ? ", best" : "", info->train_s, info->val_s);
-    json_t *f = json_pack("{s:i, s:f, s:o, s:b, s:f, s:f}", "epoch", info->epoch, "loss",
-                          info->loss, "val", vtr_retrieval_metrics_json(v), "best", info->best,
-                          "train_s", info->train_s, "val_s", info->val_s);
+    vtr_log_info("epoch %d: loss %.4f, K %.1f, val R@1 %.1f/%.1f, RSUM %.1f%s (%.1f s + "
+                 "%.1f s val)", info->epoch + 1, info->loss, info->negatives, v->v2t.r1,
+                 v->t2v.r1, v->rsum, info->best ? ", best" : "", info->train_s, info->val_s);
+    json_t *f = json_pack("{s:i, s:f, s:f, s:o, s:b, s:f, s:f}", "epoch", info->epoch, "loss",
+                          info->loss, "k", info->negatives, "val", vtr_retrieval_metrics_json(v),
+                          "best", info->best, "train_s", info->train_s, "val_s", info->val_s);
     vtr_log_event("epoch", f);
     json_decref(f);
 }

@@ -554,9 +554,9 @@ TEST(train_resume_gives_identical_bytes)
 
     /* metrics.jsonl: the warm-up epoch sums over all negatives */
     CHECK_EQ_INT(test_run("head -n 1 '%s' | grep -q '\"epoch\":0,\"steps\":6,.*\"negatives\":"
-                          "\"all\"'", tmp("run_full/metrics.jsonl")), 0);
-    CHECK_EQ_INT(test_run("sed -n 2p '%s' | grep -q '\"negatives\":\"hardest\".*\"rsum\"'",
-                          tmp("run_full/metrics.jsonl")), 0);
+                          "\"all\",\"k\":15.0,'", tmp("run_full/metrics.jsonl")), 0);
+    CHECK_EQ_INT(test_run("sed -n 2p '%s' | grep -q '\"negatives\":\"hardest\",\"k\":1.0,.*"
+                          "\"rsum\"'", tmp("run_full/metrics.jsonl")), 0);
 
     /* the best checkpoint evaluates to the RSUM recorded for it on the validation split */
     vtr_retrieval_metrics val = evaluate(tmp("run_full/best.safetensors"), "val", 64);
@@ -1018,6 +1018,21 @@ TEST(train_e2e_learns_objects_and_gpo_beats_mean_on_rare_objects)
 
 /* ---- the ADPOOL / ADOPT configs learn (paper 003) ----------------------------------- */
 
+/* The "k" of epoch e (1-based line) of a metrics.jsonl. */
+static double metrics_k(const char *path, int line)
+{
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "%s", path);
+    char buf[4096];
+    double k = -1.0;
+    for (int i = 0; i < line && fgets(buf, sizeof buf, f); i++) {
+        const char *p = strstr(buf, "\"k\":");
+        k = i + 1 == line && p ? strtod(p + 4, NULL) : -1.0;
+    }
+    fclose(f);
+    return k;
+}
+
 /* Each configs/msrvtt-adpool*.yaml / msrvtt-adopt.yaml as it is (poolers, loss and its
  * settings), with the fixture's data and small sizes on top, trains on the common-object
  * data and beats chance (1/24 = 4.2%) by far. The hinge config gets e2e_yaml's longer
@@ -1065,6 +1080,13 @@ TEST(train_adpool_adopt_configs_learn)
          * adpool-adopt 79.2 / 72.9 */
         CHECK_MSG(r.v2t.r1 >= 25.0 && r.t2v.r1 >= 25.0, "%s: R@1 %.1f / %.1f", names[i],
                   r.v2t.r1, r.t2v.r1);
+        if (strstr(names[i], "adopt")) {
+            /* ADOPT's K (eq. 6) starts near B-1 and shrinks as the batch aligns */
+            double k_first = metrics_k(tmp("%s/metrics.jsonl", names[i]), 1);
+            double k_last = metrics_k(tmp("%s/metrics.jsonl", names[i]), 30);
+            printf("    %-20s mean K: epoch 1 %.1f, epoch 30 %.1f\n", names[i], k_first, k_last);
+            CHECK(k_first >= 1.0 && k_first <= 31.0 && k_last >= 1.0 && k_last < k_first);
+        }
     }
     omp_set_num_threads(threads);
 }
