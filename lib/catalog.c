@@ -1,9 +1,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "catalog.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -514,11 +516,16 @@ fail:
     return st;
 }
 
-vtr_status vtr_catalog_open(const char *path, vtr_catalog **out, vtr_error *err)
+static vtr_status open_catalog(const char *path, bool create, vtr_catalog **out, vtr_error *err)
 {
     *out = NULL;
     if (!path || !*path)
         return vtr_fail(err, VTR_ERR_INVALID, "catalog: no path given");
+    if (!create && strcmp(path, ":memory:") != 0 && access(path, F_OK) != 0)
+        return errno == ENOENT
+                   ? vtr_fail(err, VTR_ERR_NOT_FOUND,
+                              "catalog %s does not exist (vtr-import fills one)", path)
+                   : vtr_fail_errno(err, "catalog %s", path);
     vtr_status st = VTR_OK;
     vtr_catalog *cat = calloc(1, sizeof *cat);
     if (!cat)
@@ -528,8 +535,8 @@ vtr_status vtr_catalog_open(const char *path, vtr_catalog **out, vtr_error *err)
         st = vtr_fail(err, VTR_ERR_NOMEM, "catalog %s: out of memory", path);
         goto end;
     }
-    int rc = sqlite3_open_v2(path, &cat->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                             NULL);
+    int rc = sqlite3_open_v2(path, &cat->db,
+                             SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL);
     if (rc != SQLITE_OK) {
         st = vtr_fail(err, VTR_ERR_DB, "catalog %s: %s", path,
                       cat->db ? sqlite3_errmsg(cat->db) : sqlite3_errstr(rc));
@@ -585,6 +592,16 @@ end:
     }
     *out = cat;
     return VTR_OK;
+}
+
+vtr_status vtr_catalog_open(const char *path, vtr_catalog **out, vtr_error *err)
+{
+    return open_catalog(path, true, out, err);
+}
+
+vtr_status vtr_catalog_open_existing(const char *path, vtr_catalog **out, vtr_error *err)
+{
+    return open_catalog(path, false, out, err);
 }
 
 void vtr_catalog_close(vtr_catalog *cat)

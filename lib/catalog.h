@@ -55,6 +55,11 @@ typedef struct vtr_catalog vtr_catalog;
  * PATH has schema version N; this vtr knows up to M"). On failure *out is NULL. */
 vtr_status vtr_catalog_open(const char *path, vtr_catalog **out, vtr_error *err);
 
+/* The same for a catalog that must exist already (the readers: training, evaluation,
+ * search), so that a mistyped path does not leave an empty database behind: a missing
+ * file is VTR_ERR_NOT_FOUND "catalog PATH does not exist (vtr-import fills one)". */
+vtr_status vtr_catalog_open_existing(const char *path, vtr_catalog **out, vtr_error *err);
+
 /* Closes the connection, rolling back an open transaction. Safe on NULL. */
 void vtr_catalog_close(vtr_catalog *cat);
 

@@ -29,7 +29,7 @@ vtr_status vtr_eval_model_open(const char *ckpt, const vtr_eval_source *src, vtr
                                      src->vocab_path, &m.trained, err)))
         return st;
     const vtr_train_options *o = &m.trained.o;
-    if ((st = vtr_catalog_open(o->catalog, &cat, err)) ||
+    if ((st = vtr_catalog_open_existing(o->catalog, &cat, err)) ||
         (st = vtr_feature_store_reader_open(o->features, &m.store, err)) ||
         (st = vtr_split_load(cat, o->dataset, src->split, m.store, o->max_frames, &m.split,
                              err)) ||

@@ -175,7 +175,7 @@ static vtr_status begin_record(const vtr_eval_model *members, const char *const 
                    .seed = m->trained.o.seed,
                    .code_version = vtr_version,
                    .data_hashes = hashes};
-    if ((st = vtr_catalog_open(m->trained.o.catalog, cat, err)) ||
+    if ((st = vtr_catalog_open_existing(m->trained.o.catalog, cat, err)) ||
         (st = vtr_catalog_begin_run(*cat, &run, run_id, err)))
         vtr_error_context(err, "recording the evaluation (--no-record skips it)");
 end:

@@ -259,7 +259,7 @@ int main(int argc, char **argv)
             catalog = default_catalog;
     }
     if (catalog) {
-        vtr_status st = vtr_catalog_open(catalog, &cat, &err);
+        vtr_status st = vtr_catalog_open_existing(catalog, &cat, &err);
         if (st == VTR_OK)
             st = vtr_catalog_find_dataset(cat, dataset ? dataset : SEARCH_DATASET, &dataset_id,
                                           &err);

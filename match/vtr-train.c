@@ -354,13 +354,13 @@ int main(int argc, char **argv)
                           "--resume %s, or choose another --output", out_dir, out_dir);
             goto end;
         }
-        if ((st = vtr_make_dirs(out_dir, &err)))
-            goto end;
     }
 
-    /* the data; a resumed run reads the vocabulary it was trained with */
+    /* the data (before the run directory is made: a bad path leaves nothing behind); a
+     * resumed run reads the vocabulary it was trained with */
     vtr_log_info("reading %s and %s", o.catalog, o.features);
-    if ((st = vtr_train_data_open(&o, resume_dir ? vocab_path : NULL, &data, &err)))
+    if ((st = vtr_train_data_open(&o, resume_dir ? vocab_path : NULL, &data, &err)) ||
+        (!resume_dir && (st = vtr_make_dirs(out_dir, &err))))
         goto end;
     if (!resume_dir && (st = vtr_vocab_save_json(data.vocab, vocab_path, &err)))
         goto end;

@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "../lib/catalog.h"
 #include "../lib/hash.h"
@@ -74,6 +75,21 @@ TEST(catalog_open_creates_schema_version_1_in_wal_mode)
     CHECK_OK(vtr_catalog_open(path, &cat, &err));
     vtr_catalog_close(cat);
     CHECK_STR(raw_query(path, "PRAGMA user_version"), "1");
+}
+
+TEST(catalog_open_existing_creates_nothing)
+{
+    vtr_error err;
+    const char *path = db_path("absent.db");
+    vtr_catalog *cat = NULL;
+    CHECK_FAILS(vtr_catalog_open_existing(path, &cat, &err), VTR_ERR_NOT_FOUND,
+                "absent.db does not exist (vtr-import fills one)");
+    CHECK(cat == NULL && access(path, F_OK) != 0);
+    CHECK_OK(vtr_catalog_open(path, &cat, &err));
+    vtr_catalog_close(cat);
+    CHECK_OK(vtr_catalog_open_existing(path, &cat, &err));
+    CHECK(cat != NULL);
+    vtr_catalog_close(cat);
 }
 
 TEST(catalog_reopen_keeps_data)

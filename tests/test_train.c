@@ -805,6 +805,11 @@ TEST(train_cli_train_resume_kill_and_eval)
     CHECK(log_has("u.log", "seed: 7") && log_has("u.log", "max_frames: 6"));
     CHECK_EQ_INT(sh("u.log", "bin/vtr-train --help-config"), 0);
     CHECK(log_has("u.log", "loss.warmup_epochs"));
+    /* a mistyped catalog: one line, and neither a database nor a run directory made */
+    CHECK_EQ_INT(sh("u.log", "bin/vtr-train '%s' --set data.catalog='%s' -o '%s'", cfg,
+                    tmp("typo.db"), tmp("cli_typo")), 1);
+    CHECK(log_has("u.log", "typo.db does not exist (vtr-import fills one)"));
+    CHECK(access(tmp("typo.db"), F_OK) != 0 && access(tmp("cli_typo"), F_OK) != 0);
 
     /* an uninterrupted run: 96 captions / 16 = 6 steps per epoch, 48 in all */
     CHECK_EQ_INT(sh("a.log", "bin/vtr-train '%s' -o '%s' --threads 1", cfg, tmp("cli_a")), 0);
