@@ -434,8 +434,8 @@ int main(int argc, char **argv)
     if (res.finished) {
         if (res.resumed_from_end)
             vtr_log_info("the run in %s had finished already", out_dir);
-        vtr_log_info("finished %d epochs; best validation RSUM %.2f after epoch %d: %s/%s",
-                     o.epochs, res.best_rsum, res.best_epoch + 1, out_dir, VTR_RUN_BEST);
+        vtr_log_info("finished %d epoch%s; best validation RSUM %.2f after epoch %d: %s/%s",
+                     o.epochs, o.epochs == 1 ? "" : "s", res.best_rsum, res.best_epoch + 1, out_dir, VTR_RUN_BEST);
         rc = 0;
     } else {
         vtr_log_info("stopped at epoch %d, step %lld of it (%lld steps in all); continue with "
