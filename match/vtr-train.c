@@ -128,6 +128,25 @@ static vtr_status set_key(vtr_config *cfg, const char *key, const char *value, v
     return st;
 }
 
+/* A new run that failed before saving any state leaves nothing to resume: its files go,
+ * and the directory with them when nothing else is in it. */
+static void remove_unstarted_run(const char *dir)
+{
+    static const char *const files[] = {VTR_RUN_CONFIG, VTR_RUN_VOCAB, VTR_RUN_METRICS};
+    char *last = vtr_path_join(dir, VTR_RUN_LAST);
+    bool started = !last || access(last, F_OK) == 0;
+    free(last);
+    if (started)
+        return;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *path = vtr_path_join(dir, files[i]);
+        if (path)
+            unlink(path);
+        free(path);
+    }
+    rmdir(dir);
+}
+
 /* ---- progress --------------------------------------------------------------------- */
 
 typedef struct progress_ctx {
@@ -296,6 +315,7 @@ int main(int argc, char **argv)
     char *hashes = NULL;
     char vocab_sha[VTR_SHA256_HEX_SIZE];
     int64_t run_id = -1;
+    bool fresh_dir = false; /* this invocation made the run directory's files */
 
     /* the config: a file and overrides, or the one stored with the run */
     if (resume_dir) {
@@ -362,6 +382,7 @@ int main(int argc, char **argv)
     if ((st = vtr_train_data_open(&o, resume_dir ? vocab_path : NULL, &data, &err)) ||
         (!resume_dir && (st = vtr_make_dirs(out_dir, &err))))
         goto end;
+    fresh_dir = !resume_dir;
     if (!resume_dir && (st = vtr_vocab_save_json(data.vocab, vocab_path, &err)))
         goto end;
     if ((st = vtr_file_sha256(vocab_path, vocab_sha, &err)) ||
@@ -446,6 +467,8 @@ int main(int argc, char **argv)
 end:
     if (st != VTR_OK)
         vtr_log_item_error(NULL, &err);
+    if (st != VTR_OK && fresh_dir)
+        remove_unstarted_run(out_dir);
     vtr_checkpoint_close(&ck);
     vtr_train_data_close(&data);
     vtr_config_free(cfg);

@@ -937,6 +937,15 @@ TEST(train_cli_train_resume_kill_and_eval)
                           "<<'EOF'\n%s\nEOF", tmp("r.log"), r.rsum, run.result), 0);
     vtr_run_free(&run);
     vtr_catalog_close(cat);
+
+    /* a run that fails before saving any state leaves no run directory behind */
+    FILE *gv = fopen(tmp("narrow.txt"), "w");
+    fputs("a 1 2 3\n", gv);
+    fclose(gv);
+    CHECK_EQ_INT(sh("u.log", "bin/vtr-train '%s' --set model.word_vectors='%s' -o '%s'", cfg,
+                    tmp("narrow.txt"), tmp("cli_narrow")), 1);
+    CHECK(log_has("u.log", "narrow.txt:1: 3 values, expected 8"));
+    CHECK(access(tmp("cli_narrow"), F_OK) != 0);
 }
 
 /* ---- end-to-end learning (issue 5, item 8) ------------------------------------------ */
