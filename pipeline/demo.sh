@@ -17,7 +17,7 @@
 #
 # VTR_DEMO_CLIPS sets the number of clips (default 300), VTR_DEMO_DIR the output
 # directory (default demo-out/), VTR_DEMO_SEED the seed of the archive and the backbone
-# (default 1), VTR_DEMO_EPOCHS the training epochs (default: the configs', 12).
+# (default 1), VTR_DEMO_EPOCHS the training epochs (default: the configs', 36).
 set -eu
 cd "$(dirname "$0")/.."
 PATH=$(pwd)/bin:$PATH
