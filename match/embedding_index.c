@@ -1317,7 +1317,10 @@ vtr_status vtr_embedding_index_open(const char *dir, vtr_embedding_index **out, 
     }
     struct stat sb;
     if (stat(dir, &sb) != 0) {
-        st = vtr_fail_errno(err, "index %s", dir);
+        st = errno == ENOENT ? vtr_fail(err, VTR_ERR_IO, "index %s does not exist (vtr-index "
+                                                         "or vtr-aggregate --index builds one)",
+                                        dir)
+                             : vtr_fail_errno(err, "index %s", dir);
         goto end;
     }
     if (stat(db_path, &sb) != 0) {

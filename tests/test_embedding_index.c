@@ -734,6 +734,11 @@ TEST(damaged_index_files)
     CHECK_FAILS(vtr_embedding_index_open(d, &ix, &err), VTR_ERR_IO,
                 "seg-000001.npy listed in index.sqlite is missing");
 
+    /* no directory at all: the reader says what builds one */
+    snprintf(path, sizeof path, "%s/ix_never_built", dir);
+    CHECK_FAILS(vtr_embedding_index_open(path, &ix, &err), VTR_ERR_IO,
+                "ix_never_built does not exist (vtr-index or vtr-aggregate --index builds one)");
+
     /* a missing manifest: readers and writers refuse */
     d = copy_of(dir, "ix_missing_manifest");
     snprintf(path, sizeof path, "%s/index.sqlite", d);
