@@ -58,8 +58,14 @@ IMPORT_FLAGS ?=
 VIDEO_EXTS ?= mp4 mkv webm avi mov m4v
 VTR = $(if $(VTR_BIN),$(VTR_BIN)/)
 
-vtr_videos := $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),$(sort $(foreach e,$(VIDEO_EXTS),$(wildcard $(v)/*.$(e)))),$(v))) \
+vtr_dir_videos := $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),$(sort $(foreach e,$(VIDEO_EXTS),$(wildcard $(v)/*.$(e))))))
+vtr_videos := $(vtr_dir_videos) $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),,$(v))) \
               $(if $(VIDEO_LIST),$(shell cat '$(VIDEO_LIST)'))
+# a name with a space comes back from a directory as several words, of which some are no file
+vtr_split := $(firstword $(foreach v,$(vtr_dir_videos),$(if $(wildcard $(v)),,$(v))))
+ifneq ($(vtr_split),)
+$(error a video file name holds a space (make sees a piece of it: '$(vtr_split)'): make cannot build targets with spaces; rename such files, or index them with vtr-index)
+endif
 vtr_key = $(basename $(notdir $(1)))
 vtr_keys := $(foreach v,$(vtr_videos),$(call vtr_key,$(v)))
 ifneq ($(words $(vtr_keys)),$(words $(sort $(vtr_keys))))

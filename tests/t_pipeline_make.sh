@@ -101,6 +101,13 @@ tail -n 2 "$dir/log" | grep -q "^  video4: vtr-decode: video4: .*video4.mp4: not
 pipe_make -s failed | grep -q "video4" || fail "make failed"
 rm "$src/TestVideo/video4.mp4" "$out/failed/video4.err"
 
+# 4b. a file name with a space stops make at once, with a message that says so
+cp "$src/TestVideo/video5.mp4" "$src/TestVideo/my clip.mp4"
+pipe_make -n >"$dir/log" 2>&1 && fail "a name with a space: exit 0"
+grep -q "a video file name holds a space (make sees a piece of it: '$src/TestVideo/my')" "$dir/log" ||
+    fail "a name with a space: $(cat "$dir/log")"
+rm "$src/TestVideo/my clip.mp4"
+
 # 5. the Slurm helper: 6 targets in 3 tasks; the task scripts build their shares
 mkdir "$dir/bin"
 cat >"$dir/bin/sbatch" <<EOF
