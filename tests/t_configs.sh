@@ -60,4 +60,17 @@ assert abs(r["rsum"] - sum(r[d][k] for d in ("v2t", "t2v") for k in ("r1", "r5",
 EOF
 done
 [ "$n" -ge 9 ] || fail "only $n dataset configs"
+# evaluated from elsewhere, the checkpoint's relative data paths are explained, and
+# --catalog / --store (as absolute paths) find the data
+mkdir elsewhere && cd elsewhere || exit 1
+vtr-eval -c ../runs/msrvtt-vse-inf/best.safetensors 2>err && fail "relative catalog: exit 0"
+grep -q "vtr.db is relative to the directory vtr-train ran in (--catalog gives another)" err ||
+    fail "relative catalog: $(cat err)"
+vtr-eval -c ../runs/msrvtt-vse-inf/best.safetensors --catalog "$dir/vtr.db" 2>err &&
+    fail "relative store: exit 0"
+grep -q "stores/msrvtt-resnet152 is relative to the directory vtr-train ran in (--store gives another)" err ||
+    fail "relative store: $(cat err)"
+vtr-eval -c ../runs/msrvtt-vse-inf/best.safetensors --catalog "$dir/vtr.db" --no-record \
+    --store "$dir/stores/msrvtt-resnet152" --threads 1 >out 2>err || fail "absolute paths: $(cat err)"
+grep -q "^RSUM" out || fail "absolute paths: $(cat out)"
 echo "ok: $n configs"
