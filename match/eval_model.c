@@ -2,11 +2,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "eval_model.h"
 
-#include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "lib/catalog.h"
+#include "lib/file.h"
 
 void vtr_eval_model_close(vtr_eval_model *m)
 {
@@ -19,22 +19,14 @@ void vtr_eval_model_close(vtr_eval_model *m)
     memset(m, 0, sizeof *m);
 }
 
-/* A data path from the checkpoint's own config (key, not overridden) that is not there:
- * when it is relative, says where it is taken from, since vtr-eval often runs elsewhere
- * than vtr-train did. */
-static vtr_status explain_missing(vtr_status st, const vtr_eval_source *src, const char *key,
-                                  const char *path, const char *option, vtr_error *err)
+/* Whether src overrides the config key ("data.catalog=..."). */
+static bool overridden(const vtr_eval_source *src, const char *key)
 {
-    if (!err || !path || path[0] == '/' || access(path, F_OK) == 0 || src->config_path)
-        return st;
     size_t n = strlen(key);
     for (int i = 0; i < src->n_sets; i++)
         if (strncmp(src->sets[i], key, n) == 0 && src->sets[i][n] == '=')
-            return st;
-    char msg[VTR_ERROR_MSG_MAX];
-    snprintf(msg, sizeof msg, "%s", err->msg);
-    return vtr_fail(err, st, "%s; %s is relative to the directory vtr-train ran in (%s "
-                             "gives another)", msg, path, option);
+            return true;
+    return src->config_path != NULL;
 }
 
 vtr_status vtr_eval_model_open(const char *ckpt, const vtr_eval_source *src, vtr_eval_model *out,
@@ -49,10 +41,14 @@ vtr_status vtr_eval_model_open(const char *ckpt, const vtr_eval_source *src, vtr
                                      src->vocab_path, &m.trained, err)))
         return st;
     const vtr_train_options *o = &m.trained.o;
-    if ((st = vtr_catalog_open_existing(o->catalog, &cat, err)))
-        st = explain_missing(st, src, "data.catalog", o->catalog, "--catalog", err);
-    else if ((st = vtr_feature_store_reader_open(o->features, &m.store, err)))
-        st = explain_missing(st, src, "data.features", o->features, "--store", err);
+    /* a checkpoint's relative data paths are missing when run elsewhere than vtr-train */
+    if ((st = vtr_catalog_open_existing(o->catalog, &cat, err))) {
+        if (!overridden(src, "data.catalog"))
+            vtr_explain_run_relative(o->catalog, "--catalog gives another", err);
+    } else if ((st = vtr_feature_store_reader_open(o->features, &m.store, err))) {
+        if (!overridden(src, "data.features"))
+            vtr_explain_run_relative(o->features, "--store gives another", err);
+    }
     if (st ||
         (st = vtr_split_load(cat, o->dataset, src->split, m.store, o->max_frames, &m.split,
                              err)) ||

@@ -379,8 +379,12 @@ int main(int argc, char **argv)
     /* the data (before the run directory is made: a bad path leaves nothing behind); a
      * resumed run reads the vocabulary it was trained with */
     vtr_log_info("reading %s and %s", o.catalog, o.features);
-    if ((st = vtr_train_data_open(&o, resume_dir ? vocab_path : NULL, &data, &err)) ||
-        (!resume_dir && (st = vtr_make_dirs(out_dir, &err))))
+    if ((st = vtr_train_data_open(&o, resume_dir ? vocab_path : NULL, &data, &err))) {
+        if (resume_dir && !vtr_explain_run_relative(o.catalog, "resume from there", &err))
+            vtr_explain_run_relative(o.features, "resume from there", &err);
+        goto end;
+    }
+    if (!resume_dir && (st = vtr_make_dirs(out_dir, &err)))
         goto end;
     fresh_dir = !resume_dir;
     if (!resume_dir && (st = vtr_vocab_save_json(data.vocab, vocab_path, &err)))

@@ -73,4 +73,7 @@ grep -q "stores/msrvtt-resnet152 is relative to the directory vtr-train ran in (
 vtr-eval -c ../runs/msrvtt-vse-inf/best.safetensors --catalog "$dir/vtr.db" --no-record \
     --store "$dir/stores/msrvtt-resnet152" --threads 1 >out 2>err || fail "absolute paths: $(cat err)"
 grep -q "^RSUM" out || fail "absolute paths: $(cat out)"
+vtr-train --resume ../runs/msrvtt-vse-inf 2>err && fail "resumed elsewhere: exit 0"
+grep -q "vtr.db is relative to the directory vtr-train ran in (resume from there)" err ||
+    fail "resumed elsewhere: $(cat err)"
 echo "ok: $n configs"
