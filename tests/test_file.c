@@ -78,7 +78,7 @@ TEST(explain_run_relative_only_for_missing_relative_paths)
     CHECK(vtr_explain_run_relative("no/such/vtr.db", "resume from there", &err));
     CHECK_EQ_INT(err.status, VTR_ERR_IO);
     CHECK_STR(err.msg, "catalog x does not exist; no/such/vtr.db is relative to the "
-                          "directory vtr-train ran in (resume from there)");
+                       "directory vtr-train ran in (resume from there)");
     vtr_fail(&err, VTR_ERR_IO, "unchanged");
     CHECK(!vtr_explain_run_relative("/no/such/vtr.db", "h", &err)); /* absolute */
     CHECK(!vtr_explain_run_relative(".", "h", &err));               /* there */
