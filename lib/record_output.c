@@ -10,6 +10,10 @@ vtr_status vtr_record_output_open(vtr_record_output *o, const char *path,
 {
     memset(o, 0, sizeof *o);
     if (path && strcmp(path, "-")) {
+        size_t n = strlen(path);
+        if (n >= 4 && strcmp(path + n - 4, ".npy") == 0)
+            return vtr_fail(err, VTR_ERR_INVALID, "%s: -o writes a record stream, not NPY: "
+                            "name it .vtr, or write KEY.npy files with --out-dir DIR", path);
         vtr_status st = vtr_atomic_open(&o->file, path, err);
         if (st != VTR_OK)
             return st;

@@ -20,7 +20,9 @@ typedef struct vtr_record_output {
 
 /* Opens path (NULL or "-": stdout). VTR_ERR_INVALID "refusing to write records to a
  * terminal: use <alternatives>" when stdout is one (alternatives, e.g. "-o FILE, --out-dir
- * DIR or a pipe"); vtr_atomic_open's errors. On failure o is zeroed. */
+ * DIR or a pipe"), and for a path ending in ".npy" (a record stream is not NPY: every
+ * program that writes records has --out-dir for NPY files); vtr_atomic_open's errors. On
+ * failure o is zeroed. */
 vtr_status vtr_record_output_open(vtr_record_output *o, const char *path,
                                   const char *alternatives, vtr_error *err);
 

@@ -1,8 +1,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "lib/record.h"
+#include "lib/record_output.h"
 
 /* Writes n records "item0".. with float arrays (i+1, 3) holding i*100 + j and
  * metadata {"index": i, "name": "caf\u00e9"}; returns the stream in a malloc'ed buffer. */
@@ -218,4 +220,18 @@ TEST(record_writer_refuses_bad_keys_and_meta)
     CHECK_FAILS(vtr_record_write(fp, "k", NULL, &bt, "out", &err), VTR_ERR_INVALID,
                 "bfloat16 array cannot be stored");
     fclose(fp);
+}
+
+TEST(record_output_refuses_an_npy_name)
+{
+    vtr_error err;
+    vtr_record_output o;
+    const char *path = test_path("features.npy");
+    CHECK_FAILS(vtr_record_output_open(&o, path, "-o FILE or a pipe", &err), VTR_ERR_INVALID,
+                "features.npy: -o writes a record stream, not NPY: name it .vtr, or write "
+                "KEY.npy files with --out-dir DIR");
+    CHECK(access(path, F_OK) != 0 && o.fp == NULL);
+    CHECK_OK(vtr_record_output_open(&o, test_path("features.vtr"), "-o FILE", &err));
+    CHECK_OK(vtr_record_output_commit(&o, &err));
+    CHECK(access(test_path("features.vtr"), F_OK) == 0);
 }
