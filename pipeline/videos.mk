@@ -12,7 +12,9 @@
 #
 # Restartable: a killed make leaves no target half-written (the programs write to
 # temporary names and rename), and a rerun builds only what is missing or older than
-# its video. Parallel: make -j N runs N items at once. With -k a failing item does not
+# its video. A video removed from the source takes its item out of the store at the next
+# run: its features are set aside in OUT/gone/ (not deleted) before the store is
+# rebuilt. Parallel: make -j N runs N items at once. With -k a failing item does not
 # stop the others; its messages are kept in OUT/failed/KEY.err and every failed item is
 # listed at the end. Paths must not contain spaces, ':', '%' or '#' (make's limits).
 #
@@ -88,6 +90,19 @@ FEATURES := $(vtr_keys:%=$(OUT)/features/%.npy)
 STORE_STAMP := $(OUT)/stamps/store
 ANNOTATIONS_STAMP := $(if $(ANNOTATIONS),$(OUT)/stamps/annotations)
 
+# The sorted keys of the source, in OUT/stamps/keys, rewritten (atomically) only when they
+# change, so that a removed video, which no prerequisite names any more, still makes the
+# store out of date.
+KEYS_STAMP := $(OUT)/stamps/keys
+ifneq ($(vtr_building),)
+vtr_keys_tmp := $(KEYS_STAMP).$(shell echo $$PPID)
+$(shell mkdir -p $(OUT)/stamps)
+$(file >$(vtr_keys_tmp).new,$(sort $(vtr_keys)))
+$(shell tr ' ' '\n' <$(vtr_keys_tmp).new >$(vtr_keys_tmp) && rm -f $(vtr_keys_tmp).new && \
+        { cmp -s $(vtr_keys_tmp) $(KEYS_STAMP) && rm -f $(vtr_keys_tmp) || \
+          mv -f $(vtr_keys_tmp) $(KEYS_STAMP); })
+endif
+
 .PHONY: all items store annotations list-targets failed clean-tmp
 
 # A recursive make, so that with -k the failures can be listed after everything else.
@@ -134,7 +149,16 @@ $(OUT)/stamps/annotations: $(ANNOTATIONS)
 	$(VTR)vtr-import $(ANNOTATION_LAYOUT) $(ANNOTATIONS) -c $(CATALOG) -d $(DATASET)
 	@touch $@
 
-$(STORE_STAMP): $(FEATURES) $(ANNOTATIONS_STAMP)
+# Features whose video is no longer in the source are set aside (OUT/gone/) and its
+# failure messages dropped, then the store is rebuilt from the features that remain.
+$(STORE_STAMP): $(FEATURES) $(ANNOTATIONS_STAMP) $(KEYS_STAMP)
 	@mkdir -p $(@D) $(dir $(STORE))
+	@export LC_ALL=C; ls $(OUT)/features | sed -n 's/\.npy$$//p' | sort | \
+	comm -23 - $(KEYS_STAMP) | while read k; do mkdir -p $(OUT)/gone && \
+	    mv -f $(OUT)/features/$$k.npy $(OUT)/gone/ && \
+	    { [ ! -f $(OUT)/features/$$k.json ] || mv -f $(OUT)/features/$$k.json $(OUT)/gone/; } && \
+	    echo "set aside $$k: its video is gone (features in $(OUT)/gone/)"; done; \
+	ls $(OUT)/failed 2>/dev/null | sed -n 's/\.err$$//p' | sort | comm -23 - $(KEYS_STAMP) | \
+	while read k; do rm -f $(OUT)/failed/$$k.err; done
 	$(VTR)vtr-import npy-dir $(OUT)/features -c $(CATALOG) -d $(DATASET) --store $(STORE) --replace $(IMPORT_FLAGS)
 	@touch $@

@@ -101,6 +101,24 @@ tail -n 2 "$dir/log" | grep -q "^  video4: vtr-decode: video4: .*video4.mp4: not
 pipe_make -s failed | grep -q "video4" || fail "make failed"
 rm "$src/TestVideo/video4.mp4" "$out/failed/video4.err"
 
+# 4a. a removed video leaves the store: its features are set aside in OUT/gone/, nothing
+# else is rebuilt, and a rerun has nothing to do
+mv "$src/TestVideo/video5.mp4" "$dir/video5.mp4"
+pipe_make -q store && fail "make -q: up to date after a video was removed"
+pipe_make -j2 >"$dir/log" 2>&1 || fail "after a removal: exit $?: $(cat "$dir/log")"
+grep -q '^item' "$dir/log" && fail "a removal rebuilt items: $(cat "$dir/log")"
+grep -q "^set aside video5: its video is gone (features in $out/gone/)" "$dir/log" ||
+    fail "video5 not set aside: $(cat "$dir/log")"
+grep -q "store $out/store: 4 items, 8 rows" "$dir/log" || fail "store after a removal: $(cat "$dir/log")"
+[ -f "$out/gone/video5.npy" ] && [ -f "$out/gone/video5.json" ] && [ ! -e "$out/features/video5.npy" ] ||
+    fail "video5's features not in gone/"
+pipe_make -q store || fail "make -q: not up to date after the removal was handled"
+# back again: built anew, in the store again
+mv "$dir/video5.mp4" "$src/TestVideo/video5.mp4"
+pipe_make -j2 >"$dir/log" 2>&1 || fail "after a return: exit $?: $(cat "$dir/log")"
+[ "$(grep '^item' "$dir/log")" = "item video5" ] || fail "video5 not rebuilt: $(cat "$dir/log")"
+grep -q "store $out/store: 5 items, 10 rows" "$dir/log" || fail "store after a return: $(cat "$dir/log")"
+
 # 4b. a file name with a space stops make at once, with a message that says so
 cp "$src/TestVideo/video5.mp4" "$src/TestVideo/my clip.mp4"
 pipe_make -n >"$dir/log" 2>&1 && fail "a name with a space: exit 0"
