@@ -19,7 +19,8 @@ void vtr_eval_model_close(vtr_eval_model *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Whether src overrides the config key ("data.catalog=..."). */
+/* Whether the key's value comes from the caller (a "data.catalog=..." override, or a
+ * config file given) rather than from the checkpoint's own config. */
 static bool overridden(const vtr_eval_source *src, const char *key)
 {
     size_t n = strlen(key);
