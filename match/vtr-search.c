@@ -242,8 +242,12 @@ int main(int argc, char **argv)
         }
         model = ref.checkpoint;
     }
-    if (vtr_embedder_open(model, vocab, threads, &e, &err) != VTR_OK)
+    if (vtr_embedder_open(model, vocab, threads, &e, &err) != VTR_OK) {
+        if (model == ref.checkpoint) /* moved or deleted since the index was made */
+            vtr_error_context(&err, "index %s: its model (name it with --model if it moved)",
+                              index);
         goto fail;
+    }
     if (vtr_text_search_check(e, ix, &err) != VTR_OK) {
         vtr_error_context(&err, "index %s", index);
         goto fail;

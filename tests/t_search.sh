@@ -243,4 +243,13 @@ vtr-search --index "$dir/idx" "a cat" "$(printf 'bad \377')" >"$dir/out" 2>"$dir
 [ $? -eq 2 ] || fail "bad query: exit status"
 one_line "$dir/err" "query 2" "bad query"
 grep -q "query: a cat" "$dir/out" || fail "bad query: the good one is searched"
+# the model moved since the index was made: one line that says so; --model finds it
+mv "$dir/run" "$dir/run-moved"
+vtr-search --index "$dir/idx" "a cat" >"$dir/out" 2>"$dir/err"
+[ $? -eq 1 ] || fail "moved model: exit status"
+one_line "$dir/err" "index $dir/idx: its model (name it with --model if it moved): $M: " "moved model"
+vtr-search --index "$dir/idx" "a cat" --model "$dir/run-moved/last.safetensors" >"$dir/out" \
+    2>"$dir/err" || fail "moved model, --model: $(cat "$dir/err")"
+grep -q "query: a cat" "$dir/out" || fail "moved model, --model: no results"
+mv "$dir/run-moved" "$dir/run"
 echo "ok"
