@@ -509,8 +509,12 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
                       o->index_dir);
         goto end;
     }
-    if ((st = vtr_file_sha256(weights, sha, err)) != VTR_OK)
+    if ((st = vtr_file_sha256(weights, sha, err)) != VTR_OK) {
+        if (!o->weights) /* the recorded file moved or went since the index was made */
+            vtr_error_context(err, "index %s: its backbone weights (name them with --weights "
+                              "if they moved)", o->index_dir);
         goto end;
+    }
     if ((st = vtr_embedder_open(o->checkpoint, o->vocab, o->threads, &ix->embedder, err)) !=
         VTR_OK)
         goto end;

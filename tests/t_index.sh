@@ -256,6 +256,15 @@ $IX "$dir/list.txt" --weights "$dir/w.safetensors" --index "$dir/im" 2>"$dir/err
     fail "manifest with a missing file: $(cat "$dir/err")"
 $IX "$dir/list.txt" --index "$dir/im" 2>"$dir/err" || fail "manifest rerun: $(cat "$dir/err")"
 grep -q '0 failed, 2 unchanged, 1 skipped' "$dir/err" || fail "manifest rerun: $(cat "$dir/err")"
+# the recorded weights moved: one line naming them; --weights with the same bytes is fine
+mv "$dir/w.safetensors" "$dir/w-moved.safetensors"
+$IX "$dir/list.txt" --index "$dir/im" 2>"$dir/err"
+[ $? -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+    grep -q "index $dir/im: its backbone weights (name them with --weights if they moved): $dir/w.safetensors: " "$dir/err" ||
+    fail "moved weights: $(cat "$dir/err")"
+$IX "$dir/list.txt" --index "$dir/im" --weights "$dir/w-moved.safetensors" 2>"$dir/err" ||
+    fail "moved weights, --weights: $(cat "$dir/err")"
+mv "$dir/w-moved.safetensors" "$dir/w.safetensors"
 dump "$dir/im" >"$dir/dm"
 [ "$(wc -l <"$dir/dm")" -eq 2 ] && grep -q "^$A/a.mp4 " "$dir/dm" || fail "manifest keys: $(cut -d' ' -f1 "$dir/dm")"
 [ "$(grep "^$A/a.mp4 " "$dir/dm" | cut -d' ' -f2)" = "$(grep '^a.mp4 ' "$dir/d6" | cut -d' ' -f2)" ] ||
