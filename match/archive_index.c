@@ -563,17 +563,23 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
     ix->embedding = malloc((size_t)vtr_embedder_dim(ix->embedder) * sizeof *ix->embedding);
     weights_abs = realpath(weights, NULL);
     ckpt_abs = realpath(o->checkpoint, NULL);
-    if (!exists)
-        text = model_text(model_id, ckpt_abs ? ckpt_abs : o->checkpoint, arch_name,
-                          weights_abs ? weights_abs : weights, sha, frames, xo.pre.resize,
-                          xo.pre.crop);
-    if (!ix->embedding || (!exists && !text)) {
+    const char *ckpt_path = ckpt_abs ? ckpt_abs : o->checkpoint;
+    const char *weights_path = weights_abs ? weights_abs : weights;
+    text = model_text(model_id, ckpt_path, arch_name, weights_path, sha, frames, xo.pre.resize,
+                      xo.pre.crop);
+    if (!ix->embedding || !text) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
     }
     /* a new index records the model; an existing one was checked above (NULL: any) */
-    vtr_embedding_index_options io = {.dim = vtr_embedder_dim(ix->embedder), .model = text};
+    vtr_embedding_index_options io = {.dim = vtr_embedder_dim(ix->embedder),
+                                      .model = exists ? NULL : text};
     if ((st = vtr_embedding_index_writer_open(o->index_dir, &io, &ix->writer, err)) != VTR_OK)
+        goto end;
+    /* the same model and backbone found at other paths (moved): later runs and vtr-search
+     * find them there */
+    if (exists && (strcmp(ckpt_path, rec.checkpoint) != 0 || strcmp(weights_path, rec.weights)) &&
+        (st = vtr_embedding_index_writer_set_model(ix->writer, text, err)) != VTR_OK)
         goto end;
     if (!(catalog = vtr_path_join(o->index_dir, VTR_ARCHIVE_CATALOG))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");

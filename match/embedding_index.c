@@ -1047,6 +1047,19 @@ end:
     return st;
 }
 
+vtr_status vtr_embedding_index_writer_set_model(vtr_embedding_index_writer *w, const char *model,
+                                                vtr_error *err)
+{
+    sqlite3_stmt *s = NULL;
+    vtr_status st = prepare(w->db, w->dir, "UPDATE meta SET model = ?1 WHERE id = 1", &s, err);
+    if (st == VTR_OK) {
+        sqlite3_bind_text(s, 1, model ? model : "", -1, SQLITE_TRANSIENT);
+        st = step_done(w->db, w->dir, s, "recording the model", err);
+    }
+    sqlite3_finalize(s);
+    return st;
+}
+
 vtr_status vtr_embedding_index_writer_compact(vtr_embedding_index_writer *w, vtr_error *err)
 {
     if (w->broken)

@@ -120,6 +120,12 @@ vtr_status vtr_embedding_index_writer_commit(vtr_embedding_index_writer *w, vtr_
  * break the writer, as for commit. */
 vtr_status vtr_embedding_index_writer_compact(vtr_embedding_index_writer *w, vtr_error *err);
 
+/* Replaces the recorded model text at once (its own transaction), for a caller that has
+ * checked the new text names the same model (e.g. a checkpoint that moved: the same
+ * SHA-256 at another path). Readers that open afterwards see it. */
+vtr_status vtr_embedding_index_writer_set_model(vtr_embedding_index_writer *w, const char *model,
+                                                vtr_error *err);
+
 /* The last committed generation (0 for a new index). */
 int64_t vtr_embedding_index_writer_generation(const vtr_embedding_index_writer *w);
 

@@ -257,6 +257,7 @@ $IX "$dir/list.txt" --weights "$dir/w.safetensors" --index "$dir/im" 2>"$dir/err
 $IX "$dir/list.txt" --index "$dir/im" 2>"$dir/err" || fail "manifest rerun: $(cat "$dir/err")"
 grep -q '0 failed, 2 unchanged, 1 skipped' "$dir/err" || fail "manifest rerun: $(cat "$dir/err")"
 # the recorded weights moved: one line naming them; --weights with the same bytes is fine
+# and recorded, so that the next run finds them without it
 mv "$dir/w.safetensors" "$dir/w-moved.safetensors"
 $IX "$dir/list.txt" --index "$dir/im" 2>"$dir/err"
 [ $? -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
@@ -264,7 +265,18 @@ $IX "$dir/list.txt" --index "$dir/im" 2>"$dir/err"
     fail "moved weights: $(cat "$dir/err")"
 $IX "$dir/list.txt" --index "$dir/im" --weights "$dir/w-moved.safetensors" 2>"$dir/err" ||
     fail "moved weights, --weights: $(cat "$dir/err")"
+$IX "$dir/list.txt" --index "$dir/im" 2>"$dir/err" ||
+    fail "moved weights, recorded: $(cat "$dir/err")"
 mv "$dir/w-moved.safetensors" "$dir/w.safetensors"
+# the model moved: vtr-index with it at its new place records that, and vtr-search finds it
+if command -v vtr-search >/dev/null 2>&1; then
+    mv "$dir/run" "$dir/run-moved"
+    vtr-index "$dir/list.txt" --index "$dir/im" --model "$dir/run-moved/last.safetensors" \
+        --weights "$dir/w.safetensors" 2>"$dir/err" || fail "moved model: $(cat "$dir/err")"
+    vtr-search "a video of a cat" --index "$dir/im" -k 1 >/dev/null 2>"$dir/err" ||
+        fail "vtr-search after the model moved: $(cat "$dir/err")"
+    mv "$dir/run-moved" "$dir/run"
+fi
 dump "$dir/im" >"$dir/dm"
 [ "$(wc -l <"$dir/dm")" -eq 2 ] && grep -q "^$A/a.mp4 " "$dir/dm" || fail "manifest keys: $(cut -d' ' -f1 "$dir/dm")"
 [ "$(grep "^$A/a.mp4 " "$dir/dm" | cut -d' ' -f2)" = "$(grep '^a.mp4 ' "$dir/d6" | cut -d' ' -f2)" ] ||

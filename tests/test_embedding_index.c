@@ -676,7 +676,17 @@ TEST(bad_inputs)
     opt = (vtr_embedding_index_options){.model = "other"};
     CHECK_FAILS(vtr_embedding_index_writer_open(dir, &opt, &w, &err), VTR_ERR_INVALID,
                 "model \"test-model\"");
+    /* ... except by set_model (the same model at another path, say), which readers see */
     vtr_embedding_index *ix;
+    w = open_writer(dir);
+    CHECK_OK(vtr_embedding_index_writer_set_model(w, "test-model, moved", &err));
+    CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
+    CHECK_STR(vtr_embedding_index_model(ix), "test-model, moved");
+    vtr_embedding_index_close(ix);
+    vtr_embedding_index_writer_close(w);
+    opt = (vtr_embedding_index_options){.model = "test-model, moved"};
+    CHECK_OK(vtr_embedding_index_writer_open(dir, &opt, &w, &err));
+    vtr_embedding_index_writer_close(w);
     CHECK_FAILS(vtr_embedding_index_open(test_path("no_such_index"), &ix, &err), VTR_ERR_IO,
                 "no_such_index");
     CHECK(ix == NULL);
