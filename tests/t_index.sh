@@ -215,7 +215,10 @@ queries = 0
 q = np.random.default_rng(0).standard_normal(16).astype(np.float32)
 t0 = time.time()
 while time.time() - t0 < 120:
-    alive = os.path.exists("/proc/%d" % pid) and open("/proc/%d/stat" % pid).read().split()[2] != "Z"
+    try:  # the writer may exit between any two of these calls
+        alive = open("/proc/%d/stat" % pid).read().split()[2] != "Z"
+    except OSError:
+        alive = False
     if not alive:
         break
     if os.path.exists(d + "/index.sqlite"):
