@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -156,15 +155,4 @@ vtr_status vtr_make_dirs(const char *path, vtr_error *err)
     }
     free(p);
     return st;
-}
-
-bool vtr_explain_run_relative(const char *path, const char *how, vtr_error *err)
-{
-    if (!err || !path || !*path || path[0] == '/' || access(path, F_OK) == 0)
-        return false;
-    char msg[VTR_ERROR_MSG_MAX];
-    snprintf(msg, sizeof msg, "%s", err->msg);
-    vtr_fail(err, err->status, "%s; %s is relative to the directory vtr-train ran in (%s)", msg,
-             path, how);
-    return true;
 }

@@ -7,7 +7,6 @@
 #ifndef VTR_FILE_H
 #define VTR_FILE_H
 
-#include <stdbool.h>
 #include <stdio.h>
 
 #include "error.h"
@@ -48,11 +47,6 @@ char *vtr_path_join(const char *dir, const char *name);
  * umask); an existing directory is fine. VTR_ERR_IO "cannot create DIR: ..." naming the
  * component that failed (one that exists and is not a directory included). */
 vtr_status vtr_make_dirs(const char *path, vtr_error *err);
-
-/* For a failure to open a data path read from a run's saved config: when the path is
- * relative and does not exist, appends "; PATH is relative to the directory vtr-train
- * ran in (HOW)" to err and returns true; otherwise leaves err as it is and returns false. */
-bool vtr_explain_run_relative(const char *path, const char *how, vtr_error *err);
 
 /* fwrite that reports a short write as an error naming `what`. */
 vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *what,

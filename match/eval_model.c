@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "lib/catalog.h"
-#include "lib/file.h"
 
 void vtr_eval_model_close(vtr_eval_model *m)
 {
@@ -45,10 +44,10 @@ vtr_status vtr_eval_model_open(const char *ckpt, const vtr_eval_source *src, vtr
     /* a checkpoint's relative data paths are missing when run elsewhere than vtr-train */
     if ((st = vtr_catalog_open_existing(o->catalog, &cat, err))) {
         if (!overridden(src, "data.catalog"))
-            vtr_explain_run_relative(o->catalog, "--catalog gives another", err);
+            vtr_train_explain_data_path(o->catalog, "--catalog gives another", err);
     } else if ((st = vtr_feature_store_reader_open(o->features, &m.store, err))) {
         if (!overridden(src, "data.features"))
-            vtr_explain_run_relative(o->features, "--store gives another", err);
+            vtr_train_explain_data_path(o->features, "--store gives another", err);
     }
     if (st ||
         (st = vtr_split_load(cat, o->dataset, src->split, m.store, o->max_frames, &m.split,

@@ -2,7 +2,9 @@
 #include "train_config.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 const vtr_config_field vtr_train_schema[] = {
     {"data.catalog", VTR_CONFIG_STRING, NULL, "SQLite catalog of the dataset (required)"},
@@ -281,4 +283,15 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
     m->vocab_size = 0;
     *out = o;
     return VTR_OK;
+}
+
+bool vtr_train_explain_data_path(const char *path, const char *how, vtr_error *err)
+{
+    if (!err || !path || !*path || path[0] == '/' || access(path, F_OK) == 0)
+        return false;
+    char msg[VTR_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    vtr_fail(err, err->status, "%s; %s is relative to the directory vtr-train ran in (%s)", msg,
+             path, how);
+    return true;
 }

@@ -92,6 +92,12 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
 vtr_status vtr_train_config_from_string(const char *name, const char *text, vtr_config **out,
                                         vtr_error *err);
 
+/* For a failure to open a data path (data.catalog, data.features) read from a run's saved
+ * config: when the path is relative and does not exist, appends "; PATH is relative to the
+ * directory vtr-train ran in (HOW)" to err and returns true; otherwise leaves err as it is
+ * and returns false. */
+bool vtr_train_explain_data_path(const char *path, const char *how, vtr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -380,8 +380,8 @@ int main(int argc, char **argv)
      * resumed run reads the vocabulary it was trained with */
     vtr_log_info("reading %s and %s", o.catalog, o.features);
     if ((st = vtr_train_data_open(&o, resume_dir ? vocab_path : NULL, &data, &err))) {
-        if (resume_dir && !vtr_explain_run_relative(o.catalog, "resume from there", &err))
-            vtr_explain_run_relative(o.features, "resume from there", &err);
+        if (resume_dir && !vtr_train_explain_data_path(o.catalog, "resume from there", &err))
+            vtr_train_explain_data_path(o.features, "resume from there", &err);
         goto end;
     }
     if (!resume_dir && (st = vtr_make_dirs(out_dir, &err)))

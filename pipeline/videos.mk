@@ -95,12 +95,14 @@ ANNOTATIONS_STAMP := $(if $(ANNOTATIONS),$(OUT)/stamps/annotations)
 # store out of date.
 KEYS_STAMP := $(OUT)/stamps/keys
 ifneq ($(vtr_building),)
+define vtr_newline
+
+
+endef
 vtr_keys_tmp := $(KEYS_STAMP).$(shell echo $$PPID)
 $(shell mkdir -p $(OUT)/stamps)
-$(file >$(vtr_keys_tmp).new,$(sort $(vtr_keys)))
-$(shell tr ' ' '\n' <$(vtr_keys_tmp).new >$(vtr_keys_tmp) && rm -f $(vtr_keys_tmp).new && \
-        { cmp -s $(vtr_keys_tmp) $(KEYS_STAMP) && rm -f $(vtr_keys_tmp) || \
-          mv -f $(vtr_keys_tmp) $(KEYS_STAMP); })
+$(file >$(vtr_keys_tmp),$(subst $(subst ,, ),$(vtr_newline),$(sort $(vtr_keys))))
+$(shell cmp -s $(vtr_keys_tmp) $(KEYS_STAMP) && rm -f $(vtr_keys_tmp) || mv -f $(vtr_keys_tmp) $(KEYS_STAMP))
 endif
 
 .PHONY: all items store annotations list-targets failed clean-tmp

@@ -70,20 +70,3 @@ TEST(make_dirs_creates_missing_parents)
     CHECK_FAILS(vtr_make_dirs(test_path("made/file"), &err), VTR_ERR_IO,
                 "made/file: Not a directory");
 }
-
-TEST(explain_run_relative_only_for_missing_relative_paths)
-{
-    vtr_error err;
-    vtr_fail(&err, VTR_ERR_IO, "catalog x does not exist");
-    CHECK(vtr_explain_run_relative("no/such/vtr.db", "resume from there", &err));
-    CHECK_EQ_INT(err.status, VTR_ERR_IO);
-    CHECK_STR(err.msg, "catalog x does not exist; no/such/vtr.db is relative to the "
-                       "directory vtr-train ran in (resume from there)");
-    vtr_fail(&err, VTR_ERR_IO, "unchanged");
-    CHECK(!vtr_explain_run_relative("/no/such/vtr.db", "h", &err)); /* absolute */
-    CHECK(!vtr_explain_run_relative(".", "h", &err));               /* there */
-    CHECK(!vtr_explain_run_relative("", "h", &err));
-    CHECK(!vtr_explain_run_relative(NULL, "h", &err));
-    CHECK_STR(err.msg, "unchanged");
-    CHECK(!vtr_explain_run_relative("no/such", "h", NULL));
-}

@@ -1104,3 +1104,20 @@ TEST(train_adpool_adopt_configs_learn)
     }
     omp_set_num_threads(threads);
 }
+
+TEST(explain_data_path_only_for_missing_relative_paths)
+{
+    vtr_error err;
+    vtr_fail(&err, VTR_ERR_IO, "catalog x does not exist");
+    CHECK(vtr_train_explain_data_path("no/such/vtr.db", "resume from there", &err));
+    CHECK_EQ_INT(err.status, VTR_ERR_IO);
+    CHECK_STR(err.msg, "catalog x does not exist; no/such/vtr.db is relative to the "
+                       "directory vtr-train ran in (resume from there)");
+    vtr_fail(&err, VTR_ERR_IO, "unchanged");
+    CHECK(!vtr_train_explain_data_path("/no/such/vtr.db", "h", &err)); /* absolute */
+    CHECK(!vtr_train_explain_data_path(".", "h", &err));               /* there */
+    CHECK(!vtr_train_explain_data_path("", "h", &err));
+    CHECK(!vtr_train_explain_data_path(NULL, "h", &err));
+    CHECK_STR(err.msg, "unchanged");
+    CHECK(!vtr_train_explain_data_path("no/such", "h", NULL));
+}
