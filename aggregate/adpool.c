@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lib/set_pooling.h"
+#include "aggregate/set_pooling.h"
 
 /* Byte offsets of the workspace's regions. */
 typedef struct workspace_layout {

@@ -6,7 +6,7 @@
  *   token level (eq. 3): every dimension is sorted independently along the set axis,
  *     descending, giving the rows u_1 .. u_n (u_k holds the k-th largest value of each
  *     dimension); theta = softmax over k of u_k · w_tok; tok = sum_k theta_k u_k.
- *     This is attention pooling (lib/set_pooling.h, a bias-free scorer) over the sorted
+ *     This is attention pooling (aggregate/set_pooling.h, a bias-free scorer) over the sorted
  *     rows: a learned weight per rank, so mean pooling, max pooling and K-max pooling
  *     are particular weightings.
  *   embedding level (eq. 4): per dimension d, delta_id = softmax over i of x_id;

@@ -5,7 +5,7 @@
 #include "lib/gru.h"
 #include "lib/linear.h"
 #include "lib/rng.h"
-#include "lib/set_pooling.h"
+#include "aggregate/set_pooling.h"
 #include "lib/softmax.h"
 
 /* Byte offsets of the workspace's regions. */

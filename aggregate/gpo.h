@@ -129,6 +129,17 @@ int vtr_gpo_augment_set(int *keep, int n, float p, uint64_t seed, uint64_t strea
 int vtr_gpo_augment_caption(int *out, const int *ids, int n, int vocab_size, int mask_id, float p,
                             uint64_t seed, uint64_t stream);
 
+/* The CUDA side (aggregate/gpo.cu; implemented only with VTR_HAVE_CUDA): the CPU functions'
+ * arguments as device buffers, with lib/nn_cuda.h's conventions; workspace and scratch of
+ * the CPU's sizes, as for the GRU. */
+vtr_status vtr_cuda_gpo_forward(float *out, float *weights, void *workspace, const float *inp,
+                                const int *lengths, const float *params, int B, int T, int D,
+                                int d_pe, int hidden, vtr_error *err);
+vtr_status vtr_cuda_gpo_backward(float *dinp, float *dparams, void *scratch, const float *dout,
+                                 const float *inp, const float *weights, const int *lengths,
+                                 const float *params, const void *workspace, int B, int T, int D,
+                                 int d_pe, int hidden, vtr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "features/conv_cuda.h"
+#include "features/conv.h"
 #include "lib/device.h"
 
 #define BN_EPS 1e-5f

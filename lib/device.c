@@ -1,5 +1,5 @@
 /* The CPU-only build's side of lib/device.h: without VTR_HAVE_CUDA there is no GPU, and
- * asking for one is an error the program reports (lib/cuda/device.cu is the real one). */
+ * asking for one is an error the program reports (lib/device.cu is the real one). */
 #include "device.h"
 
 #ifndef VTR_HAVE_CUDA

@@ -10,7 +10,7 @@
  * sum of the lengths, so padding costs no multiply-adds.
  *
  * The regions up to hg (workspace) and dh (scratch) are laid out as the CUDA backend
- * (lib/cuda/gru.cu) expects them; the packed regions come after. */
+ * (lib/gru.cu) expects them; the packed regions come after. */
 
 /* Byte offsets of the workspace's regions. */
 typedef struct workspace_layout {

@@ -1,4 +1,4 @@
-/* The CUDA backend of the nn ops (lib/cuda/, one .cu file per op family): one
+/* The CUDA backend of lib's nn ops (each op's .cu beside its .c, lib/X.cu): one
  * vtr_cuda_X_forward / _backward per CPU op vtr_X_forward / _backward, with the same
  * arguments in the same order and with the
  * same meaning, conventions and shapes (lib/nn.h and the op's CPU header), except that:
@@ -30,11 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "aggregate/gpo.h"
 #include "lib/error.h"
 #include "lib/gru.h"
 #include "lib/nn.h"
-#include "match/hinge_loss.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -122,47 +120,6 @@ vtr_status vtr_cuda_gru_backward(float *dinp, float *dparams, void *scratch, con
                                  const float *inp, const int *lengths, const float *params,
                                  const void *workspace, int B, int T, int D, int H,
                                  int num_directions, vtr_gru_merge merge, vtr_error *err);
-
-/* lib/set_pooling.h */
-vtr_status vtr_cuda_mean_pool_forward(float *out, const float *inp, const int *lengths, int B,
-                                      int T, int D, vtr_error *err);
-vtr_status vtr_cuda_mean_pool_backward(float *dinp, const float *dout, const int *lengths, int B,
-                                       int T, int D, vtr_error *err);
-vtr_status vtr_cuda_max_pool_forward(float *out, int *argmax, const float *inp, const int *lengths,
-                                     int B, int T, int D, vtr_error *err);
-vtr_status vtr_cuda_max_pool_backward(float *dinp, const float *dout, const int *argmax, int B,
-                                      int T, int D, vtr_error *err);
-vtr_status vtr_cuda_kmax_pool_forward(float *out, int *index, const float *inp, const int *lengths,
-                                      int B, int T, int D, int K, vtr_error *err);
-vtr_status vtr_cuda_kmax_pool_backward(float *dinp, const float *dout, const int *index,
-                                       const int *lengths, int B, int T, int D, int K,
-                                       vtr_error *err);
-vtr_status vtr_cuda_attention_pool_forward(float *out, float *weights, const float *inp,
-                                           const float *score_weight, const float *score_bias,
-                                           const int *lengths, int B, int T, int D, vtr_error *err);
-vtr_status vtr_cuda_attention_pool_backward(float *dinp, float *dscore_weight, float *dscore_bias,
-                                            const float *dout, const float *inp,
-                                            const float *weights, const float *score_weight,
-                                            const int *lengths, int B, int T, int D,
-                                            vtr_error *err);
-
-/* aggregate/gpo.h (workspace and scratch of the CPU's sizes, as for the GRU) */
-vtr_status vtr_cuda_gpo_forward(float *out, float *weights, void *workspace, const float *inp,
-                                const int *lengths, const float *params, int B, int T, int D,
-                                int d_pe, int hidden, vtr_error *err);
-vtr_status vtr_cuda_gpo_backward(float *dinp, float *dparams, void *scratch, const float *dout,
-                                 const float *inp, const float *weights, const int *lengths,
-                                 const float *params, const void *workspace, int B, int T, int D,
-                                 int d_pe, int hidden, vtr_error *err);
-
-/* match/hinge_loss.h. The forward writes the loss to *loss, one float of device memory
- * (the CPU function returns it); the backward's dloss is a host value, as on the CPU. */
-vtr_status vtr_cuda_hinge_loss_forward(float *loss, const float *S, int B, float margin,
-                                       vtr_hinge_negatives negatives, vtr_reduction reduction,
-                                       vtr_error *err);
-vtr_status vtr_cuda_hinge_loss_backward(float *dS, float dloss, const float *S, int B, float margin,
-                                        vtr_hinge_negatives negatives, vtr_reduction reduction,
-                                        vtr_error *err);
 
 #ifdef __cplusplus
 }

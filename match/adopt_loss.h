@@ -37,7 +37,7 @@
 
 #include "lib/hostdevice.h"
 #include "lib/nn.h"
-#include "lib/set_pooling.h"
+#include "aggregate/set_pooling.h"
 
 #ifdef __cplusplus
 extern "C" {

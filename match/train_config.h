@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "features/tokenizer.h"
+#include "text/tokenizer.h"
 #include "lib/config.h"
 #include "lib/error.h"
 #include "lib/lr_schedule.h"

@@ -6,8 +6,8 @@
  * item's key. A training pair is one caption and its item, so an epoch runs over the
  * captions of the split (as the reference data loaders do).
  *
- * Captions are tokenized (features/tokenizer.h) and encoded with a VSE vocabulary
- * (features/vocab.h) as <start> w1 ... wn <end>; the vocabulary is loaded from a reference
+ * Captions are tokenized (text/tokenizer.h) and encoded with a VSE vocabulary
+ * (text/vocab.h) as <start> w1 ... wn <end>; the vocabulary is loaded from a reference
  * JSON or built from the training captions (vtr_split_build_vocab).
  *
  * Batches (vtr_batcher) are padded as the model wants them (match/vse_model.h): frames
@@ -30,8 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "features/tokenizer.h"
-#include "features/vocab.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
 #include "lib/catalog.h"
 #include "lib/error.h"
 #include "lib/feature_store.h"

@@ -1,7 +1,7 @@
 /* A trained VSE model as a checkpoint names it: the checkpoint (mapped), the config that
  * rebuilds the model, its typed options, and the vocabulary it was trained with. The one
  * way to open a checkpoint for inference: vtr-eval (match/eval_model.h) and the embedder
- * of vtr-aggregate, vtr-index and vtr-search (match/embedder.h) both start here.
+ * of vtr-aggregate, vtr-index and vtr-search (index/embedder.h) both start here.
  *
  * Where each piece comes from:
  *   config      the checkpoint's "config" metadata (vtr-train stores the resolved config),
@@ -14,7 +14,7 @@
 #ifndef VTR_TRAINED_MODEL_H
 #define VTR_TRAINED_MODEL_H
 
-#include "features/vocab.h"
+#include "text/vocab.h"
 #include "lib/checkpoint.h"
 #include "lib/config.h"
 #include "lib/error.h"

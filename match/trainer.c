@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "features/word_vectors.h"
+#include "text/word_vectors.h"
 #include "lib/checkpoint.h"
 #include "lib/file.h"
 #include "lib/json.h"

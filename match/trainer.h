@@ -113,7 +113,7 @@ typedef struct vtr_train_result {
 
 /* Trains (or resumes) as set up; the result says where the run stands. Unless resuming,
  * the model is initialized from opt->seed (vtr_vse_init_params), then its word embedding
- * rows from opt->word_vectors (features/word_vectors.h) or all its parameters from the
+ * rows from opt->word_vectors (text/word_vectors.h) or all its parameters from the
  * checkpoint opt->init (opened as match/trained_model.h does: a vtr-train checkpoint, or
  * a converted reference model; its vocabulary must give the words the ids of the run's,
  * else VTR_ERR_INVALID, and its tensors the model's shapes). Fails with

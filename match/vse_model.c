@@ -19,7 +19,7 @@
 #include "lib/linear.h"
 #include "lib/norm.h"
 #include "lib/rng.h"
-#include "lib/set_pooling.h"
+#include "aggregate/set_pooling.h"
 #include "lib/similarity.h"
 #include "match/adopt_loss.h"
 

@@ -315,7 +315,7 @@ def write_atomic(path, data):
 
 def vocab_check(path, vocab_size):
     """The reference vocabulary JSON must give vocab_size ids (<mask> appended when absent,
-    as VSE∞ and features/vocab.h do). -> its SHA-256."""
+    as VSE∞ and text/vocab.h do). -> its SHA-256."""
     try:
         with open(path, "rb") as f:
             raw = f.read()

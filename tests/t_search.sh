@@ -125,7 +125,7 @@ t = records(d + "/text.vtr")
 assert list(t) == ["1", "3"], list(t)
 assert t["1"][0]["embedding"]["text"] == "a video of a cat" and t["1"][0]["embedding"]["side"] == "text"
 assert t["1"][1].shape == (1, 16) and abs(np.linalg.norm(t["1"][1]) - 1) < 1e-5
-# alone vs in a batch of two: equal up to rounding (match/embedder.h)
+# alone vs in a batch of two: equal up to rounding (index/embedder.h)
 assert np.allclose(records(d + "/keyed.vtr")["q1"][1], t["1"][1], rtol=0, atol=1e-6)
 # the trained toy: the cat caption is closest to the cat video among the trained items
 s = [float(t["1"][1][0] @ a["video%d" % i][1][0]) for i in range(16)]

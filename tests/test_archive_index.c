@@ -1,5 +1,5 @@
 /* The parts of vtr-index that need no model: which files of an archive are items
- * (match/archive_source.h) and the model record of an index (match/archive_index.h). The
+ * (index/archive_source.h) and the model record of an index (index/archive_index.h). The
  * runs themselves (decode, backbone, model, index, catalog) are tested end to end by
  * tests/t_index.sh. */
 #define _POSIX_C_SOURCE 200809L
@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../match/archive_index.h"
-#include "../match/archive_source.h"
+#include "index/archive_index.h"
+#include "index/archive_source.h"
 
 static void touch(const char *path, const char *text)
 {

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "../lib/catalog.h"
-#include "../lib/hash.h"
+#include "lib/catalog.h"
+#include "lib/hash.h"
 
 /* A fresh catalog path per test (the name must be unique within the run). */
 static const char *db_path(const char *name)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../lib/config.h"
+#include "lib/config.h"
 
 /* Mirrors a training config. train.lr_factors comes last on purpose: the dump must still
  * group it under train. */

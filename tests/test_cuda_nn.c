@@ -23,7 +23,7 @@
 #include "lib/linear.h"
 #include "lib/nn_cuda.h"
 #include "lib/norm.h"
-#include "lib/set_pooling.h"
+#include "aggregate/set_pooling.h"
 #include "lib/similarity.h"
 #include "lib/softmax.h"
 #include "match/hinge_loss.h"

@@ -1,6 +1,6 @@
 /* Shared helpers of the decode tests: synthetic inputs made once per run in
  * test_tmpdir(), decoding through the library, and reading frame indices back from the
- * pixels (pipeline/synth_video.h draws them). */
+ * pixels (tools/synth_video.h draws them). */
 #ifndef VTR_TEST_DECODE_FIXTURES_H
 #define VTR_TEST_DECODE_FIXTURES_H
 
@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "decode/decode_item.h"
-#include "pipeline/synth_video.h"
+#include "tools/synth_video.h"
 
 /* One synthetic input: its options, and where vtr_synth_write put it. */
 typedef struct decode_fixture {

@@ -10,7 +10,7 @@
 #include "decode/frame_sampler.h"
 #include "decode/orientation.h"
 #include "decode/presentation_order.h"
-#include "pipeline/synth_video.h"
+#include "tools/synth_video.h"
 
 TEST(decode_sampler_uniform_targets)
 {

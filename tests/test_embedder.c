@@ -1,4 +1,4 @@
-/* The embedder (match/embedder.h): a checkpoint opened for inference gives the bytes
+/* The embedder (index/embedder.h): a checkpoint opened for inference gives the bytes
  * vtr-eval's encoder gives for the same sets and captions, unit rows, the same bytes
  * however the input is split into calls and batches, and one-line errors naming the input. */
 #define _POSIX_C_SOURCE 200809L
@@ -12,10 +12,10 @@
 
 #include "lib/checkpoint.h"
 #include "lib/hash.h"
-#include "aggregate/aggregator.h"
-#include "match/embedder.h"
+#include "index/aggregator.h"
+#include "index/embedder.h"
 #include "match/encode.h"
-#include "match/text_search.h"
+#include "index/text_search.h"
 #include "match/eval_model.h"
 #include "match/train_config.h"
 #include "match/train_data.h"
@@ -336,7 +336,7 @@ TEST(embedder_errors_name_the_input)
     vtr_embedder_close(e);
 }
 
-/* ---- the aggregator (aggregate/aggregator.h) ---------------------------------------- */
+/* ---- the aggregator (index/aggregator.h) ---------------------------------------- */
 
 typedef struct collected {
     int n;

@@ -1,4 +1,4 @@
-/* The embedding index (match/embedding_index.h): float16 round trip, add / remove /
+/* The embedding index (index/embedding_index.h): float16 round trip, add / remove /
  * replace / commit / reopen / compact, snapshots that outlive commits and compactions,
  * writers killed at every step of a commit (and at random moments), searches through the
  * index's matrix, and the refusals (bad input, corrupt or missing files). */
@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "lib/tensor.h"
-#include "match/embedding_index.h"
+#include "index/embedding_index.h"
 
 #define DIM 24
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "aggregate/gpo.h"
-#include "aggregate/gpo_generators.h"
-#include "aggregate/gpo_synthetic.h"
+#include "tools/gpo_generators.h"
+#include "tools/gpo_synthetic.h"
 #include "check.h"
 #include "gradcheck.h"
 #include "lib/gru.h"

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "features/import.h"
-#include "features/import_hgr.h"
+#include "import/import.h"
+#include "import/import_hgr.h"
 #include "lib/catalog.h"
 #include "lib/feature_store.h"
 

@@ -11,7 +11,7 @@
 #include "lib/linear.h"
 #include "lib/nn.h"
 #include "lib/norm.h"
-#include "lib/set_pooling.h"
+#include "aggregate/set_pooling.h"
 #include "lib/similarity.h"
 #include "lib/softmax.h"
 

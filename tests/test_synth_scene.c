@@ -1,4 +1,4 @@
-/* The demo's scene renderer (pipeline/synth_scene.h): objects are drawn where the scene
+/* The demo's scene renderer (tools/synth_scene.h): objects are drawn where the scene
  * description says and only in their frames, scenes and captions are reproducible, the
  * captions name what is shown, and the archive's clips and MSR-VTT annotations read back
  * (decoded H.264 frames show the objects; vtr-import's layout). Also the untrained
@@ -13,11 +13,11 @@
 #include "check.h"
 #include "decode/decode_item.h"
 #include "features/backbone_init.h"
-#include "features/import.h"
+#include "import/import.h"
 #include "lib/catalog.h"
 #include "lib/file.h"
 #include "lib/safetensors.h"
-#include "pipeline/synth_scene.h"
+#include "tools/synth_scene.h"
 
 #define W 160
 #define H 120

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "features/tokenizer.h"
+#include "text/tokenizer.h"
 
 typedef struct tokenized {
     const char *caption;

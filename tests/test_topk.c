@@ -1,4 +1,4 @@
-/* Exact top-k (match/topk.h) against a brute-force float64 reference: exact data with
+/* Exact top-k (index/topk.h) against a brute-force float64 reference: exact data with
  * many ties (both paths, several thread counts, parts and block sizes, tombstones,
  * k > rows), random data (equal up to float32 rounding), float32 matrices, NaN scores,
  * and the refusals. */
@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "lib/tensor.h"
-#include "match/topk.h"
+#include "index/topk.h"
 
 static uint64_t rng_state;
 

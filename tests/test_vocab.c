@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "features/tokenizer.h"
-#include "features/vocab.h"
-#include "features/word_vectors.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
+#include "text/word_vectors.h"
 #include "lib/npy.h"
 
 #define PYTHON "/usr/bin/python3"

@@ -34,8 +34,8 @@
 #endif
 
 #include "lib/npy.h"
-#include "match/embedding_index.h"
-#include "match/topk.h"
+#include "index/embedding_index.h"
+#include "index/topk.h"
 
 #define COMMIT_ROWS 250000
 #define BATCH_ROWS 4096

@@ -1,5 +1,5 @@
 /* Fuzz target: the reader of numpy string arrays (the HGR names files,
- * features/import_hgr.h) on arbitrary bytes. On success every name must be valid UTF-8,
+ * import/import_hgr.h) on arbitrary bytes. On success every name must be valid UTF-8,
  * non-empty and lie inside the list's storage; a failure must come with a one-line ASCII
  * message. */
 #define _POSIX_C_SOURCE 200809L
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "features/import_hgr.h"
+#include "import/import_hgr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

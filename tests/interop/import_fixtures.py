@@ -1,4 +1,4 @@
-"""Tiny fixtures in exactly the layouts vtr-import reads (features/import.h), written with
+"""Tiny fixtures in exactly the layouts vtr-import reads (import/import.h), written with
 numpy, h5py and json as the releases are.
 
 usage: import_fixtures.py LAYOUT DIR [VARIANT]

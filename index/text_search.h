@@ -1,0 +1,73 @@
+/* Text queries against an embedding index (index/embedding_index.h): the work of
+ * vtr-search. Queries are embedded by the model that made the index (index/embedder.h),
+ * as one batch, and ranked by exact top-k over the index's matrix (index/topk.h); results
+ * get their keys from the index and, where a catalog knows the item, its path and
+ * duration.
+ *
+ * The model an index records (vtr_embedding_index_model) is a JSON object with at least
+ * "model_id" (the checkpoint's SHA-256, vtr_embedder_model_id) and, usually, "checkpoint"
+ * (its path), as vtr-index and vtr-aggregate --index write it; a bare 64-digit hex text is
+ * read as the model id alone.
+ */
+#ifndef VTR_TEXT_SEARCH_H
+#define VTR_TEXT_SEARCH_H
+
+#include <stdint.h>
+
+#include "lib/catalog.h"
+#include "lib/error.h"
+#include "index/embedder.h"
+#include "index/embedding_index.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The model an index was made with. */
+typedef struct vtr_index_model_ref {
+    char *model_id;   /* hex SHA-256 of the checkpoint */
+    char *checkpoint; /* its path as recorded, or NULL */
+} vtr_index_model_ref;
+
+/* Reads an index's model text as above. VTR_ERR_FORMAT ("the index records no model id")
+ * for anything else. On failure *out is zeroed. */
+vtr_status vtr_index_model_ref_parse(const char *text, vtr_index_model_ref *out,
+                                     vtr_error *err);
+void vtr_index_model_ref_free(vtr_index_model_ref *r);
+
+/* Text for an index's model, {"format": format, "model_id": ..., "checkpoint": ...}
+ * (malloc'ed; NULL when out of memory), for writers of indexes. */
+char *vtr_index_model_text(const char *format, const char *model_id, const char *checkpoint);
+
+/* Whether e made ix's embeddings: the same dimension and model id. VTR_ERR_INVALID
+ * otherwise ("the index was made with model 1a2b... (checkpoint P); this model is
+ * 3c4d..."), or VTR_ERR_FORMAT when the index records no model id. */
+vtr_status vtr_text_search_check(const vtr_embedder *e, const vtr_embedding_index *ix,
+                                 vtr_error *err);
+
+typedef struct vtr_search_result {
+    int64_t row;       /* the index row; -1 past the found results */
+    float score;       /* inner product of the unit query and the float16 row */
+    char *key;         /* the item's key (malloc'ed) */
+    char *path;        /* from the catalog, or NULL */
+    double duration_s; /* from the catalog, or -1 */
+} vtr_search_result;
+
+/* Embeds the n queries as one batch and finds the k (>= 1) best rows of ix for each:
+ * results (n x k, query after query) in rank order, found[q] (may be NULL) how many are
+ * real (the rest: row -1, key NULL). cat (may be NULL) is a catalog in which items of
+ * dataset dataset_id are looked up by key for their path and duration (an item it does
+ * not know keeps NULL / -1). Does not check the model (vtr_text_search_check). Fails as
+ * the embedder, the top-k search and the index's key lookup do; *results are then freed. */
+vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix, vtr_catalog *cat,
+                           int64_t dataset_id, int64_t n, const char *const *queries, int64_t k,
+                           vtr_search_result *results, int64_t *found, vtr_error *err);
+
+/* Frees the strings of n results. */
+void vtr_search_results_free(vtr_search_result *results, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

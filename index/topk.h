@@ -1,0 +1,118 @@
+/* Exact top-k by inner product: queries (Q, D) float32 against a row matrix (N, D) of
+ * float16 or float32 embeddings, the search of vtr-search (DESIGN.md: "exact blocked top-k
+ * over float16/float32 embeddings up to ~1e7 rows on one machine").
+ *
+ * The matrix. A vtr_topk_matrix is a read-only view of N rows held in one or more parts
+ * (the segments of an embedding index, index/embedding_index.h; or one plain array):
+ * global row r is row r - first(p) of the part p that holds it, parts in order. A skip
+ * bitmap (tombstones) takes rows out of the search. The view owns nothing.
+ *
+ * Score and order. score(q, r) = sum_d query[q][d] * row[r][d], accumulated in float32
+ * (float16 rows are widened exactly first). A query's results are the k rows with the
+ * highest scores, highest first; equal scores in increasing row order (the order of a
+ * stable sort of -score); a NaN score ranks after every number. Skipped rows never appear.
+ * When fewer than k rows are searchable, the tail of each result row is row -1 and score
+ * -INFINITY, and *found says how many are real.
+ *
+ * Paths, chosen by the number of queries Q:
+ * - Q < batch_min_queries: a fused pass per 4 queries, bound by memory bandwidth. Threads
+ *   take contiguous ranges of rows; each widens and multiplies its rows in registers
+ *   (F16C + AVX2 + FMA when the CPU has them, checked at run time, else portable C),
+ *   keeps a bounded heap per query, and the per-thread heaps are merged in the total
+ *   order above.
+ * - Q >= batch_min_queries, on a CPU with AVX512-BF16 (the default there): a bfloat16
+ *   filter. Threads take contiguous ranges of rows, pack 32 rows at a time into bfloat16
+ *   and score them against 12 queries at a time with VDPBF16PS (twice the multiply rate
+ *   of float32); a row is scored again exactly, with the fused path's arithmetic, unless
+ *   its approximate score plus a proven bound on the approximation error stays below the
+ *   query's current k-th best exact score (the bound and its derivation are in topk.c).
+ *   The results are exact, with the same scores as the fused path; on random unit
+ *   vectors about 1 row in 2,000 is scored again. Non-finite values are always rescored.
+ * - Q >= batch_min_queries otherwise: blocks of block_rows rows are widened to float32
+ *   into one buffer (on the calling thread) and multiplied with up to 1024 queries at a
+ *   time by cblas_sgemm (so the BLAS uses its own threads); each query's block of scores
+ *   is then filtered against its heap's current k-th score (OpenMP over queries: each
+ *   heap belongs to one thread, so no merge). Bound by the sgemm.
+ * The default batch_min_queries (12 with the bfloat16 filter, 32 with sgemm) is where the
+ * paths cost the same on the benchmark machine (bench/search: 2 cores; one fused pass
+ * over 1M x 1024 rows ~ 0.1 s; the filter ~ 0.25 s per 12 queries; sgemm ~ 0.6 s plus
+ * 11 ms per query).
+ *
+ * Determinism. The results are a function of the scores, and a row's score does not depend
+ * on the thread count or on where the parts begin. The fused path and the bfloat16 filter
+ * give the same scores (the same kernel scores the kept rows). The sgemm path adds in
+ * another order, so its scores may differ in the last bits of float32 (and so swap rows
+ * whose scores are that close); they are the same from run to run for the same BLAS and
+ * thread count.
+ *
+ * Memory. Heaps of min(k, N) entries (16 bytes each) per query, per thread on the fused
+ * path and the bfloat16 filter; the filter adds about 200 KiB per thread and 2 D bytes
+ * per query, the sgemm path block_rows x D floats and 1024 x block_rows floats (64 MiB at
+ * the defaults and D = 1024).
+ */
+#ifndef VTR_TOPK_H
+#define VTR_TOPK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lib/error.h"
+#include "lib/tensor.h"
+
+/* One contiguous run of rows: (rows, dim) row-major, of the matrix's dtype. */
+typedef struct vtr_topk_part {
+    const void *data; /* may be NULL only when rows is 0 */
+    int64_t rows;
+} vtr_topk_part;
+
+typedef struct vtr_topk_matrix {
+    vtr_dtype dtype;             /* VTR_F16 or VTR_F32 */
+    int64_t dim;                 /* D >= 1 */
+    int64_t n_parts;
+    const vtr_topk_part *parts;  /* (n_parts); global rows in part order */
+    /* NULL, or a bitmap over the N global rows: row r is skipped when bit r % 64 of word
+     * r / 64 is set (ceil(N / 64) words; bits past N are ignored). */
+    const uint64_t *skip;
+} vtr_topk_matrix;
+
+/* The kernel of the batched path. */
+typedef enum vtr_topk_kernel {
+    VTR_TOPK_AUTO = 0,    /* the bfloat16 filter where the CPU has it, else sgemm */
+    VTR_TOPK_SGEMM,       /* float32 blocks through cblas_sgemm */
+    VTR_TOPK_BF16_FILTER, /* VTR_ERR_UNSUPPORTED where the CPU lacks AVX512-BF16 */
+} vtr_topk_kernel;
+
+/* Tuning; a zeroed struct (or NULL) gives the defaults. */
+typedef struct vtr_topk_options {
+    /* Q at or above which the batched path runs; 0: 12 with the bfloat16 filter, 32 with
+     * sgemm */
+    int batch_min_queries;
+    vtr_topk_kernel kernel;
+    int64_t block_rows; /* rows per block of the sgemm kernel; 0: 8192 */
+    int threads;        /* OpenMP threads; 0: OpenMP's default */
+} vtr_topk_options;
+
+/* Whether this CPU runs the bfloat16 filter (AVX512-BF16, with AVX512F/BW/VL, AVX2, FMA
+ * and F16C). */
+bool vtr_topk_have_bf16_filter(void);
+
+/* Rows of m (skipped rows excluded), i.e. the most results a query can have. */
+int64_t vtr_topk_matrix_live_rows(const vtr_topk_matrix *m);
+
+/* Finds the top k rows of m for each query. queries is float32, (D,) for one query or
+ * (Q, D); rows and scores are caller arrays of Q x k (row-major, query after query),
+ * filled as described at the top; *found (may be NULL) receives min(k, live rows).
+ * Q = 0 is allowed and fills nothing. Fails, with nothing written to rows or scores,
+ * with
+ *   VTR_ERR_INVALID      k < 1; a NULL pointer where data is needed; a matrix dtype
+ *                        other than float16/float32, dim < 1, a negative part length;
+ *                        queries not float32 or not 1-D/2-D ("queries have 512 columns;
+ *                        the matrix has 1024"); an unknown kernel;
+ *   VTR_ERR_UNSUPPORTED  kernel VTR_TOPK_BF16_FILTER on a CPU without it;
+ *   VTR_ERR_NOMEM        the heaps or buffers could not be allocated.
+ * The matrix and the queries are only read, so concurrent calls may share them. */
+vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, int64_t k,
+                           const vtr_topk_options *opt, int64_t *rows, float *scores,
+                           int64_t *found, vtr_error *err);
+
+#endif

@@ -1,0 +1,236 @@
+/* vtr-index: a video archive -> an embedding index, incrementally. Argument parsing and
+ * reporting only; the work is in index/archive_index.h. */
+#define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
+#include <libavutil/log.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/args.h"
+#include "lib/log.h"
+#include "lib/version.h"
+#include "index/archive_index.h"
+
+static const char usage_text[] =
+    "Usage: vtr-index [OPTION]... DIR|MANIFEST --model CKPT --index OUT\n"
+    "Indexes a video archive for text search: every video and image file under DIR\n"
+    "(recursively, by extension: mp4 m4v mov mkv webm avi mpg mpeg ts mts m2ts flv wmv\n"
+    "3gp ogv jpg jpeg png bmp webp tif tiff; names starting with '.' skipped), or every\n"
+    "path listed in MANIFEST (one per line, '#' comments), is decoded, N frames are\n"
+    "sampled uniformly, a CNN backbone gives each frame's features, and the trained model\n"
+    "pools and projects them into one L2-normalized embedding, stored as float16 in the\n"
+    "index OUT (OUT/index.sqlite, OUT/seg-*.npy; docs/index.md) with the catalog\n"
+    "OUT/catalog.sqlite (path, size, mtime, duration, status, failure reason per file).\n"
+    "\n"
+    "Incremental: files already indexed with the same size and mtime are skipped without\n"
+    "decoding; new files are added; changed files are redone; files no longer in the\n"
+    "source are dropped. Files that failed are recorded and skipped on later runs unless\n"
+    "--retry-failed. The work is committed every --commit-every files, so the program may\n"
+    "be killed at any point and rerun; searches see the last commit meanwhile.\n"
+    "\n"
+    "Model (recorded in a new index; a later run must use the same, or is refused):\n"
+    "  -m, --model CKPT      the trained model (a vtr-train checkpoint)\n"
+    "      --vocab FILE      its vocabulary [vocab.json beside CKPT, or its config's]\n"
+    "  -w, --weights FILE    backbone weights (safetensors, torchvision names); required\n"
+    "                        for a new index [the index's]\n"
+    "  -a, --arch NAME       resnet18, resnet34, resnet50, resnet101 or resnet152\n"
+    "                        [the index's, or resnet152]\n"
+    "      --frames N        frames per video [the index's, or 8]\n"
+    "      --resize N        shorter side before the crop, 0 = keep [the index's, or 256]\n"
+    "      --crop N          center crop side, 0 = none [the index's, or 224]\n"
+    "      --device DEV      cpu or cuda, for the backbone [cpu]\n"
+    "\n"
+    "Run:\n"
+    "  -o, --index OUT       the index directory (created when absent)\n"
+    "      --retry-failed    redo files that failed before, even when unchanged\n"
+    "      --commit-every N  files per commit [32]\n"
+    "      --threads N       CPU threads, 0 = one per core [0]\n"
+    "      --log-json        log events as JSON lines on stderr\n"
+    "  -h, --help            this text\n"
+    "      --version         the version\n"
+    "\n"
+    "A file that cannot be indexed (unreadable, not a video, corrupt) is reported on\n"
+    "stderr in one line naming it and the cause; the others still finish. At the end a\n"
+    "summary line gives the counts.\n"
+    "Exit status: 0 every file indexed (or unchanged); 2 some files failed in this run;\n"
+    "1 bad usage, or a fatal error (model, backbone, index or catalog unusable, another\n"
+    "model's index); what was committed before it stays.\n";
+
+typedef struct reporter {
+    vtr_progress progress;
+    bool begun;
+} reporter;
+
+static void on_plan(void *ctx, const vtr_archive_stats *p)
+{
+    reporter *r = ctx;
+    vtr_log_info("%lld files: %lld new, %lld changed, %lld unchanged, %lld failed before "
+                 "(skipped), %lld gone",
+                 (long long)p->files, (long long)p->added, (long long)p->updated,
+                 (long long)p->unchanged, (long long)p->skipped_failed, (long long)p->removed);
+    json_t *ev = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "files", (json_int_t)p->files,
+                           "new", (json_int_t)p->added, "changed", (json_int_t)p->updated,
+                           "unchanged", (json_int_t)p->unchanged, "skipped_failed",
+                           (json_int_t)p->skipped_failed, "gone", (json_int_t)p->removed);
+    vtr_log_event("plan", ev);
+    json_decref(ev);
+    vtr_progress_begin(&r->progress, "files", p->added + p->updated);
+    r->begun = true;
+}
+
+static void on_item(void *ctx, const char *key, vtr_archive_outcome outcome,
+                    const vtr_error *err)
+{
+    reporter *r = ctx;
+    if (outcome == VTR_ARCHIVE_FAILED)
+        vtr_log_item_error(key, err);
+    json_t *ev = json_pack("{s:s, s:s}", "key", key, "outcome", vtr_archive_outcome_name(outcome));
+    vtr_log_event("item", ev);
+    json_decref(ev);
+    if (outcome != VTR_ARCHIVE_REMOVED && r->begun)
+        vtr_progress_step(&r->progress, 1);
+}
+
+int main(int argc, char **argv)
+{
+    enum {
+        OPT_VOCAB = 256, OPT_FRAMES, OPT_RESIZE, OPT_CROP, OPT_DEVICE, OPT_RETRY, OPT_COMMIT,
+        OPT_THREADS, OPT_LOG_JSON, OPT_VERSION
+    };
+    static const struct option options[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"vocab", required_argument, NULL, OPT_VOCAB},
+        {"weights", required_argument, NULL, 'w'},
+        {"arch", required_argument, NULL, 'a'},
+        {"frames", required_argument, NULL, OPT_FRAMES},
+        {"resize", required_argument, NULL, OPT_RESIZE},
+        {"crop", required_argument, NULL, OPT_CROP},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"index", required_argument, NULL, 'o'},
+        {"retry-failed", no_argument, NULL, OPT_RETRY},
+        {"commit-every", required_argument, NULL, OPT_COMMIT},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"log-json", no_argument, NULL, OPT_LOG_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    vtr_archive_options o;
+    vtr_archive_options_defaults(&o);
+    bool log_json = false;
+    int opt;
+    long long v;
+    vtr_error err;
+    vtr_error_clear(&err);
+    while ((opt = getopt_long(argc, argv, "m:w:a:o:h", options, NULL)) != -1) {
+        const char *bad = NULL;
+        switch (opt) {
+        case 'm': o.checkpoint = optarg; break;
+        case OPT_VOCAB: o.vocab = optarg; break;
+        case 'w': o.weights = optarg; break;
+        case 'a': {
+            vtr_backbone_arch arch;
+            if (vtr_backbone_arch_parse(optarg, &arch, &err) == VTR_OK)
+                o.arch = optarg;
+            else
+                bad = "--arch is resnet18, resnet34, resnet50, resnet101 or resnet152";
+            break;
+        }
+        case OPT_FRAMES:
+            if (vtr_parse_int(optarg, 1, 10000, &v) == 0)
+                o.frames = (int)v;
+            else
+                bad = "--frames needs a count from 1 to 10000";
+            break;
+        case OPT_RESIZE:
+            if (vtr_parse_int(optarg, 0, 65536, &v) == 0)
+                o.resize = (int)v;
+            else
+                bad = "--resize needs a size from 0 to 65536";
+            break;
+        case OPT_CROP:
+            if (vtr_parse_int(optarg, 0, 65536, &v) == 0)
+                o.crop = (int)v;
+            else
+                bad = "--crop needs a size from 0 to 65536";
+            break;
+        case OPT_DEVICE:
+            if (!strcmp(optarg, "cpu"))
+                o.device = VTR_BACKBONE_CPU;
+            else if (!strcmp(optarg, "cuda"))
+                o.device = VTR_BACKBONE_CUDA;
+            else
+                bad = "--device is cpu or cuda";
+            break;
+        case 'o': o.index_dir = optarg; break;
+        case OPT_RETRY: o.retry_failed = true; break;
+        case OPT_COMMIT:
+            if (vtr_parse_int(optarg, 1, 1000000, &v) == 0)
+                o.commit_items = (int)v;
+            else
+                bad = "--commit-every needs a count from 1 to 1000000";
+            break;
+        case OPT_THREADS:
+            if (vtr_parse_int(optarg, 0, 1024, &v) == 0)
+                o.threads = (int)v;
+            else
+                bad = "--threads needs a count from 0 to 1024";
+            break;
+        case OPT_LOG_JSON: log_json = true; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case OPT_VERSION: printf("vtr-index %s\n", vtr_version); return 0;
+        default: fputs("Try 'vtr-index --help'.\n", stderr); return 1;
+        }
+        if (bad) {
+            fprintf(stderr, "vtr-index: %s (got '%s')\n", bad, optarg);
+            return 1;
+        }
+    }
+    vtr_log_init("vtr-index", log_json);
+    av_log_set_level(AV_LOG_QUIET); /* a file FFmpeg cannot read gets our one-line error */
+    const char *usage_error = NULL;
+    if (optind == argc)
+        usage_error = "name the archive: a directory or a manifest";
+    else if (argc - optind > 1)
+        usage_error = "one archive (DIR or MANIFEST) per run";
+    else if (!o.checkpoint)
+        usage_error = "--model CKPT is required";
+    else if (!o.index_dir)
+        usage_error = "--index OUT is required";
+    if (usage_error) {
+        fprintf(stderr, "vtr-index: %s (see --help)\n", usage_error);
+        return 1;
+    }
+    o.source = argv[optind];
+    if (o.threads > 0)
+        omp_set_num_threads(o.threads);
+
+    reporter r = {0};
+    o.on_plan = on_plan;
+    o.on_item = on_item;
+    o.ctx = &r;
+    vtr_archive_stats s;
+    vtr_status st = vtr_archive_index_update(&o, &s, &err);
+    if (r.begun)
+        vtr_progress_end(&r.progress);
+    if (st != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        return 1;
+    }
+    vtr_log_info("%s: %lld added, %lld updated, %lld removed, %lld failed, %lld unchanged, "
+                 "%lld skipped (failed before)%s",
+                 o.index_dir, (long long)s.added, (long long)s.updated, (long long)s.removed,
+                 (long long)s.failed, (long long)s.unchanged, (long long)s.skipped_failed,
+                 s.compacted ? "; compacted" : "");
+    json_t *ev = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "index", o.index_dir,
+                           "added", (json_int_t)s.added, "updated", (json_int_t)s.updated,
+                           "removed", (json_int_t)s.removed, "failed", (json_int_t)s.failed,
+                           "unchanged", (json_int_t)s.unchanged, "skipped_failed",
+                           (json_int_t)s.skipped_failed, "commits", (json_int_t)s.commits,
+                           "compacted", s.compacted);
+    vtr_log_event("indexed", ev);
+    json_decref(ev);
+    return s.failed ? 2 : 0;
+}

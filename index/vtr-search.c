@@ -1,0 +1,350 @@
+/* vtr-search: text queries against an embedding index. Argument parsing and output only;
+ * the work is in index/text_search.h. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <getopt.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/args.h"
+#include "lib/blas_threads.h"
+#include "lib/catalog.h"
+#include "lib/file.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "lib/version.h"
+#include "index/embedder.h"
+#include "index/embedding_index.h"
+#include "index/text_search.h"
+
+#define SEARCH_CATALOG "catalog.sqlite" /* vtr-index's catalog, in the index directory */
+#define SEARCH_DATASET "archive"        /* its dataset */
+
+static const char usage_text[] =
+    "Usage: vtr-search [OPTION]... --index DIR QUERY...\n"
+    "       vtr-search [OPTION]... --index DIR --queries FILE\n"
+    "Finds the items of an embedding index (vtr-index, vtr-aggregate --index) that match\n"
+    "each text query best: the query is embedded by the model that made the index, and\n"
+    "the k rows with the highest inner product (cosine similarity) are found exactly over\n"
+    "the whole index (docs/search.md). All queries are embedded and searched as one batch.\n"
+    "\n"
+    "  -i, --index DIR       the embedding index\n"
+    "  -m, --model CKPT      the model's checkpoint [the one the index records]; it must\n"
+    "                        be the model the index was made with (same SHA-256)\n"
+    "      --vocab PATH      vocabulary JSON [vocab.json beside CKPT, else its config's]\n"
+    "  -k N                  results per query [10]\n"
+    "  -q, --queries FILE    queries, one per line ('-': stdin); blank lines skipped\n"
+    "      --catalog PATH    catalog giving each item's path and duration\n"
+    "                        [DIR/" SEARCH_CATALOG " when present]\n"
+    "      --dataset NAME    the items' dataset in the catalog [" SEARCH_DATASET "]\n"
+    "      --json            one JSON object per query: {\"query\", \"results\": [{\"rank\",\n"
+    "                        \"score\", \"key\", \"path\", \"duration\"}]} (path and duration\n"
+    "                        null when unknown)\n"
+    "      --threads N       OpenMP and BLAS threads [their defaults]\n"
+    "      --log-json        log events as JSON lines on stderr\n"
+    "  -h, --help            this text\n"
+    "      --version         the version\n"
+    "\n"
+    "The table gives per query: rank, score (4 decimals), duration in seconds when the\n"
+    "catalog knows it, and the item's path (its key when the catalog has none).\n"
+    "A query that is not valid UTF-8 is reported on stderr in one line; the others are\n"
+    "searched.\n"
+    "Exit status: 0 every query searched; 2 some queries failed; 1 bad usage, or the\n"
+    "index, model or catalog could not be used.\n";
+
+/* Queries: argv's and --queries FILE's lines. */
+typedef struct queries {
+    char **v;
+    int64_t n, cap;
+} queries;
+
+static int push(queries *q, const char *text)
+{
+    if (q->n == q->cap) {
+        int64_t cap = q->cap ? 2 * q->cap : 64;
+        char **v = realloc(q->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        q->v = v;
+        q->cap = cap;
+    }
+    if (!(q->v[q->n] = strdup(text)))
+        return -1;
+    q->n++;
+    return 0;
+}
+
+/* Reads path's lines ("-": stdin) into q. */
+static vtr_status read_queries(const char *path, queries *q, vtr_error *err)
+{
+    FILE *in = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    if (!in)
+        return vtr_fail_errno(err, "%s", path);
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    vtr_status st = VTR_OK;
+    errno = 0;
+    while ((len = getline(&buf, &cap, in)) >= 0) {
+        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+            buf[--len] = '\0';
+        if (buf[strspn(buf, " \t")] == '\0')
+            continue;
+        if (push(q, buf) != 0) {
+            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+            break;
+        }
+    }
+    if (st == VTR_OK && ferror(in))
+        st = vtr_fail_errno(err, "%s", path);
+    free(buf);
+    if (in != stdin)
+        fclose(in);
+    return st;
+}
+
+static void print_table(const char *query, const vtr_search_result *r, int64_t found)
+{
+    printf("query: %s\n", query);
+    if (found == 0) {
+        printf("  (the index is empty)\n");
+        return;
+    }
+    printf("%5s  %7s  %9s  %s\n", "rank", "score", "duration", "item");
+    for (int64_t j = 0; j < found; j++) {
+        char dur[32] = "-";
+        if (r[j].duration_s >= 0)
+            snprintf(dur, sizeof dur, "%.2fs", r[j].duration_s);
+        printf("%5lld  %7.4f  %9s  %s\n", (long long)(j + 1), (double)r[j].score, dur,
+               r[j].path ? r[j].path : r[j].key);
+    }
+}
+
+static int print_json(const char *query, const vtr_search_result *r, int64_t found)
+{
+    json_t *list = json_array();
+    for (int64_t j = 0; list && j < found; j++) {
+        json_t *o = json_pack("{s:I, s:f, s:s, s:s?, s:o}", "rank", (json_int_t)(j + 1), "score",
+                              (double)r[j].score, "key", r[j].key, "path", r[j].path,
+                              "duration", r[j].duration_s >= 0 ? json_real(r[j].duration_s)
+                                                               : json_null());
+        if (!o || json_array_append_new(list, o) != 0) {
+            json_decref(list);
+            return -1;
+        }
+    }
+    json_t *out = list ? json_pack("{s:s, s:o}", "query", query, "results", list) : NULL;
+    char *text = out ? json_dumps(out, VTR_JSON_FLAGS) : NULL;
+    json_decref(out);
+    if (!text)
+        return -1;
+    printf("%s\n", text);
+    free(text);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_VOCAB = 256, OPT_CATALOG, OPT_DATASET, OPT_JSON, OPT_THREADS, OPT_LOG_JSON,
+           OPT_VERSION };
+    static const struct option options[] = {
+        {"index", required_argument, NULL, 'i'},
+        {"model", required_argument, NULL, 'm'},
+        {"vocab", required_argument, NULL, OPT_VOCAB},
+        {"queries", required_argument, NULL, 'q'},
+        {"catalog", required_argument, NULL, OPT_CATALOG},
+        {"dataset", required_argument, NULL, OPT_DATASET},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"log-json", no_argument, NULL, OPT_LOG_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    const char *index = NULL, *model = NULL, *vocab = NULL, *queries_path = NULL;
+    const char *catalog = NULL, *dataset = NULL;
+    bool json = false, log_json = false;
+    int threads = 0, opt;
+    long long k = 10, v;
+    while ((opt = getopt_long(argc, argv, "i:m:k:q:h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'i': index = optarg; break;
+        case 'm': model = optarg; break;
+        case OPT_VOCAB: vocab = optarg; break;
+        case 'k':
+            if (vtr_parse_int(optarg, 1, 1 << 20, &k)) {
+                fprintf(stderr, "vtr-search: -k wants an integer in [1, 1048576], got '%s'\n",
+                        optarg);
+                return 1;
+            }
+            break;
+        case 'q': queries_path = optarg; break;
+        case OPT_CATALOG: catalog = optarg; break;
+        case OPT_DATASET: dataset = optarg; break;
+        case OPT_JSON: json = true; break;
+        case OPT_THREADS:
+            if (vtr_parse_int(optarg, 1, 4096, &v)) {
+                fprintf(stderr, "vtr-search: --threads wants an integer in [1, 4096], got "
+                        "'%s'\n", optarg);
+                return 1;
+            }
+            threads = (int)v;
+            break;
+        case OPT_LOG_JSON: log_json = true; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case OPT_VERSION: printf("vtr-search %s\n", vtr_version); return 0;
+        default: fputs("Try 'vtr-search --help'.\n", stderr); return 1;
+        }
+    }
+    const char *usage_error = NULL;
+    if (!index)
+        usage_error = "--index DIR is required";
+    else if (!queries_path && optind == argc)
+        usage_error = "no query: give QUERY arguments or --queries FILE";
+    else if (queries_path && optind < argc)
+        usage_error = "give QUERY arguments or --queries FILE, not both";
+    if (usage_error) {
+        fprintf(stderr, "vtr-search: %s (see --help)\n", usage_error);
+        return 1;
+    }
+    vtr_log_init("vtr-search", log_json);
+    if (threads > 0) { /* the embedder's calls and everything else (the top-k search) */
+        omp_set_num_threads(threads);
+        vtr_blas_set_threads(threads);
+    }
+
+    int rc = 1;
+    vtr_error err;
+    vtr_embedding_index *ix = NULL;
+    vtr_embedder *e = NULL;
+    vtr_catalog *cat = NULL;
+    vtr_index_model_ref ref = {0};
+    queries q = {0}, ok = {0};
+    vtr_search_result *results = NULL;
+    int64_t *found = NULL, dataset_id = -1, failed = 0;
+    char *default_catalog = NULL;
+
+    /* the index and its model */
+    if (vtr_embedding_index_open(index, &ix, &err) != VTR_OK)
+        goto fail;
+    if (!model) {
+        if (vtr_index_model_ref_parse(vtr_embedding_index_model(ix), &ref, &err) != VTR_OK) {
+            vtr_error_context(&err, "index %s: name the model with --model", index);
+            goto fail;
+        }
+        if (!ref.checkpoint) {
+            vtr_fail(&err, VTR_ERR_INVALID, "index %s records no checkpoint path: name the "
+                     "model with --model", index);
+            goto fail;
+        }
+        model = ref.checkpoint;
+    }
+    if (vtr_embedder_open(model, vocab, threads, &e, &err) != VTR_OK) {
+        if (model == ref.checkpoint) /* moved or deleted since the index was made */
+            vtr_error_context(&err, "index %s: its model (name it with --model if it moved)",
+                              index);
+        goto fail;
+    }
+    if (vtr_text_search_check(e, ix, &err) != VTR_OK) {
+        vtr_error_context(&err, "index %s", index);
+        goto fail;
+    }
+
+    /* the catalog: named, or vtr-index's beside the index */
+    if (!catalog) {
+        if (!(default_catalog = vtr_path_join(index, SEARCH_CATALOG))) {
+            vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        if (access(default_catalog, F_OK) == 0)
+            catalog = default_catalog;
+    }
+    if (catalog) {
+        vtr_status st = vtr_catalog_open_existing(catalog, &cat, &err);
+        if (st == VTR_OK)
+            st = vtr_catalog_find_dataset(cat, dataset ? dataset : SEARCH_DATASET, &dataset_id,
+                                          &err);
+        if (st == VTR_ERR_NOT_FOUND && !dataset && catalog == default_catalog) {
+            vtr_catalog_close(cat); /* a catalog of something else: keys only */
+            cat = NULL;
+        } else if (st != VTR_OK) {
+            vtr_error_context(&err, "catalog %s", catalog);
+            goto fail;
+        }
+    }
+
+    /* the queries; invalid ones reported and left out */
+    if (queries_path) {
+        if (read_queries(queries_path, &q, &err) != VTR_OK)
+            goto fail;
+    } else {
+        for (int i = optind; i < argc; i++)
+            if (push(&q, argv[i]) != 0) {
+                vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
+                goto fail;
+            }
+    }
+    for (int64_t i = 0; i < q.n; i++) {
+        vtr_error e2;
+        if (vtr_embedder_check_text(e, q.v[i], &e2) != VTR_OK) {
+            char what[32];
+            snprintf(what, sizeof what, "query %lld", (long long)(i + 1));
+            vtr_log_item_error(what, &e2);
+            failed++;
+        } else if (push(&ok, q.v[i]) != 0) {
+            vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+    }
+
+    /* one batch */
+    results = calloc((size_t)(ok.n ? ok.n : 1) * (size_t)k, sizeof *results);
+    found = calloc((size_t)(ok.n ? ok.n : 1), sizeof *found);
+    if (!results || !found) {
+        vtr_fail(&err, VTR_ERR_NOMEM, "out of memory for the results");
+        goto fail;
+    }
+    if (vtr_text_search(e, ix, cat, dataset_id, ok.n, (const char *const *)ok.v, k, results,
+                        found, &err) != VTR_OK)
+        goto fail;
+    for (int64_t i = 0; i < ok.n; i++) {
+        if (json) {
+            if (print_json(ok.v[i], results + i * k, found[i]) != 0) {
+                vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
+                goto fail;
+            }
+        } else {
+            if (i > 0)
+                printf("\n");
+            print_table(ok.v[i], results + i * k, found[i]);
+        }
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "vtr-search: writing the output failed\n");
+        goto end;
+    }
+    rc = failed ? 2 : 0;
+    goto end;
+fail:
+    vtr_log_item_error(NULL, &err);
+end:
+    if (results)
+        vtr_search_results_free(results, ok.n * k);
+    free(results);
+    free(found);
+    for (int64_t i = 0; i < q.n; i++)
+        free(q.v[i]);
+    for (int64_t i = 0; i < ok.n; i++)
+        free(ok.v[i]);
+    free(q.v);
+    free(ok.v);
+    free(default_catalog);
+    vtr_index_model_ref_free(&ref);
+    vtr_catalog_close(cat);
+    vtr_embedder_close(e);
+    vtr_embedding_index_close(ix);
+    return rc;
+}

@@ -1,0 +1,36 @@
+// The glue of lib/cuda_launch.h: launch checks, zeroing, row-major sgemm through cuBLAS.
+#include "lib/cuda_launch.h"
+
+vtr_status vtr_cuda_launched(const char *what, vtr_error *err)
+{
+    cudaError_t rc = cudaGetLastError();
+    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, what);
+}
+
+vtr_status vtr_cuda_zero(void *ptr, size_t bytes, vtr_error *err)
+{
+    if (bytes == 0)
+        return VTR_OK;
+    cudaError_t rc = cudaMemsetAsync(ptr, 0, bytes, 0);
+    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "memset");
+}
+
+vtr_status vtr_cuda_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                          const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc, vtr_error *err)
+{
+    cublasHandle_t handle = vtr_cuda_cublas();
+    if (!handle)
+        return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS used before vtr_cuda_init");
+    if (M == 0 || N == 0 || (K == 0 && beta == 1.0f))
+        return VTR_OK;
+    // Row-major X is column-major Xᵀ: C (M,N) = op(A) op(B) is Cᵀ (N,M) = op(B)ᵀ op(A)ᵀ,
+    // so B comes first, and each operand keeps its own transpose flag.
+    cublasStatus_t bs = cublasSgemm(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                    trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, ldb, A,
+                                    lda, &beta, C, ldc);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+        return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS sgemm (%d x %d x %d): %s", M, N, K,
+                        cublasGetStatusString(bs));
+    return VTR_OK;
+}

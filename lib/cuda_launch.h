@@ -1,0 +1,73 @@
+// Launch and memory glue shared by the CUDA op files (the .cu beside each op; C++ only, not part
+// of the public API, which is lib/nn_cuda.h).
+//
+// Every op runs on the default stream: kernels and cuBLAS calls execute in issue order,
+// and an op returns once its work is queued. A launch error is caught right after the
+// launch (vtr_cuda_launched); an error during execution surfaces at the next synchronizing
+// call (vtr_cuda_to_host). Errors become text once, here (cudaGetErrorString,
+// cublasGetStatusString).
+#ifndef VTR_CUDA_LAUNCH_H
+#define VTR_CUDA_LAUNCH_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+#include "lib/error.h"
+
+#define VTR_CUDA_THREADS 256
+
+// Grid-stride loops: for (size_t i = vtr_cuda_first(); i < n; i += vtr_cuda_stride()) covers
+// i = 0 .. n-1 whatever the grid.
+static __device__ __forceinline__ size_t vtr_cuda_first(void)
+{
+    return (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+}
+
+static __device__ __forceinline__ size_t vtr_cuda_stride(void)
+{
+    return (size_t)blockDim.x * gridDim.x;
+}
+
+// Blocks of VTR_CUDA_THREADS for n work items in a grid-stride kernel: at least 1, at most
+// 65535 (the loop covers the rest).
+static inline unsigned vtr_cuda_blocks(size_t n)
+{
+    size_t blocks = (n + VTR_CUDA_THREADS - 1) / VTR_CUDA_THREADS;
+    if (blocks < 1)
+        blocks = 1;
+    if (blocks > 65535)
+        blocks = 65535;
+    return (unsigned)blocks;
+}
+
+// Returns from the enclosing function when expr (a vtr_status) is not VTR_OK: the ops are
+// sequences of launches, each of which can fail.
+#define VTR_CUDA_TRY(expr)                                                                         \
+    do {                                                                                           \
+        vtr_status vtr_cuda_try_st_ = (expr);                                                      \
+        if (vtr_cuda_try_st_ != VTR_OK)                                                            \
+            return vtr_cuda_try_st_;                                                               \
+    } while (0)
+
+// The cuBLAS handle that vtr_cuda_init created; NULL before it (lib/device.cu).
+cublasHandle_t vtr_cuda_cublas(void);
+
+// Fails with VTR_ERR_DEVICE: "CUDA <what>: <cudaGetErrorString(rc)>".
+vtr_status vtr_cuda_fail(vtr_error *err, cudaError_t rc, const char *what);
+
+// Checks the launch just made (cudaGetLastError); `what` names the kernel.
+vtr_status vtr_cuda_launched(const char *what, vtr_error *err);
+
+// bytes of device memory at ptr set to zero (cudaMemsetAsync on the default stream)
+vtr_status vtr_cuda_zero(void *ptr, size_t bytes, vtr_error *err);
+
+// Row-major sgemm with cblas_sgemm's arguments (CblasRowMajor implied):
+// C (M,N) = alpha op(A) (M,K) · op(B) (K,N) + beta C, op transposing when trans_x is true,
+// lda/ldb/ldc the row strides of the stored matrices. Through cuBLAS as the column-major
+// product Cᵀ = op(B)ᵀ op(A)ᵀ. M, N or K of 0 is allowed (K = 0 scales C by beta).
+vtr_status vtr_cuda_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                          const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                          int ldc, vtr_error *err);
+
+#endif

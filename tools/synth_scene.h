@@ -1,0 +1,114 @@
+/* Captioned synthetic scenes: the demo's video archive (make demo, pipeline/demo.sh).
+ *
+ * A scene is a short clip of one or two coloured objects (circle, square, triangle, star,
+ * diamond; small, medium or large) over a background (a plain colour, a vertical gradient
+ * between two colours, or static noise around a colour). Each object either stays still
+ * or moves left, right, up or down at constant speed, and is visible in all frames or,
+ * "briefly", in a window of a few frames only. Captions name what is shown from varied
+ * templates ("a red circle moves left on a blue background", "a small green triangle
+ * appears briefly", ...).
+ *
+ * Everything is drawn from lib/rng.h streams of (seed, clip index): the same seed gives the
+ * same scenes, pixels and captions on every machine. Drawing is exact integer RGB (no
+ * anti-aliasing): a pixel is the object's colour when its centre lies inside the shape.
+ *
+ * vtr_scene_archive_write() encodes N scenes as H.264 MP4 (tools/synth_video.h) and
+ * writes their annotations as one JSON file in the MSR-VTT layout that `vtr-import msrvtt`
+ * reads (docs/importers.md): {"videos": [{"video_id", "split", "id"}], "sentences":
+ * [{"video_id", "caption", "sen_id"}]}, splits train / validate / test.
+ */
+#ifndef VTR_SYNTH_SCENE_H
+#define VTR_SYNTH_SCENE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/error.h"
+
+enum { VTR_SCENE_SHAPES = 5, VTR_SCENE_COLOURS = 8, VTR_SCENE_SIZES = 3 };
+
+typedef enum vtr_scene_motion {
+    VTR_SCENE_STILL,
+    VTR_SCENE_LEFT,
+    VTR_SCENE_RIGHT,
+    VTR_SCENE_UP,
+    VTR_SCENE_DOWN,
+} vtr_scene_motion;
+
+typedef enum vtr_scene_background {
+    VTR_SCENE_PLAIN,
+    VTR_SCENE_GRADIENT, /* colour at the top, colour2 at the bottom */
+    VTR_SCENE_NOISE,    /* colour plus static per-pixel noise */
+} vtr_scene_background;
+
+typedef struct vtr_scene_object {
+    int shape;                /* index into vtr_scene_shape_name */
+    int colour;               /* index into vtr_scene_colour_name / _rgb */
+    int size;                 /* 0 small, 1 medium, 2 large */
+    float radius;             /* pixels: the shape fits a circle of this radius */
+    float x0, y0, x1, y1;     /* centre (pixels) at first_frame and at last_frame */
+    vtr_scene_motion motion;
+    int first_frame, last_frame; /* visible in these frames (inclusive) */
+    bool brief;               /* visible in a few frames only */
+} vtr_scene_object;
+
+typedef struct vtr_scene {
+    int width, height, frames;
+    vtr_scene_background background;
+    int colour, colour2;      /* background colours (colour2: gradient only) */
+    uint32_t noise_seed;
+    int n_objects;            /* 1 or 2; object 1 is drawn over object 0 */
+    vtr_scene_object objects[2];
+} vtr_scene;
+
+/* Names and colours of the palette and shapes ("red", "circle", ...); size names are
+ * "small", "medium", "large". */
+extern const char *const vtr_scene_colour_name[VTR_SCENE_COLOURS];
+extern const uint8_t vtr_scene_colour_rgb[VTR_SCENE_COLOURS][3];
+extern const char *const vtr_scene_shape_name[VTR_SCENE_SHAPES];
+extern const char *const vtr_scene_size_name[VTR_SCENE_SIZES];
+
+/* Draws scene `index` of `seed`: width x height pixels (>= 32 each), `frames` frames
+ * (>= 16). Objects never overlap, stay inside the picture, and differ in colour from the
+ * background; a brief object is visible in frames/8 .. frames/8 + 2 consecutive frames. */
+void vtr_scene_generate(uint64_t seed, uint64_t index, int width, int height, int frames,
+                        vtr_scene *out);
+
+/* Whether object `o` is visible in `frame`, and where its centre is (pixels). */
+bool vtr_scene_object_at(const vtr_scene *s, int o, int frame, float *cx, float *cy);
+
+/* Paints frame `frame` as packed RGB24 (rows `stride` bytes apart). */
+void vtr_scene_draw(const vtr_scene *s, int frame, uint8_t *rgb, size_t stride);
+
+/* Caption `k` of the scene (its own random stream of (seed, index, k)): NUL-terminated
+ * into buf (cap >= 256 always suffices). Returns the length. */
+size_t vtr_scene_caption(const vtr_scene *s, uint64_t seed, uint64_t index, int k, char *buf,
+                         size_t cap);
+
+typedef struct vtr_scene_archive_options {
+    int clips;              /* number of clips */
+    uint64_t seed;
+    int width, height;      /* even (default 160 x 120) */
+    int frames;             /* per clip (default 50) */
+    int fps;                /* default 25 */
+    int captions;           /* per clip (default 5) */
+    double val_fraction;    /* of the clips, split "validate" (default 0.1) */
+    double test_fraction;   /* split "test" (default 0.2); the rest is "train" */
+    const char *annotations; /* JSON file name inside the directory (default
+                                "videodatainfo.json") */
+} vtr_scene_archive_options;
+
+void vtr_scene_archive_defaults(vtr_scene_archive_options *o);
+
+/* Called after each clip is written (progress); may be NULL. */
+typedef void (*vtr_scene_progress_fn)(void *ctx, int done, int total);
+
+/* Writes DIR/video{i}.mp4 for i = 0 .. clips-1 (H.264, yuv420p) and DIR/<annotations>:
+ * clips train first, then validate, then test (the MSR-VTT order). DIR must exist. Every
+ * file is written atomically; on failure (VTR_ERR_INVALID for bad options, VTR_ERR_IO,
+ * VTR_ERR_CODEC) the clips written so far stay and no annotation file is written. */
+vtr_status vtr_scene_archive_write(const char *dir, const vtr_scene_archive_options *o,
+                                   vtr_scene_progress_fn progress, void *ctx, vtr_error *err);
+
+#endif
