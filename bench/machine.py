@@ -1,4 +1,5 @@
-"""What the benchmark reports say about the run: the CPU and the code version."""
+"""What the benchmark reports say about the run (the CPU and the code version), and where
+the reports go."""
 
 import platform
 import subprocess
@@ -21,3 +22,12 @@ def git_version():
                               text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def publish(report, append):
+    """Prints a report; with append, also adds it to bench/RESULTS.md (run from the top of
+    the tree)."""
+    print(report)
+    if append:
+        with open("bench/RESULTS.md", "a") as f:
+            f.write("\n" + report)

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import cpu_model, git_version  # noqa: E402
+from machine import cpu_model, git_version, publish  # noqa: E402
 
 N_ITEMS, PER_ITEM, DIM, SEED = 2990, 20, 1024, 0
 COMMAND = "sh bench/eval/run.sh --append"
@@ -94,14 +94,7 @@ def main(argv):
              int(np.argmax(np.abs(vtr_metrics - ref_metrics)))],
          v2t_diff, N_ITEMS, t2v_diff, N_ITEMS * PER_ITEM),
         ""])
-    print(report)
-    if append:
-        path = "bench/RESULTS.md"
-        if not os.path.exists(path):
-            with open(path, "w") as f:
-                f.write("# Benchmark results\n")
-        with open(path, "a") as f:
-            f.write("\n" + report)
+    publish(report, append)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import cpu_model, git_version  # noqa: E402
+from machine import cpu_model, git_version, publish  # noqa: E402
 
 TARGET = 1.2  # issue 4: vtr's images/s at least 1.2x torchvision's
 
@@ -120,11 +120,7 @@ def main(argv):
         (TARGET, "; ".join(verdicts)),
         "",
     ] + ["- " + d for d in details] + [""])
-    print(report)
-    if append:
-        path = "bench/RESULTS.md"
-        with open(path, "a") as f:
-            f.write("\n" + report)
+    publish(report, append)
 
 
 if __name__ == "__main__":

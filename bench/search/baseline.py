@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import cpu_model, git_version  # noqa: E402
+from machine import cpu_model, git_version, publish  # noqa: E402
 
 COMMAND = "sh bench/search/run.sh --append"
 
@@ -207,10 +207,7 @@ def report(work, append):
         "",
     ]
     text = "\n".join(lines)
-    print(text)
-    if append:
-        with open("bench/RESULTS.md", "a") as f:
-            f.write("\n" + text)
+    publish(text, append)
 
 
 def main(argv):

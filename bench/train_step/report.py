@@ -16,7 +16,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import cpu_model, git_version  # noqa: E402
+from machine import cpu_model, git_version, publish  # noqa: E402
 
 TARGET_SPEEDUP, TARGET_FLOOR = 2.5, 1.5
 
@@ -127,14 +127,7 @@ def main(argv):
         (fmt(vtr_runs[0]["times"]), fmt(vtr_runs[1]["times"]), fmt(torch["times"]),
          fmt(torch_passive["times"])),
         ""])
-    print(report)
-    if append:
-        path = "bench/RESULTS.md"
-        if not os.path.exists(path):
-            with open(path, "w") as f:
-                f.write("# Benchmark results\n")
-        with open(path, "a") as f:
-            f.write("\n" + report)
+    publish(report, append)
 
 
 if __name__ == "__main__":
