@@ -1,7 +1,6 @@
 /* vtr-gpo-synthetic: the synthetic GPO experiment of the VSE∞ appendix (B.3, Table 10),
  * our RMSE beside the paper's (tools/gpo_synthetic.h, docs/gpo-synthetic.md). */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -302,16 +301,12 @@ int main(int argc, char **argv)
         case OPT_STEPS: bad = parse_int(optarg, "--steps", 1, 100000000, &steps); break;
         case OPT_DIM: bad = parse_int(optarg, "--dim", 1, 4096, &dim); break;
         case OPT_BATCH: bad = parse_int(optarg, "--batch", 1, 4096, &batch); break;
-        case OPT_LR: {
-            char *end;
-            errno = 0;
-            lr = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(lr > 0.0) || !isfinite(lr)) {
+        case OPT_LR:
+            if (vtr_parse_double(optarg, &lr) != 0 || !(lr > 0.0)) {
                 fprintf(stderr, "vtr-gpo-synthetic: --lr: '%s' is not a positive number\n", optarg);
                 bad = 1;
             }
             break;
-        }
         case 'h': usage(stdout); return 0;
         default: bad = 1; break;
         }

@@ -2,7 +2,6 @@
  * (tools/synth_video.h), for tests and benchmarks; or, with --scenes, an archive of
  * captioned scenes with MSR-VTT annotations (tools/synth_scene.h), for the demo. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <getopt.h>
 #include <libavutil/log.h>
 #include <stdio.h>
@@ -91,23 +90,18 @@ static int64_t *parse_pts(const char *s, int *count)
     int n = 1;
     for (const char *p = s; *p; p++)
         n += *p == ',';
+    long long *v = malloc((size_t)n * sizeof *v);
     int64_t *pts = malloc((size_t)n * sizeof *pts);
-    if (!pts)
-        return NULL;
-    const char *p = s;
-    for (int i = 0; i < n; i++) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || (*end && *end != ',') || v < 0) {
-            fprintf(stderr, "vtr-synth: --pts: bad list '%s'\n", s);
-            free(pts);
-            return NULL;
-        }
-        pts[i] = v;
-        p = end + (*end == ',');
+    if (v && pts && vtr_parse_ints(s, n, 0, INT64_MAX, v) == 0) {
+        for (int i = 0; i < n; i++)
+            pts[i] = v[i];
+        *count = n;
+    } else {
+        fprintf(stderr, "vtr-synth: --pts: bad list '%s'\n", s);
+        free(pts);
+        pts = NULL;
     }
-    *count = n;
+    free(v);
     return pts;
 }
 
@@ -196,7 +190,7 @@ int main(int argc, char **argv)
         switch (opt) {
         case OPT_CODEC: o.codec = optarg; break;
         case OPT_SIZE:
-            if (sscanf(optarg, "%dx%d", &o.width, &o.height) != 2) {
+            if (vtr_parse_size(optarg, 32768, &o.width, &o.height) != 0) {
                 fprintf(stderr, "vtr-synth: --size: expected WxH, got '%s'\n", optarg);
                 bad = 1;
             }
