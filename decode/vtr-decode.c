@@ -111,21 +111,6 @@ static int read_manifest(FILE *in, const char *name, vtr_keyed_files *l)
     return rc;
 }
 
-typedef struct reporter {
-    vtr_progress progress;
-    size_t failed;
-} reporter;
-
-static void on_item(void *ctx, const char *key, const vtr_error *err)
-{
-    reporter *r = ctx;
-    if (err) {
-        vtr_log_item_error(key, err);
-        r->failed++;
-    }
-    vtr_progress_step(&r->progress, 1);
-}
-
 int main(int argc, char **argv)
 {
     enum {
@@ -344,10 +329,10 @@ int main(int argc, char **argv)
         goto end;
     }
 
-    reporter r = {0};
+    vtr_item_log r = {0};
     vtr_decode_audio ad = {.file = audio, .dir = audio_dir, .ext = audio_ext};
     vtr_progress_begin(&r.progress, "items", (int64_t)items.n);
-    vtr_item_report report = {.item = on_item, .ctx = &r};
+    vtr_item_report report = vtr_item_log_report(&r);
     vtr_status st = vtr_decode_items(&items, &o, &ad, out, &report);
     vtr_progress_end(&r.progress);
     if (st != VTR_OK) /* the output broke, reported with its item */

@@ -81,28 +81,6 @@ static const char usage_text[] =
     "Exit status: 0 every item done; 2 some items (or an input stream) failed, the others\n"
     "were written; 1 bad usage, unusable weights, or the output could not be written.\n";
 
-typedef struct reporter {
-    vtr_progress progress;
-    size_t failed;
-} reporter;
-
-static void on_item(void *ctx, const char *key, const vtr_error *err)
-{
-    reporter *r = ctx;
-    if (err) {
-        vtr_log_item_error(key, err);
-        r->failed++;
-    }
-    vtr_progress_step(&r->progress, 1);
-}
-
-static void on_error(void *ctx, const char *key, const vtr_error *err)
-{
-    reporter *r = ctx;
-    vtr_log_item_error(key, err);
-    r->failed++;
-}
-
 int main(int argc, char **argv)
 {
     enum {
@@ -333,8 +311,8 @@ int main(int argc, char **argv)
         omp_set_num_threads(threads);
 
     int rc = 1;
-    reporter r = {0};
-    vtr_item_report report = {.item = on_item, .error = on_error, .ctx = &r};
+    vtr_item_log r = {0};
+    vtr_item_report report = vtr_item_log_report(&r);
     vtr_backbone *backbone = NULL;
     vtr_frame_features *ff = NULL;
     vtr_item_output *out = NULL;
