@@ -75,9 +75,9 @@ vtr_status vtr_item_output_open(const vtr_item_output_options *opt, vtr_item_out
                                 vtr_error *err);
 
 /* Writes one item: key, its array t (read during the call only; float32 converted when
- * half) and meta (a JSON object, NULL: {}). On failure err names the cause (the key
- * where the destination's message does not) and vtr_item_output_broken says whether the
- * output can take more items. A broken output fails every later write. */
+ * half) and meta (a JSON object, NULL: {}). On failure err holds the destination's
+ * message and vtr_item_output_broken says whether the output can take more items. A
+ * broken output fails every later write. */
 vtr_status vtr_item_output_write(vtr_item_output *o, const char *key, const vtr_tensor *t,
                                  const json_t *meta, vtr_error *err);
 

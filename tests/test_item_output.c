@@ -86,7 +86,8 @@ TEST(item_output_store_refuses_a_duplicate_and_stores_float16)
     vtr_item_output_options opt = {.store = store, .store_options = &so, .half = true};
     CHECK_OK(vtr_item_output_open(&opt, &o, &err));
     CHECK_OK(vtr_item_output_write(o, "a", &item, NULL, &err));
-    CHECK_FAILS(vtr_item_output_write(o, "a", &item, NULL, &err), VTR_ERR_INVALID, "");
+    CHECK_FAILS(vtr_item_output_write(o, "a", &item, NULL, &err), VTR_ERR_INVALID,
+                "added twice");
     CHECK(!vtr_item_output_broken(o));
     CHECK_OK(vtr_item_output_commit(o, &err));
     vtr_item_output_close(o);
