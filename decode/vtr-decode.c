@@ -1,5 +1,5 @@
 /* vtr-decode: video and image files -> frame records (or NPY files), optionally audio.
- * Argument parsing and output only; the work is in decode/decode_item.h. */
+ * Argument parsing and reporting only; the work is in decode/decode_items.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <getopt.h>
@@ -7,18 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "decode/decode_item.h"
+#include "decode/decode_items.h"
 #include "lib/args.h"
 #include "lib/file.h"
+#include "lib/item_output.h"
 #include "lib/keyed_files.h"
 #include "lib/log.h"
-#include "lib/npy.h"
-#include "lib/npy_item.h"
-#include "lib/record.h"
-#include "lib/record_output.h"
 #include "lib/version.h"
 
 static const char usage_text[] =
@@ -171,7 +166,7 @@ int main(int argc, char **argv)
     int samplers = 0, opt;
     long long v;
     vtr_keyed_files items = {0};
-    vtr_record_output out = {0};
+    vtr_item_output *out = NULL;
     int rc = 1;
 
     while ((opt = getopt_long(argc, argv, "m:o:vh", options, NULL)) != -1) {
@@ -326,71 +321,29 @@ int main(int argc, char **argv)
     /* the output */
     vtr_error err;
     vtr_error_clear(&err);
-    if (out_dir) {
-        if (vtr_make_dirs(out_dir, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-    } else if (vtr_record_output_open(&out, output, "-o FILE, --out-dir DIR or a pipe", &err) !=
-               VTR_OK) {
-        vtr_log_item_error(NULL, &err);
-        goto end;
-    }
-    if (audio_dir && vtr_make_dirs(audio_dir, &err) != VTR_OK) {
+    vtr_item_output_options oo = {
+        .path = output, .alternatives = "-o FILE, --out-dir DIR or a pipe", .dir = out_dir};
+    if (vtr_item_output_open(&oo, &out, &err) != VTR_OK ||
+        (audio_dir && vtr_make_dirs(audio_dir, &err) != VTR_OK)) {
         vtr_log_item_error(NULL, &err);
         goto end;
     }
 
-    size_t failed = 0;
-    bool output_broken = false;
-    vtr_progress progress;
-    vtr_progress_begin(&progress, "items", (int64_t)items.n);
-    for (size_t i = 0; i < items.n && !output_broken; i++) {
-        const vtr_keyed_file *it = &items.v[i];
-        char *audio_path = NULL;
-        if (audio) {
-            audio_path = strdup(audio);
-        } else if (audio_dir) {
-            size_t n = strlen(audio_dir) + strlen(it->key) + 8;
-            if ((audio_path = malloc(n)))
-                snprintf(audio_path, n, "%s/%s.%s", audio_dir, it->key, audio_ext);
-        }
-        vtr_decoded_item dec = {0};
-        vtr_error_clear(&err);
-        vtr_status st = (audio || audio_dir) && !audio_path
-                            ? vtr_fail(&err, VTR_ERR_NOMEM, "out of memory")
-                            : vtr_decode_item(it->path, &o, audio_path, &dec, &err);
-        if (st == VTR_OK) {
-            json_object_set_new(dec.meta, "decoder", json_sprintf("vtr-decode %s", vtr_version));
-            if (out_dir) {
-                st = vtr_npy_item_save(out_dir, it->key, &dec.frames, dec.meta, &err);
-            } else {
-                st = vtr_record_write(out.fp, it->key, dec.meta, &dec.frames, out.name, &err);
-                if (st == VTR_OK && out.fp == stdout && fflush(stdout) != 0)
-                    st = vtr_fail_errno(&err, "stdout");
-                output_broken = st != VTR_OK;
-            }
-            if (st != VTR_OK && audio_path)
-                unlink(audio_path);
-        }
-        if (st != VTR_OK) {
-            vtr_log_item_error(it->key, &err);
-            failed++;
-        }
-        vtr_decoded_item_free(&dec);
-        free(audio_path);
-        vtr_progress_step(&progress, 1);
-    }
-    vtr_progress_end(&progress);
-    if (output_broken)
+    vtr_item_log r = {0};
+    vtr_decode_audio ad = {.file = audio, .dir = audio_dir, .ext = audio_ext};
+    vtr_progress_begin(&r.progress, "items", (int64_t)items.n);
+    vtr_item_report report = vtr_item_log_report(&r);
+    vtr_status st = vtr_decode_items(&items, &o, &ad, out, &report);
+    vtr_progress_end(&r.progress);
+    if (st != VTR_OK) /* the output broke, reported with its item */
         goto end;
-    if (!out_dir && vtr_record_output_commit(&out, &err) != VTR_OK) {
+    if (vtr_item_output_commit(out, &err) != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         goto end;
     }
-    rc = failed ? 2 : 0;
+    rc = r.failed ? 2 : 0;
 end:
-    vtr_record_output_abort(&out);
+    vtr_item_output_close(out);
     vtr_keyed_files_free(&items);
     return rc;
 }

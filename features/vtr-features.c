@@ -1,29 +1,22 @@
 /* vtr-features: frame records -> CNN feature sets (records, NPY files or a feature store).
- * Argument parsing and output only; the work is in features/extractor.h. */
+ * Argument parsing and reporting only; the work is in features/frame_features.h and,
+ * with --audio, features/audio_features.h. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <getopt.h>
 #include <omp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "features/audio_features.h"
 #include "features/backbone.h"
 #include "features/extractor.h"
+#include "features/frame_features.h"
 #include "features/logmel.h"
 #include "lib/args.h"
-#include "lib/feature_store.h"
-#include "lib/file.h"
 #include "lib/hash.h"
-#include "lib/json.h"
+#include "lib/item_output.h"
 #include "lib/keyed_files.h"
 #include "lib/log.h"
-#include "lib/npy.h"
-#include "lib/npy_item.h"
-#include "lib/record.h"
-#include "lib/record_output.h"
 #include "lib/version.h"
 
 static const char usage_text[] =
@@ -87,196 +80,6 @@ static const char usage_text[] =
     "stop the program with one line naming the tensor.\n"
     "Exit status: 0 every item done; 2 some items (or an input stream) failed, the others\n"
     "were written; 1 bad usage, unusable weights, or the output could not be written.\n";
-
-typedef enum output_kind { OUT_RECORDS, OUT_DIR, OUT_STORE } output_kind;
-
-typedef struct run {
-    output_kind kind;
-    vtr_record_output out; /* OUT_RECORDS */
-    const char *dir;      /* OUT_DIR */
-    vtr_feature_store_writer *store;
-    bool half;
-    json_t *extractor; /* added to every item's metadata */
-    uint16_t *half_buf;
-    size_t half_cap;
-    size_t failed, done;
-    vtr_progress progress;
-} run;
-
-/* a float option as the decimal it was given as (7 significant digits), for metadata */
-static double decimal(float f)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%.7g", (double)f);
-    return strtod(buf, NULL);
-}
-
-/* features as they are written: float32 as given, or converted to float16 */
-static vtr_status output_tensor(run *r, const vtr_tensor *features, vtr_tensor *out, vtr_error *err)
-{
-    *out = *features;
-    if (!r->half)
-        return VTR_OK;
-    size_t n = (size_t)vtr_tensor_numel(features);
-    if (n > r->half_cap) {
-        free(r->half_buf);
-        r->half_cap = 0;
-        if (!(r->half_buf = malloc(n * sizeof *r->half_buf)))
-            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        r->half_cap = n;
-    }
-    const float *f = features->data;
-    for (size_t i = 0; i < n; i++)
-        r->half_buf[i] = vtr_float_to_half(f[i]);
-    out->dtype = VTR_F16;
-    out->data = r->half_buf;
-    return VTR_OK;
-}
-
-/* Writes one item's feature set (float32) with its metadata to the output. Returns non-OK
- * only when the output is broken; an item the output refuses is logged and counted. */
-static vtr_status write_features(run *r, const char *key, json_t *meta, const vtr_tensor *features,
-                                 vtr_error *err)
-{
-    vtr_error e;
-    vtr_error_clear(&e);
-    vtr_tensor t;
-    vtr_status st = output_tensor(r, features, &t, err);
-    if (st != VTR_OK)
-        return st;
-    bool item_failed = false;
-    switch (r->kind) {
-    case OUT_RECORDS:
-        st = vtr_record_write(r->out.fp, key, meta, &t, r->out.name, err);
-        if (st == VTR_OK && r->out.fp == stdout && fflush(stdout) != 0)
-            st = vtr_fail_errno(err, "stdout");
-        if (st != VTR_OK)
-            return st;
-        break;
-    case OUT_DIR:
-        if (vtr_npy_item_save(r->dir, key, &t, meta, &e) != VTR_OK)
-            item_failed = true;
-        break;
-    case OUT_STORE:
-        st = vtr_feature_store_writer_add(r->store, key, features, &e);
-        if (st == VTR_ERR_INVALID) /* refused (a duplicate key): the store is still fine */
-            item_failed = true;
-        else if (st != VTR_OK) {
-            *err = e;
-            return st;
-        }
-        break;
-    }
-    if (item_failed) {
-        vtr_log_item_error(key, &e);
-        r->failed++;
-    } else {
-        r->done++;
-    }
-    vtr_progress_step(&r->progress, 1);
-    return VTR_OK;
-}
-
-/* The extractor's emit: writes one item. Returns non-OK only when the output is broken. */
-static vtr_status write_item(void *ctx, const vtr_extractor_item *item, vtr_error *err)
-{
-    run *r = ctx;
-    json_t *ex = json_deep_copy(r->extractor);
-    if (!ex || json_object_set_new(item->meta, "extractor", ex) != 0)
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    if (json_is_true(json_object_get(ex, "grid")))
-        json_object_set_new(ex, "grid_size", json_pack("[i,i]", item->grid_h, item->grid_w));
-    return write_features(r, item->key, item->meta, &item->features, err);
-}
-
-/* Feeds one record stream to the extractor. Returns 1 when the output broke (stop),
- * 0 otherwise; stream and item errors are logged and counted. */
-static int process_stream(FILE *in, const char *name, vtr_extractor *x, run *r)
-{
-    vtr_error err;
-    vtr_record_reader *reader = vtr_record_reader_new(in, name);
-    if (!reader) {
-        fprintf(stderr, "vtr-features: out of memory\n");
-        return 1;
-    }
-    int rc = 0;
-    for (;;) {
-        vtr_record rec;
-        bool got;
-        vtr_error_clear(&err);
-        if (vtr_record_read(reader, &rec, &got, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            r->failed++;
-            break;
-        }
-        if (!got)
-            break;
-        if (vtr_extractor_check_frames(x, &rec.array, &err) != VTR_OK) {
-            vtr_log_item_error(rec.key, &err);
-            r->failed++;
-            continue;
-        }
-        if (vtr_extractor_add(x, rec.key, rec.meta, &rec.array, &err) != VTR_OK) {
-            vtr_log_item_error(rec.key, &err);
-            rc = 1;
-            break;
-        }
-    }
-    vtr_record_reader_free(reader);
-    return rc;
-}
-
-/* --audio inputs: files as named, directories as their *.wav and *.flac files. Returns
- * the count of arguments that could not be listed (each logged). */
-static size_t list_audio_inputs(char **paths, int n, vtr_keyed_files *files, bool *nomem)
-{
-    static const char *const suffixes[] = {".wav", ".flac"};
-    size_t failed = 0;
-    for (int i = 0; i < n && !*nomem; i++) {
-        vtr_error err;
-        vtr_error_clear(&err);
-        struct stat sb;
-        vtr_status st = stat(paths[i], &sb) == 0 && S_ISDIR(sb.st_mode)
-                            ? vtr_keyed_files_add_dir(files, paths[i], suffixes, 2, &err)
-                            : vtr_keyed_files_add(files, NULL, paths[i], &err);
-        if (st == VTR_ERR_NOMEM)
-            *nomem = true;
-        if (st != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            failed++;
-        }
-    }
-    return failed;
-}
-
-/* Computes and writes each audio file's log-mel frames. Returns 1 when the output broke
- * (stop), 0 otherwise; item errors are logged and counted. */
-static int process_audio(const vtr_keyed_files *files, const vtr_logmel_options *lo, run *r)
-{
-    for (size_t i = 0; i < files->n; i++) {
-        const vtr_keyed_file *f = &files->v[i];
-        vtr_error err;
-        vtr_error_clear(&err);
-        vtr_logmel_features lm;
-        if (vtr_logmel_file(f->path, lo, &lm, &err) != VTR_OK) {
-            vtr_log_item_error(f->key, &err);
-            r->failed++;
-            vtr_progress_step(&r->progress, 1);
-            continue;
-        }
-        vtr_status st = VTR_OK;
-        if (json_object_set_new(lm.meta, "version", json_sprintf("vtr-features %s", vtr_version)))
-            st = vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
-        if (st == VTR_OK)
-            st = write_features(r, f->key, lm.meta, &lm.features, &err);
-        vtr_logmel_features_free(&lm);
-        if (st != VTR_OK) {
-            vtr_log_item_error(f->key, &err);
-            return 1;
-        }
-    }
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -508,9 +311,11 @@ int main(int argc, char **argv)
         omp_set_num_threads(threads);
 
     int rc = 1;
-    run r = {.half = half};
+    vtr_item_log r = {0};
+    vtr_item_report report = vtr_item_log_report(&r);
     vtr_backbone *backbone = NULL;
-    vtr_extractor *x = NULL;
+    vtr_frame_features *ff = NULL;
+    vtr_item_output *out = NULL;
     char sha[VTR_SHA256_HEX_SIZE];
     vtr_keyed_files audio_files = {0};
     json_t *audio_params = NULL; /* --audio: the store's provenance */
@@ -518,15 +323,9 @@ int main(int argc, char **argv)
     int64_t dim;
 
     if (audio) {
-        /* the parameters as given (window and hop in samples depend on each file's rate) */
-        audio_params = json_pack("{s:s, s:f, s:f, s:i, s:i, s:f, s:f, s:i, s:f, s:s, s:s+}",
-                                 "extractor", "logmel", "window_s", lo.window_s, "hop_s", lo.hop_s,
-                                 "n_fft", lo.n_fft, "n_mels", lo.n_mels, "fmin", lo.fmin_hz, "fmax",
-                                 lo.fmax_hz, "power", lo.power, "log_offset", lo.log_offset,
-                                 "mel_scale", "htk", "version", "vtr-features ", vtr_version);
-        bool nomem = false;
-        r.failed += list_audio_inputs(argv + optind, argc - optind, &audio_files, &nomem);
-        if (!audio_params || nomem) {
+        audio_params = vtr_audio_features_source(&lo);
+        if (!audio_params || vtr_audio_features_list(argv + optind, argc - optind, &audio_files,
+                                                     &report, &err) != VTR_OK) {
             fprintf(stderr, "vtr-features: out of memory\n");
             goto end;
         }
@@ -534,28 +333,9 @@ int main(int argc, char **argv)
         dim = lo.n_mels;
     } else {
         /* the model and what is recorded about it */
-        if (vtr_file_sha256(weights, sha, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-        if (vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-        r.extractor = json_pack(
-            "{s:s, s:s, s:s, s:b, s:s, s:i, s:{s:i, s:i, s:[f,f,f], s:[f,f,f]}, "
-            "s:s+}",
-            "arch", vtr_backbone_arch_name(arch), "weights", weights, "sha256", sha, "grid",
-            xo.grid, "dtype", half ? "float16" : "float32", "dim", vtr_backbone_dim(backbone),
-            "preprocess", "resize", xo.pre.resize, "crop", xo.pre.crop, "mean",
-            decimal(xo.pre.mean[0]), decimal(xo.pre.mean[1]), decimal(xo.pre.mean[2]), "std",
-            decimal(xo.pre.std[0]), decimal(xo.pre.std[1]), decimal(xo.pre.std[2]), "version",
-            "vtr-features ", vtr_version);
-        if (!r.extractor) {
-            fprintf(stderr, "vtr-features: out of memory\n");
-            goto end;
-        }
-        if (vtr_extractor_new(backbone, &xo, write_item, &r, &x, &err) != VTR_OK) {
+        if (vtr_file_sha256(weights, sha, &err) != VTR_OK ||
+            vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK ||
+            vtr_frame_features_new(backbone, arch, weights, sha, &xo, half, &ff, &err) != VTR_OK) {
             vtr_log_item_error(NULL, &err);
             goto end;
         }
@@ -565,81 +345,38 @@ int main(int argc, char **argv)
     }
 
     /* the output */
-    if (out_dir) {
-        r.kind = OUT_DIR;
-        r.dir = out_dir;
-        if (vtr_make_dirs(out_dir, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-    } else if (store) {
-        r.kind = OUT_STORE;
-        vtr_feature_store_options so = {.dtype = half ? VTR_F16 : VTR_F32,
-                                        .dim = dim,
-                                        .extractor = what,
-                                        .source = audio ? audio_params : r.extractor};
-        if (vtr_feature_store_writer_open(store, &so, &r.store, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-    } else if (vtr_record_output_open(&r.out, output, "-o FILE, --out-dir DIR, --store DIR or a pipe",
-                                      &err) != VTR_OK) {
+    vtr_feature_store_options so = {
+        .dim = dim,
+        .extractor = what,
+        .source = audio ? audio_params : vtr_frame_features_provenance(ff)};
+    vtr_item_output_options oo = {.path = output,
+                                  .alternatives = "-o FILE, --out-dir DIR, --store DIR or a pipe",
+                                  .dir = out_dir,
+                                  .store = store,
+                                  .store_options = &so,
+                                  .half = half};
+    if (vtr_item_output_open(&oo, &out, &err) != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         goto end;
     }
 
     /* the inputs: audio files, or record streams one after the other */
     vtr_progress_begin(&r.progress, "items", -1);
-    bool broken = false;
-    if (audio) {
-        broken = process_audio(&audio_files, &lo, &r) != 0;
-    } else if (optind == argc) {
-        broken = process_stream(stdin, "stdin", x, &r) != 0;
-    } else {
-        for (int i = optind; i < argc && !broken; i++) {
-            if (!strcmp(argv[i], "-")) {
-                broken = process_stream(stdin, "stdin", x, &r) != 0;
-                continue;
-            }
-            FILE *in = fopen(argv[i], "rb");
-            if (!in) {
-                vtr_fail_errno(&err, "%s", argv[i]);
-                vtr_log_item_error(NULL, &err);
-                r.failed++;
-                continue;
-            }
-            broken = process_stream(in, argv[i], x, &r) != 0;
-            fclose(in);
-        }
-    }
-    if (!broken && x && vtr_extractor_finish(x, &err) != VTR_OK) {
-        vtr_log_item_error(NULL, &err);
-        broken = true;
-    }
+    vtr_status st = audio ? vtr_audio_features_write(&audio_files, &lo, out, &report)
+                          : vtr_frame_features_run(ff, argv + optind, argc - optind, out, &report);
     vtr_progress_end(&r.progress);
-    if (broken)
+    if (st != VTR_OK) /* reported */
         goto end;
-    if (r.store) {
-        vtr_feature_store_writer *w = r.store;
-        r.store = NULL;
-        if (vtr_feature_store_writer_finish(w, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-    }
-    if (r.kind == OUT_RECORDS && vtr_record_output_commit(&r.out, &err) != VTR_OK) {
+    if (vtr_item_output_commit(out, &err) != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         goto end;
     }
     rc = r.failed ? 2 : 0;
 end:
-    vtr_record_output_abort(&r.out);
-    vtr_feature_store_writer_abort(r.store);
-    vtr_extractor_free(x);
+    vtr_item_output_close(out);
+    vtr_frame_features_free(ff);
     vtr_backbone_free(backbone);
-    json_decref(r.extractor);
     json_decref(audio_params);
     vtr_keyed_files_free(&audio_files);
-    free(r.half_buf);
     return rc;
 }

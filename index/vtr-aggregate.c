@@ -16,22 +16,15 @@
 #include "lib/blas_threads.h"
 #include "lib/feature_store.h"
 #include "lib/file.h"
-#include "lib/json.h"
+#include "lib/item_output.h"
 #include "lib/keyed_files.h"
 #include "lib/log.h"
 #include "lib/npy.h"
 #include "lib/npy_item.h"
 #include "lib/record.h"
-#include "lib/record_output.h"
 #include "lib/version.h"
 #include "index/embedder.h"
-#include "index/embedding_index.h"
-#include "index/text_search.h"
-
-/* The model text vtr-aggregate --index records (index/text_search.h). */
-#define AGGREGATE_INDEX_FORMAT "vtr-aggregate-index"
-/* Items staged between index commits. */
-#define AGGREGATE_INDEX_COMMIT 4096
+#include "index/embedding_index_output.h"
 
 static const char usage_text[] =
     "Usage: vtr-aggregate [OPTION]... --model CKPT [INPUT]...\n"
@@ -86,15 +79,10 @@ static const char usage_text[] =
 typedef struct run {
     vtr_embedder *e;
     vtr_aggregator *agg;
-    FILE *out;            /* records */
-    const char *out_name;
-    const char *dir;      /* --out-dir */
-    vtr_embedding_index_writer *index;
-    bool half;
-    uint16_t *half_buf;   /* (E) */
+    vtr_item_output *out;
     bool text;
     json_t *embedding;    /* the "embedding" metadata common to every item */
-    size_t failed, done;
+    size_t failed;
     vtr_progress progress;
 } run;
 
@@ -103,47 +91,21 @@ static vtr_status emit(void *ctx, const char *key, json_t *meta, const float *em
                        vtr_error *err)
 {
     run *r = ctx;
-    int64_t E = vtr_embedder_dim(r->e);
-    vtr_tensor t = {.dtype = VTR_F32, .ndim = 2, .shape = {1, E}, .data = (void *)embedding};
-    if (r->half) {
-        for (int64_t i = 0; i < E; i++)
-            r->half_buf[i] = vtr_float_to_half(embedding[i]);
-        t.dtype = VTR_F16;
-        t.data = r->half_buf;
-    }
+    vtr_tensor t = {.dtype = VTR_F32, .ndim = 2, .shape = {1, vtr_embedder_dim(r->e)},
+                    .data = (void *)embedding};
     json_t *em = json_object_get(meta, "embedding");
     if (json_object_update(em, r->embedding) != 0)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    if (r->index) {
-        vtr_error e;
-        vtr_status st = vtr_embedding_index_writer_add(r->index, key, &t, &e);
-        if (st == VTR_ERR_INVALID) { /* refused; the writer goes on */
-            vtr_log_item_error(key, &e);
-            r->failed++;
-            return VTR_OK;
-        }
-        if (st == VTR_OK &&
-            vtr_embedding_index_writer_pending_rows(r->index) >= AGGREGATE_INDEX_COMMIT)
-            st = vtr_embedding_index_writer_commit(r->index, &e);
-        if (st != VTR_OK) {
+    vtr_error e;
+    if (vtr_item_output_write(r->out, key, &t, meta, &e) != VTR_OK) {
+        if (vtr_item_output_broken(r->out)) {
             *err = e;
-            return st;
+            return e.status;
         }
-    } else if (r->dir) {
-        vtr_error e;
-        if (vtr_npy_item_save(r->dir, key, &t, meta, &e) != VTR_OK) {
-            vtr_log_item_error(key, &e);
-            r->failed++;
-            return VTR_OK;
-        }
-    } else {
-        vtr_status st = vtr_record_write(r->out, key, meta, &t, r->out_name, err);
-        if (st == VTR_OK && r->out == stdout && fflush(stdout) != 0) /* a pipe: item by item */
-            st = vtr_fail_errno(err, "stdout");
-        if (st != VTR_OK)
-            return st;
+        vtr_log_item_error(key, &e); /* refused; the others go on */
+        r->failed++;
+        return VTR_OK;
     }
-    r->done++;
     vtr_progress_step(&r->progress, 1);
     return VTR_OK;
 }
@@ -356,42 +318,6 @@ static vtr_status read_input(run *r, const char *arg, bool keyed, int64_t *line,
     return st;
 }
 
-/* Opens the index at dir for writing: a new one records this model; an existing one must
- * have been made with it (same model id; its recorded text is kept as it is). */
-static vtr_status open_index(run *r, const char *dir, const char *model, vtr_error *err)
-{
-    char *text = NULL, *manifest = vtr_path_join(dir, "index.sqlite");
-    vtr_status st = VTR_OK;
-    if (!manifest)
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    if (access(manifest, F_OK) == 0) {
-        vtr_embedding_index *ix = NULL;
-        if ((st = vtr_embedding_index_open(dir, &ix, err)) == VTR_OK &&
-            (st = vtr_text_search_check(r->e, ix, err)) == VTR_OK &&
-            !(text = strdup(vtr_embedding_index_model(ix))))
-            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        if (st == VTR_ERR_INVALID) {
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            vtr_fail(err, st, "index %s: %s: use a new --index DIR", dir, why);
-        }
-        vtr_embedding_index_close(ix);
-    } else {
-        char *abs = realpath(model, NULL);
-        if (!(text = vtr_index_model_text(AGGREGATE_INDEX_FORMAT, vtr_embedder_model_id(r->e),
-                                          abs ? abs : model)))
-            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        free(abs);
-    }
-    free(manifest);
-    if (st != VTR_OK)
-        return st;
-    vtr_embedding_index_options io = {.dim = vtr_embedder_dim(r->e), .model = text};
-    st = vtr_embedding_index_writer_open(dir, &io, &r->index, err);
-    free(text);
-    return st;
-}
-
 int main(int argc, char **argv)
 {
     enum { OPT_VOCAB = 256, OPT_THREADS, OPT_TEXT, OPT_KEYED, OPT_OUT_DIR, OPT_INDEX,
@@ -411,8 +337,8 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
-    const char *model = NULL, *vocab = NULL, *output = NULL, *index = NULL;
-    bool keyed = false, log_json = false;
+    const char *model = NULL, *vocab = NULL, *output = NULL, *out_dir = NULL, *index = NULL;
+    bool keyed = false, log_json = false, half = false;
     int threads = 0, opt;
     long long v;
     run r = {0};
@@ -433,9 +359,9 @@ int main(int argc, char **argv)
         case OPT_TEXT: r.text = true; break;
         case OPT_KEYED: keyed = true; break;
         case 'o': output = optarg; break;
-        case OPT_OUT_DIR: r.dir = optarg; break;
+        case OPT_OUT_DIR: out_dir = optarg; break;
         case OPT_INDEX: index = optarg; break;
-        case OPT_HALF: r.half = true; break;
+        case OPT_HALF: half = true; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case OPT_VERSION: printf("vtr-aggregate %s\n", vtr_version); return 0;
@@ -445,7 +371,7 @@ int main(int argc, char **argv)
     const char *usage_error = NULL;
     if (!model)
         usage_error = "--model CKPT is required";
-    else if ((output != NULL) + (r.dir != NULL) + (index != NULL) > 1)
+    else if ((output != NULL) + (out_dir != NULL) + (index != NULL) > 1)
         usage_error = "--output, --out-dir and --index exclude each other";
     else if (index && r.text)
         usage_error = "--index takes visual embeddings, not --text";
@@ -462,39 +388,31 @@ int main(int argc, char **argv)
     }
 
     int rc = 1;
-    vtr_record_output out = {0};
     if (vtr_embedder_open(model, vocab, threads, &r.e, &err) != VTR_OK ||
         vtr_aggregator_new(r.e, emit, &r, &r.agg, &err) != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         goto end;
     }
-    r.half_buf = malloc((size_t)vtr_embedder_dim(r.e) * sizeof *r.half_buf);
     r.embedding = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s+}", "model",
                             vtr_embedder_model_id(r.e), "checkpoint", model, "side",
                             r.text ? "text" : "visual", "dim",
                             (json_int_t)vtr_embedder_dim(r.e), "dtype",
-                            r.half ? "float16" : "float32", "version",
+                            half ? "float16" : "float32", "version",
                             "vtr-aggregate ", vtr_version);
-    if (!r.embedding || !r.half_buf) {
+    if (!r.embedding) {
         fprintf(stderr, "vtr-aggregate: out of memory\n");
         goto end;
     }
-    if (index && open_index(&r, index, model, &err) != VTR_OK) {
+    vtr_item_sink index_sink;
+    vtr_item_output_options oo = {.path = output,
+                                  .alternatives = "-o FILE, --out-dir DIR, --index DIR or a pipe",
+                                  .dir = out_dir,
+                                  .sink = index ? &index_sink : NULL,
+                                  .half = half};
+    if ((index && vtr_embedding_index_output_open(index, r.e, model, &index_sink, &err) != VTR_OK) ||
+        vtr_item_output_open(&oo, &r.out, &err) != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         goto end;
-    } else if (r.dir) {
-        if (vtr_make_dirs(r.dir, &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-    } else {
-        if (vtr_record_output_open(&out, output, "-o FILE, --out-dir DIR, --index DIR or a pipe",
-                                   &err) != VTR_OK) {
-            vtr_log_item_error(NULL, &err);
-            goto end;
-        }
-        r.out = out.fp;
-        r.out_name = out.name;
     }
 
     vtr_progress_begin(&r.progress, "items", -1);
@@ -511,21 +429,15 @@ int main(int argc, char **argv)
         vtr_log_item_error(NULL, &err);
         goto end;
     }
-    if (r.out && vtr_record_output_commit(&out, &err) != VTR_OK) {
-        vtr_log_item_error(NULL, &err);
-        goto end;
-    }
-    if (r.index && vtr_embedding_index_writer_commit(r.index, &err) != VTR_OK) {
+    if (vtr_item_output_commit(r.out, &err) != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         goto end;
     }
     rc = r.failed ? 2 : 0;
 end:
-    vtr_record_output_abort(&out);
-    vtr_embedding_index_writer_close(r.index); /* uncommitted rows are dropped */
+    vtr_item_output_close(r.out); /* uncommitted items are dropped */
     vtr_aggregator_free(r.agg);
     vtr_embedder_close(r.e);
     json_decref(r.embedding);
-    free(r.half_buf);
     return rc;
 }

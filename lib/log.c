@@ -191,3 +191,25 @@ void vtr_progress_end(vtr_progress *p)
     else
         clear_progress_line();
 }
+
+static void log_item(void *ctx, const char *key, const vtr_error *err)
+{
+    vtr_item_log *l = ctx;
+    if (err) {
+        vtr_log_item_error(key, err);
+        l->failed++;
+    }
+    vtr_progress_step(&l->progress, 1);
+}
+
+static void log_error(void *ctx, const char *key, const vtr_error *err)
+{
+    vtr_item_log *l = ctx;
+    vtr_log_item_error(key, err);
+    l->failed++;
+}
+
+vtr_item_report vtr_item_log_report(vtr_item_log *l)
+{
+    return (vtr_item_report){.item = log_item, .error = log_error, .ctx = l};
+}

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "item_output.h"
 
 /* Call once at program start. */
 void vtr_log_init(const char *program, bool json);
@@ -47,5 +48,15 @@ void vtr_progress_begin(vtr_progress *p, const char *what, int64_t total);
 void vtr_progress_step(vtr_progress *p, int64_t n);
 /* Clears the terminal line and, in JSON mode, emits a final "progress" event. */
 void vtr_progress_end(vtr_progress *p);
+
+/* A program's account of the items a run writes (lib/item_output.h). */
+typedef struct vtr_item_log {
+    vtr_progress progress; /* begun and ended by the program */
+    size_t failed;         /* errors reported */
+} vtr_item_log;
+
+/* A report into l: each item steps the progress, and each error (an item's, or not)
+ * is logged with vtr_log_item_error and counted in l->failed. l must outlive the run. */
+vtr_item_report vtr_item_log_report(vtr_item_log *l);
 
 #endif

@@ -1,7 +1,7 @@
 /* Where a program writes its record stream (lib/record.h): a named file, written
  * atomically (complete at commit, nothing left behind on abort), or stdout, which must not
- * be a terminal (records are binary). Every program that writes records opens its output
- * here. */
+ * be a terminal (records are binary). Programs reach it through their item output
+ * (lib/item_output.h), which opens it for -o. */
 #ifndef VTR_RECORD_OUTPUT_H
 #define VTR_RECORD_OUTPUT_H
 

@@ -1,0 +1,155 @@
+/* The item-output layer: each destination, float16 conversion, refused items against a
+ * broken output, and what commit and close leave behind. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "lib/feature_store.h"
+#include "lib/item_output.h"
+#include "lib/npy_item.h"
+#include "lib/record.h"
+
+/* a (2, 3) float32 item */
+static const float rows[6] = {0.5f, -1.0f, 2.0f, 0.25f, 65504.0f, 1e-3f};
+static const vtr_tensor item = {.dtype = VTR_F32, .ndim = 2, .shape = {2, 3}, .data = (void *)rows};
+
+TEST(item_output_dir_writes_npy_and_json_in_float16)
+{
+    vtr_error err;
+    vtr_item_output *o;
+    const char *dir = test_path("items/sub");
+    vtr_item_output_options opt = {.dir = dir, .half = true};
+    CHECK_OK(vtr_item_output_open(&opt, &o, &err));
+    json_t *meta = json_pack("{s:s}", "source", "a.mp4");
+    CHECK_OK(vtr_item_output_write(o, "a", &item, meta, &err));
+    /* a key that cannot name a file is refused; the output goes on */
+    CHECK_FAILS(vtr_item_output_write(o, "x/y", &item, meta, &err), VTR_ERR_INVALID,
+                "cannot name a file");
+    CHECK(!vtr_item_output_broken(o));
+    CHECK_OK(vtr_item_output_commit(o, &err));
+    vtr_item_output_close(o);
+    json_decref(meta);
+
+    vtr_npy_file f;
+    json_t *m;
+    char path[512];
+    snprintf(path, sizeof path, "%s/a.npy", dir);
+    CHECK_OK(vtr_npy_item_load(path, &f, &m, &err));
+    CHECK(f.tensor.dtype == VTR_F16 && f.tensor.ndim == 2 && f.tensor.shape[1] == 3);
+    const uint16_t *h = f.tensor.data;
+    for (int i = 0; i < 6; i++)
+        CHECK(h[i] == vtr_float_to_half(rows[i]));
+    CHECK_STR(json_string_value(json_object_get(m, "source")), "a.mp4");
+    json_decref(m);
+    vtr_npy_close(&f);
+}
+
+TEST(item_output_records_are_complete_at_commit_only)
+{
+    vtr_error err;
+    vtr_item_output *o;
+    const char *path = test_path("items.vtr");
+    vtr_item_output_options opt = {.path = path, .alternatives = "-o FILE"};
+    CHECK_OK(vtr_item_output_open(&opt, &o, &err));
+    CHECK_OK(vtr_item_output_write(o, "k", &item, NULL, &err));
+    vtr_item_output_close(o); /* not committed: nothing left */
+    CHECK(access(path, F_OK) != 0);
+
+    CHECK_OK(vtr_item_output_open(&opt, &o, &err));
+    CHECK_OK(vtr_item_output_write(o, "k", &item, NULL, &err));
+    CHECK_OK(vtr_item_output_commit(o, &err));
+    vtr_item_output_close(o);
+    FILE *fp = fopen(path, "rb");
+    CHECK(fp);
+    vtr_record_reader *r = vtr_record_reader_new(fp, path);
+    vtr_record rec;
+    bool got;
+    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
+    CHECK(got && !strcmp(rec.key, "k") && rec.array.dtype == VTR_F32 && rec.array.shape[0] == 2);
+    CHECK(((const float *)rec.array.data)[4] == 65504.0f);
+    vtr_record_reader_free(r);
+    fclose(fp);
+
+    opt.path = test_path("items.npy"); /* a record stream is not NPY */
+    CHECK_FAILS(vtr_item_output_open(&opt, &o, &err), VTR_ERR_INVALID, "not NPY");
+    CHECK(o == NULL);
+}
+
+TEST(item_output_store_refuses_a_duplicate_and_stores_float16)
+{
+    vtr_error err;
+    vtr_item_output *o;
+    const char *store = test_path("items.store");
+    vtr_feature_store_options so = {.extractor = "test"};
+    vtr_item_output_options opt = {.store = store, .store_options = &so, .half = true};
+    CHECK_OK(vtr_item_output_open(&opt, &o, &err));
+    CHECK_OK(vtr_item_output_write(o, "a", &item, NULL, &err));
+    CHECK_FAILS(vtr_item_output_write(o, "a", &item, NULL, &err), VTR_ERR_INVALID,
+                "added twice");
+    CHECK(!vtr_item_output_broken(o));
+    CHECK_OK(vtr_item_output_commit(o, &err));
+    vtr_item_output_close(o);
+    vtr_feature_store_reader *r;
+    CHECK_OK(vtr_feature_store_reader_open(store, &r, &err));
+    CHECK(vtr_feature_store_reader_items(r) == 1 && vtr_feature_store_reader_rows(r) == 2);
+    CHECK(vtr_feature_store_reader_dtype(r) == VTR_F16);
+    vtr_feature_store_reader_close(r);
+}
+
+/* a sink that refuses key "bad", breaks on key "io" and records what it saw */
+typedef struct fake_sink {
+    int added, commits, closes;
+    vtr_dtype dtype;
+} fake_sink;
+
+static vtr_status fake_add(void *ctx, const char *key, const vtr_tensor *t, const json_t *meta,
+                           vtr_error *err)
+{
+    fake_sink *s = ctx;
+    if (!strcmp(key, "bad"))
+        return vtr_fail(err, VTR_ERR_INVALID, "%s: refused", key);
+    if (!strcmp(key, "io"))
+        return vtr_fail(err, VTR_ERR_IO, "%s: disk full", key);
+    s->added++;
+    s->dtype = t->dtype;
+    return VTR_OK;
+}
+
+static vtr_status fake_commit(void *ctx, vtr_error *err)
+{
+    ((fake_sink *)ctx)->commits++;
+    return VTR_OK;
+}
+
+static void fake_close(void *ctx)
+{
+    ((fake_sink *)ctx)->closes++;
+}
+
+TEST(item_output_sink_refusals_and_breaks)
+{
+    vtr_error err;
+    fake_sink s = {0};
+    vtr_item_sink sink = {.add = fake_add, .commit = fake_commit, .close = fake_close, .ctx = &s};
+    vtr_item_output_options opt = {.sink = &sink, .half = true};
+    vtr_item_output *o;
+    CHECK_OK(vtr_item_output_open(&opt, &o, &err));
+    CHECK_OK(vtr_item_output_write(o, "a", &item, NULL, &err));
+    CHECK(s.added == 1 && s.dtype == VTR_F16);
+    CHECK_FAILS(vtr_item_output_write(o, "bad", &item, NULL, &err), VTR_ERR_INVALID, "refused");
+    CHECK(!vtr_item_output_broken(o));
+    CHECK_FAILS(vtr_item_output_write(o, "io", &item, NULL, &err), VTR_ERR_IO, "disk full");
+    CHECK(vtr_item_output_broken(o));
+    CHECK(vtr_item_output_write(o, "b", &item, NULL, &err) != VTR_OK && s.added == 1);
+    vtr_item_output_close(o);
+    CHECK(s.commits == 0 && s.closes == 1);
+
+    fake_sink t = {0};
+    sink.ctx = &t;
+    CHECK_OK(vtr_item_output_open(&opt, &o, &err));
+    CHECK_OK(vtr_item_output_commit(o, &err));
+    vtr_item_output_close(o);
+    CHECK(t.commits == 1 && t.closes == 1);
+}
