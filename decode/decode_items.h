@@ -6,6 +6,7 @@
 #include "decode/decode_item.h"
 #include "lib/error.h"
 #include "lib/item_output.h"
+#include "lib/log.h"
 #include "lib/keyed_files.h"
 
 /* Where the items' audio tracks go: nowhere (all NULL), file (the one item's), or

@@ -205,14 +205,10 @@ int main(int argc, char **argv)
             o.sampler.mode = VTR_SAMPLE_KEYFRAMES;
             break;
         case OPT_STRAIGHT: o.straight = true; break;
-        case OPT_SIZE: {
-            char extra;
-            if (sscanf(optarg, "%dx%d%c", &o.geometry.width, &o.geometry.height, &extra) != 2 ||
-                o.geometry.width < 1 || o.geometry.height < 1 || o.geometry.width > 32768 ||
-                o.geometry.height > 32768)
+        case OPT_SIZE:
+            if (vtr_parse_size(optarg, 32768, &o.geometry.width, &o.geometry.height) != 0)
                 bad = "--size needs WxH, e.g. 224x224";
             break;
-        }
         case OPT_RESIZE:
             if (!strcmp(optarg, "shorter-side"))
                 o.geometry.resize = VTR_RESIZE_SHORTER_SIDE;

@@ -10,6 +10,7 @@
 #include "features/logmel.h"
 #include "lib/error.h"
 #include "lib/item_output.h"
+#include "lib/log.h"
 #include "lib/keyed_files.h"
 
 /* The parameters as given, for a feature store's provenance (window and hop are in

@@ -12,6 +12,7 @@
 #include "features/extractor.h"
 #include "lib/error.h"
 #include "lib/item_output.h"
+#include "lib/log.h"
 
 typedef struct vtr_frame_features vtr_frame_features;
 

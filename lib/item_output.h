@@ -55,19 +55,6 @@ typedef struct vtr_item_output_options {
 
 typedef struct vtr_item_output vtr_item_output;
 
-/* How a run that writes items (vtr_decode_items, vtr_audio_features_write, ...) tells
- * its program what became of them; the program logs and counts. */
-typedef struct vtr_item_report {
-    /* An item done with: written (err NULL), or failed, err saying why (it could not be
-     * made, or the output refused it). */
-    void (*item)(void *ctx, const char *key, const vtr_error *err);
-    /* An error that is no item's outcome: an input that could not be read or taken (key
-     * NULL, or the input item's key), or, where the run says so, the failure that stops
-     * it. */
-    void (*error)(void *ctx, const char *key, const vtr_error *err);
-    void *ctx;
-} vtr_item_report;
-
 /* Opens the destination: the errors of vtr_record_output_open (a terminal, an .npy
  * path), vtr_make_dirs, vtr_feature_store_writer_open; VTR_ERR_NOMEM. *out is NULL on
  * failure. */

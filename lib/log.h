@@ -13,7 +13,6 @@
 #include <stdint.h>
 
 #include "error.h"
-#include "item_output.h"
 
 /* Call once at program start. */
 void vtr_log_init(const char *program, bool json);
@@ -49,7 +48,20 @@ void vtr_progress_step(vtr_progress *p, int64_t n);
 /* Clears the terminal line and, in JSON mode, emits a final "progress" event. */
 void vtr_progress_end(vtr_progress *p);
 
-/* A program's account of the items a run writes (lib/item_output.h). */
+/* How a run that writes items (vtr_decode_items, vtr_audio_features_write, ...) tells its
+ * program what became of them; the program logs and counts. */
+typedef struct vtr_item_report {
+    /* An item done with: written (err NULL), or failed, err saying why (it could not be
+     * made, or the output refused it). */
+    void (*item)(void *ctx, const char *key, const vtr_error *err);
+    /* An error that is no item's outcome: an input that could not be read or taken (key
+     * NULL, or the input item's key), or, where the run says so, the failure that stops
+     * it. */
+    void (*error)(void *ctx, const char *key, const vtr_error *err);
+    void *ctx;
+} vtr_item_report;
+
+/* A program's account of the items a run writes. */
 typedef struct vtr_item_log {
     vtr_progress progress; /* begun and ended by the program */
     size_t failed;         /* errors reported */
