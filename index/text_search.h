@@ -2,7 +2,8 @@
  * vtr-search. Queries are embedded by the model that made the index (index/embedder.h),
  * as one batch, and ranked by exact top-k over the index's matrix (index/topk.h); results
  * get their keys from the index and, where a catalog knows the item, its path and
- * duration.
+ * duration. vtr_text_searcher opens what a search needs; vtr_query_list holds its
+ * queries.
  *
  * The model an index records (vtr_embedding_index_model) is a JSON object with at least
  * "model_id" (the checkpoint's SHA-256, vtr_embedder_model_id) and, usually, "checkpoint"
@@ -44,6 +45,54 @@ char *vtr_index_model_text(const char *format, const char *model_id, const char 
  * 3c4d..."), or VTR_ERR_FORMAT when the index records no model id. */
 vtr_status vtr_text_search_check(const vtr_embedder *e, const vtr_embedding_index *ix,
                                  vtr_error *err);
+
+/* What a search needs open: an index, the model that made it and, where one is at hand,
+ * the catalog that knows its items. */
+typedef struct vtr_text_searcher {
+    vtr_embedding_index *ix;
+    vtr_embedder *e;
+    vtr_catalog *cat;   /* NULL: results carry keys only */
+    int64_t dataset_id; /* the items' dataset in cat */
+} vtr_text_searcher;
+
+typedef struct vtr_text_searcher_options {
+    const char *index;   /* the index directory */
+    const char *model;   /* the checkpoint; NULL: the one the index records */
+    const char *vocab;   /* NULL: vtr_embedder_open's default */
+    int threads;         /* the embedder's; 0: the defaults */
+    const char *catalog; /* NULL: vtr-index's, INDEX/catalog.sqlite, when it is there */
+    const char *dataset; /* NULL: "archive" (vtr-index's); a default catalog without it is
+                          * not used */
+} vtr_text_searcher_options;
+
+/* Opens the index, its model and the catalog into *s (zeroed on failure; close it with
+ * vtr_text_searcher_close). Fails as vtr_embedding_index_open, vtr_embedder_open,
+ * vtr_text_search_check and the catalog's open and dataset lookup do, with the context
+ * "index DIR: name the model with --model" (no model recorded), "index DIR: its model (name
+ * it with --model if it moved)" (the recorded one cannot be opened), "index DIR" or
+ * "catalog PATH"; VTR_ERR_NOMEM. */
+vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_searcher *s,
+                                  vtr_error *err);
+
+/* Closes what s holds and zeroes it; safe on a zeroed value. */
+void vtr_text_searcher_close(vtr_text_searcher *s);
+
+/* Text queries, in the order given. */
+typedef struct vtr_query_list {
+    char **v; /* owned */
+    int64_t n, cap;
+} vtr_query_list;
+
+/* Appends a copy of text. VTR_ERR_NOMEM only. */
+vtr_status vtr_query_list_add(vtr_query_list *q, const char *text, vtr_error *err);
+
+/* Appends the lines of path ("-": stdin) that are not blank (only spaces and tabs), read
+ * with lib/lines.h. VTR_ERR_IO "PATH: <strerror>", VTR_ERR_FORMAT "PATH:LINE: a NUL byte
+ * in the line", VTR_ERR_NOMEM; the lines before the failure stay appended. */
+vtr_status vtr_query_list_read(vtr_query_list *q, const char *path, vtr_error *err);
+
+/* Frees the texts and the array and zeroes q; safe on a zeroed value. */
+void vtr_query_list_free(vtr_query_list *q);
 
 typedef struct vtr_search_result {
     int64_t row;       /* the index row; -1 past the found results */
