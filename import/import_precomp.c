@@ -1,13 +1,13 @@
 /* precomp: the SCAN / VSE++ / VSE∞ precomputed layout, {split}_ims.npy + {split}_caps.txt
  * (+ {split}_ids.txt), for MS-COCO and Flickr30K region features. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "import.h"
+#include "lib/lines.h"
 #include "lib/npy.h"
 
 #define PRECOMP_DEFAULT_CAPTIONS 5
@@ -35,26 +35,17 @@ static void free_lines(text_lines *l)
     *l = (text_lines){0};
 }
 
-/* Reads path's lines without their "\n" (and a "\r" before it). */
+/* Reads path's lines, blank ones too, with lib/lines.h (without their "\r\n" or "\n"). */
 static vtr_status read_lines(const char *path, text_lines *l, vtr_error *err)
 {
     FILE *fp = fopen(path, "r");
     if (!fp)
         return vtr_fail_errno(err, "%s", path);
-    vtr_status st = VTR_OK;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    errno = 0;
-    while ((len = getline(&line, &cap, fp)) != -1) {
-        if (len > 0 && line[len - 1] == '\n')
-            line[--len] = '\0';
-        if (len > 0 && line[len - 1] == '\r')
-            line[--len] = '\0';
-        if ((size_t)len != strlen(line)) {
-            st = vtr_fail(err, VTR_ERR_FORMAT, "%s: line %zu contains a NUL byte", path, l->n + 1);
-            break;
-        }
+    vtr_line_reader r;
+    vtr_line_reader_init(&r, fp, path);
+    char *line;
+    vtr_status st;
+    while ((st = vtr_line_next(&r, &line, NULL, err)) == VTR_OK && line) {
         if (l->n == l->cap) {
             size_t ncap = l->cap ? 2 * l->cap : 1024;
             char **v = realloc(l->v, ncap * sizeof *v);
@@ -70,11 +61,8 @@ static vtr_status read_lines(const char *path, text_lines *l, vtr_error *err)
             break;
         }
         l->n++;
-        errno = 0;
     }
-    if (st == VTR_OK && ferror(fp))
-        st = vtr_fail_errno(err, "%s", path);
-    free(line);
+    vtr_line_reader_free(&r);
     fclose(fp);
     return st;
 }
