@@ -10,7 +10,6 @@
 
 #include "lib/file.h"
 #include "lib/json.h"
-#include "lib/lines.h"
 #include "index/archive_index.h"
 
 void vtr_index_model_ref_free(vtr_index_model_ref *r)
@@ -231,46 +230,4 @@ void vtr_text_searcher_close(vtr_text_searcher *s)
     vtr_embedder_close(s->e);
     vtr_embedding_index_close(s->ix);
     *s = (vtr_text_searcher){.dataset_id = -1};
-}
-
-vtr_status vtr_query_list_add(vtr_query_list *q, const char *text, vtr_error *err)
-{
-    if (q->n == q->cap) {
-        int64_t cap = q->cap ? 2 * q->cap : 64;
-        char **v = realloc(q->v, (size_t)cap * sizeof *v);
-        if (!v)
-            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        q->v = v;
-        q->cap = cap;
-    }
-    if (!(q->v[q->n] = strdup(text)))
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    q->n++;
-    return VTR_OK;
-}
-
-vtr_status vtr_query_list_read(vtr_query_list *q, const char *path, vtr_error *err)
-{
-    FILE *in = strcmp(path, "-") ? fopen(path, "r") : stdin;
-    if (!in)
-        return vtr_fail_errno(err, "%s", path);
-    vtr_line_reader r;
-    vtr_line_reader_init(&r, in, path);
-    char *line;
-    vtr_status st;
-    while ((st = vtr_line_next(&r, &line, NULL, err)) == VTR_OK && line)
-        if (!vtr_line_is_blank(line) && (st = vtr_query_list_add(q, line, err)) != VTR_OK)
-            break;
-    vtr_line_reader_free(&r);
-    if (in != stdin)
-        fclose(in);
-    return st;
-}
-
-void vtr_query_list_free(vtr_query_list *q)
-{
-    for (int64_t i = 0; i < q->n; i++)
-        free(q->v[i]);
-    free(q->v);
-    *q = (vtr_query_list){0};
 }

@@ -2,8 +2,7 @@
  * vtr-search. Queries are embedded by the model that made the index (index/embedder.h),
  * as one batch, and ranked by exact top-k over the index's matrix (index/topk.h); results
  * get their keys from the index and, where a catalog knows the item, its path and
- * duration. vtr_text_searcher opens what a search needs; vtr_query_list holds its
- * queries.
+ * duration. vtr_text_searcher opens what a search needs.
  *
  * The model an index records (vtr_embedding_index_model) is a JSON object with at least
  * "model_id" (the checkpoint's SHA-256, vtr_embedder_model_id) and, usually, "checkpoint"
@@ -76,23 +75,6 @@ vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_s
 
 /* Closes what s holds and zeroes it; safe on a zeroed value. */
 void vtr_text_searcher_close(vtr_text_searcher *s);
-
-/* Text queries, in the order given. */
-typedef struct vtr_query_list {
-    char **v; /* owned */
-    int64_t n, cap;
-} vtr_query_list;
-
-/* Appends a copy of text. VTR_ERR_NOMEM only. */
-vtr_status vtr_query_list_add(vtr_query_list *q, const char *text, vtr_error *err);
-
-/* Appends the lines of path ("-": stdin) that are not blank (only spaces and tabs), read
- * with lib/lines.h. VTR_ERR_IO "PATH: <strerror>", VTR_ERR_FORMAT "PATH:LINE: a NUL byte
- * in the line", VTR_ERR_NOMEM; the lines before the failure stay appended. */
-vtr_status vtr_query_list_read(vtr_query_list *q, const char *path, vtr_error *err);
-
-/* Frees the texts and the array and zeroes q; safe on a zeroed value. */
-void vtr_query_list_free(vtr_query_list *q);
 
 typedef struct vtr_search_result {
     int64_t row;       /* the index row; -1 past the found results */

@@ -10,6 +10,7 @@
 #include "lib/args.h"
 #include "lib/blas_threads.h"
 #include "lib/json.h"
+#include "lib/lines.h"
 #include "lib/log.h"
 #include "lib/version.h"
 #include "index/archive_index.h"
@@ -162,7 +163,7 @@ int main(int argc, char **argv)
     int rc = 1;
     vtr_error err;
     vtr_text_searcher ts = {0};
-    vtr_query_list q = {0}, ok = {0};
+    vtr_line_list q = {0}, ok = {0};
     vtr_search_result *results = NULL;
     int64_t *found = NULL, failed = 0;
 
@@ -173,19 +174,19 @@ int main(int argc, char **argv)
         goto fail;
 
     /* the queries; invalid ones reported and left out */
-    if (queries_path && vtr_query_list_read(&q, queries_path, &err) != VTR_OK)
+    if (queries_path && vtr_line_list_read(&q, queries_path, true, &err) != VTR_OK)
         goto fail;
     for (int i = optind; i < argc; i++)
-        if (vtr_query_list_add(&q, argv[i], &err) != VTR_OK)
+        if (vtr_line_list_add(&q, argv[i], &err) != VTR_OK)
             goto fail;
-    for (int64_t i = 0; i < q.n; i++) {
+    for (size_t i = 0; i < q.n; i++) {
         vtr_error e2;
         if (vtr_embedder_check_text(ts.e, q.v[i], &e2) != VTR_OK) {
             char what[32];
             snprintf(what, sizeof what, "query %lld", (long long)(i + 1));
             vtr_log_item_error(what, &e2);
             failed++;
-        } else if (vtr_query_list_add(&ok, q.v[i], &err) != VTR_OK) {
+        } else if (vtr_line_list_add(&ok, q.v[i], &err) != VTR_OK) {
             goto fail;
         }
     }
@@ -200,7 +201,7 @@ int main(int argc, char **argv)
     if (vtr_text_search(ts.e, ts.ix, ts.cat, ts.dataset_id, ok.n, (const char *const *)ok.v, k,
                         results, found, &err) != VTR_OK)
         goto fail;
-    for (int64_t i = 0; i < ok.n; i++) {
+    for (size_t i = 0; i < ok.n; i++) {
         if (json) {
             if (print_json(ok.v[i], results + i * k, found[i]) != 0) {
                 vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
@@ -225,8 +226,8 @@ end:
         vtr_search_results_free(results, ok.n * k);
     free(results);
     free(found);
-    vtr_query_list_free(&q);
-    vtr_query_list_free(&ok);
+    vtr_line_list_free(&q);
+    vtr_line_list_free(&ok);
     vtr_text_searcher_close(&ts);
     return rc;
 }

@@ -51,3 +51,47 @@ bool vtr_line_is_blank(const char *s)
 {
     return s[strspn(s, " \t")] == '\0';
 }
+
+vtr_status vtr_line_list_add(vtr_line_list *l, const char *text, vtr_error *err)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        l->v = v;
+        l->cap = cap;
+    }
+    if (!(l->v[l->n] = strdup(text)))
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    l->n++;
+    return VTR_OK;
+}
+
+vtr_status vtr_line_list_read(vtr_line_list *l, const char *path, bool skip_blank,
+                              vtr_error *err)
+{
+    FILE *in = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    if (!in)
+        return vtr_fail_errno(err, "%s", path);
+    vtr_line_reader r;
+    vtr_line_reader_init(&r, in, path);
+    char *line;
+    vtr_status st;
+    while ((st = vtr_line_next(&r, &line, NULL, err)) == VTR_OK && line)
+        if (!(skip_blank && vtr_line_is_blank(line)) &&
+            (st = vtr_line_list_add(l, line, err)) != VTR_OK)
+            break;
+    vtr_line_reader_free(&r);
+    if (in != stdin)
+        fclose(in);
+    return st;
+}
+
+void vtr_line_list_free(vtr_line_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    *l = (vtr_line_list){0};
+}

@@ -4,7 +4,8 @@
  * A line ends at "\n"; the "\n" and any '\r' before it are dropped ("\r\n" files read like
  * "\n" ones), as is a '\r' ending a last line that has no "\n". A last line without "\n"
  * is a line. A line holding a NUL byte is an error, reported with its number; reading may
- * go on past it. Lines may be of any length (the buffer grows).
+ * go on past it. Lines may be of any length (the buffer grows). vtr_line_list keeps the
+ * lines of a whole file.
  */
 #ifndef VTR_LINES_H
 #define VTR_LINES_H
@@ -42,5 +43,24 @@ void vtr_line_reader_free(vtr_line_reader *r);
 
 /* Whether s holds nothing but spaces and tabs (or nothing). */
 bool vtr_line_is_blank(const char *s);
+
+/* Texts in order, each a malloc'ed copy: the lines of a file, query arguments. */
+typedef struct vtr_line_list {
+    char **v; /* owned, with the strings */
+    size_t n, cap;
+} vtr_line_list;
+
+/* Appends a copy of text. VTR_ERR_NOMEM ("out of memory") only. */
+vtr_status vtr_line_list_add(vtr_line_list *l, const char *text, vtr_error *err);
+
+/* Appends the lines of path ("-": stdin), read as above; skip_blank leaves out the blank
+ * ones (vtr_line_is_blank). VTR_ERR_IO "PATH: <strerror>" when it cannot be opened or read,
+ * VTR_ERR_FORMAT "PATH:LINE: a NUL byte in the line", VTR_ERR_NOMEM; the lines before a
+ * failure stay appended. */
+vtr_status vtr_line_list_read(vtr_line_list *l, const char *path, bool skip_blank,
+                              vtr_error *err);
+
+/* Frees the strings and the array and zeroes l; safe on a zeroed value. */
+void vtr_line_list_free(vtr_line_list *l);
 
 #endif

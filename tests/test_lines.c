@@ -161,3 +161,40 @@ TEST(manifest_truncated_at_every_length)
         free(part);
     }
 }
+
+TEST(line_list_reads_a_file_with_or_without_blank_lines)
+{
+    const char *path = test_path("lines.txt");
+    FILE *fp = fopen(path, "w");
+    CHECK(fp != NULL);
+    fputs("first\r\n \t\n\nlast", fp);
+    fclose(fp);
+    vtr_error err;
+    vtr_line_list all = {0}, kept = {0};
+    CHECK_OK(vtr_line_list_read(&all, path, false, &err));
+    CHECK_EQ_INT(all.n, 4);
+    CHECK_STR(all.v[0], "first");
+    CHECK_STR(all.v[1], " \t");
+    CHECK_STR(all.v[2], "");
+    CHECK_STR(all.v[3], "last");
+    CHECK_OK(vtr_line_list_add(&kept, "arg", &err));
+    CHECK_OK(vtr_line_list_read(&kept, path, true, &err));
+    CHECK_EQ_INT(kept.n, 3);
+    CHECK_STR(kept.v[0], "arg");
+    CHECK_STR(kept.v[1], "first");
+    CHECK_STR(kept.v[2], "last");
+    vtr_line_list_free(&all);
+    vtr_line_list_free(&kept);
+    CHECK(all.v == NULL && all.n == 0);
+
+    fp = fopen(path, "w");
+    fwrite("ok\nn\0l\nafter\n", 1, 13, fp);
+    fclose(fp);
+    CHECK_FAILS(vtr_line_list_read(&all, path, false, &err), VTR_ERR_FORMAT,
+                ":2: a NUL byte in the line");
+    CHECK_EQ_INT(all.n, 1); /* the lines before it stay */
+    vtr_line_list_free(&all);
+    CHECK_FAILS(vtr_line_list_read(&all, test_path("missing.txt"), false, &err), VTR_ERR_IO,
+                "missing.txt: ");
+    CHECK_EQ_INT(all.n, 0);
+}
