@@ -64,8 +64,8 @@ typedef struct vtr_text_searcher_options {
                           * not used */
 } vtr_text_searcher_options;
 
-/* Opens the index, its model and the catalog into *s (zeroed on failure; close it with
- * vtr_text_searcher_close). Fails as vtr_embedding_index_open, vtr_embedder_open,
+/* Opens the index, its model and the catalog into *s (which holds nothing on failure;
+ * close it with vtr_text_searcher_close). Fails as vtr_embedding_index_open, vtr_embedder_open,
  * vtr_text_search_check and the catalog's open and dataset lookup do, with the context
  * "index DIR: name the model with --model" (no model recorded), "index DIR: its model (name
  * it with --model if it moved)" (the recorded one cannot be opened), "index DIR" or
@@ -73,7 +73,7 @@ typedef struct vtr_text_searcher_options {
 vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_searcher *s,
                                   vtr_error *err);
 
-/* Closes what s holds and zeroes it; safe on a zeroed value. */
+/* Closes what s holds; safe on a closed or zeroed value. */
 void vtr_text_searcher_close(vtr_text_searcher *s);
 
 typedef struct vtr_search_result {
