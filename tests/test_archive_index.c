@@ -118,7 +118,7 @@ TEST(archive_manifest_lists_paths_as_written)
 TEST(archive_manifest_keys_items_by_key_when_given)
 {
     char dir[512], list[600], a[600], b[600];
-    snprintf(dir, sizeof dir, "%s", test_path("keyed"));
+    snprintf(dir, sizeof dir, "%s", test_path("keyed_manifest"));
     CHECK_EQ_INT(mkdir(dir, 0777), 0);
     snprintf(a, sizeof a, "%s/a.mov", dir);
     snprintf(b, sizeof b, "%s/b.mp4", dir);
