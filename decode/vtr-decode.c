@@ -14,6 +14,7 @@
 #include "lib/item_output.h"
 #include "lib/keyed_files.h"
 #include "lib/log.h"
+#include "lib/manifest.h"
 #include "lib/version.h"
 
 static const char usage_text[] =
@@ -74,41 +75,21 @@ static const char usage_text[] =
     "Exit status: 0 every item decoded; 2 some items failed (the others were written);\n"
     "1 bad usage, or the output could not be opened or written.\n";
 
-/* Reads PATH or KEY<TAB>PATH lines. */
+/* Appends the items of a manifest (lib/manifest.h); on failure prints why and returns -1. */
 static int read_manifest(FILE *in, const char *name, vtr_keyed_files *l)
 {
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int rc = 0;
-    long lineno = 0;
-    while ((len = getline(&line, &cap, in)) != -1) {
-        lineno++;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            line[--len] = '\0';
-        if (len == 0 || line[0] == '#')
-            continue;
-        char *tab = strchr(line, '\t');
-        if (tab) {
-            *tab = '\0';
-            if (!line[0] || !tab[1]) {
-                fprintf(stderr, "vtr-decode: %s:%ld: empty key or path\n", name, lineno);
-                rc = -1;
-                break;
-            }
-        }
-        if (vtr_keyed_files_add(l, tab ? line : NULL, tab ? tab + 1 : line, NULL) != VTR_OK) {
-            fprintf(stderr, "vtr-decode: out of memory\n");
-            rc = -1;
-            break;
-        }
-    }
-    if (rc == 0 && ferror(in)) {
-        fprintf(stderr, "vtr-decode: %s: %s\n", name, strerror(errno));
-        rc = -1;
-    }
-    free(line);
-    return rc;
+    vtr_line_reader r;
+    vtr_line_reader_init(&r, in, name);
+    vtr_error err;
+    const char *key, *path;
+    vtr_status st;
+    while ((st = vtr_manifest_next(&r, &key, &path, &err)) == VTR_OK && path &&
+           (st = vtr_keyed_files_add(l, key, path, &err)) == VTR_OK)
+        ;
+    vtr_line_reader_free(&r);
+    if (st != VTR_OK)
+        fprintf(stderr, "vtr-decode: %s\n", err.msg);
+    return st == VTR_OK ? 0 : -1;
 }
 
 int main(int argc, char **argv)

@@ -1,13 +1,13 @@
 /* precomp: the SCAN / VSE++ / VSE∞ precomputed layout, {split}_ims.npy + {split}_caps.txt
  * (+ {split}_ids.txt), for MS-COCO and Flickr30K region features. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "import.h"
+#include "lib/lines.h"
 #include "lib/npy.h"
 
 #define PRECOMP_DEFAULT_CAPTIONS 5
@@ -21,63 +21,6 @@ static const struct {
     {"test", "test"},
     {"testall", "testall"},
 };
-
-typedef struct text_lines {
-    char **v;
-    size_t n, cap;
-} text_lines;
-
-static void free_lines(text_lines *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i]);
-    free(l->v);
-    *l = (text_lines){0};
-}
-
-/* Reads path's lines without their "\n" (and a "\r" before it). */
-static vtr_status read_lines(const char *path, text_lines *l, vtr_error *err)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return vtr_fail_errno(err, "%s", path);
-    vtr_status st = VTR_OK;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    errno = 0;
-    while ((len = getline(&line, &cap, fp)) != -1) {
-        if (len > 0 && line[len - 1] == '\n')
-            line[--len] = '\0';
-        if (len > 0 && line[len - 1] == '\r')
-            line[--len] = '\0';
-        if ((size_t)len != strlen(line)) {
-            st = vtr_fail(err, VTR_ERR_FORMAT, "%s: line %zu contains a NUL byte", path, l->n + 1);
-            break;
-        }
-        if (l->n == l->cap) {
-            size_t ncap = l->cap ? 2 * l->cap : 1024;
-            char **v = realloc(l->v, ncap * sizeof *v);
-            if (!v) {
-                st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
-                break;
-            }
-            l->v = v;
-            l->cap = ncap;
-        }
-        if (!(l->v[l->n] = strdup(line))) {
-            st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
-            break;
-        }
-        l->n++;
-        errno = 0;
-    }
-    if (st == VTR_OK && ferror(fp))
-        st = vtr_fail_errno(err, "%s", path);
-    free(line);
-    fclose(fp);
-    return st;
-}
 
 static bool exists(const char *path)
 {
@@ -114,9 +57,9 @@ static vtr_status image_keys(const char *ids_path, const char *split, int64_t im
     if (!keys)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     vtr_status st = VTR_OK;
-    text_lines ids = {0};
+    vtr_line_list ids = {0};
     if (exists(ids_path)) {
-        if ((st = read_lines(ids_path, &ids, err)) != VTR_OK)
+        if ((st = vtr_line_list_read(&ids, ids_path, false, err)) != VTR_OK)
             goto end;
         size_t per = 0;
         if (ids.n == (size_t)images)
@@ -168,7 +111,7 @@ end:
         for (int64_t i = 0; i < images; i++)
             free(keys[i]);
     free(keys);
-    free_lines(&ids);
+    vtr_line_list_free(&ids);
     return st;
 }
 
@@ -181,7 +124,7 @@ static vtr_status import_split(vtr_import *im, const char *dir, const char *file
     char *caps_path = join(dir, file_split, "_caps.txt");
     char *ids_path = join(dir, file_split, "_ids.txt");
     char **keys = NULL;
-    text_lines caps = {0};
+    vtr_line_list caps = {0};
     vtr_npy_file ims = {0};
     int64_t images = 0;
     vtr_status st = VTR_OK;
@@ -205,7 +148,7 @@ static vtr_status import_split(vtr_import *im, const char *dir, const char *file
         goto end;
     }
     images = t->shape[0];
-    if ((st = read_lines(caps_path, &caps, err)) != VTR_OK)
+    if ((st = vtr_line_list_read(&caps, caps_path, false, err)) != VTR_OK)
         goto end;
     if (caps.n != (size_t)images * (size_t)k) {
         const char *base = strrchr(ims_path, '/') + 1;
@@ -252,7 +195,7 @@ end:
         for (int64_t i = 0; i < images; i++)
             free(keys[i]);
     free(keys);
-    free_lines(&caps);
+    vtr_line_list_free(&caps);
     vtr_npy_close(&ims);
     free(ims_path);
     free(caps_path);

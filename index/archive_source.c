@@ -1,5 +1,5 @@
 /* The files of an archive: directory walk or manifest (archive_source.h). */
-#define _XOPEN_SOURCE 700 /* realpath, strdup, getline */
+#define _XOPEN_SOURCE 700 /* realpath, strdup */
 #include "archive_source.h"
 
 #include <dirent.h>
@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "lib/file.h"
+#include "lib/manifest.h"
 
 static const char *const media_extensions[] = {
     "mp4", "m4v", "mov", "mkv", "webm", "avi", "mpg", "mpeg", "ts", "mts", "m2ts", "flv",
@@ -99,34 +100,33 @@ static vtr_status walk(file_list *l, const char *dir, const char *rel, vtr_error
     return st;
 }
 
+/* Lists a manifest's items (lib/manifest.h); a line without KEY is keyed by its path. */
 static vtr_status read_manifest(file_list *l, const char *manifest, vtr_error *err)
 {
     FILE *fp = fopen(manifest, "r");
     if (!fp)
         return vtr_fail_errno(err, "%s", manifest);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    vtr_status st = VTR_OK;
-    while (st == VTR_OK && (len = getline(&line, &cap, fp)) != -1) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            line[--len] = '\0';
-        if (len == 0 || line[0] == '#')
-            continue;
+    vtr_line_reader r;
+    vtr_line_reader_init(&r, fp, manifest);
+    const char *key, *path;
+    vtr_status st;
+    while ((st = vtr_manifest_next(&r, &key, &path, err)) == VTR_OK && path) {
         struct stat sb;
-        bool known = stat(line, &sb) == 0;
-        st = append(l, line, line, known ? &sb : NULL, err);
+        bool known = stat(path, &sb) == 0;
+        if ((st = append(l, key ? key : path, path, known ? &sb : NULL, err)) != VTR_OK)
+            break;
     }
-    if (st == VTR_OK && ferror(fp))
-        st = vtr_fail_errno(err, "%s", manifest);
-    free(line);
+    vtr_line_reader_free(&r);
     fclose(fp);
     return st;
 }
 
+/* By key, then by path (so that the paths of a key listed twice come in a stable order). */
 static int by_key(const void *a, const void *b)
 {
-    return strcmp(((const vtr_archive_file *)a)->key, ((const vtr_archive_file *)b)->key);
+    const vtr_archive_file *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : strcmp(x->path, y->path);
 }
 
 vtr_status vtr_archive_files_list(const char *source, vtr_archive_files *out, vtr_error *err)
@@ -146,18 +146,24 @@ vtr_status vtr_archive_files_list(const char *source, vtr_archive_files *out, vt
         return st;
     }
     qsort(out->files, out->n, sizeof *out->files, by_key);
-    /* a manifest may list a path twice: keep one */
+    /* a manifest may list an item twice: keep one; one key for two paths is an error */
     size_t kept = 0;
     for (size_t i = 0; i < out->n; i++) {
-        if (kept && !strcmp(out->files[kept - 1].key, out->files[i].key)) {
-            free(out->files[i].key);
-            free(out->files[i].path);
+        vtr_archive_file *prev = kept ? &out->files[kept - 1] : NULL, *f = &out->files[i];
+        if (prev && !strcmp(prev->key, f->key)) {
+            if (strcmp(prev->path, f->path) && st == VTR_OK)
+                st = vtr_fail(err, VTR_ERR_FORMAT, "%s: key '%s' names two paths: %s and %s",
+                              source, f->key, prev->path, f->path);
+            free(f->key);
+            free(f->path);
             continue;
         }
-        out->files[kept++] = out->files[i];
+        out->files[kept++] = *f;
     }
     out->n = kept;
-    return VTR_OK;
+    if (st != VTR_OK)
+        vtr_archive_files_free(out);
+    return st;
 }
 
 void vtr_archive_files_free(vtr_archive_files *files)

@@ -5,11 +5,12 @@
  * insensitively, is a video or image one (vtr_archive_is_media_name); directories and
  * files whose name starts with '.' are skipped, and symbolic links to directories are not
  * followed (no cycles). Key: the path relative to the directory, '/'-separated.
- * Manifest: one path per line (relative paths are relative to the working directory, as
- * for vtr-decode); empty lines and lines starting with '#' are skipped; trailing '\r'
- * is dropped. Key: the path as written. Every listed path is an item whatever its
- * extension; one that cannot be stat'ed is kept with size and mtime -1 (its decoding then
- * fails and says why). A path listed twice counts once.
+ * Manifest: PATH or KEY<TAB>PATH lines, '#' comments (the grammar of lib/manifest.h, as
+ * for vtr-decode; relative paths are relative to the working directory). Key: KEY when
+ * given, else the path as written. Every listed path is an item whatever its extension;
+ * one that cannot be stat'ed is kept with size and mtime -1 (its decoding then fails and
+ * says why). An item listed twice (same key and path) counts once; a key given to two
+ * paths is an error.
  *
  * The list is sorted by key (strcmp order), so runs visit files in a stable order.
  */
@@ -40,9 +41,11 @@ typedef struct vtr_archive_files {
  * webm avi mpg mpeg ts mts m2ts flv wmv 3gp ogv, jpg jpeg png bmp webp tif tiff. */
 bool vtr_archive_is_media_name(const char *name);
 
-/* Lists the files of source (a directory or a manifest). VTR_ERR_IO naming the path when
- * the source, or a directory under it, cannot be read; VTR_ERR_NOMEM. *out is empty on
- * failure. */
+/* Lists the files of source (a directory or a manifest); free them with
+ * vtr_archive_files_free. VTR_ERR_IO naming the path when the source, or a directory under
+ * it, cannot be read; VTR_ERR_FORMAT for a manifest line that breaks the grammar
+ * ("MANIFEST:LINE: ...") or a key given to two paths ("MANIFEST: key 'K' names two paths:
+ * A and B"); VTR_ERR_NOMEM. *out is empty on failure. */
 vtr_status vtr_archive_files_list(const char *source, vtr_archive_files *out, vtr_error *err);
 
 void vtr_archive_files_free(vtr_archive_files *files);

@@ -6,8 +6,11 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "lib/file.h"
 #include "lib/json.h"
+#include "index/archive_index.h"
 
 void vtr_index_model_ref_free(vtr_index_model_ref *r)
 {
@@ -146,4 +149,85 @@ end:
     free(scores);
     free(rows);
     return st;
+}
+
+/* Opens the model for s->ix: o->model, or the checkpoint the index records. */
+static vtr_status open_model(const vtr_text_searcher_options *o, vtr_text_searcher *s,
+                             vtr_error *err)
+{
+    vtr_index_model_ref ref = {0};
+    const char *model = o->model;
+    vtr_status st;
+    if (!model) {
+        if ((st = vtr_index_model_ref_parse(vtr_embedding_index_model(s->ix), &ref, err))) {
+            vtr_error_context(err, "index %s: name the model with --model", o->index);
+            return st;
+        }
+        if (!ref.checkpoint) {
+            vtr_index_model_ref_free(&ref);
+            return vtr_fail(err, VTR_ERR_INVALID, "index %s records no checkpoint path: name "
+                            "the model with --model", o->index);
+        }
+        model = ref.checkpoint;
+    }
+    st = vtr_embedder_open(model, o->vocab, o->threads, &s->e, err);
+    if (st != VTR_OK && model == ref.checkpoint) /* moved or deleted since the index was made */
+        vtr_error_context(err, "index %s: its model (name it with --model if it moved)",
+                          o->index);
+    vtr_index_model_ref_free(&ref);
+    return st;
+}
+
+/* Opens the catalog: o->catalog, or vtr-index's beside the index when it is there. */
+static vtr_status open_catalog(const vtr_text_searcher_options *o, vtr_text_searcher *s,
+                               vtr_error *err)
+{
+    char *default_catalog = NULL;
+    const char *catalog = o->catalog;
+    if (!catalog) {
+        if (!(default_catalog = vtr_path_join(o->index, VTR_ARCHIVE_CATALOG)))
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        if (access(default_catalog, F_OK) == 0)
+            catalog = default_catalog;
+    }
+    vtr_status st = VTR_OK;
+    if (catalog) {
+        st = vtr_catalog_open_existing(catalog, &s->cat, err);
+        if (st == VTR_OK)
+            st = vtr_catalog_find_dataset(s->cat, o->dataset ? o->dataset : VTR_ARCHIVE_DATASET,
+                                          &s->dataset_id, err);
+        if (st == VTR_ERR_NOT_FOUND && !o->dataset && catalog == default_catalog) {
+            vtr_catalog_close(s->cat); /* a catalog of something else: keys only */
+            s->cat = NULL;
+            st = VTR_OK;
+        } else if (st != VTR_OK) {
+            vtr_error_context(err, "catalog %s", catalog);
+        }
+    }
+    free(default_catalog);
+    return st;
+}
+
+vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_searcher *s,
+                                  vtr_error *err)
+{
+    *s = (vtr_text_searcher){.dataset_id = -1};
+    vtr_status st = vtr_embedding_index_open(o->index, &s->ix, err);
+    if (st == VTR_OK)
+        st = open_model(o, s, err);
+    if (st == VTR_OK && (st = vtr_text_search_check(s->e, s->ix, err)) != VTR_OK)
+        vtr_error_context(err, "index %s", o->index);
+    if (st == VTR_OK)
+        st = open_catalog(o, s, err);
+    if (st != VTR_OK)
+        vtr_text_searcher_close(s);
+    return st;
+}
+
+void vtr_text_searcher_close(vtr_text_searcher *s)
+{
+    vtr_catalog_close(s->cat);
+    vtr_embedder_close(s->e);
+    vtr_embedding_index_close(s->ix);
+    *s = (vtr_text_searcher){.dataset_id = -1};
 }

@@ -2,7 +2,7 @@
  * vtr-search. Queries are embedded by the model that made the index (index/embedder.h),
  * as one batch, and ranked by exact top-k over the index's matrix (index/topk.h); results
  * get their keys from the index and, where a catalog knows the item, its path and
- * duration.
+ * duration. vtr_text_searcher opens what a search needs.
  *
  * The model an index records (vtr_embedding_index_model) is a JSON object with at least
  * "model_id" (the checkpoint's SHA-256, vtr_embedder_model_id) and, usually, "checkpoint"
@@ -44,6 +44,37 @@ char *vtr_index_model_text(const char *format, const char *model_id, const char 
  * 3c4d..."), or VTR_ERR_FORMAT when the index records no model id. */
 vtr_status vtr_text_search_check(const vtr_embedder *e, const vtr_embedding_index *ix,
                                  vtr_error *err);
+
+/* What a search needs open: an index, the model that made it and, where one is at hand,
+ * the catalog that knows its items. */
+typedef struct vtr_text_searcher {
+    vtr_embedding_index *ix;
+    vtr_embedder *e;
+    vtr_catalog *cat;   /* NULL: results carry keys only */
+    int64_t dataset_id; /* the items' dataset in cat */
+} vtr_text_searcher;
+
+typedef struct vtr_text_searcher_options {
+    const char *index;   /* the index directory */
+    const char *model;   /* the checkpoint; NULL: the one the index records */
+    const char *vocab;   /* NULL: vtr_embedder_open's default */
+    int threads;         /* the embedder's; 0: the defaults */
+    const char *catalog; /* NULL: vtr-index's, INDEX/catalog.sqlite, when it is there */
+    const char *dataset; /* NULL: "archive" (vtr-index's); a default catalog without it is
+                          * not used */
+} vtr_text_searcher_options;
+
+/* Opens the index, its model and the catalog into *s (which holds nothing on failure;
+ * close it with vtr_text_searcher_close). Fails as vtr_embedding_index_open, vtr_embedder_open,
+ * vtr_text_search_check and the catalog's open and dataset lookup do, with the context
+ * "index DIR: name the model with --model" (no model recorded), "index DIR: its model (name
+ * it with --model if it moved)" (the recorded one cannot be opened), "index DIR" or
+ * "catalog PATH"; VTR_ERR_NOMEM. */
+vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_searcher *s,
+                                  vtr_error *err);
+
+/* Closes what s holds; safe on a closed or zeroed value. */
+void vtr_text_searcher_close(vtr_text_searcher *s);
 
 typedef struct vtr_search_result {
     int64_t row;       /* the index row; -1 past the found results */

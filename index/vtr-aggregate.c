@@ -18,6 +18,7 @@
 #include "lib/file.h"
 #include "lib/item_output.h"
 #include "lib/keyed_files.h"
+#include "lib/lines.h"
 #include "lib/log.h"
 #include "lib/npy.h"
 #include "lib/npy_item.h"
@@ -237,34 +238,39 @@ static vtr_status read_npy_dir(run *r, const char *dir, vtr_error *err)
     return st;
 }
 
-/* One text input: lines -> texts keyed by *line (counted over all inputs). */
+/* One text input: lines -> texts keyed by *line (counted over all inputs). A line with a
+ * NUL byte, or a read error, is reported and counted as failed. */
 static vtr_status read_texts(run *r, FILE *in, const char *name, bool keyed, int64_t *line,
                              vtr_error *err)
 {
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t len;
+    vtr_line_reader lines;
+    vtr_line_reader_init(&lines, in, name);
+    lines.line = *line;
     vtr_status st = VTR_OK;
-    errno = 0;
-    while (st == VTR_OK && (len = getline(&buf, &cap, in)) >= 0) {
-        ++*line;
-        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-            buf[--len] = '\0';
-        if ((size_t)len != strlen(buf)) {
-            vtr_error e;
-            vtr_fail(&e, VTR_ERR_FORMAT, "%s:%lld: a NUL byte in the line", name,
-                     (long long)*line);
+    for (;;) {
+        char *buf;
+        vtr_error e;
+        vtr_status got = vtr_line_next(&lines, &buf, NULL, &e);
+        if (got == VTR_ERR_NOMEM) {
+            st = vtr_fail(err, got, "%s", e.msg);
+            break;
+        }
+        if (got != VTR_OK) { /* a NUL byte (reading goes on) or a read error (it stops) */
             vtr_log_item_error(NULL, &e);
             r->failed++;
+            if (got == VTR_ERR_IO)
+                break;
             continue;
         }
+        if (!buf)
+            break;
         char key[32];
         const char *text = buf, *k = key;
         if (keyed) {
             char *tab = strchr(buf, '\t');
             if (!tab || tab == buf) {
-                vtr_error e;
-                vtr_fail(&e, VTR_ERR_FORMAT, "%s:%lld: no KEY<TAB>TEXT", name, (long long)*line);
+                vtr_fail(&e, VTR_ERR_FORMAT, "%s:%lld: no KEY<TAB>TEXT", name,
+                         (long long)lines.line);
                 vtr_log_item_error(NULL, &e);
                 r->failed++;
                 continue;
@@ -273,19 +279,15 @@ static vtr_status read_texts(run *r, FILE *in, const char *name, bool keyed, int
             k = buf;
             text = tab + 1;
         } else {
-            snprintf(key, sizeof key, "%lld", (long long)*line);
+            snprintf(key, sizeof key, "%lld", (long long)lines.line);
         }
-        if (text[strspn(text, " \t")] == '\0')
+        if (vtr_line_is_blank(text))
             continue;
-        st = add_text(r, k, text, err);
+        if ((st = add_text(r, k, text, err)) != VTR_OK)
+            break;
     }
-    if (st == VTR_OK && ferror(in)) {
-        vtr_error e;
-        vtr_fail_errno(&e, "%s", name);
-        vtr_log_item_error(NULL, &e);
-        r->failed++;
-    }
-    free(buf);
+    *line = lines.line;
+    vtr_line_reader_free(&lines);
     return st;
 }
 

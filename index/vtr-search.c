@@ -1,27 +1,22 @@
 /* vtr-search: text queries against an embedding index. Argument parsing and output only;
  * the work is in index/text_search.h. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <getopt.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "lib/args.h"
 #include "lib/blas_threads.h"
-#include "lib/catalog.h"
-#include "lib/file.h"
 #include "lib/json.h"
+#include "lib/lines.h"
 #include "lib/log.h"
 #include "lib/version.h"
+#include "index/archive_index.h"
 #include "index/embedder.h"
 #include "index/embedding_index.h"
 #include "index/text_search.h"
-
-#define SEARCH_CATALOG "catalog.sqlite" /* vtr-index's catalog, in the index directory */
-#define SEARCH_DATASET "archive"        /* its dataset */
 
 static const char usage_text[] =
     "Usage: vtr-search [OPTION]... --index DIR QUERY...\n"
@@ -38,8 +33,8 @@ static const char usage_text[] =
     "  -k N                  results per query [10]\n"
     "  -q, --queries FILE    queries, one per line ('-': stdin); blank lines skipped\n"
     "      --catalog PATH    catalog giving each item's path and duration\n"
-    "                        [DIR/" SEARCH_CATALOG " when present]\n"
-    "      --dataset NAME    the items' dataset in the catalog [" SEARCH_DATASET "]\n"
+    "                        [DIR/" VTR_ARCHIVE_CATALOG " when present]\n"
+    "      --dataset NAME    the items' dataset in the catalog [" VTR_ARCHIVE_DATASET "]\n"
     "      --json            one JSON object per query: {\"query\", \"results\": [{\"rank\",\n"
     "                        \"score\", \"key\", \"path\", \"duration\"}]} (path and duration\n"
     "                        null when unknown)\n"
@@ -54,57 +49,6 @@ static const char usage_text[] =
     "searched.\n"
     "Exit status: 0 every query searched; 2 some queries failed; 1 bad usage, or the\n"
     "index, model or catalog could not be used.\n";
-
-/* Queries: argv's and --queries FILE's lines. */
-typedef struct queries {
-    char **v;
-    int64_t n, cap;
-} queries;
-
-static int push(queries *q, const char *text)
-{
-    if (q->n == q->cap) {
-        int64_t cap = q->cap ? 2 * q->cap : 64;
-        char **v = realloc(q->v, (size_t)cap * sizeof *v);
-        if (!v)
-            return -1;
-        q->v = v;
-        q->cap = cap;
-    }
-    if (!(q->v[q->n] = strdup(text)))
-        return -1;
-    q->n++;
-    return 0;
-}
-
-/* Reads path's lines ("-": stdin) into q. */
-static vtr_status read_queries(const char *path, queries *q, vtr_error *err)
-{
-    FILE *in = strcmp(path, "-") ? fopen(path, "r") : stdin;
-    if (!in)
-        return vtr_fail_errno(err, "%s", path);
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    vtr_status st = VTR_OK;
-    errno = 0;
-    while ((len = getline(&buf, &cap, in)) >= 0) {
-        while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
-            buf[--len] = '\0';
-        if (buf[strspn(buf, " \t")] == '\0')
-            continue;
-        if (push(q, buf) != 0) {
-            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-            break;
-        }
-    }
-    if (st == VTR_OK && ferror(in))
-        st = vtr_fail_errno(err, "%s", path);
-    free(buf);
-    if (in != stdin)
-        fclose(in);
-    return st;
-}
 
 static void print_table(const char *query, const vtr_search_result *r, int64_t found)
 {
@@ -218,84 +162,31 @@ int main(int argc, char **argv)
 
     int rc = 1;
     vtr_error err;
-    vtr_embedding_index *ix = NULL;
-    vtr_embedder *e = NULL;
-    vtr_catalog *cat = NULL;
-    vtr_index_model_ref ref = {0};
-    queries q = {0}, ok = {0};
+    vtr_text_searcher ts = {0};
+    vtr_line_list q = {0}, ok = {0};
     vtr_search_result *results = NULL;
-    int64_t *found = NULL, dataset_id = -1, failed = 0;
-    char *default_catalog = NULL;
+    int64_t *found = NULL, failed = 0;
 
-    /* the index and its model */
-    if (vtr_embedding_index_open(index, &ix, &err) != VTR_OK)
+    /* the index, its model and the catalog */
+    vtr_text_searcher_options so = {.index = index, .model = model, .vocab = vocab,
+                                    .threads = threads, .catalog = catalog, .dataset = dataset};
+    if (vtr_text_searcher_open(&so, &ts, &err) != VTR_OK)
         goto fail;
-    if (!model) {
-        if (vtr_index_model_ref_parse(vtr_embedding_index_model(ix), &ref, &err) != VTR_OK) {
-            vtr_error_context(&err, "index %s: name the model with --model", index);
-            goto fail;
-        }
-        if (!ref.checkpoint) {
-            vtr_fail(&err, VTR_ERR_INVALID, "index %s records no checkpoint path: name the "
-                     "model with --model", index);
-            goto fail;
-        }
-        model = ref.checkpoint;
-    }
-    if (vtr_embedder_open(model, vocab, threads, &e, &err) != VTR_OK) {
-        if (model == ref.checkpoint) /* moved or deleted since the index was made */
-            vtr_error_context(&err, "index %s: its model (name it with --model if it moved)",
-                              index);
-        goto fail;
-    }
-    if (vtr_text_search_check(e, ix, &err) != VTR_OK) {
-        vtr_error_context(&err, "index %s", index);
-        goto fail;
-    }
-
-    /* the catalog: named, or vtr-index's beside the index */
-    if (!catalog) {
-        if (!(default_catalog = vtr_path_join(index, SEARCH_CATALOG))) {
-            vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
-        if (access(default_catalog, F_OK) == 0)
-            catalog = default_catalog;
-    }
-    if (catalog) {
-        vtr_status st = vtr_catalog_open_existing(catalog, &cat, &err);
-        if (st == VTR_OK)
-            st = vtr_catalog_find_dataset(cat, dataset ? dataset : SEARCH_DATASET, &dataset_id,
-                                          &err);
-        if (st == VTR_ERR_NOT_FOUND && !dataset && catalog == default_catalog) {
-            vtr_catalog_close(cat); /* a catalog of something else: keys only */
-            cat = NULL;
-        } else if (st != VTR_OK) {
-            vtr_error_context(&err, "catalog %s", catalog);
-            goto fail;
-        }
-    }
 
     /* the queries; invalid ones reported and left out */
-    if (queries_path) {
-        if (read_queries(queries_path, &q, &err) != VTR_OK)
+    if (queries_path && vtr_line_list_read(&q, queries_path, true, &err) != VTR_OK)
+        goto fail;
+    for (int i = optind; i < argc; i++)
+        if (vtr_line_list_add(&q, argv[i], &err) != VTR_OK)
             goto fail;
-    } else {
-        for (int i = optind; i < argc; i++)
-            if (push(&q, argv[i]) != 0) {
-                vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
-                goto fail;
-            }
-    }
-    for (int64_t i = 0; i < q.n; i++) {
+    for (size_t i = 0; i < q.n; i++) {
         vtr_error e2;
-        if (vtr_embedder_check_text(e, q.v[i], &e2) != VTR_OK) {
+        if (vtr_embedder_check_text(ts.e, q.v[i], &e2) != VTR_OK) {
             char what[32];
             snprintf(what, sizeof what, "query %lld", (long long)(i + 1));
             vtr_log_item_error(what, &e2);
             failed++;
-        } else if (push(&ok, q.v[i]) != 0) {
-            vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
+        } else if (vtr_line_list_add(&ok, q.v[i], &err) != VTR_OK) {
             goto fail;
         }
     }
@@ -307,10 +198,10 @@ int main(int argc, char **argv)
         vtr_fail(&err, VTR_ERR_NOMEM, "out of memory for the results");
         goto fail;
     }
-    if (vtr_text_search(e, ix, cat, dataset_id, ok.n, (const char *const *)ok.v, k, results,
-                        found, &err) != VTR_OK)
+    if (vtr_text_search(ts.e, ts.ix, ts.cat, ts.dataset_id, ok.n, (const char *const *)ok.v, k,
+                        results, found, &err) != VTR_OK)
         goto fail;
-    for (int64_t i = 0; i < ok.n; i++) {
+    for (size_t i = 0; i < ok.n; i++) {
         if (json) {
             if (print_json(ok.v[i], results + i * k, found[i]) != 0) {
                 vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
@@ -335,16 +226,8 @@ end:
         vtr_search_results_free(results, ok.n * k);
     free(results);
     free(found);
-    for (int64_t i = 0; i < q.n; i++)
-        free(q.v[i]);
-    for (int64_t i = 0; i < ok.n; i++)
-        free(ok.v[i]);
-    free(q.v);
-    free(ok.v);
-    free(default_catalog);
-    vtr_index_model_ref_free(&ref);
-    vtr_catalog_close(cat);
-    vtr_embedder_close(e);
-    vtr_embedding_index_close(ix);
+    vtr_line_list_free(&q);
+    vtr_line_list_free(&ok);
+    vtr_text_searcher_close(&ts);
     return rc;
 }

@@ -284,6 +284,18 @@ dump "$dir/im" >"$dir/dm"
 [ "$(wc -l <"$dir/dm")" -eq 2 ] && grep -q "^$A/a.mp4 " "$dir/dm" || fail "manifest keys: $(cut -d' ' -f1 "$dir/dm")"
 [ "$(grep "^$A/a.mp4 " "$dir/dm" | cut -d' ' -f2)" = "$(grep '^a.mp4 ' "$dir/d6" | cut -d' ' -f2)" ] ||
     fail "the same file through a manifest: other bytes"
+# a KEY<TAB>PATH line: PATH indexed under KEY; the catalog records the path (absolute)
+printf '# keyed\r\nclips/first\t%s\r\n' "$A/a.mp4" >"$dir/keyed.txt"
+$IX "$dir/keyed.txt" --weights "$dir/w.safetensors" --index "$dir/ik" 2>"$dir/err" ||
+    fail "keyed manifest: $(cat "$dir/err")"
+dump "$dir/ik" >"$dir/dk"
+[ "$(cut -d' ' -f1 "$dir/dk")" = "clips/first" ] &&
+    [ "$(cut -d' ' -f2 "$dir/dk")" = "$(grep '^a.mp4 ' "$dir/d6" | cut -d' ' -f2)" ] ||
+    fail "keyed manifest: $(cat "$dir/dk")"
+[ "$(catalog "$dir/ik")" = "clips/first ok duration " ] &&
+    $PY -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1] + "/ik/catalog.sqlite")
+assert [p for (p,) in db.execute("SELECT path FROM items")] == [sys.argv[2]]' \
+        "$dir" "$(cd "$A" && pwd -P)/a.mp4" || fail "keyed manifest catalog: $(catalog "$dir/ik")"
 # ---- 9. the archive moved: nothing redone, the catalog's paths follow ----------------------
 mv "$A" "$dir/moved"
 $IX "$dir/moved" --index "$dir/ix" 2>"$dir/err" || fail "moved archive: $(cat "$dir/err")"

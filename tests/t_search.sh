@@ -97,6 +97,13 @@ printf 'a video of a cat\n\nthe dog appears\n' | vtr-aggregate --model "$M" --te
     fail "aggregate --text"
 printf 'q1\ta video of a cat\n' | vtr-aggregate --model "$M" --text --keyed >"$dir/keyed.vtr" ||
     fail "aggregate --text --keyed"
+# the one line reader: a line with a NUL byte, or keyed without a tab, is reported by its
+# number (counted over the inputs) and the others are embedded; CRLF ends read as LF
+printf 'q1\ta video of a cat\r\nq2\tthe \000dog\nno tab\n' |
+    vtr-aggregate --model "$M" --text --keyed >"$dir/bad.vtr" 2>"$dir/err"
+[ $? -eq 2 ] && grep -q '^vtr-aggregate: stdin:2: a NUL byte in the line$' "$dir/err" &&
+    grep -q '^vtr-aggregate: stdin:3: no KEY<TAB>TEXT$' "$dir/err" && cmp -s "$dir/bad.vtr" "$dir/keyed.vtr" ||
+    fail "aggregate --text, bad lines: $(cat "$dir/err")"
 $PY - "$dir" <<'PYEOF' || fail "aggregate outputs"
 import io, json, struct, sys
 import numpy as np
@@ -187,6 +194,10 @@ assert r[0]['score'] >= r[1]['score'] >= r[2]['score'], r
 # all trained captions as one batch: each finds its item first; scores are the inner
 # products of the text embedding and the stored float16 embedding
 vtr-search --queries "$dir/queries.txt" --index "$dir/idx" --json -k 24 >"$dir/out" || fail "--queries"
+printf 'a cat\nthe \000dog\n' >"$dir/nul.txt"
+vtr-search --queries "$dir/nul.txt" --index "$dir/idx" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] && grep -q "^vtr-search: $dir/nul.txt:2: a NUL byte in the line\$" "$dir/err" ||
+    fail "--queries with a NUL byte: $(cat "$dir/err")"
 vtr-aggregate --model "$M" --text "$dir/queries.txt" >"$dir/q.vtr" || fail "aggregate queries"
 $PY - "$dir" <<'PYEOF' || fail "batch of queries"
 import io, json, sqlite3, struct, sys

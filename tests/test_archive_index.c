@@ -115,6 +115,53 @@ TEST(archive_manifest_lists_paths_as_written)
     vtr_archive_files_free(&f);
 }
 
+TEST(archive_manifest_keys_items_by_key_when_given)
+{
+    char dir[512], list[600], a[600], b[600];
+    snprintf(dir, sizeof dir, "%s", test_path("keyed_manifest"));
+    CHECK_EQ_INT(mkdir(dir, 0777), 0);
+    snprintf(a, sizeof a, "%s/a.mov", dir);
+    snprintf(b, sizeof b, "%s/b.mp4", dir);
+    touch(a, "12345");
+    touch(b, "12");
+    snprintf(list, sizeof list, "%s/list.txt", dir);
+    FILE *fp = fopen(list, "w");
+    CHECK(fp != NULL);
+    /* KEY<TAB>PATH and PATH lines; the same item twice counts once */
+    fprintf(fp, "trip/first\t%s\r\n%s\ntrip/first\t%s\n", a, b, a);
+    fclose(fp);
+    vtr_error err;
+    vtr_archive_files f;
+    CHECK_OK(vtr_archive_files_list(list, &f, &err));
+    CHECK_EQ_INT(f.n, 2);
+    CHECK_STR(f.files[0].key, b); /* "/..." sorts before "trip/..." */
+    CHECK_STR(f.files[0].path, b);
+    CHECK_STR(f.files[1].key, "trip/first");
+    CHECK_STR(f.files[1].path, a);
+    CHECK_EQ_INT(f.files[1].size, 5);
+    vtr_archive_files_free(&f);
+
+    /* one key for two paths; an empty key; a NUL byte: errors naming the manifest */
+    fp = fopen(list, "w");
+    fprintf(fp, "k\t%s\nk\t%s\n", b, a);
+    fclose(fp);
+    char want[1300];
+    snprintf(want, sizeof want, "list.txt: key 'k' names two paths: %s and %s", a, b);
+    CHECK_FAILS(vtr_archive_files_list(list, &f, &err), VTR_ERR_FORMAT, want);
+    CHECK_EQ_INT(f.n, 0);
+    fp = fopen(list, "w");
+    fprintf(fp, "# x\n\t%s\n", a);
+    fclose(fp);
+    CHECK_FAILS(vtr_archive_files_list(list, &f, &err), VTR_ERR_FORMAT,
+                "list.txt:2: empty key or path");
+    fp = fopen(list, "w");
+    fwrite("a.mp4\n\0\n", 1, 8, fp);
+    fclose(fp);
+    CHECK_FAILS(vtr_archive_files_list(list, &f, &err), VTR_ERR_FORMAT,
+                "list.txt:2: a NUL byte in the line");
+    CHECK_EQ_INT(f.n, 0);
+}
+
 TEST(archive_model_record_parses_and_refuses_others)
 {
     const char *text =
