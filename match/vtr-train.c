@@ -1,5 +1,6 @@
-/* vtr-train: trains a VSE model (VSE++, VSE∞) from a config. Argument parsing, the run
- * config and progress only; the run is match/run_record.h's, its training match/trainer.h's. */
+/* vtr-train: trains a VSE model (VSE++, VSE∞) from a config. Argument parsing, the config,
+ * signals and progress only; the run directory and the catalog record are
+ * match/run_record.h's, the training match/trainer.h's. */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
 #include <limits.h>
