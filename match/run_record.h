@@ -73,17 +73,19 @@ void vtr_run_record_free(vtr_run_record *rec);
  * when it holds no config. */
 vtr_status vtr_run_dir_config(const char *dir, vtr_config **cfg, vtr_error *err);
 
+/* Everything is borrowed for the call. */
 typedef struct vtr_training_setup {
     const vtr_config *config;     /* resolved */
     const vtr_train_options *opt; /* read from config */
     const char *dir;              /* the run directory */
     bool resume;                  /* continue the run in dir, else start a new one there */
-    /* max_steps, stop and the callbacks and ctx of the training loop; the rest of it is
-     * filled in from the run */
+    /* max_steps, stop and the callbacks and ctx of the training loop; its other fields
+     * are ignored (filled in from the run) */
     vtr_trainer_setup trainer;
     /* each may be NULL; they get trainer.ctx */
     void (*on_reading)(void *ctx);                              /* before reading the data */
-    void (*on_data)(void *ctx, const vtr_train_data *data);     /* data read, files written */
+    void (*on_data)(void *ctx, const vtr_train_data *data); /* data read (a new run's
+                                                               files written) */
     void (*on_recorded)(void *ctx);           /* the catalog records the run: training starts */
     void (*on_record_error)(void *ctx, const vtr_error *e); /* its end could not be recorded:
                                                                the run's status stands */
