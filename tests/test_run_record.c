@@ -161,14 +161,14 @@ TEST(run_record_training_writes_records_and_resumes)
 
 TEST(run_record_failed_new_run_leaves_nothing_behind)
 {
-    vtr_error err;
-    vtr_train_options o;
-    vtr_train_result res;
-    rr_calls calls = {0};
-    vtr_run run;
     /* fails in training, after the directory, its files and the record were made */
+    vtr_train_options o;
     vtr_config *cfg = rr_config("train:\n  batch_size: 49\n", &o);
     const char *dir = rr_path("rr_failed");
+    vtr_error err;
+    vtr_train_result res;
+    vtr_run run;
+    rr_calls calls = {0};
     CHECK_FAILS(rr_train(cfg, &o, dir, false, 0, &calls, &res, &err), VTR_ERR_INVALID,
                 "fewer than one batch of 49");
     CHECK_EQ_INT(calls.recorded, 1);
