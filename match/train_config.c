@@ -285,6 +285,13 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
     return VTR_OK;
 }
 
+vtr_vse_config vtr_train_model_config(const vtr_train_options *opt, const vtr_vocab *vocab)
+{
+    vtr_vse_config c = opt->model;
+    c.vocab_size = vtr_vocab_size(vocab);
+    return c;
+}
+
 bool vtr_train_explain_data_path(const char *path, const char *how, vtr_error *err)
 {
     if (!err || !path || !*path || path[0] == '/' || access(path, F_OK) == 0)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "text/tokenizer.h"
+#include "text/vocab.h"
 #include "lib/config.h"
 #include "lib/error.h"
 #include "lib/lr_schedule.h"
@@ -91,6 +92,10 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
  * messages) into a fresh config of the schema. */
 vtr_status vtr_train_config_from_string(const char *name, const char *text, vtr_config **out,
                                         vtr_error *err);
+
+/* The model config of a run: opt's with vocab_size from the vocabulary (the model's
+ * word table has a row per vocabulary word). */
+vtr_vse_config vtr_train_model_config(const vtr_train_options *opt, const vtr_vocab *vocab);
 
 /* For a failure to open a data path (data.catalog, data.features) read from a run's saved
  * config: when the path is relative and does not exist, appends "; PATH is relative to the

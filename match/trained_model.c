@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "lib/hash.h"
-#include "match/trainer.h"
+#include "match/run_dir.h"
 
 void vtr_trained_model_close(vtr_trained_model *t)
 {

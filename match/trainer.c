@@ -44,13 +44,6 @@ int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop
     return full + (!drop_last && rem >= 2 ? 1 : 0);
 }
 
-vtr_vse_config vtr_train_model_config(const vtr_train_options *opt, const vtr_vocab *vocab)
-{
-    vtr_vse_config c = opt->model;
-    c.vocab_size = vtr_vocab_size(vocab);
-    return c;
-}
-
 json_t *vtr_retrieval_direction_json(const vtr_retrieval_direction *d)
 {
     return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "r1", d->r1, "r5", d->r5, "r10",

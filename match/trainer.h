@@ -37,18 +37,13 @@
 #include "lib/config.h"
 #include "lib/error.h"
 #include "match/retrieval_metrics.h"
+#include "match/run_dir.h"
 #include "match/train_config.h"
 #include "match/train_data.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define VTR_RUN_LAST "last.safetensors"
-#define VTR_RUN_BEST "best.safetensors"
-#define VTR_RUN_METRICS "metrics.jsonl"
-#define VTR_RUN_CONFIG "config.yaml"
-#define VTR_RUN_VOCAB "vocab.json"
 
 /* After every training step. */
 typedef struct vtr_train_step_info {
@@ -128,9 +123,6 @@ vtr_status vtr_train_run(const vtr_trainer_setup *setup, vtr_train_result *resul
 /* Steps per epoch for n captions: n / batch, plus one for a remainder of at least 2 pairs
  * when drop_last is false (a one-pair batch has no negative and is dropped). */
 int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop_last);
-
-/* The model config of a run: opt's with vocab_size from the vocabulary. */
-vtr_vse_config vtr_train_model_config(const vtr_train_options *opt, const vtr_vocab *vocab);
 
 /* Writes one direction's metrics as a JSON object {"r1", "r5", "r10", "medr", "meanr",
  * "map", "ndcg"} (new reference), and the whole result as {"v2t", "t2v", "rsum"}. */

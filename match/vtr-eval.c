@@ -1,8 +1,7 @@
 /* vtr-eval: retrieval metrics of a trained VSE model (or an ensemble) on a split.
  * Argument parsing and output only; the work is in match/encode.h and
- * match/retrieval_metrics.h. */
+ * match/retrieval_metrics.h, the catalog record in match/run_record.h. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <getopt.h>
 #include <omp.h>
 #include <stdio.h>
@@ -14,7 +13,6 @@
 #include "lib/blas_threads.h"
 #include "lib/catalog.h"
 #include "lib/file.h"
-#include "lib/hash.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/npy.h"
@@ -22,6 +20,7 @@
 #include "match/encode.h"
 #include "match/eval_model.h"
 #include "match/retrieval_metrics.h"
+#include "match/run_record.h"
 #include "match/trainer.h"
 
 static const char usage_text[] =
@@ -138,58 +137,118 @@ static vtr_status save_embeddings(const char *dir, const vtr_eval_model *m, floa
     return st;
 }
 
-/* Records the start of the evaluation in the first model's catalog (kind "eval"): its
- * resolved config and seed; as data hashes the SHA-256 of the feature store's files, of
- * the vocabulary ("vocab") and of every checkpoint ("checkpoint", then "checkpoint.1",
- * ... for the other members of an ensemble). */
-static vtr_status begin_record(const vtr_eval_model *members, const char *const *ckpts,
-                               int n_ckpts, vtr_catalog **cat, int64_t *run_id, vtr_error *err)
+/* "KEY='VALUE'": a --set with the value single-quoted for YAML; NULL when out of memory. */
+static char *quoted_set(const char *key, const char *value)
 {
-    const vtr_eval_model *m = &members[0];
-    char *config = NULL, *hashes = NULL;
-    json_t *h = NULL;
-    vtr_status st;
-    if ((st = vtr_config_dump_string(m->trained.cfg, &config, err)) ||
-        (st = vtr_train_data_hashes(m->trained.o.features,
-                                    (const char *const[]){"vocab", m->trained.vocab_path, NULL},
-                                    &hashes, err)))
-        goto end;
-    if (!(h = json_loads(hashes, 0, NULL))) {
-        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        goto end;
+    size_t n = strlen(key) + 2 * strlen(value) + 4;
+    char *s = malloc(n), *w = s;
+    if (!s)
+        return NULL;
+    w += sprintf(w, "%s='", key);
+    for (const char *r = value; *r; r++) {
+        if (*r == '\'')
+            *w++ = '\'';
+        *w++ = *r;
     }
+    strcpy(w, "'");
+    return s;
+}
+
+/* Opens and embeds every checkpoint as members[i], its items and captions in
+ * embeddings[2i] and [2i + 1] and as em[i]; they must all evaluate the first's split. */
+static vtr_status embed_members(const char *const *ckpts, int n_ckpts,
+                                const vtr_eval_source *src, vtr_eval_model *members,
+                                float **embeddings, vtr_embedding_model *em, vtr_error *err)
+{
     for (int i = 0; i < n_ckpts; i++) {
-        char hex[VTR_SHA256_HEX_SIZE], key[32] = "checkpoint";
-        if ((st = vtr_file_sha256(ckpts[i], hex, err)))
-            goto end;
-        if (i > 0)
-            snprintf(key, sizeof key, "checkpoint.%d", i);
-        json_object_set_new(h, key, json_string(hex));
+        vtr_eval_model *m = &members[i];
+        vtr_status st = embed(ckpts[i], src, m, &embeddings[2 * i], &embeddings[2 * i + 1], err);
+        if (st != VTR_OK)
+            return st;
+        const vtr_split *s0 = &members[0].split, *s = &m->split;
+        if (s->n_items != s0->n_items || s->n_caps != s0->n_caps ||
+            memcmp(s->cap_item, s0->cap_item, sizeof(int) * (size_t)s->n_caps) != 0)
+            return vtr_fail(err, VTR_ERR_INVALID, "%s evaluates another split (%d items, %d "
+                            "captions) than %s (%d, %d): give --catalog and --dataset",
+                            ckpts[i], s->n_items, s->n_caps, ckpts[0], s0->n_items,
+                            s0->n_caps);
+        em[i] = (vtr_embedding_model){.items = embeddings[2 * i],
+                                      .captions = embeddings[2 * i + 1],
+                                      .dim = m->model.cfg.embed_size};
     }
-    free(hashes);
-    if (!(hashes = json_dumps(h, VTR_JSON_FLAGS))) {
-        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        goto end;
-    }
-    vtr_run run = {.kind = "eval",
-                   .config = config,
-                   .seed = m->trained.o.seed,
-                   .code_version = vtr_version,
-                   .data_hashes = hashes};
-    if ((st = vtr_catalog_open_existing(m->trained.o.catalog, cat, err)) ||
-        (st = vtr_catalog_begin_run(*cat, &run, run_id, err)))
+    return VTR_OK;
+}
+
+/* Records the start of the evaluation in the first model's catalog (kind "eval",
+ * match/run_record.h). */
+static vtr_status begin_record(const vtr_eval_model *members, const char *const *ckpts,
+                               int n_ckpts, vtr_catalog **cat, vtr_run_record *rec,
+                               vtr_error *err)
+{
+    vtr_status st = vtr_run_record_init_eval(rec, &members[0].trained, ckpts, n_ckpts, err);
+    if (st != VTR_OK)
+        return st;
+    if ((st = vtr_catalog_open_existing(members[0].trained.o.catalog, cat, err)) ||
+        (st = vtr_run_record_begin(rec, *cat, err)))
         vtr_error_context(err, "recording the evaluation (--no-record skips it)");
-end:
-    json_decref(h);
-    free(config);
-    free(hashes);
     return st;
+}
+
+/* The result as --json prints it (and the catalog records it); NULL when out of memory. */
+static json_t *result_json(const char *const *ckpts, int n_ckpts, const char *dataset, bool hgr,
+                           const char *split, const vtr_split *s,
+                           const vtr_retrieval_options *ro, const vtr_retrieval_metrics *r)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < n_ckpts; i++)
+        json_array_append_new(list, json_string(ckpts[i]));
+    json_t *protocol = json_pack("{s:i, s:i, s:b, s:s, s:i}", "folds", r->n_folds,
+                                 "fold_items", ro->fold_items, "dedup", hgr, "median_rank",
+                                 hgr ? "median + 1" : "floor(median) + 1", "ndcg_cutoff",
+                                 ro->ndcg_cutoff);
+    if (hgr)
+        json_object_set_new(protocol, "texts", json_integer(s->n_texts));
+    return json_pack("{s:o, s:b, s:i, s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:f}", "checkpoints",
+                     list, "ensemble", n_ckpts > 1, "models", n_ckpts, "dataset", dataset,
+                     "split", split, "items", s->n_items, "captions", s->n_caps, "protocol",
+                     protocol, "v2t", vtr_retrieval_direction_json(&r->v2t), "t2v",
+                     vtr_retrieval_direction_json(&r->t2v), "rsum", r->rsum);
 }
 
 static void print_direction(const char *name, const vtr_retrieval_direction *d)
 {
     printf("%-5s %7.2f %7.2f %7.2f %8.1f %8.1f %7.2f %7.2f\n", name, d->r1, d->r5, d->r10,
            d->median_rank, d->mean_rank, d->map, d->ndcg);
+}
+
+/* The human table of the result. */
+static void print_result(const char *const *ckpts, int n_ckpts, const char *dataset, bool hgr,
+                         const char *split, const vtr_split *s,
+                         const vtr_retrieval_options *ro, const vtr_retrieval_metrics *r)
+{
+    printf("%s, split %s: %d items, %d captions\n", dataset, split, s->n_items, s->n_caps);
+    if (n_ckpts == 1) {
+        printf("model: %s\n", ckpts[0]);
+    } else {
+        printf("ENSEMBLE of %d models (similarities averaged):", n_ckpts);
+        for (int i = 0; i < n_ckpts; i++)
+            printf(" %s", ckpts[i]);
+        printf("\n");
+    }
+    if (ro->fold_items)
+        printf("protocol: %d folds of 1000 items, every metric averaged (COCO 1K)\n",
+               r->n_folds);
+    if (hgr)
+        printf("protocol: HGR, %d distinct caption texts, median rank without floor\n",
+               s->n_texts);
+    char ndcg[32] = "nDCG";
+    if (ro->ndcg_cutoff)
+        snprintf(ndcg, sizeof ndcg, "nDCG@%d", ro->ndcg_cutoff);
+    printf("%-5s %7s %7s %7s %8s %8s %7s %7s\n", "", "R@1", "R@5", "R@10", "medr", "meanr",
+           "mAP", ndcg);
+    print_direction("v2t", &r->v2t);
+    print_direction("t2v", &r->t2v);
+    printf("RSUM  %.2f\n", r->rsum);
 }
 
 int main(int argc, char **argv)
@@ -226,7 +285,7 @@ int main(int argc, char **argv)
     bool record = true;
     const char *embeddings_dir = NULL;
     vtr_catalog *cat = NULL;
-    int64_t run_id = -1;
+    vtr_run_record rec = {.id = -1};
     json_t *out = NULL;
     vtr_error err = {0};
     int rc = 1;
@@ -295,22 +354,11 @@ int main(int argc, char **argv)
         default: fputs("Try 'vtr-eval --help'.\n", stderr); goto done;
         }
         if (key) {
-            /* a --set with the value single-quoted for YAML */
-            size_t n = strlen(key) + 2 * strlen(optarg) + 4;
-            char *s = malloc(n), *w = s;
-            if (!s) {
+            if (!(owned[n_owned] = quoted_set(key, optarg))) {
                 fprintf(stderr, "vtr-eval: out of memory\n");
                 goto done;
             }
-            w += sprintf(w, "%s='", key);
-            for (const char *r = optarg; *r; r++) {
-                if (*r == '\'')
-                    *w++ = '\'';
-                *w++ = *r;
-            }
-            strcpy(w, "'");
-            owned[n_owned++] = s;
-            sets[n_sets++] = s;
+            sets[n_sets++] = owned[n_owned++];
         }
     }
     for (int i = optind; i < argc; i++)
@@ -331,7 +379,6 @@ int main(int argc, char **argv)
         vtr_blas_set_threads(threads);
     }
 
-    vtr_status st = VTR_OK;
     members = calloc((size_t)n_ckpts, sizeof *members);
     embeddings = calloc(2 * (size_t)n_ckpts, sizeof *embeddings);
     em = calloc((size_t)n_ckpts, sizeof *em);
@@ -339,26 +386,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "vtr-eval: out of memory\n");
         goto done;
     }
-    for (int i = 0; i < n_ckpts && st == VTR_OK; i++) {
-        vtr_eval_model *m = &members[i];
-        if ((st = embed(ckpts[i], &src, m, &embeddings[2 * i], &embeddings[2 * i + 1], &err)))
-            break;
-        const vtr_split *s0 = &members[0].split, *s = &m->split;
-        if (s->n_items != s0->n_items || s->n_caps != s0->n_caps ||
-            memcmp(s->cap_item, s0->cap_item, sizeof(int) * (size_t)s->n_caps) != 0) {
-            st = vtr_fail(&err, VTR_ERR_INVALID, "%s evaluates another split (%d items, %d "
-                          "captions) than %s (%d, %d): give --catalog and --dataset", ckpts[i],
-                          s->n_items, s->n_caps, ckpts[0], s0->n_items, s0->n_caps);
-            break;
-        }
-        em[i] = (vtr_embedding_model){.items = embeddings[2 * i],
-                                      .captions = embeddings[2 * i + 1],
-                                      .dim = m->model.cfg.embed_size};
-    }
+    vtr_status st = embed_members(ckpts, n_ckpts, &src, members, embeddings, em, &err);
     if (st == VTR_OK && embeddings_dir)
         st = save_embeddings(embeddings_dir, &members[0], embeddings[0], embeddings[1], &err);
     if (st == VTR_OK && record)
-        st = begin_record(members, ckpts, n_ckpts, &cat, &run_id, &err);
+        st = begin_record(members, ckpts, n_ckpts, &cat, &rec, &err);
     vtr_retrieval_metrics r;
     const vtr_split *s = &members[0].split;
     vtr_retrieval_options ro = {.fold_items = coco_1k ? 1000 : 0,
@@ -378,23 +410,7 @@ int main(int argc, char **argv)
     }
 
     const char *dataset = members[0].trained.o.dataset;
-    {
-        json_t *list = json_array();
-        for (int i = 0; i < n_ckpts; i++)
-            json_array_append_new(list, json_string(ckpts[i]));
-        json_t *protocol = json_pack(
-            "{s:i, s:i, s:b, s:s, s:i}", "folds", r.n_folds, "fold_items", ro.fold_items,
-            "dedup", hgr, "median_rank", hgr ? "median + 1" : "floor(median) + 1",
-            "ndcg_cutoff", ndcg_at);
-        if (hgr)
-            json_object_set_new(protocol, "texts", json_integer(s->n_texts));
-        out = json_pack("{s:o, s:b, s:i, s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:f}",
-                                "checkpoints", list, "ensemble", n_ckpts > 1, "models", n_ckpts,
-                                "dataset", dataset, "split", src.split, "items", s->n_items,
-                                "captions", s->n_caps, "protocol", protocol, "v2t",
-                                vtr_retrieval_direction_json(&r.v2t), "t2v",
-                                vtr_retrieval_direction_json(&r.t2v), "rsum", r.rsum);
-    }
+    out = result_json(ckpts, n_ckpts, dataset, hgr, src.split, s, &ro, &r);
     if (json) {
         char *text = out ? json_dumps(out, VTR_JSON_FLAGS) : NULL;
         if (!text) {
@@ -405,30 +421,7 @@ int main(int argc, char **argv)
         printf("%s\n", text);
         free(text);
     } else {
-        printf("%s, split %s: %d items, %d captions\n", dataset, src.split, s->n_items,
-               s->n_caps);
-        if (n_ckpts == 1) {
-            printf("model: %s\n", ckpts[0]);
-        } else {
-            printf("ENSEMBLE of %d models (similarities averaged):", n_ckpts);
-            for (int i = 0; i < n_ckpts; i++)
-                printf(" %s", ckpts[i]);
-            printf("\n");
-        }
-        if (coco_1k)
-            printf("protocol: %d folds of 1000 items, every metric averaged (COCO 1K)\n",
-                   r.n_folds);
-        if (hgr)
-            printf("protocol: HGR, %d distinct caption texts, median rank without floor\n",
-                   s->n_texts);
-        char ndcg[32] = "nDCG";
-        if (ndcg_at)
-            snprintf(ndcg, sizeof ndcg, "nDCG@%d", ndcg_at);
-        printf("%-5s %7s %7s %7s %8s %8s %7s %7s\n", "", "R@1", "R@5", "R@10", "medr", "meanr",
-               "mAP", ndcg);
-        print_direction("v2t", &r.v2t);
-        print_direction("t2v", &r.t2v);
-        printf("RSUM  %.2f\n", r.rsum);
+        print_result(ckpts, n_ckpts, dataset, hgr, src.split, s, &ro, &r);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         vtr_fail(&err, VTR_ERR_IO, "writing the output failed");
@@ -437,21 +430,18 @@ int main(int argc, char **argv)
     }
     rc = 0;
 done:
-    if (run_id >= 0) {
+    if (rec.catalog) {
         /* the result: what --json prints, or the error */
-        char *text = NULL;
-        if (rc == 0 && out)
-            text = json_dumps(out, VTR_JSON_FLAGS);
-        else if ((out = json_pack("{s:s}", "error", err.msg)))
-            text = json_dumps(out, VTR_JSON_FLAGS);
+        json_t *result = rc == 0 && out ? json_incref(out)
+                                        : json_pack("{s:s}", "error", err.msg);
         vtr_error err2;
-        if (vtr_catalog_finish_run(cat, run_id, rc == 0 ? VTR_RUN_DONE : VTR_RUN_FAILED, text,
-                                   &err2) != VTR_OK) {
+        if (vtr_run_record_finish(&rec, rc == 0, result, &err2) != VTR_OK) {
             vtr_log_item_error(NULL, &err2);
             rc = 1;
         }
-        free(text);
+        json_decref(result);
     }
+    vtr_run_record_free(&rec);
     json_decref(out);
     vtr_catalog_close(cat);
     for (int i = 0; members && i < n_ckpts; i++)

@@ -1,27 +1,21 @@
-/* vtr-train: trains a VSE model (VSE++, VSE∞) from a config. Argument parsing, the run
- * directory, the catalog record and progress only; the work is in match/trainer.h. */
+/* vtr-train: trains a VSE model (VSE++, VSE∞) from a config. Argument parsing, the config,
+ * signals and progress only; the run directory and the catalog record are
+ * match/run_record.h's, the training match/trainer.h's. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "lib/args.h"
 #include "lib/blas_threads.h"
-#include "lib/catalog.h"
-#include "lib/checkpoint.h"
-#include "lib/file.h"
-#include "lib/hash.h"
-#include "lib/json.h"
 #include "lib/log.h"
 #include "lib/version.h"
+#include "match/run_record.h"
 #include "match/train_config.h"
-#include "match/train_data.h"
-#include "match/trainer.h"
 
 static const char usage_text[] =
     "Usage: vtr-train [OPTION]... CONFIG.yaml\n"
@@ -102,19 +96,6 @@ static char *default_output(const char *config_path)
     return out;
 }
 
-static vtr_status write_text(const char *path, const char *text, vtr_error *err)
-{
-    vtr_atomic_file f;
-    vtr_status st = vtr_atomic_open(&f, path, err);
-    if (st != VTR_OK)
-        return st;
-    if ((st = vtr_write_all(f.fp, text, strlen(text), path, err)) != VTR_OK) {
-        vtr_atomic_abort(&f);
-        return st;
-    }
-    return vtr_atomic_commit(&f, err);
-}
-
 /* --set KEY=VALUE */
 static vtr_status set_key(vtr_config *cfg, const char *key, const char *value, vtr_error *err)
 {
@@ -128,32 +109,41 @@ static vtr_status set_key(vtr_config *cfg, const char *key, const char *value, v
     return st;
 }
 
-/* A new run that failed before saving any state leaves nothing to resume: its files go,
- * and the directory with them when nothing else is in it. */
-static void remove_unstarted_run(const char *dir)
-{
-    static const char *const files[] = {VTR_RUN_CONFIG, VTR_RUN_VOCAB, VTR_RUN_METRICS};
-    char *last = vtr_path_join(dir, VTR_RUN_LAST);
-    bool started = !last || access(last, F_OK) == 0;
-    free(last);
-    if (started)
-        return;
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        char *path = vtr_path_join(dir, files[i]);
-        if (path)
-            unlink(path);
-        free(path);
-    }
-    rmdir(dir);
-}
-
 /* ---- progress --------------------------------------------------------------------- */
 
 typedef struct progress_ctx {
+    const vtr_train_options *o;
     vtr_progress bar;
     bool active;
     int epoch;
 } progress_ctx;
+
+static void on_reading(void *ctx)
+{
+    const progress_ctx *p = ctx;
+    vtr_log_info("reading %s and %s", p->o->catalog, p->o->features);
+}
+
+static void on_data(void *ctx, const vtr_train_data *data)
+{
+    const progress_ctx *p = ctx;
+    vtr_log_info("%s: %d items, %d captions; %s: %d items, %d captions; vocabulary %d "
+                 "words (%s)", p->o->train_split, data->train.n_items, data->train.n_caps,
+                 p->o->val_split, data->val.n_items, data->val.n_caps,
+                 vtr_vocab_size(data->vocab), data->vocab_built ? "built" : "loaded");
+}
+
+/* The run is recorded: from now on SIGINT and SIGTERM stop it with its state saved. */
+static void on_recorded(void *ctx)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second signal ends the program at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
 
 static void on_start(void *ctx, const vtr_train_start_info *info)
 {
@@ -206,6 +196,15 @@ static void on_epoch(void *ctx, const vtr_train_epoch_info *info)
     json_decref(f);
 }
 
+static void on_record_error(void *ctx, const vtr_error *e)
+{
+    progress_ctx *p = ctx;
+    if (p->active)
+        vtr_progress_end(&p->bar);
+    p->active = false;
+    vtr_log_warn("%s", e->msg);
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -228,7 +227,7 @@ int main(int argc, char **argv)
     const char *resume_dir = NULL, *output = NULL, *seed = NULL, *init = NULL;
     const char **sets = calloc((size_t)argc, sizeof *sets);
     int n_sets = 0, threads = 0;
-    long long max_steps = 0;
+    long long max_steps = 0, v;
     bool print_config = false, log_json = false;
     if (!sets) {
         fprintf(stderr, "vtr-train: out of memory\n");
@@ -236,37 +235,29 @@ int main(int argc, char **argv)
     }
     int opt;
     while ((opt = getopt_long(argc, argv, "s:o:h", options, NULL)) != -1) {
-        char *end;
         switch (opt) {
         case 's': sets[n_sets++] = optarg; break;
-        case OPT_SEED: {
-            errno = 0;
-            long long v = strtoll(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 0) {
+        case OPT_SEED:
+            if (vtr_parse_int(optarg, 0, LLONG_MAX, &v)) {
                 fprintf(stderr, "vtr-train: --seed wants an integer >= 0, got '%s'\n", optarg);
                 free(sets);
                 return 1;
             }
             seed = optarg;
             break;
-        }
         case OPT_INIT: init = optarg; break;
         case 'o': output = optarg; break;
         case OPT_RESUME: resume_dir = optarg; break;
         case OPT_MAX_STEPS:
-            errno = 0;
-            max_steps = strtoll(optarg, &end, 10);
-            if (errno || end == optarg || *end || max_steps < 1) {
+            if (vtr_parse_int(optarg, 1, LLONG_MAX, &max_steps)) {
                 fprintf(stderr, "vtr-train: --max-steps wants an integer >= 1, got '%s'\n",
                         optarg);
                 free(sets);
                 return 1;
             }
             break;
-        case OPT_THREADS: {
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 1 || v > 4096) {
+        case OPT_THREADS:
+            if (vtr_parse_int(optarg, 1, 4096, &v)) {
                 fprintf(stderr, "vtr-train: --threads wants an integer in [1, 4096], got "
                         "'%s'\n", optarg);
                 free(sets);
@@ -274,7 +265,6 @@ int main(int argc, char **argv)
             }
             threads = (int)v;
             break;
-        }
         case OPT_PRINT_CONFIG: print_config = true; break;
         case OPT_HELP_CONFIG: print_schema(); free(sets); return 0;
         case OPT_LOG_JSON: log_json = true; break;
@@ -309,33 +299,12 @@ int main(int argc, char **argv)
     int rc = 1;
     vtr_config *cfg = NULL;
     vtr_train_options o;
-    vtr_train_data data = {0};
-    vtr_checkpoint ck = {0};
-    char *out_dir = NULL, *vocab_path = NULL, *config_file = NULL, *config_text = NULL;
-    char *hashes = NULL;
-    char vocab_sha[VTR_SHA256_HEX_SIZE];
-    int64_t run_id = -1;
-    bool fresh_dir = false; /* this invocation made the run directory's files */
+    char *out_dir = NULL;
 
     /* the config: a file and overrides, or the one stored with the run */
     if (resume_dir) {
-        char *last = vtr_path_join(resume_dir, VTR_RUN_LAST);
-        if (!last) {
-            st = vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
+        if ((st = vtr_run_dir_config(resume_dir, &cfg, &err)))
             goto end;
-        }
-        st = vtr_checkpoint_open(last, 0, &ck, &err);
-        free(last);
-        if (st != VTR_OK)
-            goto end;
-        const char *text = vtr_checkpoint_meta(&ck, "config");
-        if (!text) {
-            st = vtr_fail(&err, VTR_ERR_FORMAT, "%s: no config in the checkpoint", ck.path);
-            goto end;
-        }
-        if ((st = vtr_train_config_from_string(ck.path, text, &cfg, &err)))
-            goto end;
-        vtr_checkpoint_close(&ck);
         if (n_sets || seed || init)
             vtr_log_warn("overriding the stored config: the run will differ from an "
                          "uninterrupted one");
@@ -358,102 +327,31 @@ int main(int argc, char **argv)
         rc = st == VTR_OK ? 0 : 1;
         goto end;
     }
-    if (!out_dir || !(vocab_path = vtr_path_join(out_dir, VTR_RUN_VOCAB)) ||
-        !(config_file = vtr_path_join(out_dir, VTR_RUN_CONFIG))) {
+    if (!out_dir) {
         st = vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
         goto end;
     }
 
-    /* the run directory */
-    if (!resume_dir) {
-        char *last = vtr_path_join(out_dir, VTR_RUN_LAST);
-        bool exists = last && access(last, F_OK) == 0;
-        free(last);
-        if (exists) {
-            st = vtr_fail(&err, VTR_ERR_INVALID, "%s holds a run already: continue it with "
-                          "--resume %s, or choose another --output", out_dir, out_dir);
-            goto end;
-        }
-    }
-
-    /* the data (before the run directory is made: a bad path leaves nothing behind); a
-     * resumed run reads the vocabulary it was trained with */
-    vtr_log_info("reading %s and %s", o.catalog, o.features);
-    if ((st = vtr_train_data_open(&o, resume_dir ? vocab_path : NULL, &data, &err))) {
-        if (resume_dir && !vtr_train_explain_data_path(o.catalog, "resume from there", &err))
-            vtr_train_explain_data_path(o.features, "resume from there", &err);
-        goto end;
-    }
-    if (!resume_dir && (st = vtr_make_dirs(out_dir, &err)))
-        goto end;
-    fresh_dir = !resume_dir;
-    if (!resume_dir && (st = vtr_vocab_save_json(data.vocab, vocab_path, &err)))
-        goto end;
-    if ((st = vtr_file_sha256(vocab_path, vocab_sha, &err)) ||
-        (st = vtr_config_dump_string(cfg, &config_text, &err)))
-        goto end;
-    if (!resume_dir && (st = write_text(config_file, config_text, &err)))
-        goto end;
-    vtr_log_info("%s: %d items, %d captions; %s: %d items, %d captions; vocabulary %d "
-                 "words (%s)", o.train_split, data.train.n_items, data.train.n_caps,
-                 o.val_split, data.val.n_items, data.val.n_caps, vtr_vocab_size(data.vocab),
-                 data.vocab_built ? "built" : "loaded");
-    const char *hashed[] = {"vocab", data.vocab_built || resume_dir ? vocab_path : o.vocab,
-                            "init", o.init, "word_vectors", o.word_vectors, NULL};
-    if ((st = vtr_train_data_hashes(o.features, hashed, &hashes, &err)))
-        goto end;
-    vtr_run run = {.kind = "train",
-                   .config = config_text,
-                   .seed = o.seed,
-                   .code_version = vtr_version,
-                   .data_hashes = hashes};
-    if ((st = vtr_catalog_begin_run(data.catalog, &run, &run_id, &err)))
-        goto end;
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESETHAND; /* a second signal ends the program at once */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-
-    progress_ctx pc = {0};
-    vtr_trainer_setup su = {.config = cfg,
-                            .opt = &o,
-                            .train = &data.train,
-                            .val = &data.val,
-                            .vocab = data.vocab,
-                            .output_dir = out_dir,
-                            .vocab_sha256 = vocab_sha,
-                            .resume = resume_dir != NULL,
-                            .max_steps = max_steps,
-                            .stop = &stop_requested,
-                            .on_start = on_start,
-                            .on_step = on_step,
-                            .on_epoch = on_epoch,
-                            .on_validate = on_validate,
-                            .ctx = &pc};
+    progress_ctx pc = {.o = &o};
+    vtr_training_setup su = {.config = cfg,
+                             .opt = &o,
+                             .dir = out_dir,
+                             .resume = resume_dir != NULL,
+                             .trainer = {.max_steps = max_steps,
+                                         .stop = &stop_requested,
+                                         .on_start = on_start,
+                                         .on_step = on_step,
+                                         .on_epoch = on_epoch,
+                                         .on_validate = on_validate,
+                                         .ctx = &pc},
+                             .on_reading = on_reading,
+                             .on_data = on_data,
+                             .on_recorded = on_recorded,
+                             .on_record_error = on_record_error};
     vtr_train_result res;
-    st = vtr_train_run(&su, &res, &err);
+    st = vtr_run_training(&su, &res, &err);
     if (pc.active)
         vtr_progress_end(&pc.bar);
-
-    json_t *result = json_pack("{s:b, s:I, s:i, s:I, s:f, s:i, s:s, s:b, s:i}", "finished",
-                               st == VTR_OK && res.finished, "steps", (json_int_t)res.steps,
-                               "epoch", res.epoch, "iteration", (json_int_t)res.iteration,
-                               "best_rsum", res.best_rsum, "best_epoch", res.best_epoch,
-                               "output", out_dir, "resumed", resume_dir != NULL, "threads",
-                               omp_get_max_threads());
-    if (st != VTR_OK)
-        json_object_set_new(result, "error", json_string(err.msg));
-    char *result_text = result ? json_dumps(result, VTR_JSON_FLAGS) : NULL;
-    json_decref(result);
-    vtr_error err2;
-    if (vtr_catalog_finish_run(data.catalog, run_id, st == VTR_OK ? VTR_RUN_DONE : VTR_RUN_FAILED,
-                               result_text, &err2) != VTR_OK)
-        vtr_log_warn("%s", err2.msg);
-    free(result_text);
     if (st != VTR_OK)
         goto end;
     if (res.finished) {
@@ -471,16 +369,8 @@ int main(int argc, char **argv)
 end:
     if (st != VTR_OK)
         vtr_log_item_error(NULL, &err);
-    if (st != VTR_OK && fresh_dir)
-        remove_unstarted_run(out_dir);
-    vtr_checkpoint_close(&ck);
-    vtr_train_data_close(&data);
     vtr_config_free(cfg);
     free(out_dir);
-    free(vocab_path);
-    free(config_file);
-    free(config_text);
-    free(hashes);
     free(sets);
     return rc;
 }
