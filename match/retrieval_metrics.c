@@ -753,3 +753,16 @@ vtr_status vtr_retrieval_evaluate_embeddings(const vtr_embedding_model *models, 
     return vtr_retrieval_evaluate(vtr_similarity_ensemble_block, &ensemble, n_items, n_caps,
                                   cap_item, opt, out, per_query, err);
 }
+
+json_t *vtr_retrieval_direction_json(const vtr_retrieval_direction *d)
+{
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "r1", d->r1, "r5", d->r5, "r10",
+                     d->r10, "medr", d->median_rank, "meanr", d->mean_rank, "map", d->map,
+                     "ndcg", d->ndcg);
+}
+
+json_t *vtr_retrieval_metrics_json(const vtr_retrieval_metrics *m)
+{
+    return json_pack("{s:o, s:o, s:f}", "v2t", vtr_retrieval_direction_json(&m->v2t), "t2v",
+                     vtr_retrieval_direction_json(&m->t2v), "rsum", m->rsum);
+}

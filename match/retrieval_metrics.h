@@ -67,6 +67,7 @@
 #ifndef VTR_RETRIEVAL_METRICS_H
 #define VTR_RETRIEVAL_METRICS_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -189,5 +190,10 @@ vtr_status vtr_retrieval_evaluate_embeddings(const vtr_embedding_model *models, 
                                              const vtr_retrieval_options *opt,
                                              vtr_retrieval_metrics *out,
                                              vtr_retrieval_per_query *per_query, vtr_error *err);
+
+/* Writes one direction's metrics as a JSON object {"r1", "r5", "r10", "medr", "meanr",
+ * "map", "ndcg"} (new reference), and the whole result as {"v2t", "t2v", "rsum"}. */
+json_t *vtr_retrieval_direction_json(const vtr_retrieval_direction *d);
+json_t *vtr_retrieval_metrics_json(const vtr_retrieval_metrics *m);
 
 #endif

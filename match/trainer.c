@@ -44,19 +44,6 @@ int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop
     return full + (!drop_last && rem >= 2 ? 1 : 0);
 }
 
-json_t *vtr_retrieval_direction_json(const vtr_retrieval_direction *d)
-{
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "r1", d->r1, "r5", d->r5, "r10",
-                     d->r10, "medr", d->median_rank, "meanr", d->mean_rank, "map", d->map,
-                     "ndcg", d->ndcg);
-}
-
-json_t *vtr_retrieval_metrics_json(const vtr_retrieval_metrics *m)
-{
-    return json_pack("{s:o, s:o, s:f}", "v2t", vtr_retrieval_direction_json(&m->v2t), "t2v",
-                     vtr_retrieval_direction_json(&m->t2v), "rsum", m->rsum);
-}
-
 /* ---- checkpoints ------------------------------------------------------------------ */
 
 static vtr_status save_last(trainer *t, int64_t epoch, int64_t iteration, vtr_error *err)

@@ -29,7 +29,6 @@
 #ifndef VTR_TRAINER_H
 #define VTR_TRAINER_H
 
-#include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -124,10 +123,6 @@ vtr_status vtr_train_run(const vtr_trainer_setup *setup, vtr_train_result *resul
  * when drop_last is false (a one-pair batch has no negative and is dropped). */
 int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop_last);
 
-/* Writes one direction's metrics as a JSON object {"r1", "r5", "r10", "medr", "meanr",
- * "map", "ndcg"} (new reference), and the whole result as {"v2t", "t2v", "rsum"}. */
-json_t *vtr_retrieval_direction_json(const vtr_retrieval_direction *d);
-json_t *vtr_retrieval_metrics_json(const vtr_retrieval_metrics *m);
 
 #ifdef __cplusplus
 }
