@@ -14,6 +14,7 @@
 #include "lib/checkpoint.h"
 #include "lib/file.h"
 #include "lib/json.h"
+#include "lib/lines.h"
 #include "lib/optim.h"
 #include "match/encode.h"
 #include "match/trained_model.h"
@@ -189,7 +190,8 @@ static vtr_status start_params(trainer *t, int64_t *word_vectors, vtr_error *err
 /* ---- metrics.jsonl ---------------------------------------------------------------- */
 
 /* Rewrites the log keeping only the lines of epochs before `epoch` (all of them written by
- * an earlier part of this run); a missing log is created empty. */
+ * an earlier part of this run); a missing log is created empty. A log that cannot be read
+ * whole fails the rewrite (it is left as it was). */
 static vtr_status truncate_metrics(trainer *t, int64_t epoch, vtr_error *err)
 {
     vtr_atomic_file out;
@@ -197,18 +199,21 @@ static vtr_status truncate_metrics(trainer *t, int64_t epoch, vtr_error *err)
     if (st != VTR_OK)
         return st;
     FILE *in = fopen(t->metrics_path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    while (in && (len = getline(&line, &cap, in)) > 0) {
-        json_t *obj = json_loadb(line, (size_t)len, 0, NULL);
+    if (!in && errno != ENOENT)
+        st = vtr_fail_errno(err, "%s", t->metrics_path);
+    vtr_line_reader r;
+    vtr_line_reader_init(&r, in, t->metrics_path);
+    char *line;
+    size_t len;
+    while (in && st == VTR_OK && (st = vtr_line_next(&r, &line, &len, err)) == VTR_OK && line) {
+        json_t *obj = json_loadb(line, len, 0, NULL);
         json_t *e = obj ? json_object_get(obj, "epoch") : NULL;
         bool keep = e && json_is_integer(e) && json_integer_value(e) < epoch;
         json_decref(obj);
-        if (keep && (st = vtr_write_all(out.fp, line, (size_t)len, t->metrics_path, err)))
-            break;
+        if (keep && (st = vtr_write_all(out.fp, line, len, t->metrics_path, err)) == VTR_OK)
+            st = vtr_write_all(out.fp, "\n", 1, t->metrics_path, err);
     }
-    free(line);
+    vtr_line_reader_free(&r);
     if (in)
         fclose(in);
     if (st != VTR_OK) {
