@@ -427,6 +427,17 @@ TEST(npy_header_errors)
                        "unexpected bytes after the dictionary");
 }
 
+/* What a parser says of the first cut bytes of a valid NPY image (version `version`, data
+ * from data_offset): data_error once the header is whole. */
+static const char *truncation_error(size_t cut, int version, size_t data_offset,
+                                    const char *data_error)
+{
+    return cut == 0                         ? "empty file"
+           : cut < (version == 1 ? 10 : 12) ? "truncated NPY file"
+           : cut < data_offset              ? "truncated NPY header"
+                                            : data_error;
+}
+
 /* A valid file cut at every length fails with "empty" or "truncated", never a crash. */
 TEST(npy_truncated_at_every_length)
 {
@@ -446,10 +457,7 @@ TEST(npy_truncated_at_every_length)
             memcpy(part, buf, cut);
             vtr_tensor back;
             CHECK_FAILS(vtr_npy_parse(part, cut, &back, &err), VTR_ERR_FORMAT,
-                        cut == 0                       ? "empty file"
-                        : cut < (version == 1 ? 10 : 12) ? "truncated NPY file"
-                        : cut < data_offset              ? "truncated NPY header"
-                                                         : "truncated NPY data");
+                        truncation_error(cut, version, data_offset, "truncated NPY data"));
             free(part);
         }
         vtr_tensor back;
@@ -843,10 +851,8 @@ TEST(npy_strings_truncated_at_every_length)
             memcpy(part, buf, cut);
             vtr_npy_strings l;
             CHECK_FAILS(vtr_npy_parse_strings(part, cut, &l, &err), VTR_ERR_FORMAT,
-                        cut == 0                         ? "empty file"
-                        : cut < (version == 1 ? 10 : 12) ? "truncated NPY file"
-                        : cut < data_offset              ? "truncated NPY header"
-                                                         : "data bytes for 2 names of 12 bytes");
+                        truncation_error(cut, version, data_offset,
+                                         "data bytes for 2 names of 12 bytes"));
             CHECK(l.n == 0 && !l.items);
             free(part);
         }
