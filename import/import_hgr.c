@@ -4,12 +4,11 @@
  *   ROOT/ordered_feature/SA/NAME/{set}_ft.hdf5     one (frames, dim) dataset per video,
  *                                                  named with '/' replaced by '_'
  *   ROOT/ordered_feature/MP/NAME/{set}_ft.npy      (n, dim), row i = names[i]
- * Also the reader of the numpy string arrays (import_hgr.h). */
+ * The names files are read by lib/npy's string-array reader. */
 #define _POSIX_C_SOURCE 200809L
-#include "import_hgr.h"
+#include "import.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <hdf5.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,311 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "import.h"
 #include "lib/file.h"
 #include "lib/npy.h"
-
-/* ---- numpy string arrays ------------------------------------------------------------ */
-
-#define NAMES_MAX_ITEMSIZE (1 << 20)
-
-void vtr_name_list_free(vtr_name_list *list)
-{
-    if (!list)
-        return;
-    free(list->names);
-    free(list->storage);
-    *list = (vtr_name_list){0};
-}
-
-typedef struct header_cursor {
-    const char *s;
-    size_t len, pos;
-} header_cursor;
-
-static void skip_blanks(header_cursor *c)
-{
-    while (c->pos < c->len && (c->s[c->pos] == ' ' || c->s[c->pos] == '\n'))
-        c->pos++;
-}
-
-static bool take(header_cursor *c, char ch)
-{
-    skip_blanks(c);
-    if (c->pos < c->len && c->s[c->pos] == ch) {
-        c->pos++;
-        return true;
-    }
-    return false;
-}
-
-/* A quoted Python string without escapes into buf. */
-static bool take_string(header_cursor *c, char *buf, size_t size)
-{
-    skip_blanks(c);
-    if (c->pos >= c->len || (c->s[c->pos] != '\'' && c->s[c->pos] != '"'))
-        return false;
-    char q = c->s[c->pos++];
-    size_t n = 0;
-    while (c->pos < c->len && c->s[c->pos] != q) {
-        /* numpy writes printable ASCII; anything else cannot be a key or dtype we take,
-         * and keeping it out keeps error messages printable */
-        if (c->s[c->pos] == '\\' || c->s[c->pos] < 0x20 || c->s[c->pos] > 0x7e || n + 1 >= size)
-            return false;
-        buf[n++] = c->s[c->pos++];
-    }
-    if (c->pos >= c->len)
-        return false;
-    c->pos++;
-    buf[n] = '\0';
-    return true;
-}
-
-static bool take_word(header_cursor *c, const char *word)
-{
-    skip_blanks(c);
-    size_t n = strlen(word);
-    if (c->len - c->pos >= n && memcmp(c->s + c->pos, word, n) == 0) {
-        c->pos += n;
-        return true;
-    }
-    return false;
-}
-
-/* "(n,)" or "(a, b)" ...; at most 8 dimensions, each below 2^62. */
-static bool take_shape(header_cursor *c, int *ndim, int64_t *shape)
-{
-    if (!take(c, '('))
-        return false;
-    *ndim = 0;
-    for (;;) {
-        skip_blanks(c);
-        if (take(c, ')'))
-            return true;
-        if (*ndim == 8 || c->pos >= c->len || c->s[c->pos] < '0' || c->s[c->pos] > '9')
-            return false;
-        int64_t v = 0;
-        while (c->pos < c->len && c->s[c->pos] >= '0' && c->s[c->pos] <= '9') {
-            if (v > ((int64_t)1 << 58))
-                return false;
-            v = v * 10 + (c->s[c->pos++] - '0');
-        }
-        shape[(*ndim)++] = v;
-        if (!take(c, ',')) {
-            return take(c, ')');
-        }
-    }
-}
-
-/* Appends code point cp as UTF-8. */
-static size_t put_utf8(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* Length of a valid UTF-8 sequence at s (n bytes left), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp, min;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xE0) == 0xC0)
-        len = 2, cp = c & 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0)
-        len = 3, cp = c & 0x0F, min = 0x800;
-    else if ((c & 0xF8) == 0xF0)
-        len = 4, cp = c & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    for (size_t k = 1; k < len; k++) {
-        if ((s[k] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[k] & 0x3F);
-    }
-    return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : len;
-}
-
-vtr_status vtr_name_list_parse(const void *buf, size_t len, const char *what, vtr_name_list *out,
-                               vtr_error *err)
-{
-    *out = (vtr_name_list){0};
-    const unsigned char *b = buf;
-    if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
-        return vtr_fail(err, VTR_ERR_FORMAT, "%s: not an NPY file (bad magic)", what);
-    int major = b[6];
-    size_t hlen, hstart;
-    if (major == 1) {
-        hlen = (size_t)b[8] | (size_t)b[9] << 8;
-        hstart = 10;
-    } else if (major == 2 || major == 3) {
-        if (len < 12)
-            return vtr_fail(err, VTR_ERR_FORMAT, "%s: truncated NPY header", what);
-        hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
-        hstart = 12;
-    } else {
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "%s: NPY format version %d.%d", what, major,
-                        b[7]);
-    }
-    if (hlen > len - hstart)
-        return vtr_fail(err, VTR_ERR_FORMAT, "%s: NPY header of %zu bytes runs past the end", what,
-                        hlen);
-    header_cursor c = {(const char *)b + hstart, hlen, 0};
-    char key[32], descr[32] = "";
-    bool have_descr = false, have_order = false, have_shape = false, fortran = false;
-    int ndim = 0;
-    int64_t shape[8];
-    if (!take(&c, '{'))
-        return vtr_fail(err, VTR_ERR_FORMAT, "%s: NPY header is not a dict", what);
-    while (!take(&c, '}')) {
-        if (!take_string(&c, key, sizeof key) || !take(&c, ':'))
-            return vtr_fail(err, VTR_ERR_FORMAT, "%s: malformed NPY header", what);
-        bool ok;
-        if (!strcmp(key, "descr") && !have_descr) {
-            ok = have_descr = take_string(&c, descr, sizeof descr);
-        } else if (!strcmp(key, "fortran_order") && !have_order) {
-            fortran = take_word(&c, "True");
-            ok = have_order = fortran || take_word(&c, "False");
-        } else if (!strcmp(key, "shape") && !have_shape) {
-            ok = have_shape = take_shape(&c, &ndim, shape);
-        } else {
-            return vtr_fail(err, VTR_ERR_FORMAT, "%s: NPY header key '%s' unknown or repeated",
-                            what, key);
-        }
-        if (!ok)
-            return vtr_fail(err, VTR_ERR_FORMAT, "%s: NPY header: bad value of '%s'", what, key);
-        if (!take(&c, ',')) {
-            if (!take(&c, '}'))
-                return vtr_fail(err, VTR_ERR_FORMAT, "%s: malformed NPY header", what);
-            break;
-        }
-    }
-    skip_blanks(&c);
-    if (c.pos != c.len || !have_descr || !have_order || !have_shape)
-        return vtr_fail(err, VTR_ERR_FORMAT,
-                        "%s: NPY header lacks descr, fortran_order or "
-                        "shape, or has text after the dict",
-                        what);
-    (void)fortran; /* one dimension: the same bytes either way */
-
-    /* the dtype: [<=|]U{L} or [|]S{L} */
-    const char *d = descr;
-    char order = 0;
-    if (*d == '<' || *d == '>' || *d == '=' || *d == '|')
-        order = *d++;
-    char kind = *d++;
-    char *end;
-    errno = 0;
-    long itemlen = strtol(d, &end, 10);
-    bool numeric = d[0] >= '0' && d[0] <= '9' && *end == '\0' && errno == 0;
-    if (kind == 'O')
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
-                        "%s: an object array (pickled, dtype '%s'); re-save it as a str array: "
-                        "np.save(path, np.asarray(names, dtype=str))",
-                        what, descr);
-    if ((kind != 'U' && kind != 'S') || !numeric || itemlen < 1 || itemlen > NAMES_MAX_ITEMSIZE)
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
-                        "%s: dtype '%s'; expected a numpy string array ('<U..' or '|S..')", what,
-                        descr);
-    if (kind == 'U' && order == '>')
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "%s: big-endian dtype '%s'", what, descr);
-    if (ndim != 1)
-        return vtr_fail(err, VTR_ERR_FORMAT, "%s: %d-D array; expected a 1-D list of names", what,
-                        ndim);
-    size_t unit = kind == 'U' ? 4 : 1, itemsize = unit * (size_t)itemlen;
-    size_t data_len = len - hstart - hlen;
-    int64_t n = shape[0];
-    if ((uint64_t)n > SIZE_MAX / itemsize || (size_t)n * itemsize != data_len)
-        return vtr_fail(err, VTR_ERR_FORMAT,
-                        "%s: %zu data bytes for %lld names of %zu bytes (dtype '%s')", what,
-                        data_len, (long long)n, itemsize, descr);
-
-    const unsigned char *data = b + hstart + hlen;
-    vtr_name_list l = {0};
-    l.names = malloc((size_t)(n ? n : 1) * sizeof *l.names);
-    l.storage = malloc(data_len + (size_t)n + 1); /* UTF-8 never outgrows UTF-32 */
-    if (!l.names || !l.storage) {
-        vtr_name_list_free(&l);
-        return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", what);
-    }
-    size_t used = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const unsigned char *e = data + (size_t)i * itemsize;
-        size_t units = (size_t)itemlen;
-        while (units > 0 && !memcmp(e + (units - 1) * unit, "\0\0\0\0", unit))
-            units--;
-        const char *bad = NULL;
-        if (units == 0)
-            bad = "is empty";
-        l.names[i] = l.storage + used;
-        for (size_t k = 0; k < units && !bad; k++) {
-            if (kind == 'U') {
-                const unsigned char *u = e + 4 * k;
-                uint32_t cp = (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
-                              (uint32_t)u[3] << 24;
-                if (cp == 0)
-                    bad = "holds a NUL";
-                else if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-                    bad = "is not valid Unicode";
-                else
-                    used += put_utf8(l.storage + used, cp);
-            } else {
-                size_t ul = e[k] ? utf8_len(e + k, units - k) : 0;
-                if (e[k] == 0)
-                    bad = "holds a NUL";
-                else if (ul == 0)
-                    bad = "is not valid UTF-8";
-                else {
-                    memcpy(l.storage + used, e + k, ul);
-                    used += ul;
-                    k += ul - 1;
-                }
-            }
-        }
-        if (bad) {
-            vtr_name_list_free(&l);
-            return vtr_fail(err, VTR_ERR_FORMAT, "%s: name %lld %s", what, (long long)i, bad);
-        }
-        l.storage[used++] = '\0';
-    }
-    l.n = (size_t)n;
-    *out = l;
-    return VTR_OK;
-}
-
-vtr_status vtr_name_list_load(const char *path, vtr_name_list *out, vtr_error *err)
-{
-    *out = (vtr_name_list){0};
-    vtr_mapped_file map;
-    vtr_status st = vtr_map_file(path, &map, err);
-    if (st != VTR_OK)
-        return st;
-    st = vtr_name_list_parse(map.data ? map.data : "", map.size, path, out, err);
-    vtr_unmap_file(&map);
-    return st;
-}
 
 /* ---- the release layout ------------------------------------------------------------- */
 
@@ -464,7 +160,7 @@ end:
 typedef struct hgr_set {
     const char *set, *split;
     char *names_path;
-    vtr_name_list names;
+    vtr_npy_strings names;
     char *features_path;
     hid_t h5;          /* VTR_HGR_FRAMES */
     vtr_npy_file mean; /* VTR_HGR_MEAN */
@@ -473,7 +169,7 @@ typedef struct hgr_set {
 static void close_set(hgr_set *s)
 {
     free(s->names_path);
-    vtr_name_list_free(&s->names);
+    vtr_npy_strings_free(&s->names);
     free(s->features_path);
     if (s->h5 >= 0)
         H5Fclose(s->h5);
@@ -515,7 +211,7 @@ static vtr_status import_set(vtr_import *im, hgr_set *s, vtr_hgr_features kind,
 {
     const char *names_file = strrchr(s->names_path, '/') + 1;
     for (size_t i = 0; i < s->names.n; i++) {
-        const char *name = s->names.names[i];
+        const char *name = s->names.items[i];
         int64_t index;
         bool added;
         vtr_status st = vtr_import_item(im, name, &index, &added, err);
@@ -636,7 +332,7 @@ vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *f
         }
         if (!is_file(sets[i].names_path))
             continue;
-        if ((st = vtr_name_list_load(sets[i].names_path, &sets[i].names, err)) != VTR_OK)
+        if ((st = vtr_npy_load_strings(sets[i].names_path, &sets[i].names, err)) != VTR_OK)
             goto end;
         total += (int64_t)sets[i].names.n;
         present++;
@@ -664,7 +360,7 @@ vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *f
             goto end;
         }
         for (size_t i = 0; i < HGR_SETS; i++) {
-            if (!sets[i].names.names)
+            if (!sets[i].names.items)
                 continue;
             size_t n = strlen(features_dir) + strlen(name) + strlen(sets[i].set) + 16;
             if (!(sets[i].features_path = malloc(n))) {
@@ -693,7 +389,7 @@ vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *f
         goto end;
     int64_t done = 0;
     for (size_t i = 0; i < HGR_SETS; i++)
-        if (sets[i].names.names && (st = import_set(im, &sets[i], kind, captions, captions_path,
+        if (sets[i].names.items && (st = import_set(im, &sets[i], kind, captions, captions_path,
                                                     &done, total, &buf, &cap, err)) != VTR_OK)
             goto end;
     st = vtr_import_finish(im, stats, err);

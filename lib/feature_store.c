@@ -66,60 +66,15 @@ static char *parent_dir(const char *path)
     return strndup(path, (size_t)(slash - path));
 }
 
-/* ---- NPY headers written before the data and patched at the end ---- */
-
-/* The NPY header (preamble included) of a dtype array with shape (0,) or (0, dim),
- * malloc'ed. numpy >= 1.24 pads the first dimension's digits to 21 columns, so the
- * header of the final shape (n,) or (n, dim) has the same length (patch_first_dim). */
-static vtr_status empty_header(vtr_dtype dtype, int ndim, int64_t dim, char **hdr, size_t *len,
-                               vtr_error *err)
-{
-    vtr_tensor t = {.dtype = dtype, .ndim = ndim, .shape = {0, dim}, .data = NULL};
-    *hdr = NULL;
-    *len = 0;
-    FILE *mem = open_memstream(hdr, len);
-    if (!mem)
-        return vtr_fail(err, VTR_ERR_NOMEM, "NPY header: out of memory");
-    vtr_status st = vtr_npy_write_stream(mem, &t, 1, "NPY header", err);
-    if (fclose(mem) != 0 && st == VTR_OK)
-        st = vtr_fail(err, VTR_ERR_NOMEM, "NPY header: out of memory");
-    if (st != VTR_OK) {
-        free(*hdr);
-        *hdr = NULL;
-    }
-    return st;
-}
-
-/* Rewrites the first dimension of a header made by empty_header from 0 to n, taking the
- * extra digits out of the padding before the final '\n'. */
-static bool patch_first_dim(char *hdr, size_t len, int64_t n)
-{
-    static const char field[] = "'shape': (0";
-    char *p = NULL;
-    for (size_t i = 0; i + sizeof field - 1 <= len && !p; i++)
-        if (memcmp(hdr + i, field, sizeof field - 1) == 0)
-            p = hdr + i + sizeof field - 2; /* the '0' */
-    char digits[24];
-    int nd = snprintf(digits, sizeof digits, "%lld", (long long)n);
-    char *nl = hdr + len - 1;
-    if (!p || *nl != '\n' || nl - p < nd)
-        return false;
-    for (int k = 1; k < nd; k++) /* the padding must have room */
-        if (nl[-k] != ' ')
-            return false;
-    memmove(p + nd, p + 1, (size_t)(nl - (nd - 1) - (p + 1)));
-    memcpy(p, digits, (size_t)nd);
-    return true;
-}
-
 /* ---- writer ---- */
 
 struct vtr_feature_store_writer {
     char *path;     /* NAME */
     char *tmp_dir;  /* NAME.tmp.PID */
     FILE *rows, *offsets, *keys;
-    char *rows_header, *offsets_header;
-    size_t rows_header_len, offsets_header_len;
+    /* rows.npy and offsets.npy: headers written before the data, their row count
+     * rewritten at the end (lib/npy.h) */
+    vtr_npy_header rows_header, offsets_header;
     vtr_dtype dtype;
     int64_t dim;    /* 0 until known */
     int64_t items, nrows;
@@ -146,9 +101,10 @@ static vtr_status open_in_tmp(vtr_feature_store_writer *w, const char *name, FIL
 /* Reserves rows.npy's header once D is known. */
 static vtr_status start_rows(vtr_feature_store_writer *w, vtr_error *err)
 {
-    vtr_status st = empty_header(w->dtype, 2, w->dim, &w->rows_header, &w->rows_header_len, err);
+    vtr_status st = vtr_npy_header_init(&w->rows_header, w->dtype, 2, (int64_t[]){0, w->dim},
+                                        err);
     if (st == VTR_OK)
-        st = vtr_write_all(w->rows, w->rows_header, w->rows_header_len, ROWS_FILE, err);
+        st = vtr_write_all(w->rows, w->rows_header.bytes, w->rows_header.len, ROWS_FILE, err);
     if (st != VTR_OK)
         vtr_error_context(err, "feature store %s", w->path);
     return st;
@@ -217,11 +173,11 @@ vtr_status vtr_feature_store_writer_open(const char *path, const vtr_feature_sto
     if (w->dim > 0 && (st = start_rows(w, err)) != VTR_OK)
         goto fail;
     /* offsets.npy: header for (0,), patched at the end, then offsets[0] = 0 */
-    st = empty_header(VTR_I64, 1, 0, &w->offsets_header, &w->offsets_header_len, err);
     int64_t zero = 0;
+    st = vtr_npy_header_init(&w->offsets_header, VTR_I64, 1, &zero, err);
     if (st == VTR_OK)
-        st = vtr_write_all(w->offsets, w->offsets_header, w->offsets_header_len, OFFSETS_FILE,
-                           err);
+        st = vtr_write_all(w->offsets, w->offsets_header.bytes, w->offsets_header.len,
+                           OFFSETS_FILE, err);
     if (st == VTR_OK)
         st = vtr_write_all(w->offsets, &zero, sizeof zero, OFFSETS_FILE, err);
     if (st != VTR_OK) {
@@ -362,18 +318,18 @@ vtr_status vtr_feature_store_writer_add(vtr_feature_store_writer *w, const char 
 
 /* Rewrites the reserved header with the final first dimension, then flushes, syncs and
  * closes the file. */
-static vtr_status close_array(FILE **fp, char *hdr, size_t len, int64_t n, const char *name,
+static vtr_status close_array(FILE **fp, vtr_npy_header *hdr, int64_t n, const char *name,
                               vtr_error *err)
 {
     FILE *f = *fp;
     *fp = NULL;
-    vtr_status st = VTR_OK;
-    if (!patch_first_dim(hdr, len, n))
-        st = vtr_fail(err, VTR_ERR_INVALID, "%s: cannot write the shape into the header", name);
+    vtr_status st = vtr_npy_header_set_rows(hdr, n, err);
+    if (st != VTR_OK)
+        vtr_error_context(err, "%s", name);
     else if (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0)
         st = vtr_fail_errno(err, "%s", name);
     else
-        st = vtr_write_all(f, hdr, len, name, err);
+        st = vtr_write_all(f, hdr->bytes, hdr->len, name, err);
     if (st == VTR_OK && (fflush(f) != 0 || fsync(fileno(f)) != 0))
         st = vtr_fail_errno(err, "%s", name);
     if (fclose(f) != 0 && st == VTR_OK)
@@ -491,10 +447,9 @@ vtr_status vtr_feature_store_writer_finish(vtr_feature_store_writer *w, vtr_erro
                       "feature store %s: no items and no dim given: nothing to store", w->path);
         goto fail;
     }
-    if ((st = close_array(&w->rows, w->rows_header, w->rows_header_len, w->nrows, ROWS_FILE,
-                          err)) != VTR_OK ||
-        (st = close_array(&w->offsets, w->offsets_header, w->offsets_header_len, w->items + 1,
-                          OFFSETS_FILE, err)) != VTR_OK ||
+    if ((st = close_array(&w->rows, &w->rows_header, w->nrows, ROWS_FILE, err)) != VTR_OK ||
+        (st = close_array(&w->offsets, &w->offsets_header, w->items + 1, OFFSETS_FILE, err)) !=
+            VTR_OK ||
         (st = close_text(&w->keys, KEYS_FILE, err)) != VTR_OK) {
         vtr_error_context(err, "feature store %s", w->path);
         goto fail;
@@ -530,8 +485,6 @@ void vtr_feature_store_writer_abort(vtr_feature_store_writer *w)
         remove_dir(w->tmp_dir);
     free(w->tmp_dir);
     free(w->path);
-    free(w->rows_header);
-    free(w->offsets_header);
     vtr_string_table_free(w->seen);
     free(w->extractor);
     json_decref(w->source);

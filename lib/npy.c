@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -28,6 +29,8 @@
 #define NPY_GROWTH_AXIS_DIGITS 21
 /* Big enough for the dict of any vtr_tensor (8 dims of 20 digits) plus 64 of padding. */
 #define NPY_HEADER_MAX 512
+_Static_assert(VTR_NPY_HEADER_MAX >= NPY_HEADER_MAX + NPY_ALIGN + NPY_PREAMBLE_V2,
+               "VTR_NPY_HEADER_MAX holds any header build_header writes");
 
 static const struct {
     vtr_dtype dtype;
@@ -226,20 +229,21 @@ static vtr_status parse_descr(const char *s, size_t n, vtr_dtype *dtype, vtr_err
                     shown);
 }
 
-typedef struct npy_header {
-    vtr_dtype dtype;
+/* The dict of an NPY header, its descr not yet interpreted (numbers and strings differ). */
+typedef struct npy_dict {
+    const char *descr; /* points into the header */
+    size_t descr_len;
+    bool fortran;
     int ndim;
     int64_t shape[VTR_MAX_DIMS];
-} npy_header;
+} npy_dict;
 
 /* Parses the dict literal in [text, text + len); file_start locates bytes in messages. */
-static vtr_status parse_header(const char *text, size_t len, const char *file_start,
-                               npy_header *out, vtr_error *err)
+static vtr_status parse_dict(const char *text, size_t len, const char *file_start,
+                             npy_dict *out, vtr_error *err)
 {
     header_parser hp = {text, text + len, file_start, err};
-    bool seen_descr = false, seen_fortran = false, seen_shape = false, fortran = false;
-    const char *descr = NULL;
-    size_t descr_len = 0;
+    bool seen_descr = false, seen_fortran = false, seen_shape = false;
     vtr_status st;
 
     if (!accept(&hp, '{'))
@@ -258,10 +262,10 @@ static vtr_status parse_header(const char *text, size_t len, const char *file_st
             if (peek(&hp, '[') || peek(&hp, '{'))
                 return vtr_fail(err, VTR_ERR_UNSUPPORTED,
                                 "NPY structured dtypes are not supported");
-            st = parse_string(&hp, &descr, &descr_len);
+            st = parse_string(&hp, &out->descr, &out->descr_len);
         } else if (key_len == 13 && memcmp(key, "fortran_order", 13) == 0) {
             seen = &seen_fortran;
-            st = parse_bool(&hp, &fortran);
+            st = parse_bool(&hp, &out->fortran);
         } else if (key_len == 5 && memcmp(key, "shape", 5) == 0) {
             seen = &seen_shape;
             st = parse_shape(&hp, &out->ndim, out->shape);
@@ -291,11 +295,6 @@ static vtr_status parse_header(const char *text, size_t len, const char *file_st
                         : !seen_shape ? "shape" : NULL;
     if (missing)
         return vtr_fail(err, VTR_ERR_FORMAT, "NPY header: missing key '%s'", missing);
-    if ((st = parse_descr(descr, descr_len, &out->dtype, err)) != VTR_OK)
-        return st;
-    if (fortran && out->ndim > 1)
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "Fortran order is not supported");
-    /* with fewer than 2 dimensions Fortran and C order are the same bytes */
     return VTR_OK;
 }
 
@@ -309,10 +308,11 @@ static uint32_t read_le(const unsigned char *p, int bytes)
     return v;
 }
 
-vtr_status vtr_npy_parse(const void *buf, size_t len, vtr_tensor *out, vtr_error *err)
+/* Checks the preamble of the image buf (len bytes) and parses its header dict; sets
+ * *data_offset to where the data starts (<= len). */
+static vtr_status parse_image_header(const unsigned char *b, size_t len, npy_dict *dict,
+                                     size_t *data_offset, vtr_error *err)
 {
-    const unsigned char *b = buf;
-    memset(out, 0, sizeof *out);
     if (len == 0)
         return vtr_fail(err, VTR_ERR_FORMAT, "empty file, not an NPY array");
     if (len < NPY_MAGIC_LEN || memcmp(b, NPY_MAGIC, NPY_MAGIC_LEN) != 0) {
@@ -338,14 +338,27 @@ vtr_status vtr_npy_parse(const void *buf, size_t len, vtr_tensor *out, vtr_error
 
     /* Version 3.0 headers are UTF-8, 1.0 and 2.0 latin1; the syntax is ASCII either way,
      * and non-ASCII bytes can only sit inside strings, whose values are checked. */
-    npy_header h;
-    vtr_status st = parse_header((const char *)b + preamble, header_len, (const char *)b, &h,
-                                 err);
+    *data_offset = preamble + header_len;
+    return parse_dict((const char *)b + preamble, header_len, (const char *)b, dict, err);
+}
+
+vtr_status vtr_npy_parse(const void *buf, size_t len, vtr_tensor *out, vtr_error *err)
+{
+    const unsigned char *b = buf;
+    memset(out, 0, sizeof *out);
+    npy_dict h;
+    vtr_dtype dtype = VTR_F32;
+    size_t data_offset, nbytes;
+    vtr_status st = parse_image_header(b, len, &h, &data_offset, err);
     if (st != VTR_OK)
         return st;
+    if ((st = parse_descr(h.descr, h.descr_len, &dtype, err)) != VTR_OK)
+        return st;
+    if (h.fortran && h.ndim > 1)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "Fortran order is not supported");
+    /* with fewer than 2 dimensions Fortran and C order are the same bytes */
 
-    size_t data_offset = preamble + header_len, nbytes;
-    if (vtr_shape_nbytes(h.dtype, h.ndim, h.shape, SIZE_MAX, &nbytes, err) != VTR_OK) {
+    if (vtr_shape_nbytes(dtype, h.ndim, h.shape, SIZE_MAX, &nbytes, err) != VTR_OK) {
         vtr_error_context(err, "NPY header");
         return VTR_ERR_FORMAT;
     }
@@ -355,13 +368,13 @@ vtr_status vtr_npy_parse(const void *buf, size_t len, vtr_tensor *out, vtr_error
     if (nbytes > present)
         return vtr_fail(err, VTR_ERR_FORMAT,
                         "truncated NPY data: %s %s needs %zu bytes, %zu are present",
-                        vtr_dtype_name(h.dtype), shape, nbytes, present);
+                        vtr_dtype_name(dtype), shape, nbytes, present);
     if (nbytes < present)
         return vtr_fail(err, VTR_ERR_FORMAT,
                         "NPY file has %zu trailing bytes after the %s %s data",
-                        present - nbytes, vtr_dtype_name(h.dtype), shape);
+                        present - nbytes, vtr_dtype_name(dtype), shape);
 
-    out->dtype = h.dtype;
+    out->dtype = dtype;
     out->ndim = h.ndim;
     memcpy(out->shape, h.shape, sizeof h.shape);
     out->data = (void *)(uintptr_t)(b + data_offset);
@@ -388,11 +401,211 @@ void vtr_npy_close(vtr_npy_file *file)
     memset(&file->tensor, 0, sizeof file->tensor);
 }
 
+/* ---- string arrays ---- */
+
+/* Longest element accepted, in code units: bounds what one header makes us allocate. */
+#define NPY_STRING_MAX_UNITS (1 << 20)
+
+void vtr_npy_strings_free(vtr_npy_strings *s)
+{
+    if (!s)
+        return;
+    free(s->items);
+    free(s->storage);
+    *s = (vtr_npy_strings){0};
+}
+
+/* Parses a string dtype "[<>=|]U{L}" or "[<>=|]S{L}": *kind 'U' or 'S', *units L. */
+static vtr_status parse_string_descr(const char *s, size_t n, char *kind, size_t *units,
+                                     vtr_error *err)
+{
+    char shown[64];
+    vtr_printable(s, n, shown, sizeof shown);
+    const char *p = s, *end = s + n;
+    char order = 0;
+    if (p < end && memchr("<>=|", *p, 4))
+        order = *p++;
+    *kind = p < end ? *p++ : 0;
+    size_t len = 0;
+    bool numeric = p < end;
+    for (; p < end && numeric; p++) {
+        numeric = *p >= '0' && *p <= '9';
+        len = len * 10 + (size_t)(*p - '0');
+        if (len > NPY_STRING_MAX_UNITS)
+            numeric = false;
+    }
+    if (*kind == 'O')
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                        "an object array (pickled, dtype '%s'); re-save it as a str array: "
+                        "np.save(path, np.asarray(names, dtype=str))",
+                        shown);
+    if ((*kind != 'U' && *kind != 'S') || !numeric || len < 1)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                        "dtype '%s'; expected a numpy string array ('<U..' or '|S..')", shown);
+    if (*kind == 'U' && order == '>')
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "big-endian dtype '%s'", shown);
+    *units = len;
+    return VTR_OK;
+}
+
+/* Appends code point cp (valid Unicode) as UTF-8; returns the bytes written. */
+static size_t put_utf8(char *out, uint32_t cp)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | cp >> 6);
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | cp >> 12);
+        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | cp >> 18);
+    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Length of a valid UTF-8 sequence at s (n >= 1 bytes left), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    uint32_t cp, min;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0)
+        len = 2, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0)
+        len = 3, cp = c & 0x0F, min = 0x800;
+    else if ((c & 0xF8) == 0xF0)
+        len = 4, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[k] & 0x3F);
+    }
+    return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : len;
+}
+
+/* Converts element e (units code units of unit bytes, kind 'U' or 'S', trailing NULs
+ * already cut) to UTF-8 at out; sets *used to the bytes written. Returns NULL, or what
+ * is wrong with it. */
+static const char *decode_string(const unsigned char *e, size_t units, char kind, char *out,
+                                 size_t *used)
+{
+    size_t n = 0;
+    if (units == 0)
+        return "is empty";
+    for (size_t k = 0; k < units; k++) {
+        if (kind == 'U') {
+            uint32_t cp = read_le(e + 4 * k, 4);
+            if (cp == 0)
+                return "holds a NUL";
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+                return "is not valid Unicode";
+            n += put_utf8(out + n, cp);
+        } else {
+            if (e[k] == 0)
+                return "holds a NUL";
+            size_t ul = utf8_len(e + k, units - k);
+            if (ul == 0)
+                return "is not valid UTF-8";
+            memcpy(out + n, e + k, ul);
+            n += ul;
+            k += ul - 1;
+        }
+    }
+    *used = n;
+    return NULL;
+}
+
+vtr_status vtr_npy_parse_strings(const void *buf, size_t len, vtr_npy_strings *out,
+                                 vtr_error *err)
+{
+    const unsigned char *b = buf;
+    *out = (vtr_npy_strings){0};
+    npy_dict h;
+    size_t data_offset, units = 0;
+    char kind = 0;
+    vtr_status st = parse_image_header(b, len, &h, &data_offset, err);
+    if (st != VTR_OK)
+        return st;
+    if ((st = parse_string_descr(h.descr, h.descr_len, &kind, &units, err)) != VTR_OK)
+        return st;
+    /* Fortran order: one dimension is the same bytes either way */
+    if (h.ndim != 1)
+        return vtr_fail(err, VTR_ERR_FORMAT, "%d-D array; expected a 1-D list of names",
+                        h.ndim);
+    char shown[64];
+    vtr_printable(h.descr, h.descr_len, shown, sizeof shown);
+    size_t unit = kind == 'U' ? 4 : 1, itemsize = unit * units;
+    size_t data_len = len - data_offset;
+    int64_t n = h.shape[0];
+    if (n < 0 || (uint64_t)n > SIZE_MAX / itemsize || (size_t)n * itemsize != data_len)
+        return vtr_fail(err, VTR_ERR_FORMAT,
+                        "%zu data bytes for %lld names of %zu bytes (dtype '%s')", data_len,
+                        (long long)n, itemsize, shown);
+
+    const unsigned char *data = b + data_offset;
+    vtr_npy_strings l = {0};
+    l.items = malloc((size_t)(n ? n : 1) * sizeof *l.items);
+    l.storage = malloc(data_len + (size_t)n + 1); /* UTF-8 never outgrows UTF-32 */
+    if (!l.items || !l.storage) {
+        vtr_npy_strings_free(&l);
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    }
+    size_t used = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const unsigned char *e = data + (size_t)i * itemsize;
+        size_t kept = units, written = 0;
+        while (kept > 0 && !memcmp(e + (kept - 1) * unit, "\0\0\0\0", unit))
+            kept--;
+        const char *bad = decode_string(e, kept, kind, l.storage + used, &written);
+        if (bad) {
+            vtr_npy_strings_free(&l);
+            return vtr_fail(err, VTR_ERR_FORMAT, "name %lld %s", (long long)i, bad);
+        }
+        l.items[i] = l.storage + used;
+        used += written;
+        l.storage[used++] = '\0';
+    }
+    l.n = (size_t)n;
+    *out = l;
+    return VTR_OK;
+}
+
+vtr_status vtr_npy_load_strings(const char *path, vtr_npy_strings *out, vtr_error *err)
+{
+    *out = (vtr_npy_strings){0};
+    vtr_mapped_file map;
+    vtr_status st = vtr_map_file(path, &map, err);
+    if (st != VTR_OK)
+        return st; /* the message already names the path */
+    st = vtr_npy_parse_strings(map.data, map.size, out, err);
+    if (st != VTR_OK)
+        vtr_error_context(err, "%s", path);
+    vtr_unmap_file(&map);
+    return st;
+}
+
 /* ---- writer ---- */
 
-/* Checks that t can be written as NPY and sets its descr and byte size. */
-static vtr_status check_writable(const vtr_tensor *t, int version, const char *what,
-                                 const char **descr, size_t *nbytes, vtr_error *err)
+/* Checks that an NPY header can describe t (its data aside) and sets its descr and the
+ * data's byte size. */
+static vtr_status check_header(const vtr_tensor *t, int version, const char *what,
+                               const char **descr, size_t *nbytes, vtr_error *err)
 {
     if (version < 0 || version > 3)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: NPY version %d (use 1, 2, 3 or 0)", what,
@@ -406,9 +619,17 @@ static vtr_status check_writable(const vtr_tensor *t, int version, const char *w
     vtr_error shape_err;
     if (vtr_shape_nbytes(t->dtype, t->ndim, t->shape, SIZE_MAX, nbytes, &shape_err) != VTR_OK)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: %s", what, shape_err.msg);
-    if (*nbytes > 0 && !t->data)
-        return vtr_fail(err, VTR_ERR_INVALID, "%s: tensor has no data", what);
     return VTR_OK;
+}
+
+/* check_header, and that t has its data. */
+static vtr_status check_writable(const vtr_tensor *t, int version, const char *what,
+                                 const char **descr, size_t *nbytes, vtr_error *err)
+{
+    vtr_status st = check_header(t, version, what, descr, nbytes, err);
+    if (st == VTR_OK && *nbytes > 0 && !t->data)
+        return vtr_fail(err, VTR_ERR_INVALID, "%s: tensor has no data", what);
+    return st;
 }
 
 /* Builds the complete header (preamble, dict, padding, '\n') into buf, byte for byte as
@@ -453,11 +674,49 @@ size_t vtr_npy_serialized_size(const vtr_tensor *t, int version)
 {
     const char *descr;
     size_t nbytes;
-    unsigned char header[NPY_HEADER_MAX + NPY_ALIGN + NPY_PREAMBLE_V2];
+    unsigned char header[VTR_NPY_HEADER_MAX];
     if (check_writable(t, version, "", &descr, &nbytes, NULL) != VTR_OK)
         return 0;
     size_t header_len = build_header(t, descr, version, header);
     return nbytes > SIZE_MAX - header_len ? 0 : header_len + nbytes;
+}
+
+vtr_status vtr_npy_header_init(vtr_npy_header *h, vtr_dtype dtype, int ndim,
+                               const int64_t *shape, vtr_error *err)
+{
+    memset(h, 0, sizeof *h);
+    vtr_tensor t = {.dtype = dtype, .ndim = ndim};
+    if (ndim < 1 || ndim > VTR_MAX_DIMS)
+        return vtr_fail(err, VTR_ERR_INVALID, "NPY header: %d dimensions (1 to %d)", ndim,
+                        VTR_MAX_DIMS);
+    memcpy(t.shape, shape, (size_t)ndim * sizeof *shape);
+    const char *descr;
+    size_t nbytes;
+    vtr_status st = check_header(&t, 1, "NPY header", &descr, &nbytes, err);
+    if (st != VTR_OK)
+        return st;
+    h->dtype = dtype;
+    h->ndim = ndim;
+    memcpy(h->shape, t.shape, sizeof h->shape);
+    h->len = build_header(&t, descr, 1, h->bytes);
+    return VTR_OK;
+}
+
+vtr_status vtr_npy_header_set_rows(vtr_npy_header *h, int64_t rows, vtr_error *err)
+{
+    int64_t shape[VTR_MAX_DIMS];
+    memcpy(shape, h->shape, sizeof shape);
+    shape[0] = rows;
+    vtr_npy_header next;
+    vtr_status st = vtr_npy_header_init(&next, h->dtype, h->ndim, shape, err);
+    if (st != VTR_OK)
+        return st;
+    if (next.len != h->len) /* the first dimension's padding makes this unreachable */
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "NPY header: %lld rows do not fit in the reserved header",
+                        (long long)rows);
+    *h = next;
+    return VTR_OK;
 }
 
 vtr_status vtr_npy_write_stream(FILE *fp, const vtr_tensor *t, int version, const char *what,
@@ -465,7 +724,7 @@ vtr_status vtr_npy_write_stream(FILE *fp, const vtr_tensor *t, int version, cons
 {
     const char *descr;
     size_t nbytes;
-    unsigned char header[NPY_HEADER_MAX + NPY_ALIGN + NPY_PREAMBLE_V2];
+    unsigned char header[VTR_NPY_HEADER_MAX];
     vtr_status st = check_writable(t, version, what, &descr, &nbytes, err);
     if (st != VTR_OK)
         return st;

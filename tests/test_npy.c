@@ -427,6 +427,17 @@ TEST(npy_header_errors)
                        "unexpected bytes after the dictionary");
 }
 
+/* What a parser says of the first cut bytes of a valid NPY image (version `version`, data
+ * from data_offset): data_error once the header is whole. */
+static const char *truncation_error(size_t cut, int version, size_t data_offset,
+                                    const char *data_error)
+{
+    return cut == 0                         ? "empty file"
+           : cut < (version == 1 ? 10 : 12) ? "truncated NPY file"
+           : cut < data_offset              ? "truncated NPY header"
+                                            : data_error;
+}
+
 /* A valid file cut at every length fails with "empty" or "truncated", never a crash. */
 TEST(npy_truncated_at_every_length)
 {
@@ -446,10 +457,7 @@ TEST(npy_truncated_at_every_length)
             memcpy(part, buf, cut);
             vtr_tensor back;
             CHECK_FAILS(vtr_npy_parse(part, cut, &back, &err), VTR_ERR_FORMAT,
-                        cut == 0                       ? "empty file"
-                        : cut < (version == 1 ? 10 : 12) ? "truncated NPY file"
-                        : cut < data_offset              ? "truncated NPY header"
-                                                         : "truncated NPY data");
+                        truncation_error(cut, version, data_offset, "truncated NPY data"));
             free(part);
         }
         vtr_tensor back;
@@ -586,4 +594,335 @@ TEST(npy_bytes_equal_numpy)
     free(file);
     free(buf);
     free(t.data);
+}
+
+/* ---- headers written before the data ---- */
+
+/* A header reserved for (0, D) and rewritten with the final row count has the same length
+ * and the bytes vtr_npy_write_stream writes for the final array (numpy's). */
+TEST(npy_header_rows_rewritten_in_place)
+{
+    vtr_error err;
+    static const struct {
+        vtr_dtype dtype;
+        int ndim;
+        int64_t dim;
+    } cases[] = {{VTR_F16, 2, 512}, {VTR_F32, 2, 3}, {VTR_I64, 1, 0}, {VTR_U8, 3, 7}};
+    static const int64_t rows[] = {0, 1, 9, 10, 123456, INT64_C(1) << 40};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t shape[3] = {0, cases[c].dim, cases[c].dim};
+        vtr_npy_header h;
+        CHECK_OK(vtr_npy_header_init(&h, cases[c].dtype, cases[c].ndim, shape, &err));
+        size_t reserved = h.len;
+        CHECK_EQ_INT(reserved % 64, 0);
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+            CHECK_OK(vtr_npy_header_set_rows(&h, rows[r], &err));
+            CHECK_EQ_INT(h.len, reserved);
+            CHECK_EQ_INT(h.shape[0], rows[r]);
+            /* the bytes numpy writes for the final shape: the header of a 1-row array
+             * with its first dimension changed, data left out */
+            vtr_tensor t = {.dtype = cases[c].dtype, .ndim = cases[c].ndim};
+            memcpy(t.shape, shape, sizeof shape);
+            t.shape[0] = 1;
+            t.data = calloc(1, vtr_tensor_nbytes(&t) + 1);
+            char *buf = NULL;
+            size_t len = 0;
+            FILE *fp = open_memstream(&buf, &len);
+            CHECK_OK(vtr_npy_write_stream(fp, &t, 1, "memory", &err));
+            fclose(fp);
+            vtr_npy_header one;
+            shape[0] = 1;
+            CHECK_OK(vtr_npy_header_init(&one, cases[c].dtype, cases[c].ndim, shape, &err));
+            shape[0] = 0;
+            CHECK_EQ_INT(len, one.len + vtr_tensor_nbytes(&t));
+            CHECK(memcmp(buf, one.bytes, one.len) == 0);
+            free(buf);
+            free(t.data);
+            /* and the rewritten header parses as the final shape */
+            if (rows[r] == 1) {
+                CHECK(memcmp(h.bytes, one.bytes, h.len) == 0);
+            } else if (rows[r] == 0) {
+                vtr_tensor back;
+                CHECK_OK(vtr_npy_parse(h.bytes, h.len, &back, &err));
+                CHECK_EQ_INT(back.shape[0], 0);
+                CHECK_EQ_INT(back.ndim, cases[c].ndim);
+            }
+        }
+    }
+}
+
+/* A (rows, D) file written as a writer does it: the (0, D) header, the rows, then the
+ * header rewritten at the start; vtr_npy_load reads it back. */
+TEST(npy_header_streamed_file)
+{
+    vtr_error err;
+    const char *path = test_path("streamed.npy");
+    int64_t shape[2] = {0, 3};
+    vtr_npy_header h;
+    CHECK_OK(vtr_npy_header_init(&h, VTR_F32, 2, shape, &err));
+    FILE *fp = fopen(path, "wb");
+    CHECK(fp);
+    CHECK(fwrite(h.bytes, 1, h.len, fp) == h.len);
+    float rows[4][3];
+    for (int i = 0; i < 12; i++)
+        rows[i / 3][i % 3] = (float)i;
+    CHECK(fwrite(rows, sizeof rows, 1, fp) == 1);
+    CHECK_OK(vtr_npy_header_set_rows(&h, 4, &err));
+    CHECK(fseek(fp, 0, SEEK_SET) == 0);
+    CHECK(fwrite(h.bytes, 1, h.len, fp) == h.len);
+    CHECK(fclose(fp) == 0);
+    vtr_npy_file f;
+    CHECK_OK(vtr_npy_load(path, &f, &err));
+    CHECK_EQ_INT(f.tensor.shape[0], 4);
+    CHECK_EQ_INT(f.tensor.shape[1], 3);
+    CHECK(memcmp(f.tensor.data, rows, sizeof rows) == 0);
+    vtr_npy_close(&f);
+}
+
+TEST(npy_reserved_header_errors)
+{
+    vtr_error err;
+    vtr_npy_header h;
+    int64_t shape[VTR_MAX_DIMS + 1] = {0, 4};
+    CHECK_FAILS(vtr_npy_header_init(&h, VTR_F32, 0, shape, &err), VTR_ERR_INVALID,
+                "NPY header: 0 dimensions");
+    CHECK_EQ_INT(h.len, 0);
+    CHECK_FAILS(vtr_npy_header_init(&h, VTR_F32, VTR_MAX_DIMS + 1, shape, &err),
+                VTR_ERR_INVALID, "NPY header: 9 dimensions");
+    CHECK_FAILS(vtr_npy_header_init(&h, VTR_BF16, 2, shape, &err), VTR_ERR_UNSUPPORTED,
+                "NPY header: NPY has no bfloat16 dtype");
+    CHECK_FAILS(vtr_npy_header_init(&h, (vtr_dtype)99, 2, shape, &err), VTR_ERR_INVALID,
+                "NPY header: invalid dtype 99");
+    shape[1] = -4;
+    CHECK_FAILS(vtr_npy_header_init(&h, VTR_F32, 2, shape, &err), VTR_ERR_INVALID,
+                "negative dimension -4");
+    shape[1] = 4;
+    CHECK_OK(vtr_npy_header_init(&h, VTR_F32, 2, shape, &err));
+    vtr_npy_header before = h;
+    CHECK_FAILS(vtr_npy_header_set_rows(&h, -1, &err), VTR_ERR_INVALID,
+                "negative dimension -1");
+    CHECK_FAILS(vtr_npy_header_set_rows(&h, INT64_MAX, &err), VTR_ERR_INVALID, "too large");
+    CHECK(memcmp(&h, &before, sizeof h) == 0); /* a refusal leaves it as it was */
+}
+
+/* ---- string arrays ---- */
+
+/* '<U3' of "ab" and "\u00e9x\U0001F600" */
+static const uint32_t two_names[6] = {'a', 'b', 0, 0xE9, 'x', 0x1F600};
+#define TWO_NAMES_HEADER "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }"
+
+TEST(npy_strings_read)
+{
+    vtr_error err;
+    vtr_npy_strings l;
+    size_t len;
+    for (int version = 1; version <= 3; version++) {
+        unsigned char *buf = make_npy(TWO_NAMES_HEADER, version, two_names, sizeof two_names,
+                                      1, &len);
+        CHECK_OK(vtr_npy_parse_strings(buf, len, &l, &err));
+        CHECK_EQ_INT(l.n, 2);
+        CHECK_STR(l.items[0], "ab");
+        CHECK_STR(l.items[1], "\xc3\xa9x\xf0\x9f\x98\x80");
+        free(buf); /* the strings are a copy */
+        CHECK_STR(l.items[0], "ab");
+        vtr_npy_strings_free(&l);
+        CHECK(l.n == 0 && !l.items && !l.storage);
+        vtr_npy_strings_free(&l); /* twice is safe */
+    }
+    /* bytes, read as UTF-8; trailing NULs cut */
+    unsigned char *buf = make_npy("{'descr': '|S4', 'fortran_order': False, 'shape': (2,), }", 1,
+                                  "abcdxy\0\0", 8, 1, &len);
+    CHECK_OK(vtr_npy_parse_strings(buf, len, &l, &err));
+    CHECK_STR(l.items[0], "abcd");
+    CHECK_STR(l.items[1], "xy");
+    vtr_npy_strings_free(&l);
+    free(buf);
+    /* other byte-order marks numpy accepts, Fortran order of one dimension */
+    buf = make_npy("{'descr': '=U1', 'fortran_order': True, 'shape': (1,), }", 1, "z\0\0\0", 4,
+                   1, &len);
+    CHECK_OK(vtr_npy_parse_strings(buf, len, &l, &err));
+    CHECK_STR(l.items[0], "z");
+    vtr_npy_strings_free(&l);
+    free(buf);
+    /* no strings at all */
+    buf = make_npy("{'descr': '<U1', 'fortran_order': False, 'shape': (0,), }", 1, "", 0, 1, &len);
+    CHECK_OK(vtr_npy_parse_strings(buf, len, &l, &err));
+    CHECK_EQ_INT(l.n, 0);
+    vtr_npy_strings_free(&l);
+    free(buf);
+    vtr_npy_strings_free(NULL);
+}
+
+TEST(npy_strings_errors)
+{
+    vtr_error err;
+    vtr_npy_strings l;
+    struct {
+        const char *dict;
+        const void *data;
+        size_t len;
+        vtr_status status;
+        const char *needle;
+    } bad[] = {
+        {"{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", "12345678", 8,
+         VTR_ERR_UNSUPPORTED, "an object array (pickled, dtype '|O'); re-save it as a str array"},
+        {"{'descr': '>U2', 'fortran_order': False, 'shape': (1,), }", "\0\0\0a\0\0\0b", 8,
+         VTR_ERR_UNSUPPORTED, "big-endian dtype '>U2'"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", "12345678", 8,
+         VTR_ERR_UNSUPPORTED, "dtype '<f4'; expected a numpy string array"},
+        {"{'descr': '<U0', 'fortran_order': False, 'shape': (0,), }", "", 0, VTR_ERR_UNSUPPORTED,
+         "dtype '<U0'"},
+        {"{'descr': '<U', 'fortran_order': False, 'shape': (0,), }", "", 0, VTR_ERR_UNSUPPORTED,
+         "dtype '<U'"},
+        {"{'descr': '<', 'fortran_order': False, 'shape': (0,), }", "", 0, VTR_ERR_UNSUPPORTED,
+         "dtype '<'"},
+        {"{'descr': '<U1x', 'fortran_order': False, 'shape': (0,), }", "", 0, VTR_ERR_UNSUPPORTED,
+         "dtype '<U1x'"},
+        {"{'descr': '<U1048577', 'fortran_order': False, 'shape': (0,), }", "", 0,
+         VTR_ERR_UNSUPPORTED, "dtype '<U1048577'"},
+        {"{'descr': '<U\xff', 'fortran_order': False, 'shape': (0,), }", "", 0,
+         VTR_ERR_UNSUPPORTED, "dtype '<U\\xff'"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (1, 2), }", "a\0\0\0b\0\0\0", 8,
+         VTR_ERR_FORMAT, "2-D array; expected a 1-D list of names"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (), }", "a\0\0\0", 4,
+         VTR_ERR_FORMAT, "0-D array"},
+        {"{'descr': '<U2', 'fortran_order': False, 'shape': (2,), }", "a\0\0\0b\0\0\0", 8,
+         VTR_ERR_FORMAT, "8 data bytes for 2 names of 8 bytes (dtype '<U2')"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (-1,), }", "", 0, VTR_ERR_FORMAT,
+         "0 data bytes for -1 names"},
+        {"{'descr': '|S1048576', 'fortran_order': False, 'shape': (4611686018427387904,), }", "",
+         0, VTR_ERR_FORMAT, "0 data bytes for 4611686018427387904 names of 1048576 bytes"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (2,), }", "a\0\0\0\0\0\0\0", 8,
+         VTR_ERR_FORMAT, "name 1 is empty"},
+        {"{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }", "\0\0\0\0b\0\0\0", 8,
+         VTR_ERR_FORMAT, "name 0 holds a NUL"},
+        {"{'descr': '|S2', 'fortran_order': False, 'shape': (1,), }", "\0b", 2, VTR_ERR_FORMAT,
+         "name 0 holds a NUL"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", "\0\xd8\0\0", 4,
+         VTR_ERR_FORMAT, "name 0 is not valid Unicode"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", "\0\0\x11\0", 4,
+         VTR_ERR_FORMAT, "not valid Unicode"},
+        {"{'descr': '|S2', 'fortran_order': False, 'shape': (1,), }", "\xc3(", 2, VTR_ERR_FORMAT,
+         "name 0 is not valid UTF-8"},
+        {"{'descr': '|S2', 'fortran_order': False, 'shape': (1,), }", "a\xc3", 2, VTR_ERR_FORMAT,
+         "not valid UTF-8"},
+        {"{'descr': '|S2', 'fortran_order': False, 'shape': (1,), }", "\xc0\x80", 2,
+         VTR_ERR_FORMAT, "not valid UTF-8"}, /* overlong */
+        /* the header is lib/npy's: the same parser and messages as for numbers */
+        {"{'descr': '<U1', 'shape': (1,), }", "a\0\0\0", 4, VTR_ERR_FORMAT,
+         "NPY header: missing key 'fortran_order'"},
+        {"{'descr': '<U1', 'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", "a\0\0\0", 4,
+         VTR_ERR_FORMAT, "NPY header: duplicate key 'descr'"},
+        {"{'descr': '<U1', 'fortran_order': Maybe, 'shape': (1,), }", "a\0\0\0", 4, VTR_ERR_FORMAT,
+         "expected True or False"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (1,), } x", "a\0\0\0", 4,
+         VTR_ERR_FORMAT, "unexpected bytes after the dictionary"},
+        {"['descr', '<U1']", "a\0\0\0", 4, VTR_ERR_FORMAT, "NPY header: expected '{'"},
+        {"{'descr': '<U1', 'fortran_order': False, 'shape': (99999999999999999999,), }", "a\0\0\0",
+         4, VTR_ERR_FORMAT, "does not fit in 64 bits"},
+        {"{'descr': [('a', '<U1')], 'fortran_order': False, 'shape': (1,), }", "a\0\0\0", 4,
+         VTR_ERR_UNSUPPORTED, "structured dtypes"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t len;
+        unsigned char *buf = make_npy(bad[i].dict, 1, bad[i].data, bad[i].len, 1, &len);
+        CHECK_FAILS(vtr_npy_parse_strings(buf, len, &l, &err), bad[i].status, bad[i].needle);
+        CHECK(l.n == 0 && !l.items && !l.storage);
+        free(buf);
+    }
+    CHECK_FAILS(vtr_npy_parse_strings("hello", 5, &l, &err), VTR_ERR_FORMAT,
+                "not an NPY file (bad magic)");
+    CHECK_FAILS(vtr_npy_parse_strings("", 0, &l, &err), VTR_ERR_FORMAT, "empty file");
+}
+
+/* A valid string array cut at every length fails with the cause of its length, never a
+ * crash or an over-read. */
+TEST(npy_strings_truncated_at_every_length)
+{
+    vtr_error err;
+    for (int version = 1; version <= 3; version++) {
+        size_t len;
+        unsigned char *buf = make_npy(TWO_NAMES_HEADER, version, two_names, sizeof two_names, 1,
+                                      &len);
+        size_t data_offset = len - sizeof two_names;
+        for (size_t cut = 0; cut < len; cut++) {
+            /* a copy of exactly cut bytes, so that ASan sees any read past the end */
+            unsigned char *part = malloc(cut ? cut : 1);
+            memcpy(part, buf, cut);
+            vtr_npy_strings l;
+            CHECK_FAILS(vtr_npy_parse_strings(part, cut, &l, &err), VTR_ERR_FORMAT,
+                        truncation_error(cut, version, data_offset,
+                                         "data bytes for 2 names of 12 bytes"));
+            CHECK(l.n == 0 && !l.items);
+            free(part);
+        }
+        vtr_npy_strings l;
+        CHECK_OK(vtr_npy_parse_strings(buf, len, &l, &err));
+        vtr_npy_strings_free(&l);
+        free(buf);
+    }
+}
+
+TEST(npy_strings_load)
+{
+    vtr_error err;
+    vtr_npy_strings l;
+    const char *path = test_path("names.npy");
+    size_t len;
+    unsigned char *buf = make_npy(TWO_NAMES_HEADER, 1, two_names, sizeof two_names, 1, &len);
+    FILE *fp = fopen(path, "wb");
+    CHECK(fp && fwrite(buf, 1, len, fp) == len);
+    fclose(fp);
+    CHECK_OK(vtr_npy_load_strings(path, &l, &err));
+    CHECK_EQ_INT(l.n, 2);
+    CHECK_STR(l.items[1], "\xc3\xa9x\xf0\x9f\x98\x80");
+    vtr_npy_strings_free(&l);
+    /* errors name the file */
+    fp = fopen(path, "wb");
+    CHECK(fp && fwrite(buf, 1, len - 1, fp) == len - 1);
+    fclose(fp);
+    CHECK_FAILS(vtr_npy_load_strings(path, &l, &err), VTR_ERR_FORMAT,
+                "data bytes for 2 names");
+    CHECK(strncmp(err.msg, path, strlen(path)) == 0);
+    free(buf);
+    path = test_path("empty-names.npy");
+    fp = fopen(path, "wb");
+    fclose(fp);
+    CHECK_FAILS(vtr_npy_load_strings(path, &l, &err), VTR_ERR_FORMAT, "empty file");
+    CHECK(strncmp(err.msg, path, strlen(path)) == 0);
+    path = test_path("none.npy");
+    CHECK_FAILS(vtr_npy_load_strings(path, &l, &err), VTR_ERR_IO, path);
+    CHECK(l.n == 0 && !l.items);
+}
+
+/* What np.save writes for str and bytes arrays. */
+TEST(npy_strings_from_numpy)
+{
+    need_numpy();
+    vtr_error err;
+    const char *path = test_path("numpy-names.npy");
+    CHECK_EQ_INT(test_run(PYTHON " -c 'import numpy as np; np.save(\"%s\", np.array([\"video7\", "
+                                 "\"a/b\", \"\\u4e2d\\u6587\", \"x\" * 40]))'",
+                          path),
+                 0);
+    vtr_npy_strings l;
+    CHECK_OK(vtr_npy_load_strings(path, &l, &err));
+    CHECK_EQ_INT(l.n, 4);
+    CHECK_STR(l.items[0], "video7");
+    CHECK_STR(l.items[1], "a/b");
+    CHECK_STR(l.items[2], "\xe4\xb8\xad\xe6\x96\x87");
+    CHECK_EQ_INT(strlen(l.items[3]), 40);
+    vtr_npy_strings_free(&l);
+    CHECK_EQ_INT(test_run(PYTHON " -c 'import numpy as np; np.save(\"%s\", np.array([b\"v1\", "
+                                 "b\"video22\"]))'",
+                          path),
+                 0);
+    CHECK_OK(vtr_npy_load_strings(path, &l, &err));
+    CHECK_STR(l.items[1], "video22");
+    vtr_npy_strings_free(&l);
+    /* numbers are not strings, and strings are not numbers */
+    CHECK_EQ_INT(test_run(PYTHON " -c 'import numpy as np; np.save(\"%s\", np.arange(3))'", path),
+                 0);
+    CHECK_FAILS(vtr_npy_load_strings(path, &l, &err), VTR_ERR_UNSUPPORTED,
+                "expected a numpy string array");
 }

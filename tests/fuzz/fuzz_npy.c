@@ -1,8 +1,10 @@
-/* Fuzz target: the NPY parser on arbitrary bytes. On success every byte of the array is
- * read (ASan catches a data pointer or size past the input), and the array is written
- * back and parsed again, which must give the same dtype, shape and bytes. A failure must
- * come with a one-line ASCII message. */
+/* Fuzz target: the NPY parsers on arbitrary bytes. Numbers: on success every byte of the
+ * array is read (ASan catches a data pointer or size past the input), and the array is
+ * written back and parsed again, which must give the same dtype, shape and bytes. String
+ * arrays: on success every string must be valid UTF-8 and non-empty. A failure must come
+ * with a one-line ASCII message. */
 #define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +25,35 @@ static void check_message(const vtr_error *err)
             abort();
 }
 
+/* The string-array reader: what it returns is non-empty UTF-8, what it refuses leaves
+ * *out zeroed. */
+static void check_strings(const uint8_t *data, size_t size)
+{
+    vtr_npy_strings l;
+    vtr_error err;
+    if (vtr_npy_parse_strings(data, size, &l, &err) != VTR_OK) {
+        check_message(&err);
+        if (l.n != 0 || l.items || l.storage)
+            abort();
+        return;
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        size_t len = strlen(l.items[i]);
+        if (len == 0)
+            abort();
+        json_t *s = json_stringn(l.items[i], len); /* jansson validates UTF-8 */
+        if (!s)
+            abort();
+        json_decref(s);
+    }
+    vtr_npy_strings_free(&l);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     vtr_tensor t;
     vtr_error err;
+    check_strings(data, size);
     if (vtr_npy_parse(data, size, &t, &err) != VTR_OK) {
         check_message(&err);
         return 0;
