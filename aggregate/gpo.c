@@ -2,10 +2,10 @@
 
 #include <string.h>
 
+#include "aggregate/set_pooling.h"
 #include "lib/gru.h"
 #include "lib/linear.h"
 #include "lib/rng.h"
-#include "aggregate/set_pooling.h"
 #include "lib/softmax.h"
 
 /* Byte offsets of the workspace's regions. */

@@ -3,10 +3,10 @@
 // one thread per (item, dimension) or (item, rank), running the CPU's VTR_HD functions
 // (the same ranks and ties, the same sums in the same order).
 #include "aggregate/gpo.h"
+#include "aggregate/set_pooling.h"
 #include "lib/cuda_launch.h"
 #include "lib/gru.h"
 #include "lib/nn_cuda.h"
-#include "aggregate/set_pooling.h"
 
 // The regions of the CPU's workspace (aggregate/gpo.c), for vtr_gpo_workspace_size.
 struct gpo_workspace {

@@ -1,9 +1,9 @@
 // CUDA side of aggregate/set_pooling.h: one thread per (item, dimension) for the poolers (the
 // CPU's VTR_HD functions: the same sums in the same order, the same ranks and ties), one
 // thread per item for the attention weights.
+#include "aggregate/set_pooling.h"
 #include "lib/cuda_launch.h"
 #include "lib/nn_cuda.h"
-#include "aggregate/set_pooling.h"
 
 __global__ static void mean_pool_forward_kernel(float *out, const float *inp, const int *lengths,
                                                 int B, int T, int D)

@@ -6,8 +6,8 @@
 #include "decode/decode_item.h"
 #include "lib/error.h"
 #include "lib/item_output.h"
-#include "lib/log.h"
 #include "lib/keyed_files.h"
+#include "lib/log.h"
 
 /* Where the items' audio tracks go: nowhere (all NULL), file (the one item's), or
  * dir/KEY.ext (dir must exist). */

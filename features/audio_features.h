@@ -10,8 +10,8 @@
 #include "features/logmel.h"
 #include "lib/error.h"
 #include "lib/item_output.h"
-#include "lib/log.h"
 #include "lib/keyed_files.h"
+#include "lib/log.h"
 
 /* The parameters as given, for a feature store's provenance (window and hop are in
  * seconds: in samples they depend on each file's rate): {"extractor": "logmel",

@@ -10,9 +10,9 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "index/embedder.h"
 #include "lib/error.h"
 #include "lib/tensor.h"
-#include "index/embedder.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,13 +10,13 @@
 
 #include "decode/decode_item.h"
 #include "features/extractor.h"
+#include "index/archive_source.h"
+#include "index/embedder.h"
+#include "index/embedding_index.h"
 #include "lib/catalog.h"
 #include "lib/file.h"
 #include "lib/hash.h"
 #include "lib/json.h"
-#include "index/archive_source.h"
-#include "index/embedder.h"
-#include "index/embedding_index.h"
 
 /* Compact when the index has more segments than this, or more tombstones than a quarter
  * of its live rows. */

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text/tokenizer.h"
 #include "lib/blas_threads.h"
 #include "lib/hash.h"
 #include "match/train_data.h"
 #include "match/trained_model.h"
+#include "text/tokenizer.h"
 
 /* Texts per encoder call; set rows past which the model is not grown in both sizes. */
 #define EMBED_TEXTS 32

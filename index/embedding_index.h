@@ -39,9 +39,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "index/topk.h"
 #include "lib/error.h"
 #include "lib/tensor.h"
-#include "index/topk.h"
 
 #define VTR_EMBEDDING_INDEX_FORMAT "vtr-embedding-index"
 /* The SQLite user_version of the schema this code writes (and the newest it reads). */

@@ -63,18 +63,6 @@ static int64_t parse_segment_name(const char *name, bool *tmp)
     return id;
 }
 
-static vtr_status sync_dir(const char *path, vtr_error *err)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return vtr_fail_errno(err, "index %s", path);
-    int rc = fsync(fd);
-    close(fd);
-    if (rc != 0 && errno != EINVAL) /* some file systems cannot sync directories */
-        return vtr_fail_errno(err, "index %s: fsync", path);
-    return VTR_OK;
-}
-
 static float tensor_value(const vtr_tensor *t, int64_t i)
 {
     switch (t->dtype) {
@@ -372,8 +360,9 @@ vtr_status vtr_embedding_index_writer_open(const char *dir, const vtr_embedding_
     }
     if (opt->model && strcmp(opt->model, model) != 0) {
         char a[128], b[128];
-        st = vtr_fail(err, VTR_ERR_INVALID, "index %s holds embeddings of model \"%s\"; the "
-                      "writer has model \"%s\"", dir, vtr_printable(model, strlen(model), a, sizeof a),
+        st = vtr_fail(err, VTR_ERR_INVALID,
+                      "index %s holds embeddings of model \"%s\"; the writer has model \"%s\"",
+                      dir, vtr_printable(model, strlen(model), a, sizeof a),
                       vtr_printable(opt->model, strlen(opt->model), b, sizeof b));
         goto end;
     }
@@ -639,7 +628,7 @@ vtr_status eix_finish_segment(vtr_embedding_index_writer *w, int64_t rows, vtr_e
         return vtr_fail_errno(err, "index %s: renaming %s", w->dir, w->tmp_path);
     free(w->tmp_path);
     w->tmp_path = NULL;
-    return sync_dir(w->dir, err);
+    return vtr_sync_dir(w->dir, err);
 }
 
 void eix_drop_new_segment(vtr_embedding_index_writer *w)

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "index/archive_index.h"
 #include "lib/file.h"
 #include "lib/json.h"
-#include "index/archive_index.h"
 
 void vtr_index_model_ref_free(vtr_index_model_ref *r)
 {

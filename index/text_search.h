@@ -14,10 +14,10 @@
 
 #include <stdint.h>
 
-#include "lib/catalog.h"
-#include "lib/error.h"
 #include "index/embedder.h"
 #include "index/embedding_index.h"
+#include "lib/catalog.h"
+#include "lib/error.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "index/aggregator.h"
+#include "index/embedder.h"
+#include "index/embedding_index_output.h"
 #include "lib/args.h"
 #include "lib/blas_threads.h"
 #include "lib/feature_store.h"
@@ -24,8 +26,6 @@
 #include "lib/npy_item.h"
 #include "lib/record.h"
 #include "lib/version.h"
-#include "index/embedder.h"
-#include "index/embedding_index_output.h"
 
 static const char usage_text[] =
     "Usage: vtr-aggregate [OPTION]... --model CKPT [INPUT]...\n"
@@ -411,7 +411,8 @@ int main(int argc, char **argv)
                                   .dir = out_dir,
                                   .sink = index ? &index_sink : NULL,
                                   .half = half};
-    if ((index && vtr_embedding_index_output_open(index, r.e, model, &index_sink, &err) != VTR_OK) ||
+    if ((index &&
+         vtr_embedding_index_output_open(index, r.e, model, &index_sink, &err) != VTR_OK) ||
         vtr_item_output_open(&oo, &r.out, &err) != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         goto end;

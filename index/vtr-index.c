@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/archive_index.h"
 #include "lib/args.h"
 #include "lib/log.h"
 #include "lib/version.h"
-#include "index/archive_index.h"
 
 static const char usage_text[] =
     "Usage: vtr-index [OPTION]... DIR|MANIFEST --model CKPT --index OUT\n"

@@ -7,16 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/archive_index.h"
+#include "index/embedder.h"
+#include "index/embedding_index.h"
+#include "index/text_search.h"
 #include "lib/args.h"
 #include "lib/blas_threads.h"
 #include "lib/json.h"
 #include "lib/lines.h"
 #include "lib/log.h"
 #include "lib/version.h"
-#include "index/archive_index.h"
-#include "index/embedder.h"
-#include "index/embedding_index.h"
-#include "index/text_search.h"
 
 static const char usage_text[] =
     "Usage: vtr-search [OPTION]... --index DIR QUERY...\n"

@@ -42,19 +42,6 @@ static void remove_dir(const char *path)
     rmdir(path);
 }
 
-/* fsync of a directory, so that a rename in it is durable. */
-static vtr_status sync_dir(const char *path, vtr_error *err)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return vtr_fail_errno(err, "%s", path);
-    int rc = fsync(fd);
-    close(fd);
-    if (rc != 0 && errno != EINVAL) /* some file systems cannot sync directories */
-        return vtr_fail_errno(err, "%s: fsync", path);
-    return VTR_OK;
-}
-
 /* The directory that holds path ("." when it has no '/'), malloc'ed. */
 static char *parent_dir(const char *path)
 {
@@ -454,12 +441,12 @@ vtr_status vtr_feature_store_writer_finish(vtr_feature_store_writer *w, vtr_erro
         vtr_error_context(err, "feature store %s", w->path);
         goto fail;
     }
-    if ((st = write_meta(w, err)) != VTR_OK || (st = sync_dir(w->tmp_dir, err)) != VTR_OK ||
+    if ((st = write_meta(w, err)) != VTR_OK || (st = vtr_sync_dir(w->tmp_dir, err)) != VTR_OK ||
         (st = verify(w->tmp_dir, err)) != VTR_OK || (st = publish(w, err)) != VTR_OK)
         goto fail;
     char *parent = parent_dir(w->path);
     if (parent) {
-        st = sync_dir(parent, err);
+        st = vtr_sync_dir(parent, err);
         free(parent);
     }
     free(w->tmp_dir); /* renamed: nothing to remove */

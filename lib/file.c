@@ -156,3 +156,15 @@ vtr_status vtr_make_dirs(const char *path, vtr_error *err)
     free(p);
     return st;
 }
+
+vtr_status vtr_sync_dir(const char *path, vtr_error *err)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return vtr_fail_errno(err, "%s", path);
+    int rc = fsync(fd);
+    close(fd);
+    if (rc != 0 && errno != EINVAL) /* some file systems cannot sync directories */
+        return vtr_fail_errno(err, "%s: fsync", path);
+    return VTR_OK;
+}

@@ -48,6 +48,10 @@ char *vtr_path_join(const char *dir, const char *name);
  * component that failed (one that exists and is not a directory included). */
 vtr_status vtr_make_dirs(const char *path, vtr_error *err);
 
+/* fsync of a directory, so that a rename in it is durable (a file system that cannot sync
+ * directories is fine). VTR_ERR_IO "DIR: ..." naming it. */
+vtr_status vtr_sync_dir(const char *path, vtr_error *err);
+
 /* fwrite that reports a short write as an error naming `what`. */
 vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *what,
                          vtr_error *err);

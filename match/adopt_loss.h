@@ -35,9 +35,9 @@
 #include <math.h>
 #include <stdbool.h>
 
+#include "aggregate/set_pooling.h"
 #include "lib/hostdevice.h"
 #include "lib/nn.h"
-#include "aggregate/set_pooling.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -17,14 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "text/tokenizer.h"
-#include "text/vocab.h"
 #include "lib/config.h"
 #include "lib/error.h"
 #include "lib/lr_schedule.h"
 #include "lib/optim.h"
 #include "match/hinge_loss.h"
 #include "match/vse_model.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
 
 #ifdef __cplusplus
 extern "C" {

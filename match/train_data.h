@@ -30,13 +30,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "text/tokenizer.h"
-#include "text/vocab.h"
 #include "lib/catalog.h"
 #include "lib/error.h"
 #include "lib/feature_store.h"
 #include "match/train_config.h"
 #include "match/vse_model.h"
+#include "text/tokenizer.h"
+#include "text/vocab.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,12 +14,12 @@
 #ifndef VTR_TRAINED_MODEL_H
 #define VTR_TRAINED_MODEL_H
 
-#include "text/vocab.h"
 #include "lib/checkpoint.h"
 #include "lib/config.h"
 #include "lib/error.h"
 #include "match/train_config.h"
 #include "match/vse_model.h"
+#include "text/vocab.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,15 +10,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "text/word_vectors.h"
 #include "lib/checkpoint.h"
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/lines.h"
+#include "lib/log.h"
 #include "lib/optim.h"
 #include "match/encode.h"
 #include "match/trained_model.h"
-#include "lib/log.h"
+#include "text/word_vectors.h"
 
 typedef struct trainer {
     const vtr_trainer_setup *su;

@@ -12,6 +12,7 @@
 
 #include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
+#include "aggregate/set_pooling.h"
 #include "lib/activation.h"
 #include "lib/blas_threads.h"
 #include "lib/embedding.h"
@@ -19,7 +20,6 @@
 #include "lib/linear.h"
 #include "lib/norm.h"
 #include "lib/rng.h"
-#include "aggregate/set_pooling.h"
 #include "lib/similarity.h"
 #include "match/adopt_loss.h"
 

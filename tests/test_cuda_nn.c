@@ -17,13 +17,13 @@
 #ifdef VTR_HAVE_CUDA
 
 #include "aggregate/gpo.h"
+#include "aggregate/set_pooling.h"
 #include "lib/activation.h"
 #include "lib/embedding.h"
 #include "lib/gru.h"
 #include "lib/linear.h"
 #include "lib/nn_cuda.h"
 #include "lib/norm.h"
-#include "aggregate/set_pooling.h"
 #include "lib/similarity.h"
 #include "lib/softmax.h"
 #include "match/hinge_loss.h"

@@ -10,12 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lib/checkpoint.h"
-#include "lib/hash.h"
 #include "index/aggregator.h"
 #include "index/embedder.h"
-#include "match/encode.h"
 #include "index/text_search.h"
+#include "lib/checkpoint.h"
+#include "lib/hash.h"
+#include "match/encode.h"
 #include "match/eval_model.h"
 #include "match/train_config.h"
 #include "match/train_data.h"

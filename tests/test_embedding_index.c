@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "lib/tensor.h"
 #include "index/embedding_index.h"
+#include "lib/tensor.h"
 
 #define DIM 24
 

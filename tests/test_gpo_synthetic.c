@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "aggregate/gpo.h"
-#include "tools/gpo_generators.h"
-#include "tools/gpo_synthetic.h"
 #include "check.h"
 #include "gradcheck.h"
 #include "lib/gru.h"
+#include "tools/gpo_generators.h"
+#include "tools/gpo_synthetic.h"
 
 static void check_coefficients(vtr_gpo_pattern p, int n, const float *want)
 {

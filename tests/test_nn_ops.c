@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggregate/set_pooling.h"
 #include "check.h"
 #include "gradcheck.h"
 #include "lib/activation.h"
@@ -11,7 +12,6 @@
 #include "lib/linear.h"
 #include "lib/nn.h"
 #include "lib/norm.h"
-#include "aggregate/set_pooling.h"
 #include "lib/similarity.h"
 #include "lib/softmax.h"
 

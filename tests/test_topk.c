@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "lib/tensor.h"
 #include "index/topk.h"
+#include "lib/tensor.h"
 
 static uint64_t rng_state;
 

@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "lib/npy.h"
 #include "text/tokenizer.h"
 #include "text/vocab.h"
 #include "text/word_vectors.h"
-#include "lib/npy.h"
 
 #define PYTHON "/usr/bin/python3"
 #define VOCAB_SCRIPT "tests/interop/vocab_check.py"

@@ -23,8 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "text/vocab.h"
 #include "lib/error.h"
+#include "text/vocab.h"
 
 typedef struct vtr_glove_options {
     int64_t dim;       /* the vectors' dimension (> 0): the width of the embedding rows */

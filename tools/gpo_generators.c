@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "aggregate/gpo.h"
+#include "aggregate/set_pooling.h"
 #include "lib/activation.h"
 #include "lib/gru.h"
 #include "lib/linear.h"
 #include "lib/rng.h"
-#include "aggregate/set_pooling.h"
 #include "lib/softmax.h"
 
 /* ---- sorted weighted pooling -------------------------------------------------------------- */

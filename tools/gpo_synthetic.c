@@ -9,9 +9,9 @@
 #include <time.h>
 
 #include "lib/blas_threads.h"
+#include "lib/log.h"
 #include "lib/optim.h"
 #include "lib/rng.h"
-#include "lib/log.h"
 
 /* ---- patterns ----------------------------------------------------------------------------- */
 

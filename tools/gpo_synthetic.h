@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tools/gpo_generators.h"
 #include "lib/error.h"
+#include "tools/gpo_generators.h"
 
 #ifdef __cplusplus
 extern "C" {

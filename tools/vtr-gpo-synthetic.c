@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/gpo_synthetic.h"
 #include "lib/args.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "tools/gpo_synthetic.h"
 
 static void usage(FILE *out)
 {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/search: exact top-k over 1,000,000 synthetic 1024-d float16 embeddings (2.05 GB),
-# vtr (index/topk.c over a index/embedding_index.c snapshot) against a numpy brute force
+# vtr (index/topk.c over an index/embedding_index_reader.c snapshot) against a numpy brute force
 # (bench/search/baseline.py) and against the memory-bandwidth floor measured in the same
 # run: single-query latency and 1,000-query batch throughput, k = 10.
 #

@@ -33,9 +33,9 @@
 #include <immintrin.h>
 #endif
 
-#include "lib/npy.h"
 #include "index/embedding_index.h"
 #include "index/topk.h"
+#include "lib/npy.h"
 
 #define COMMIT_ROWS 250000
 #define BATCH_ROWS 4096
