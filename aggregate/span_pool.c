@@ -28,10 +28,9 @@ void vtr_role_span_pool_forward(float *out, int *argmax, const float *inp, const
     }
 }
 
-void vtr_role_span_pool_backward(float *dinp, float *drole_table, void *scratch,
-                                 const float *dout, const float *inp, const int *argmax,
-                                 const int *roles, const float *role_table, int B, int N, int L,
-                                 int D)
+void vtr_role_span_pool_backward(float *dinp, float *drole_table, void *scratch, const float *dout,
+                                 const float *inp, const int *argmax, const int *roles,
+                                 const float *role_table, int B, int N, int L, int D)
 {
     long rows = (long)B * N;
     int parallel = rows * L * D > PARALLEL_MIN;
@@ -50,11 +49,9 @@ void vtr_role_span_pool_backward(float *dinp, float *drole_table, void *scratch,
     vtr_embedding_backward(drole_table, dpooled_role, roles, (int)rows, D);
     if (!dinp)
         return;
-    /* Threads split the items: the phrases of an item may share words, so one thread adds
-     * all of them, in the order of n. */
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int b = 0; b < B; b++)
-        for (int d = 0; d < D; d++)
+    for (int b = 0; b < B; b++)     /* the phrases of an item may share words: one thread adds */
+        for (int d = 0; d < D; d++) /* all of them, in the order of n */
             vtr_role_span_pool_dinp_at(dinp + (size_t)b * L * D, dout + (size_t)b * N * D,
                                        argmax + (size_t)b * N * D, roles + (size_t)b * N,
                                        role_table, N, D, d);

@@ -95,10 +95,9 @@ void vtr_role_span_pool_forward(float *out, int *argmax, const float *inp, const
 // dout (B,N,D), inp (B,L,D), argmax (B,N,D) as saved, roles (B,N), role_table (R,D).
 // Both gradients accumulate: dinp over the phrases of an item in the order of n, the rows of
 // drole_table over all (b, n) in row order whatever the thread count.
-void vtr_role_span_pool_backward(float *dinp, float *drole_table, void *scratch,
-                                 const float *dout, const float *inp, const int *argmax,
-                                 const int *roles, const float *role_table, int B, int N, int L,
-                                 int D);
+void vtr_role_span_pool_backward(float *dinp, float *drole_table, void *scratch, const float *dout,
+                                 const float *inp, const int *argmax, const int *roles,
+                                 const float *role_table, int B, int N, int L, int D);
 
 #ifdef __cplusplus
 }

@@ -62,8 +62,8 @@ static int span_is_empty(const span_batch *s, int b, int n)
 
 static void span_forward(span_batch *s)
 {
-    vtr_role_span_pool_forward(s->out, s->argmax, s->inp, s->masks, s->roles, s->role_table,
-                               s->B, s->N, s->L, s->D);
+    vtr_role_span_pool_forward(s->out, s->argmax, s->inp, s->masks, s->roles, s->role_table, s->B,
+                               s->N, s->L, s->D);
 }
 
 static void span_backward(span_batch *s, float *dinp, float *drole)
@@ -88,12 +88,12 @@ TEST(span_pool_forward_hand_spans)
     memcpy(s.inp, x, sizeof x);
     for (int i = 0; i < 6; i++)
         s.role_table[i] = (float)(i + 1); /* role r: (2r+1, 2r+2) */
-    set_span(&s, 0, 0, 1, 1, 1); /* one word */
-    set_span(&s, 0, 1, 0, 2, 2); /* overlaps phrase 0; dim 0 ties at words 1, 2 */
-    set_span(&s, 0, 2, 2, 3, 0); /* overlaps phrase 1 */
-    s.roles[3] = 2;              /* phrase 3 empty */
-    set_span(&s, 0, 4, 3, 3, 0); /* a padded position: read as any other bit */
-    set_span(&s, 0, 5, 1, 1, 0); /* every value of the span below the fill (set below) */
+    set_span(&s, 0, 0, 1, 1, 1);          /* one word */
+    set_span(&s, 0, 1, 0, 2, 2);          /* overlaps phrase 0; dim 0 ties at words 1, 2 */
+    set_span(&s, 0, 2, 2, 3, 0);          /* overlaps phrase 1 */
+    s.roles[3] = 2;                       /* phrase 3 empty */
+    set_span(&s, 0, 4, 3, 3, 0);          /* one word, the last */
+    set_span(&s, 0, 5, 1, 1, 0);          /* a word set below -1e10 below */
     span_forward(&s);
     const int want_argmax[10] = {1, 1, 1, 2, 2, 2, -1, -1, 3, 3};
     const float want_pooled[10] = {4, -2, 4, 7, 4, 7, -1e10f, -1e10f, 0, 1};
@@ -208,8 +208,8 @@ TEST(span_pool_backward_accumulates)
     size_t ni = (size_t)s.B * s.L * s.D, nr = (size_t)s.R * s.D;
     span_forward(&s);
     span_backward(&s, s.dinp, s.drole); /* from zero: the gradients */
-    float *dinp = nn_alloc_floats(ni), *drole = nn_alloc_floats(nr), *drole_only =
-                                                                           nn_alloc_floats(nr);
+    float *dinp = nn_alloc_floats(ni), *drole = nn_alloc_floats(nr),
+          *drole_only = nn_alloc_floats(nr);
     for (size_t i = 0; i < ni; i++)
         dinp[i] = 0.25f;
     for (size_t i = 0; i < nr; i++)
@@ -219,8 +219,7 @@ TEST(span_pool_backward_accumulates)
     for (size_t i = 0; i < ni; i++)
         CHECK(fabsf(dinp[i] - (0.25f + 2.0f * s.dinp[i])) <= 1e-5f * (1.0f + fabsf(s.dinp[i])));
     for (size_t i = 0; i < nr; i++) /* empty phrases make role 0's gradient ~1e10 */
-        CHECK(fabsf(drole[i] - (-0.5f + 2.0f * s.drole[i])) <=
-              1e-5f * (1.0f + fabsf(s.drole[i])));
+        CHECK(fabsf(drole[i] - (-0.5f + 2.0f * s.drole[i])) <= 1e-5f * (1.0f + fabsf(s.drole[i])));
     /* NULL dinp: the role gradient alone, the same bytes */
     span_backward(&s, NULL, drole_only);
     CHECK(memcmp(drole_only, s.drole, sizeof(float) * nr) == 0);
