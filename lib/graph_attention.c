@@ -11,58 +11,38 @@
 /* Elements below which a loop stays on one thread (the fork costs more than it saves). */
 #define PARALLEL_MIN 32768
 
-/* Byte offsets of the workspace's regions. */
-typedef struct workspace_layout {
-    size_t q;      /* float (B,N,F) */
-    size_t k;      /* float (B,N,F) */
-    size_t attn;   /* float (B,N,N) the attention a */
-    size_t agg;    /* float (B,N,D) a x, the context layer's input */
-    size_t resid;  /* float (B,N,D) x + dropout(c), the LayerNorm's input */
-    size_t mean;   /* float (B,N) LayerNorm statistics */
-    size_t rstd;   /* float (B,N) */
-    size_t total;
-} workspace_layout;
+/* The workspace's regions, in order, all float:
+ *   q, k (B,N,F); attn (B,N,N) the attention a; agg (B,N,D) a x, the context layer's input;
+ *   resid (B,N,D) x + dropout(c), the LayerNorm's input; mean, rstd (B,N) its statistics */
+enum { WS_Q, WS_K, WS_ATTN, WS_AGG, WS_RESID, WS_MEAN, WS_RSTD, WS_REGIONS };
 
-static workspace_layout workspace_layout_of(int B, int N, int D, int F)
+/* The scratch's regions, in order, all float: the gradients of resid, c and agg (B,N,D),
+ * of a and of the scores (B,N,N), of q and k (B,N,F) */
+enum { SC_DRESID, SC_DCTX, SC_DAGG, SC_DATTN, SC_DSCORE, SC_DQ, SC_DK, SC_REGIONS };
+
+/* Byte offsets of n regions of floats[i] floats, back to back, each 64-byte aligned:
+ * offset (n + 1), offset[n] the total. */
+static void regions_layout(size_t *offset, const size_t *floats, int n)
 {
-    size_t rows = (size_t)B * N;
-    workspace_layout l;
-    l.q = 0;
-    l.k = l.q + vtr_workspace_align(sizeof(float) * rows * F);
-    l.attn = l.k + vtr_workspace_align(sizeof(float) * rows * F);
-    l.agg = l.attn + vtr_workspace_align(sizeof(float) * rows * N);
-    l.resid = l.agg + vtr_workspace_align(sizeof(float) * rows * D);
-    l.mean = l.resid + vtr_workspace_align(sizeof(float) * rows * D);
-    l.rstd = l.mean + vtr_workspace_align(sizeof(float) * rows);
-    l.total = l.rstd + vtr_workspace_align(sizeof(float) * rows);
-    return l;
+    offset[0] = 0;
+    for (int i = 0; i < n; i++)
+        offset[i + 1] = offset[i] + vtr_workspace_align(sizeof(float) * floats[i]);
 }
 
-/* Byte offsets of the scratch's regions. */
-typedef struct scratch_layout {
-    size_t dresid; /* float (B,N,D) gradient of the LayerNorm's input */
-    size_t dctx;   /* float (B,N,D) gradient of c */
-    size_t dagg;   /* float (B,N,D) gradient of a x */
-    size_t dattn;  /* float (B,N,N) */
-    size_t dscore; /* float (B,N,N) */
-    size_t dq;     /* float (B,N,F) */
-    size_t dk;     /* float (B,N,F) */
-    size_t total;
-} scratch_layout;
-
-static scratch_layout scratch_layout_of(int B, int N, int D, int F)
+static void workspace_layout(size_t offset[WS_REGIONS + 1], int B, int N, int D, int F)
 {
     size_t rows = (size_t)B * N;
-    scratch_layout l;
-    l.dresid = 0;
-    l.dctx = l.dresid + vtr_workspace_align(sizeof(float) * rows * D);
-    l.dagg = l.dctx + vtr_workspace_align(sizeof(float) * rows * D);
-    l.dattn = l.dagg + vtr_workspace_align(sizeof(float) * rows * D);
-    l.dscore = l.dattn + vtr_workspace_align(sizeof(float) * rows * N);
-    l.dq = l.dscore + vtr_workspace_align(sizeof(float) * rows * N);
-    l.dk = l.dq + vtr_workspace_align(sizeof(float) * rows * F);
-    l.total = l.dk + vtr_workspace_align(sizeof(float) * rows * F);
-    return l;
+    const size_t floats[WS_REGIONS] = {rows * F, rows * F, rows * N, rows * D,
+                                       rows * D, rows,     rows};
+    regions_layout(offset, floats, WS_REGIONS);
+}
+
+static void scratch_layout(size_t offset[SC_REGIONS + 1], int B, int N, int D, int F)
+{
+    size_t rows = (size_t)B * N;
+    const size_t floats[SC_REGIONS] = {rows * D, rows * D, rows * D, rows * N,
+                                       rows * N, rows * F, rows * F};
+    regions_layout(offset, floats, SC_REGIONS);
 }
 
 size_t vtr_attn_gcn_param_count(int D, int F)
@@ -105,12 +85,16 @@ int vtr_attn_gcn_param_shape(int D, int F, vtr_attn_gcn_tensor tensor, int64_t *
 
 size_t vtr_attn_gcn_workspace_size(int B, int N, int D, int F)
 {
-    return workspace_layout_of(B, N, D, F).total;
+    size_t offset[WS_REGIONS + 1];
+    workspace_layout(offset, B, N, D, F);
+    return offset[WS_REGIONS];
 }
 
 size_t vtr_attn_gcn_scratch_size(int B, int N, int D, int F)
 {
-    return scratch_layout_of(B, N, D, F).total;
+    size_t offset[SC_REGIONS + 1];
+    scratch_layout(offset, B, N, D, F);
+    return offset[SC_REGIONS];
 }
 
 /* The parameters' pointers in a flat buffer (values or gradients). */
@@ -136,11 +120,13 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
                           const float *params, int B, int N, int D, int F, float p, uint64_t seed,
                           uint64_t stream)
 {
-    workspace_layout l = workspace_layout_of(B, N, D, F);
+    size_t l[WS_REGIONS + 1];
+    workspace_layout(l, B, N, D, F);
     char *ws = workspace;
-    float *q = (float *)(ws + l.q), *k = (float *)(ws + l.k), *attn = (float *)(ws + l.attn);
-    float *agg = (float *)(ws + l.agg), *resid = (float *)(ws + l.resid);
-    float *mean = (float *)(ws + l.mean), *rstd = (float *)(ws + l.rstd);
+    float *q = (float *)(ws + l[WS_Q]), *k = (float *)(ws + l[WS_K]);
+    float *attn = (float *)(ws + l[WS_ATTN]), *agg = (float *)(ws + l[WS_AGG]);
+    float *resid = (float *)(ws + l[WS_RESID]);
+    float *mean = (float *)(ws + l[WS_MEAN]), *rstd = (float *)(ws + l[WS_RSTD]);
     attn_gcn_params w = params_of(params, D, F);
     int rows = B * N;
     size_t n = (size_t)rows * D;
@@ -174,21 +160,22 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
 }
 
 void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float *dout,
-                           const float *x, const float *params, const void *workspace, int B,
-                           int N, int D, int F, float p, uint64_t seed, uint64_t stream)
+                           const float *x, const float *params, const void *workspace, int B, int N,
+                           int D, int F, float p, uint64_t seed, uint64_t stream)
 {
-    workspace_layout l = workspace_layout_of(B, N, D, F);
+    size_t l[WS_REGIONS + 1], sl[SC_REGIONS + 1];
+    workspace_layout(l, B, N, D, F);
+    scratch_layout(sl, B, N, D, F);
     const char *ws = workspace;
-    const float *q = (const float *)(ws + l.q), *k = (const float *)(ws + l.k);
-    const float *attn = (const float *)(ws + l.attn), *agg = (const float *)(ws + l.agg);
-    const float *resid = (const float *)(ws + l.resid);
-    const float *mean = (const float *)(ws + l.mean), *rstd = (const float *)(ws + l.rstd);
-    scratch_layout sl = scratch_layout_of(B, N, D, F);
+    const float *q = (const float *)(ws + l[WS_Q]), *k = (const float *)(ws + l[WS_K]);
+    const float *attn = (const float *)(ws + l[WS_ATTN]), *agg = (const float *)(ws + l[WS_AGG]);
+    const float *resid = (const float *)(ws + l[WS_RESID]);
+    const float *mean = (const float *)(ws + l[WS_MEAN]), *rstd = (const float *)(ws + l[WS_RSTD]);
     char *s = scratch;
-    float *dresid = (float *)(s + sl.dresid), *dctx = (float *)(s + sl.dctx);
-    float *dagg = (float *)(s + sl.dagg), *dattn = (float *)(s + sl.dattn);
-    float *dscore = (float *)(s + sl.dscore), *dq = (float *)(s + sl.dq);
-    float *dk = (float *)(s + sl.dk);
+    float *dresid = (float *)(s + sl[SC_DRESID]), *dctx = (float *)(s + sl[SC_DCTX]);
+    float *dagg = (float *)(s + sl[SC_DAGG]), *dattn = (float *)(s + sl[SC_DATTN]);
+    float *dscore = (float *)(s + sl[SC_DSCORE]), *dq = (float *)(s + sl[SC_DQ]);
+    float *dk = (float *)(s + sl[SC_DK]);
     attn_gcn_params w = params_of(params, D, F), dw = params_of(dparams, D, F);
     int rows = B * N;
     size_t n = (size_t)rows * D;
@@ -208,8 +195,8 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
     // agg_b = a_b x_b: da_b (N,N) = dagg_b x_bᵀ, dx_b += a_bᵀ dagg_b
     for (int b = 0; b < B; b++) {
         size_t bd = (size_t)b * N * D, bn = (size_t)b * N * N;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, D, 1.0f, dagg + bd, D, x + bd,
-                    D, 0.0f, dattn + bn, N);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, D, 1.0f, dagg + bd, D, x + bd, D,
+                    0.0f, dattn + bn, N);
         if (dx)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, D, N, 1.0f, attn + bn, N,
                         dagg + bd, D, 1.0f, dx + bd, D);
@@ -223,8 +210,8 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
         size_t bf = (size_t)b * N * F, bn = (size_t)b * N * N;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, F, N, scale, dscore + bn, N,
                     k + bf, F, 0.0f, dq + bf, F);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, F, N, scale, dscore + bn, N,
-                    q + bf, F, 0.0f, dk + bf, F);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, F, N, scale, dscore + bn, N, q + bf,
+                    F, 0.0f, dk + bf, F);
     }
     vtr_linear_backward(dx, dw.query_w, dw.query_b, dq, x, w.query_w, rows, D, F);
     vtr_linear_backward(dx, dw.key_w, dw.key_b, dk, x, w.key_w, rows, D, F);

@@ -105,8 +105,8 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
 // vtr_attn_gcn_forward, workspace as it left it (the edges are read from the attention
 // kept there). Both gradients accumulate.
 void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float *dout,
-                           const float *x, const float *params, const void *workspace, int B,
-                           int N, int D, int F, float p, uint64_t seed, uint64_t stream);
+                           const float *x, const float *params, const void *workspace, int B, int N,
+                           int D, int F, float p, uint64_t seed, uint64_t stream);
 
 #ifdef __cplusplus
 }

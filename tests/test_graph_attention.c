@@ -121,10 +121,10 @@ static double gcn_loss(void *ctx)
 TEST(graph_attention_param_layout_is_the_reference_order)
 {
     int D = 16, F = 8;
-    static const char *const names[] = {
-        "ctx_layer.weight",       "layernorm.weight",     "layernorm.bias",
-        "edge_attn_query.weight", "edge_attn_query.bias", "edge_attn_key.weight",
-        "edge_attn_key.bias"};
+    static const char *const names[] = {"ctx_layer.weight",     "layernorm.weight",
+                                        "layernorm.bias",       "edge_attn_query.weight",
+                                        "edge_attn_query.bias", "edge_attn_key.weight",
+                                        "edge_attn_key.bias"};
     static const int64_t shapes[][2] = {{16, 16}, {16, 0}, {16, 0}, {8, 16},
                                         {8, 0},   {8, 16}, {8, 0}};
     size_t off = 0;
@@ -298,7 +298,8 @@ static float *gcn_fixture(const char *tag, const char *what, size_t n)
 static void gcn_parity(const char *tag, int B, int D, int F)
 {
     size_t nx = (size_t)B * NODES * D, np = vtr_attn_gcn_param_count(D, F);
-    float *x = gcn_fixture(tag, "x", nx), *rel = gcn_fixture(tag, "rel_edges", (size_t)B * NODES * NODES);
+    float *x = gcn_fixture(tag, "x", nx),
+          *rel = gcn_fixture(tag, "rel_edges", (size_t)B * NODES * NODES);
     float *params = gcn_fixture(tag, "params", np), *dout = gcn_fixture(tag, "dout", nx);
     float *out = nn_alloc_floats(nx), *dx = nn_alloc_floats(nx), *dparams = nn_alloc_floats(np);
     void *ws = malloc(vtr_attn_gcn_workspace_size(B, NODES, D, F));
