@@ -264,6 +264,30 @@ TEST(graph_attention_backward_accumulates)
     gcn_case_free(&c);
 }
 
+/* Dropout acts on the context: p > 0 changes the output, the stream picks the mask, and
+ * nodes without an edge (context 0) are untouched by it. */
+TEST(graph_attention_dropout_follows_seed_and_stream)
+{
+    gcn_case c;
+    gcn_case_init(&c, 3, 8, 4, 0.0f, 17);
+    size_t nx = (size_t)3 * NODES * 8;
+    float *base = nn_alloc_floats(nx), *drop = nn_alloc_floats(nx);
+    gcn_forward(&c);
+    memcpy(base, c.out, sizeof(float) * nx);
+    c.p = 0.5f;
+    gcn_forward(&c);
+    memcpy(drop, c.out, sizeof(float) * nx);
+    CHECK(memcmp(base, drop, sizeof(float) * nx) != 0);
+    c.stream++;
+    gcn_forward(&c);
+    CHECK(memcmp(drop, c.out, sizeof(float) * nx) != 0);
+    /* item 2 has no edge at all */
+    size_t item = (size_t)NODES * 8;
+    CHECK(memcmp(base + 2 * item, c.out + 2 * item, sizeof(float) * item) == 0);
+    free(base), free(drop);
+    gcn_case_free(&c);
+}
+
 /* Large enough for the OpenMP loops to fork. */
 TEST(graph_attention_is_deterministic)
 {
