@@ -1,6 +1,7 @@
 /* HGR's attention GCN layer (lib/graph_attention.h): the parameter layout, finite-difference
  * gradient checks of the input and of every parameter tensor (dropout off and on, nodes
- * without edges, a graph without any edge), the accumulation rule, the zero-row rule,
+ * without edges, a graph without any edge; the key bias, whose gradient is exactly 0, by its
+ * invariance instead), the accumulation rule, the zero-row rule, dropout's (seed, stream),
  * determinism, and parity with PyTorch (tests/fixtures/gcn/, make_gcn_fixtures.py). */
 #include <math.h>
 #include <stdio.h>
@@ -143,24 +144,102 @@ TEST(graph_attention_param_layout_is_the_reference_order)
     CHECK_EQ_INT(off, 16 * 16 + 2 * 16 + 2 * (8 * 16 + 8));
 }
 
+/* The attention parameters act through a softmax and get gradients of ~1e-3, the size of
+ * the float32 noise (~4e-4, measured) in a central difference at GRADCHECK_EPS: the noise
+ * of the loss over ~100 rounded outputs divided by the 2e-3 step. So every tensor v is
+ * checked as v = GC_SCALE * theta, the finite differences taken in theta: a step of
+ * GC_SCALE * GRADCHECK_EPS in v, the same noise in the loss, and d/dtheta = GC_SCALE d/dv.
+ * (At that step the errors drop ~10x, measured, so the remainder is noise, not a wrong
+ * gradient.) */
+#define GC_SCALE 10.0f
+
+typedef struct scaled_var {
+    gcn_case *c;
+    float *values, *theta; /* n each */
+    size_t n;
+} scaled_var;
+
+static double scaled_loss(void *ctx)
+{
+    scaled_var *v = ctx;
+    for (size_t i = 0; i < v->n; i++)
+        v->values[i] = GC_SCALE * v->theta[i];
+    return gcn_loss(v->c);
+}
+
+/* values (n) = GC_SCALE * theta (n), theta = values / GC_SCALE rounded first */
+static void scaled_split(float *values, float *theta, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        theta[i] = values[i] / GC_SCALE;
+        values[i] = GC_SCALE * theta[i];
+    }
+}
+
+/* Checks the gradient of values (n), analytic (n), as described above GC_SCALE. */
+static void scaled_gradcheck(const char *name, gcn_case *c, float *values, float *theta,
+                             const float *analytic, float *scaled, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        scaled[i] = GC_SCALE * analytic[i];
+    scaled_var v = {c, values, theta, n};
+    gradcheck(name, scaled_loss, &v, theta, scaled, n, 1000);
+    for (size_t i = 0; i < n; i++)
+        values[i] = GC_SCALE * theta[i];
+}
+
+/* The key bias's gradient is 0 in exact arithmetic (lib/graph_attention.h), so a central
+ * difference of it sees only noise. Instead: its analytic gradient (in c->dparams) is
+ * rounding-sized next to the key weight's, and shifting it by 0.5 leaves the loss as it was
+ * to float32 noise, while the same shift of the query bias moves it. */
+static void check_key_bias(gcn_case *c)
+{
+    size_t w = vtr_attn_gcn_param_offset(c->D, c->F, VTR_ATTN_GCN_KEY_WEIGHT);
+    size_t b = vtr_attn_gcn_param_offset(c->D, c->F, VTR_ATTN_GCN_KEY_BIAS);
+    size_t qb = vtr_attn_gcn_param_offset(c->D, c->F, VTR_ATTN_GCN_QUERY_BIAS);
+    double scale = 0.0;
+    for (size_t i = w; i < b; i++)
+        scale = fmax(scale, fabs(c->dparams[i]));
+    for (int f = 0; f < c->F; f++)
+        CHECK_MSG(fabs(c->dparams[b + f]) <= 1e-5 * scale,
+                  "key bias gradient %g (key weight's up to %g)", c->dparams[b + f], scale);
+    double base = gcn_loss(c);
+    for (int f = 0; f < c->F; f++)
+        c->params[b + f] += 0.5f;
+    double shifted = gcn_loss(c);
+    for (int f = 0; f < c->F; f++)
+        c->params[b + f] -= 0.5f, c->params[qb + f] += 0.5f;
+    double query_shifted = gcn_loss(c);
+    for (int f = 0; f < c->F; f++)
+        c->params[qb + f] -= 0.5f;
+    CHECK_MSG(fabs(shifted - base) <= 1e-5, "key bias shift moved the loss by %g", shifted - base);
+    CHECK(scale == 0.0 || fabs(query_shifted - base) > 1e-3);
+}
+
 /* Checks dx and every parameter tensor of case c against central differences. */
 static void gcn_gradcheck(gcn_case *c, const char *tag)
 {
-    size_t nx = (size_t)c->B * NODES * c->D;
+    size_t nx = (size_t)c->B * NODES * c->D, np = vtr_attn_gcn_param_count(c->D, c->F);
+    float *theta_x = nn_alloc_floats(nx), *theta_p = nn_alloc_floats(np);
+    float *scaled = nn_alloc_floats(nx > np ? nx : np);
+    scaled_split(c->x, theta_x, nx);
+    scaled_split(c->params, theta_p, np);
     memset(c->dx, 0, sizeof(float) * nx);
-    memset(c->dparams, 0, sizeof(float) * vtr_attn_gcn_param_count(c->D, c->F));
+    memset(c->dparams, 0, sizeof(float) * np);
     gcn_forward_backward(c, c->dx);
     char name[96];
     snprintf(name, sizeof name, "%s.dx", tag);
-    gradcheck(name, gcn_loss, c, c->x, c->dx, nx, 1000);
-    for (int t = 0; t < VTR_ATTN_GCN_TENSORS; t++) {
+    scaled_gradcheck(name, c, c->x, theta_x, c->dx, scaled, nx);
+    for (int t = 0; t < VTR_ATTN_GCN_KEY_BIAS; t++) { /* the key bias: check_key_bias */
         int64_t shape[2];
         int ndim = vtr_attn_gcn_param_shape(c->D, c->F, (vtr_attn_gcn_tensor)t, shape);
         size_t off = vtr_attn_gcn_param_offset(c->D, c->F, (vtr_attn_gcn_tensor)t);
         snprintf(name, sizeof name, "%s.%s", tag, vtr_attn_gcn_param_name((vtr_attn_gcn_tensor)t));
-        gradcheck(name, gcn_loss, c, c->params + off, c->dparams + off,
-                  (size_t)shape[0] * (size_t)(ndim == 2 ? shape[1] : 1), 1000);
+        scaled_gradcheck(name, c, c->params + off, theta_p + off, c->dparams + off, scaled,
+                         (size_t)shape[0] * (size_t)(ndim == 2 ? shape[1] : 1));
     }
+    free(theta_x), free(theta_p), free(scaled);
+    check_key_bias(c);
 }
 
 TEST(graph_attention_gradcheck_without_dropout)
