@@ -6,7 +6,7 @@
 /* Workspace, written by the forward (floats):
  *   g        (Bc*P, Bv*T)  frame-phrase cosines, row (c, p), column (v, t)
  *   w        (Bc*P, Bv*T)  attention weights, the same layout, 0 at padded frames
- *   gram     (Bv,T,T)      frames' Gram matrices (the real len x len block)
+ *   gram     (Bv,T,T)      frames' Gram matrices in double (the real len x len block)
  *   nv       (Bv*T)        frames' cosine norms sqrt(|x|^2 + 1e-18)
  *   np       (Bc*P)        phrases' cosine norms sqrt(|x|^2 + 1e-18)
  *   pnorm    (Bc*P)        max(|phrase|, 1e-10), the final l2norm's
@@ -37,7 +37,7 @@ static workspace_layout workspace_layout_of(int Bv, int Bc, int T, int P)
     l.g = 0;
     l.w = l.g + floats(big);
     l.gram = l.w + floats(big);
-    l.nv = l.gram + floats((size_t)Bv * T * T);
+    l.nv = l.gram + vtr_workspace_align(sizeof(double) * Bv * T * T);
     l.np = l.nv + floats((size_t)Bv * T);
     l.pnorm = l.np + floats((size_t)Bc * P);
     l.cnorm = l.pnorm + floats((size_t)Bc * P);
@@ -103,7 +103,8 @@ void vtr_phrase_attention_score_forward(float *scores, void *workspace, const fl
 {
     workspace_layout l = workspace_layout_of(Bv, Bc, T, P);
     float *g = REGION(workspace, l.g), *w = REGION(workspace, l.w);
-    float *gram = REGION(workspace, l.gram), *nv = REGION(workspace, l.nv);
+    double *gram = (double *)((char *)workspace + l.gram);
+    float *nv = REGION(workspace, l.nv);
     float *np = REGION(workspace, l.np), *pnorm = REGION(workspace, l.pnorm);
     float *cnorm = REGION(workspace, l.cnorm), *att_norm = REGION(workspace, l.att_norm);
     float *sim = REGION(workspace, l.sim);
@@ -119,17 +120,24 @@ void vtr_phrase_attention_score_forward(float *scores, void *workspace, const fl
         for (long vt = 0; vt < VT; vt++)
             g[cp * VT + vt] /= np[cp] * nv[vt];
     /* |attended| comes from the Gram matrix of the video's real frames */
+#pragma omp parallel for schedule(static) if (VT * T * D > 65536)
     for (int v = 0; v < Bv; v++) {
         const float *x = vid + (size_t)v * T * D;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, vid_lengths[v], vid_lengths[v], D,
-                    1.0f, x, D, x, D, 0.0f, gram + (size_t)v * T * T, T);
+        double *K = gram + (size_t)v * T * T;
+        for (int t = 0; t < vid_lengths[v]; t++)
+            for (int u = 0; u <= t; u++) {
+                double dot = 0.0;
+                for (int d = 0; d < D; d++)
+                    dot += (double)x[(size_t)t * D + d] * x[(size_t)u * D + d];
+                K[t * T + u] = K[u * T + t] = dot;
+            }
     }
 
 #pragma omp parallel for collapse(2) schedule(static) if ((long)Bv * Bc * P * T > 4096)
     for (int v = 0; v < Bv; v++)
         for (int c = 0; c < Bc; c++) {
             int len = vid_lengths[v], n = n_phrases[c];
-            const float *K = gram + (size_t)v * T * T;
+            const double *K = gram + (size_t)v * T * T;
             float sum = 0.0f;
             for (int p = 0; p < P; p++) {
                 long cp = (long)c * P + p;
@@ -160,7 +168,8 @@ void vtr_phrase_attention_score_backward(float *dvid, float *dphrases, void *scr
         return;
     workspace_layout l = workspace_layout_of(Bv, Bc, T, P);
     const float *g = CREGION(workspace, l.g), *w = CREGION(workspace, l.w);
-    const float *gram = CREGION(workspace, l.gram), *nv = CREGION(workspace, l.nv);
+    const double *gram = (const double *)((const char *)workspace + l.gram);
+    const float *nv = CREGION(workspace, l.nv);
     const float *np = CREGION(workspace, l.np), *pnorm = CREGION(workspace, l.pnorm);
     const float *cnorm = CREGION(workspace, l.cnorm);
     const float *att_norm = CREGION(workspace, l.att_norm), *sim = CREGION(workspace, l.sim);

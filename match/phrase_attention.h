@@ -20,10 +20,12 @@
  * R (Bc*P, Bv*T) = phrases · vidᵀ, scaled into cosines g. The attended frames are never
  * formed (Bv*Bc*P*D floats, 400 MB at a training batch): <att, phrase> = sum_t w[t] R[t]
  * and |att|^2 = wᵀ K w with K (T,T) the Gram matrix of the video's frames (one small sgemm
- * per video), so each (v, c, p) costs O(T^2) after the sgemm. The quadratic form is summed
- * in double from float K; it loses relative accuracy only when the attended vector nearly
- * cancels (|att|^2 below ~1e-6 of the frames' squared norms), which real frame features
- * (strongly correlated within a video) do not do.
+ * per video), so each (v, c, p) costs O(T^2) after the sgemm. K is summed in double (a
+ * float K would lose |att|'s digits as soon as frames partly cancel: its error is relative
+ * to (sum_t w[t] |x_t|)^2, not to |att|^2). <att, phrase> comes from the float sgemm, as the
+ * reference's cosines do: its absolute error is ~1e-7 sqrt(D) sum_t w[t] |x_t| |phrase|, so
+ * sim loses relative accuracy where the attended frames are much shorter than the frames
+ * (frames that cancel each other, e.g. |att| at 1% of |x_t|: sim to ~1e-4).
  *
  * Blocks. The op works on any block of videos x captions (evaluation calls it per block
  * at test-set size; a block's scores equal those of the same pairs in a larger block).
@@ -89,16 +91,16 @@ static VTR_HD float vtr_phrase_attention_weights(float *w, const float *g, int l
     return norm;
 }
 
-/* |sum_t w[t] x_t| from the Gram matrix K (T,T) of the x_t: sqrt(wᵀ K w) over t < len,
- * summed in double */
-static VTR_HD float vtr_phrase_attention_attended_norm(const float *w, const float *K, int len,
+/* |sum_t w[t] x_t| from the Gram matrix K (T,T) of the x_t, in double: sqrt(wᵀ K w) over
+ * t < len */
+static VTR_HD float vtr_phrase_attention_attended_norm(const float *w, const double *K, int len,
                                                        int T)
 {
     double q = 0.0;
     for (int t = 0; t < len; t++) {
         double Kw = 0.0;
         for (int s = 0; s < len; s++)
-            Kw += (double)K[t * T + s] * w[s];
+            Kw += K[t * T + s] * w[s];
         q += Kw * w[t];
     }
     return q > 0.0 ? (float)sqrt(q) : 0.0f;
@@ -132,7 +134,7 @@ static VTR_HD float vtr_phrase_attention_sim(float dot, float att_norm)
 static VTR_HD void vtr_phrase_attention_backward_one(float *dg, float *du_coef, float *dgram_coef,
                                                      float *dw, float dsim, const float *g,
                                                      const float *w, float norm, const float *nv,
-                                                     float u_scale, const float *K, float att_norm,
+                                                     float u_scale, const double *K, float att_norm,
                                                      float sim, int len, int T, float sigma)
 {
     int live = att_norm > VTR_PHRASE_ATTENTION_NORM_MIN; /* the clamp passes no gradient */
@@ -141,7 +143,7 @@ static VTR_HD void vtr_phrase_attention_backward_one(float *dg, float *du_coef, 
     for (int t = 0; t < len; t++) {
         double Kw = 0.0;
         for (int s = 0; s < len; s++)
-            Kw += (double)K[t * T + s] * w[s];
+            Kw += K[t * T + s] * w[s];
         dw[t] = ddot * (g[t] * nv[t] * u_scale) + gram * (float)Kw;
     }
     for (int t = 0; t < T; t++)

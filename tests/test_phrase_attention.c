@@ -248,3 +248,71 @@ TEST(phrase_attention_hgr_fused_score_is_the_mean_of_three_levels)
     CHECK(dglobal[0] == 2.0f && dglobal[1] == 0.5f);
     CHECK(dnoun[0] == 1.0f && dnoun[1] == -0.5f);
 }
+
+/* The score of one pair straight from the formula of match/phrase_attention.h, attended
+ * frames formed explicitly, in double. */
+static double direct_score(const op_case *c, int v, int k)
+{
+    int T = c->T, D = c->D, len = c->lengths[v], n = c->n_phrases[k];
+    double total = 0.0;
+    for (int p = 0; p < n; p++) {
+        const float *ph = c->phrases + ((size_t)k * c->P + p) * D;
+        double g[64], a[64], w[64], pp = 0.0, ss = 0.0, mx = -1e300, z = 0.0;
+        for (int d = 0; d < D; d++)
+            pp += (double)ph[d] * ph[d];
+        for (int t = 0; t < len; t++) {
+            const float *x = c->vid + ((size_t)v * T + t) * D;
+            double xx = 0.0, xp = 0.0;
+            for (int d = 0; d < D; d++)
+                xx += (double)x[d] * x[d], xp += (double)x[d] * ph[d];
+            g[t] = xp / (sqrt(xx + 1e-18) * sqrt(pp + 1e-18));
+            a[t] = g[t] > 0.0 ? g[t] : 0.0;
+            ss += a[t] * a[t];
+        }
+        for (int t = 0; t < len; t++) {
+            a[t] = VTR_PHRASE_ATTENTION_SIGMA * a[t] / fmax(sqrt(ss), 1e-10);
+            mx = fmax(mx, a[t]);
+        }
+        for (int t = 0; t < len; t++)
+            z += w[t] = exp(a[t] - mx);
+        double att2 = 0.0, dot = 0.0;
+        for (int d = 0; d < D; d++) {
+            double att = 0.0;
+            for (int t = 0; t < len; t++)
+                att += w[t] / z * c->vid[((size_t)v * T + t) * D + d];
+            att2 += att * att;
+            dot += att * ph[d];
+        }
+        total += dot / (fmax(sqrt(att2), 1e-10) * fmax(sqrt(pp), 1e-10));
+    }
+    return total / (n > 1 ? n : 1);
+}
+
+TEST(phrase_attention_matches_the_direct_formula_with_cancelling_frames)
+{
+    /* video 1's two frames are s phrase(0,0) + b and s phrase(0,0) - b, b orthogonal to the
+     * phrase and long: both frames get the same weight and the attended frames, s phrase,
+     * are short next to them, where |att|^2 = wᵀ K w would lose digits */
+    op_case c;
+    case_random(&c, 3, 4, 4, 3, 32, 17);
+    c.n_phrases[0] = 2;
+    float *x = c.vid + (size_t)1 * c.T * c.D, *ph = c.phrases;
+    double bp = gradcheck_dot(x, ph, c.D), pp = gradcheck_dot(ph, ph, c.D);
+    for (int d = 0; d < c.D; d++) {
+        float b = x[d] - (float)(bp / pp) * ph[d];
+        x[d] = 0.003f * ph[d] + b;
+        x[c.D + d] = 0.003f * ph[d] - b;
+    }
+    c.lengths[1] = 2;
+    case_forward(&c);
+    double worst = 0.0;
+    for (int v = 0; v < c.Bv; v++)
+        for (int k = 0; k < c.Bc; k++) {
+            double ref = direct_score(&c, v, k), err = fabs(c.scores[v * c.Bc + k] - ref);
+            worst = err > worst ? err : worst;
+        }
+    if (getenv("VTR_TEST_VERBOSE"))
+        printf("    direct formula: max abs error %.2e\n", worst);
+    CHECK_MSG(worst < 1e-5, "max abs error %.3g", worst);
+    case_free(&c);
+}
