@@ -175,7 +175,9 @@ size_t vtr_phrase_attention_workspace_size(int Bv, int Bc, int T, int P, int D);
 size_t vtr_phrase_attention_scratch_size(int Bv, int Bc, int T, int P, int D);
 
 // scores (Bv,Bc); workspace of vtr_phrase_attention_workspace_size bytes;
-// vid (Bv,T,D), vid_lengths (Bv); phrases (Bc,P,D), n_phrases (Bc); sigma (HGR: 4)
+// vid (Bv,T,D), vid_lengths (Bv); phrases (Bc,P,D), n_phrases (Bc); sigma (HGR: 4; sigma * a
+// is computed as a / (1/sigma), the same number when sigma is a power of 2). Padded frames
+// and phrases past n_phrases change no output, but must be finite (the sgemms read them).
 void vtr_phrase_attention_score_forward(float *scores, void *workspace, const float *vid,
                                         const int *vid_lengths, const float *phrases,
                                         const int *n_phrases, int Bv, int Bc, int T, int P, int D,
