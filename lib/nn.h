@@ -1,6 +1,7 @@
 /* Conventions shared by the neural-network ops: lib/linear.h, activation.h, embedding.h,
- * norm.h, softmax.h, similarity.h, gru.h; the poolers of aggregate/ (set_pooling.h, gpo.h) and
- * match/hinge_loss.h follow them too.
+ * norm.h, softmax.h, similarity.h, gru.h, graph_attention.h; the poolers of aggregate/
+ * (set_pooling.h, gpo.h, span_pool.h) and match/hinge_loss.h and phrase_attention.h follow
+ * them too.
  *
  * Functions. Each op is a pair of plain functions, vtr_X_forward and vtr_X_backward, with a
  * comment giving every buffer's shape. Arguments come in one order:

@@ -2,7 +2,7 @@
  * gradient checks of the input and of every parameter tensor (dropout off and on, nodes
  * without edges, a graph without any edge; the key bias, whose gradient is exactly 0, by its
  * invariance instead), the accumulation rule, the zero-row rule, dropout's (seed, stream),
- * determinism, and parity with PyTorch (tests/fixtures/gcn/, make_gcn_fixtures.py). */
+ * determinism, and parity with PyTorch (tests/fixtures/nn/gcn/, make_gcn_fixtures.py). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,11 +390,11 @@ TEST(graph_attention_is_deterministic)
 
 /* ------------------------------------------------------------------------------------- */
 
-/* nn_fixture_floats reads tests/fixtures/nn/; the layer's fixtures sit beside it in gcn/. */
+/* The layer's fixtures: tests/fixtures/nn/gcn/ (nn_fixture_floats reads tests/fixtures/nn/). */
 static float *gcn_fixture(const char *tag, const char *what, size_t n)
 {
     char name[96];
-    snprintf(name, sizeof name, "../gcn/%s_%s", tag, what);
+    snprintf(name, sizeof name, "gcn/%s_%s", tag, what);
     return nn_fixture_floats(name, n);
 }
 
@@ -411,9 +411,9 @@ static void gcn_parity(const char *tag, int B, int D, int F)
     vtr_attn_gcn_forward(out, ws, x, rel, params, B, NODES, D, F, 0.0f, 1, 0);
     vtr_attn_gcn_backward(dx, dparams, scratch, dout, x, params, ws, B, NODES, D, F, 0.0f, 1, 0);
     char name[96];
-    snprintf(name, sizeof name, "../gcn/%s_out", tag);
+    snprintf(name, sizeof name, "gcn/%s_out", tag);
     nn_parity_check(name, out, nx);
-    snprintf(name, sizeof name, "../gcn/%s_dx", tag);
+    snprintf(name, sizeof name, "gcn/%s_dx", tag);
     nn_parity_check(name, dx, nx);
     /* each parameter tensor against its slice of the reference's flat gradient, relative to
      * the slice's largest magnitude; but the key bias's gradient is 0 in exact arithmetic

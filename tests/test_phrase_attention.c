@@ -1,6 +1,6 @@
 /* HGR's verb- and noun-level score (match/phrase_attention.h) and the fused score
  * (match/hgr_score.h): finite-difference gradients, accumulation, blocks, determinism
- * across OpenMP thread counts, and parity with PyTorch (tests/fixtures/phrase_attention/,
+ * across OpenMP thread counts, and parity with PyTorch (tests/fixtures/nn/phrase_attention/,
  * written by tests/fixtures/make_phrase_attention_fixtures.py). */
 #include <math.h>
 #include <stdlib.h>
@@ -18,8 +18,8 @@
 /* the fixtures' sizes (make_phrase_attention_fixtures.py) */
 enum { FBV = 3, FBC = 4, FT = 5, FP = 4, FD = 16 };
 
-/* nn_fixture_floats reads tests/fixtures/nn/<name>.npy: these live beside that folder */
-#define FIXTURE(name) "../phrase_attention/" name
+/* The fixtures: tests/fixtures/nn/phrase_attention/ (nn_fixture_floats reads tests/fixtures/nn/). */
+#define FIXTURE(name) "phrase_attention/" name
 
 /* One instance of the op: inputs, a fixed upstream gradient, buffers. */
 typedef struct {

@@ -1,7 +1,7 @@
 /* Role span pooling (aggregate/span_pool.h): the max over hand-made spans, finite-difference
  * gradients of the word states and the role table, empty spans and the reference's -1e10
  * fill, accumulation, determinism across thread counts, and parity with PyTorch
- * (tests/fixtures/span_pool/, written by tests/fixtures/make_span_pool_fixtures.py). Run
+ * (tests/fixtures/nn/span_pool/, written by tests/fixtures/make_span_pool_fixtures.py). Run
  * with VTR_TEST_VERBOSE=1 to print the gradcheck and parity errors. */
 #include <math.h>
 #include <omp.h>
@@ -261,8 +261,8 @@ TEST(span_pool_same_bytes_for_any_thread_count)
         span_batch_free(&s[r]);
 }
 
-/* The fixtures live beside tests/fixtures/nn/, where nn_fixture_floats looks. */
-#define FIXTURE(name) "../span_pool/" name
+/* The fixtures: tests/fixtures/nn/span_pool/ (nn_fixture_floats reads tests/fixtures/nn/). */
+#define FIXTURE(name) "span_pool/" name
 
 TEST(span_pool_parity)
 {
