@@ -275,9 +275,12 @@ vtr_status vtr_role_graph_parse_text(const char *text, size_t len, const char *c
     json_error_t jerr;
     /* no JSON_REJECT_DUPLICATES: Python's json.load keeps the last value of a key */
     json_t *value = json_loadb(text, len, 0, &jerr);
-    if (!value)
+    if (!value) {
+        /* jansson quotes the input near the error, which may be any bytes */
+        char reason[SHOWN_MAX];
         return format_error(err, caption, "invalid JSON at line %d column %d: %s", jerr.line,
-                            jerr.column, jerr.text);
+                            jerr.column, shown(jerr.text, strlen(jerr.text), reason));
+    }
     vtr_status st = vtr_role_graph_parse(value, caption, out, err);
     json_decref(value);
     return st;
