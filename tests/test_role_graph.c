@@ -222,6 +222,11 @@ TEST(role_graph_malformed_values)
                 "role graph of caption \"xxx\\x0a");
     CHECK(!strchr(err.msg, '\n'));
     CHECK(strstr(err.msg, "...\": not a [nodes, edges] array"));
+    /* jansson's reason quotes the input near the error; it is escaped too */
+    CHECK_FAILS(vtr_role_graph_parse_text("[\"\xff\n\"]", 5, "cap", &g, &err), VTR_ERR_FORMAT,
+                "invalid JSON");
+    for (const char *c = err.msg; *c; c++)
+        CHECK(*c >= 0x20 && *c <= 0x7e);
 }
 
 /* A JSON value with a string holding NUL (jansson decodes it with JSON_ALLOW_NUL). */
