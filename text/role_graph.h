@@ -14,12 +14,13 @@
  *   - an argument with the same span and role as an earlier node is that node again:
  *     a second verb's edge points at the first node's id, so one noun node has edges
  *     from several verbs. The sharing is in the JSON; the reader does nothing for it;
- *   - when SRL gave no such frame (the graph is the root alone), spaCy fills it: NOUN
- *     nodes for the noun chunks (or, when there are none, one per NN* word), then one V
- *     node per VB* word, single-word spans, and no edges at all. The reader still links
- *     the root to those V nodes (root -> verb edges come from the nodes, not the edges);
- *     a caption where spaCy found no verb either has noun nodes only and an all-zero
- *     rel_edges.
+ *   - when SRL gave no such frame (the graph is the root alone: no verb, or only verbs
+ *     without arguments), the "augment" step fills it with spaCy: NOUN nodes for the
+ *     noun chunks (or, when there are none, one per NN* word), then one V node per VB*
+ *     word, single-word spans, and no edges at all. So "noun nodes only" holds only when
+ *     spaCy tagged no verb either (624 captions of VATEX by the notebook's count); else
+ *     the reader still links the root to those V nodes (root -> verb edges come from the
+ *     nodes, not from the edge list) and the nouns stay unlinked (zero rows).
  *
  * vtr_role_graph_encode() follows the reader rule for rule (nv = num_verbs,
  * nn = num_nouns, W = max_words):
@@ -49,10 +50,13 @@
  *
  * Parsing is stricter than the reference on input it would mishandle or crash on: a
  * negative span index (numpy would wrap it to the last word), a non-integer one, empty
- * spans on a node other than ROOT (np.min([]) raises), a role that is not a string, an
- * edge that is not three strings or names a node that does not exist, words of another
- * length than spans (the builder writes words[i] for each span index) are VTR_ERR_FORMAT.
- * Everything the release holds parses.
+ * spans on a node other than ROOT (np.min([]) raises once the reader reaches the node),
+ * a role that is not a string, an edge that is not three strings or names a node that
+ * does not exist, words of another length than spans are VTR_ERR_FORMAT. The builder
+ * writes none of these (spans come from SRL tags or spaCy tokens, words[i] from each
+ * span index, edge ends from the nodes it made), so the release should parse whole.
+ * Whoever loads the whole file should not reject duplicate keys, as Python does not
+ * (vtr_role_graph_parse_text reads them as Python does).
  */
 #ifndef VTR_ROLE_GRAPH_H
 #define VTR_ROLE_GRAPH_H
