@@ -60,8 +60,9 @@ static void encode_q(const char *text, size_t n_words, const vtr_role_graph_shap
     for (size_t i = 0; i < n_words && i < 64; i++)
         ids[i] = 100 + (int)i;
     memset(out, 0xAB, sizeof *out); /* every element must be written */
-    out->t = (vtr_role_graph_tensors){out->sent_ids, -1, &out->verb_masks[0][0],
-                                      &out->noun_masks[0][0], out->node_roles, &out->rel[0][0]};
+    out->t = (vtr_role_graph_tensors){out->sent_ids,          -1,
+                                      &out->verb_masks[0][0], &out->noun_masks[0][0],
+                                      out->node_roles,        &out->rel[0][0]};
     vtr_role_graph_shape def = vtr_role_graph_shape_default();
     CHECK_OK(vtr_role_graph_encode(&g, ids, n_words, shape ? shape : &def, &out->t, &err));
     vtr_role_graph_free(&g);
@@ -118,12 +119,12 @@ TEST(role_graph_role_ids)
 
 /* ---- parsing ---------------------------------------------------------------------- */
 
-#define MAN_CUTTING                                                                     \
-    "[{'ROOT': {'role': 'ROOT', 'spans': [0, 1, 2, 3], 'words': ['a', 'man', 'cuts',"   \
-    " 'bread']},"                                                                       \
-    " '1': {'role': 'V', 'spans': [2], 'words': ['cuts'], 'extra': 7},"                 \
-    " '2': {'role': 'ARG0', 'spans': [0, 1], 'words': ['a', 'man']},"                   \
-    " '3': {'role': 'ARG1', 'spans': [3], 'words': ['bread']}},"                        \
+#define MAN_CUTTING                                                                                \
+    "[{'ROOT': {'role': 'ROOT', 'spans': [0, 1, 2, 3], 'words': ['a', 'man', 'cuts',"              \
+    " 'bread']},"                                                                                  \
+    " '1': {'role': 'V', 'spans': [2], 'words': ['cuts'], 'extra': 7},"                            \
+    " '2': {'role': 'ARG0', 'spans': [0, 1], 'words': ['a', 'man']},"                              \
+    " '3': {'role': 'ARG1', 'spans': [3], 'words': ['bread']}},"                                   \
     " [['1', '2', 'ARG0'], ['1', '3', 'ARG1']]]"
 
 TEST(role_graph_parse_fields)
@@ -188,8 +189,7 @@ TEST(role_graph_malformed_values)
          "node \"1\": spans is empty (role V)"},
         {"[{'1': {'role': 'V', 'spans': [0, 1], 'words': ['a']}}, []]",
          "node \"1\" has 1 words for 2 spans"},
-        {"[{'1': {'role': 'V', 'spans': [0], 'words': [null]}}, []]",
-         "words[0] is not a string"},
+        {"[{'1': {'role': 'V', 'spans': [0], 'words': [null]}}, []]", "words[0] is not a string"},
         {"[{'1': {'role': 'V', 'spans': [0], 'words': ['a']}}, [['1', '1']]]",
          "edge 0 is not [verb_id, arg_id, role]"},
         {"[{'1': {'role': 'V', 'spans': [0], 'words': ['a']}}, ['1']]",
@@ -325,8 +325,8 @@ static char *many_nodes_graph(int n_verbs, int n_nouns)
     for (int i = 0; i < n_verbs; i++)
         at += sprintf(s + at, ", 'v%d': {'role': 'V', 'spans': [%d], 'words': ['v']}", i, i);
     for (int i = 0; i < n_nouns; i++)
-        at += sprintf(s + at, ", 'n%d': {'role': 'ARG1', 'spans': [%d], 'words': ['n']}", i,
-                      10 + i);
+        at +=
+            sprintf(s + at, ", 'n%d': {'role': 'ARG1', 'spans': [%d], 'words': ['n']}", i, 10 + i);
     at += sprintf(s + at, "}, [");
     for (int i = 0; i < n_verbs; i++)
         for (int j = 0; j < n_nouns; j++)
@@ -581,16 +581,14 @@ TEST(role_graph_parity_with_reference)
         int word_ids[64];
         size_t count = 0;
         CHECK(tokens.n <= 64);
-        CHECK_OK(vtr_vocab_encode(vocab, tokens.tokens, tokens.n, false, word_ids, &count,
-                                  &err));
+        CHECK_OK(vtr_vocab_encode(vocab, tokens.tokens, tokens.n, false, word_ids, &count, &err));
         caption_out o;
         memset(&o, 0xAB, sizeof o);
-        o.t = (vtr_role_graph_tensors){o.sent_ids, -1, &o.verb_masks[0][0],
+        o.t = (vtr_role_graph_tensors){o.sent_ids,          -1,           &o.verb_masks[0][0],
                                        &o.noun_masks[0][0], o.node_roles, &o.rel[0][0]};
         vtr_role_graph_shape shape = vtr_role_graph_shape_default();
         CHECK_OK(vtr_role_graph_encode(&g, word_ids, count, &shape, &o.t, &err));
-        CHECK_MSG(o.t.sent_len == lens[c], "caption %lld (%s): sent_len", (long long)c,
-                  caption);
+        CHECK_MSG(o.t.sent_len == lens[c], "caption %lld (%s): sent_len", (long long)c, caption);
         CHECK_MSG(!memcmp(o.sent_ids, ids + c * W, sizeof o.sent_ids), "caption %lld: ids",
                   (long long)c);
         CHECK_MSG(!memcmp(o.verb_masks, vm + c * NV * W, sizeof o.verb_masks),

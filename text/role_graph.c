@@ -13,9 +13,8 @@
 /* ---- roles ------------------------------------------------------------------------ */
 
 static const char *const role_names[VTR_ROLE_COUNT] = {
-    "V",        "ARG1",     "ARG0",     "ARG2",     "ARG3",     "ARG4",
-    "ARGM-LOC", "ARGM-MNR", "ARGM-TMP", "ARGM-DIR", "ARGM-ADV", "ARGM-PRP",
-    "ARGM-PRD", "ARGM-COM", "ARGM-MOD", "NOUN",
+    "V",        "ARG1",     "ARG0",     "ARG2",     "ARG3",     "ARG4",     "ARGM-LOC", "ARGM-MNR",
+    "ARGM-TMP", "ARGM-DIR", "ARGM-ADV", "ARGM-PRP", "ARGM-PRD", "ARGM-COM", "ARGM-MOD", "NOUN",
 };
 
 int vtr_role_id(const char *role)
@@ -80,8 +79,8 @@ static bool plain_string(const json_t *j)
 }
 
 /* Checks one node and counts its spans. */
-static vtr_status check_node(const char *id, size_t id_len, const json_t *node,
-                             const char *caption, size_t *n_spans, vtr_error *err)
+static vtr_status check_node(const char *id, size_t id_len, const json_t *node, const char *caption,
+                             size_t *n_spans, vtr_error *err)
 {
     char sid[SHOWN_MAX];
     shown(id, id_len, sid);
@@ -94,7 +93,9 @@ static vtr_status check_node(const char *id, size_t id_len, const json_t *node,
     const json_t *words = json_object_get(node, "words");
     if (!role || !spans || !words)
         return format_error(err, caption, "node \"%s\" has no \"%s\"", sid,
-                            !role ? "role" : !spans ? "spans" : "words");
+                            !role    ? "role"
+                            : !spans ? "spans"
+                                     : "words");
     if (!plain_string(role))
         return format_error(err, caption, "node \"%s\": role is not a string%s", sid,
                             json_is_string(role) ? " without NUL" : "");
@@ -111,28 +112,25 @@ static vtr_status check_node(const char *id, size_t id_len, const json_t *node,
     for (size_t i = 0; i < n; i++) {
         const json_t *s = json_array_get(spans, i);
         if (!json_is_integer(s))
-            return format_error(err, caption, "node \"%s\": spans[%zu] is not an integer",
-                                sid, i);
+            return format_error(err, caption, "node \"%s\": spans[%zu] is not an integer", sid, i);
         if (json_integer_value(s) < 0)
-            return format_error(err, caption,
-                                "node \"%s\": spans[%zu] is %lld, not a word index", sid, i,
-                                (long long)json_integer_value(s));
+            return format_error(err, caption, "node \"%s\": spans[%zu] is %lld, not a word index",
+                                sid, i, (long long)json_integer_value(s));
     }
     if (json_array_size(words) != n)
         return format_error(err, caption, "node \"%s\" has %zu words for %zu spans", sid,
                             json_array_size(words), n);
     for (size_t i = 0; i < n; i++)
         if (!plain_string(json_array_get(words, i)))
-            return format_error(err, caption,
-                                "node \"%s\": words[%zu] is not a string without NUL", sid,
-                                i);
+            return format_error(err, caption, "node \"%s\": words[%zu] is not a string without NUL",
+                                sid, i);
     *n_spans = n;
     return VTR_OK;
 }
 
 /* Checks one edge: three strings, the first two naming nodes. */
-static vtr_status check_edge(const json_t *nodes, const json_t *edge, size_t i,
-                             const char *caption, vtr_error *err)
+static vtr_status check_edge(const json_t *nodes, const json_t *edge, size_t i, const char *caption,
+                             vtr_error *err)
 {
     if (!json_is_array(edge) || json_array_size(edge) != 3)
         return format_error(err, caption, "edge %zu is not [verb_id, arg_id, role]", i);
@@ -150,8 +148,7 @@ static vtr_status check_edge(const json_t *nodes, const json_t *edge, size_t i,
     return VTR_OK;
 }
 
-static vtr_status intern(vtr_string_table *table, const char *s, const char **out,
-                         vtr_error *err)
+static vtr_status intern(vtr_string_table *table, const char *s, const char **out, vtr_error *err)
 {
     int64_t index;
     vtr_status st = vtr_string_table_insert(table, s, strlen(s), &index, NULL, err);
@@ -201,15 +198,15 @@ static vtr_status fill(const json_t *nodes, const json_t *edges, size_t total_sp
         if (st == VTR_OK)
             out->id = vtr_string_table_key(s->ids, index, NULL);
         if (st == VTR_OK)
-            st = intern(s->strings, json_string_value(json_object_get(node, "role")),
-                        &out->role, err);
+            st = intern(s->strings, json_string_value(json_object_get(node, "role")), &out->role,
+                        err);
         out->n_spans = out->n_words = json_array_size(spans);
         out->spans = s->spans + at;
         out->words = s->words + at;
         for (size_t i = 0; i < out->n_spans && st == VTR_OK; i++) {
             s->spans[at + i] = json_integer_value(json_array_get(spans, i));
-            st = intern(s->strings, json_string_value(json_array_get(words, i)),
-                        &s->words[at + i], err);
+            st = intern(s->strings, json_string_value(json_array_get(words, i)), &s->words[at + i],
+                        err);
         }
         at += out->n_spans;
     }
@@ -219,8 +216,7 @@ static vtr_status fill(const json_t *nodes, const json_t *edges, size_t total_sp
         const char *arg = json_string_value(json_array_get(edge, 1));
         s->edges[i].verb = (size_t)vtr_string_table_find(s->ids, verb, strlen(verb));
         s->edges[i].arg = (size_t)vtr_string_table_find(s->ids, arg, strlen(arg));
-        st = intern(s->strings, json_string_value(json_array_get(edge, 2)), &s->edges[i].role,
-                    err);
+        st = intern(s->strings, json_string_value(json_array_get(edge, 2)), &s->edges[i].role, err);
     }
     return st;
 }

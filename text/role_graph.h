@@ -18,7 +18,7 @@
  *     without arguments), the "augment" step fills it with spaCy: NOUN nodes for the
  *     noun chunks (or, when there are none, one per NN* word), then one V node per VB*
  *     word, single-word spans, and no edges at all. So "noun nodes only" holds only when
- *     spaCy tagged no verb either (624 captions of VATEX by the notebook's count); else
+ *     spaCy tagged no verb either (624 of 124,654 captions in the notebook's saved run); else
  *     the reader still links the root to those V nodes (root -> verb edges come from the
  *     nodes, not from the edge list) and the nouns stay unlinked (zero rows).
  *
