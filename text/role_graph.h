@@ -30,10 +30,10 @@
  *      padded with EOS (1, not 0) to W; sent_len = the count before padding.
  *   2. verb slots: the nodes in the JSON's order; before looking at a node the loop stops
  *      when nv verbs are taken; a node is taken when its role is exactly "V" and
- *      min(spans) < W. The k-th taken verb is node 1 + k of the graph.
+ *      min(spans) < W. The k-th taken verb (from 0) is tensor node 1 + k.
  *   3. noun slots: a second pass over the nodes in the same order, stopping when nn are
  *      taken; a node is taken when its role is neither "ROOT" nor "V" (so "C-V" and
- *      "R-V" are nouns) and min(spans) < W. The k-th taken noun is node 1 + nv + k.
+ *      "R-V" are nouns) and min(spans) < W. The k-th taken noun is tensor node 1 + nv + k.
  *   4. masks: a taken node's bit is set for each span index < W (indices >= W dropped);
  *      verb_masks (nv, W), noun_masks (nn, W), 0/1.
  *   5. node_roles (nv + nn), default 0 (= the id of "V", also for empty slots): a verb
