@@ -18,7 +18,9 @@ pre-extracted features (fc, with the MLP residual of precomp_enc_type 'basic' or
 it), the BiGRU text branch (one layer, directions averaged), GPO or mean pooling on each
 side, l2-normalised embeddings. Sizes are read off the tensors and checked against 'opt'.
 Tensors the model does not have (a CNN backbone, BERT, a second GRU layer) and tensors it
-lacks are an error naming them.
+lacks are an error naming them. The one exception: the reference's MLP builds a BatchNorm
+per layer and uses all but the last, so its checkpoints hold img_enc.mlp.bns.1.* (size
+embed_size), which its forward never reads; those are dropped, and said so on stderr.
 
 Output: ONE safetensors file laid out as lib/checkpoint.c writes a best.safetensors:
 tensors under the reference names in the model's parameter order (F32; num_batches_tracked
@@ -140,6 +142,28 @@ def model_entries(c):
     out += gru_entries("txt_enc.rnn.", c["word_dim"], E)
     out += pool("txt_enc.", c["txt_pool"])
     return out
+
+
+def unused_entries(c):
+    """(name, shape) of the tensors the reference builds and never uses: its MLP
+    (lib/modules/mlp.py) makes one BatchNorm1d per Linear layer, bns.K of the layer's output
+    size, and applies all but the last; with the two layers of the model here, bns.1 of
+    size embed_size."""
+    if c["mlp_hidden"] <= 0:
+        return []
+    p, E = "img_enc.mlp.bns.1.", c["embed_size"]
+    return [(p + "weight", (E,)), (p + "bias", (E,)), (p + "running_mean", (E,)),
+            (p + "running_var", (E,)), (p + "num_batches_tracked", ())]
+
+
+def drop_unused(tensors, c):
+    """Removes unused_entries(c) from tensors (name and shape must match: anything else
+    stays and check_tensors refuses it). -> the names dropped, sorted."""
+    dropped = [n for n, shape in unused_entries(c)
+               if n in tensors and tuple(tensors[n].shape) == shape]
+    for n in dropped:
+        del tensors[n]
+    return sorted(dropped)
 
 
 def shape_of(tensors, name):
@@ -334,6 +358,7 @@ def vocab_check(path, vocab_size):
 def convert(args):
     tensors, opt, extra = load_source(args.source)
     c = infer_config(tensors, opt)
+    dropped = drop_unused(tensors, c)
     arrays = check_tensors(tensors, model_entries(c))
     metadata = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
                 "code_version": args.code_version, "step": "0", "epoch": "0",
@@ -344,7 +369,7 @@ def convert(args):
     metadata["converted_from"] = os.path.basename(args.source)
     metadata.update(extra)
     write_atomic(args.output, safetensors_bytes(arrays, metadata))
-    return c, len(arrays)
+    return c, len(arrays), dropped
 
 
 def main(argv):
@@ -366,13 +391,16 @@ def main(argv):
                     help="the code_version metadata [%(default)s]")
     args = ap.parse_args(argv)
     try:
-        c, n = convert(args)
+        c, n, dropped = convert(args)
     except ConvertError as e:
         print("%s: %s: %s" % (PROG, args.source, e), file=sys.stderr)
         return 1
     except OSError as e:
         print("%s: %s: %s" % (PROG, args.output, e), file=sys.stderr)
         return 1
+    if dropped:
+        print("%s: %s: dropped %d tensors the reference builds and never uses: %s"
+              % (PROG, args.source, len(dropped), ", ".join(dropped)), file=sys.stderr)
     print("%s: %s -> %s: %d tensors; visual %d -> %d (%s), vocabulary %d x %d, pooling %s/%s"
           % (PROG, args.source, args.output, n, c["feature_dim"], c["embed_size"],
              "fc + MLP %d" % c["mlp_hidden"] if c["mlp_hidden"] else "fc",

@@ -1,11 +1,13 @@
 #!/bin/sh
 # pipeline/convert_checkpoint.py: released VSE∞ PyTorch checkpoints -> vtr checkpoints.
 # For each fixture of tests/fixtures/make_convert_fixture.py (the image-text model as the
-# reference saves it, with opt; a video model as a plain state_dict), import its tiny test
-# split, convert, embed the split with vtr-eval --save-embeddings and compare with the
-# PyTorch embeddings (relative error < 1e-4); then the metadata, the catalog record of
-# the evaluation, vtr-train --init from a converted model, and the errors (extra, missing
-# tensors, a vocabulary of another size, another vocabulary at evaluation).
+# reference's train.py saves it, with opt and the MLP's unused second BatchNorm mlp.bns.1.*;
+# a video model as a plain state_dict), import its tiny test split, convert, embed the
+# split with vtr-eval --save-embeddings and compare with the PyTorch embeddings (relative
+# error < 1e-4); then the note on the dropped bns.1, the metadata, the catalog record of
+# the evaluation, vtr-train --init from a converted model, and the errors (extra tensors,
+# an mlp.bns.2 no reference builds, missing tensors, a vocabulary of another size, another
+# vocabulary at evaluation).
 set -u
 PY=/usr/bin/python3
 FX=tests/fixtures/make_convert_fixture.py
@@ -46,8 +48,15 @@ for kind in ("items", "captions"):
 EOF
 done
 
-# the metadata: laid out as lib/checkpoint.c writes a best.safetensors
+# the reference's unused BatchNorm (img_enc.mlp.bns.1.*) was dropped, in one line
 d="$dir/image"
+b=img_enc.mlp.bns.1
+grep -qx "convert_checkpoint.py: $d/model.pth: dropped 5 tensors the reference builds and never uses: $b.bias, $b.num_batches_tracked, $b.running_mean, $b.running_var, $b.weight" \
+    "$d/convert.log" || { cat "$d/convert.log"; fail "dropped message"; }
+[ "$(grep -c dropped "$d/convert.log")" = 1 ] || { cat "$d/convert.log"; fail "dropped lines"; }
+grep -q dropped "$dir/video/convert.log" && { cat "$dir/video/convert.log"; fail "video dropped"; }
+
+# the metadata: laid out as lib/checkpoint.c writes a best.safetensors
 $PY - "$d/conv.safetensors" "$d/vocab.json" <<'EOF' || fail "metadata"
 import hashlib, json, struct, sys
 raw = open(sys.argv[1], "rb").read()
@@ -70,6 +79,7 @@ assert names[:3] == ["img_enc.fc.weight", "img_enc.fc.bias", "img_enc.mlp.layers
 assert h["img_enc.mlp.bns.0.num_batches_tracked"] == {"dtype": "I64", "shape": [],
                                                      "data_offsets": [0, 8]}
 assert len(names) == 38 and names[-1] == "txt_enc.gpool.linear.weight"
+assert not any(n.startswith("img_enc.mlp.bns.1.") for n in names), names
 EOF
 
 # the evaluation was recorded in the catalog
@@ -119,8 +129,11 @@ grep -q "train.init: $d/conv.safetensors: unexpected tensor 'img_enc.gpool" "$di
 
 # errors name the tensors
 $PY $CONVERT "$d/bad_extra.pth" "$dir/x.safetensors" 2>"$dir/e.log" && fail "extra accepted"
-grep -q "bad_extra.pth: unexpected tensors not in the model: img_enc.backbone.conv1.weight" \
+grep -qx ".*/bad_extra.pth: unexpected tensors not in the model: img_enc.backbone.conv1.weight" \
     "$dir/e.log" || { cat "$dir/e.log"; fail "extra message"; }
+$PY $CONVERT "$d/bad_bns.pth" "$dir/x.safetensors" 2>"$dir/e.log" && fail "mlp.bns.2 accepted"
+grep -qx ".*/bad_bns.pth: unexpected tensors not in the model: img_enc.mlp.bns.2.weight" \
+    "$dir/e.log" || { cat "$dir/e.log"; fail "mlp.bns.2 message"; }
 $PY $CONVERT "$d/bad_missing.pth" "$dir/x.safetensors" 2>"$dir/e.log" && fail "missing accepted"
 grep -q "bad_missing.pth: missing tensors: txt_enc.gpool.linear.weight" "$dir/e.log" ||
     { cat "$dir/e.log"; fail "missing message"; }
