@@ -54,8 +54,7 @@ static void reverse_rows(float *rev, const float *x, const int *lengths, int B, 
 }
 
 void vtr_caption_bigru_forward(float *out, vtr_caption_bigru *g, const float *inp,
-                               const int *lengths, const float *params, int B, int L, int W,
-                               int E)
+                               const int *lengths, const float *params, int B, int L, int W, int E)
 {
     size_t per_dir = vtr_gru_param_count(W, E, 1);
     float *outs[2] = {out, g->out_rev};
@@ -97,9 +96,8 @@ void vtr_caption_bigru_backward(float *dinp, float *dparams, vtr_caption_bigru *
     bool parallel = directions_begin(&saved);
 #pragma omp parallel for num_threads(2) schedule(static, 1) if (parallel)
     for (int d = 0; d < 2; d++)
-        vtr_gru_backward(dinps[d], dparams + d * per_dir, g->scratch[d], douts[d], inps[d],
-                         lengths, params + d * per_dir, g->workspace[d], B, L, W, E, 1,
-                         VTR_GRU_AVERAGE);
+        vtr_gru_backward(dinps[d], dparams + d * per_dir, g->scratch[d], douts[d], inps[d], lengths,
+                         params + d * per_dir, g->workspace[d], B, L, W, E, 1, VTR_GRU_AVERAGE);
     directions_end(parallel, saved);
     for (int b = 0; b < B; b++) {
         int len = lengths[b];

@@ -33,20 +33,19 @@ extern "C" {
  * scratch, for batches of at most max_batch captions of max_words tokens (Q =
  * max_batch * max_words). The caller allocates them (vtr_caption_bigru_* sizes below). */
 typedef struct vtr_caption_bigru {
-    float *inp_rev;    /* (Q,W) each caption's inputs in reverse order */
+    float *inp_rev;     /* (Q,W) each caption's inputs in reverse order */
     void *workspace[2]; /* vtr_gru_workspace_size(max_batch, max_words, W, E, 1) bytes each */
-    float *out_rev;    /* (Q,E) the reverse direction's output (reverse order); in backward,
-                          its output gradient */
-    float *dinp_rev;   /* (Q,W) the reverse direction's input gradient (reverse order) */
-    void *scratch[2];  /* vtr_gru_scratch_size(max_batch, max_words, W, E, 1) bytes each;
-                          scratch[0] may be shared with other ops' backward scratch */
+    float *out_rev;     /* (Q,E) the reverse direction's output (reverse order); in backward,
+                           its output gradient */
+    float *dinp_rev;    /* (Q,W) the reverse direction's input gradient (reverse order) */
+    void *scratch[2];   /* vtr_gru_scratch_size(max_batch, max_words, W, E, 1) bytes each;
+                           scratch[0] may be shared with other ops' backward scratch */
 } vtr_caption_bigru;
 
 // inp (B,L,W), lengths (B), params (vtr_gru_param_count(W, E, 2)); out (B,L,E) =
 // (forward + reverse) / 2 at real positions, 0 at padded ones; fills g's forward buffers
 void vtr_caption_bigru_forward(float *out, vtr_caption_bigru *g, const float *inp,
-                               const int *lengths, const float *params, int B, int L, int W,
-                               int E);
+                               const int *lengths, const float *params, int B, int L, int W, int E);
 
 // dinp (B,L,W) +=, dparams +=; dout (B,L,E), scaled by 1/2 in place (its contents are
 // not kept); inp, lengths, params and dims as given to the forward, g as it left it

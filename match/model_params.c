@@ -1,7 +1,9 @@
 /* Parameter-set building for the matching models; the contracts are in model_params.h. */
 #include "model_params.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "lib/gru.h"
 
@@ -26,11 +28,11 @@ vtr_status vtr_model_param_add_gru(vtr_param_set *ps, const char *prefix, int D,
             st = vtr_model_param_add(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_WEIGHT_HH),
                                      VTR_F32, true, 2, 3 * (int64_t)H, H, err);
         if (!st)
-            st = vtr_model_param_add(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_BIAS_IH),
-                                     VTR_F32, true, 1, 3 * (int64_t)H, 0, err);
+            st = vtr_model_param_add(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_BIAS_IH), VTR_F32,
+                                     true, 1, 3 * (int64_t)H, 0, err);
         if (!st)
-            st = vtr_model_param_add(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_BIAS_HH),
-                                     VTR_F32, true, 1, 3 * (int64_t)H, 0, err);
+            st = vtr_model_param_add(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_BIAS_HH), VTR_F32,
+                                     true, 1, 3 * (int64_t)H, 0, err);
     }
     return st;
 }
@@ -52,4 +54,18 @@ void vtr_model_fill_uniform(float *x, size_t n, float bound, vtr_rng *rng)
 {
     for (size_t i = 0; i < n; i++)
         x[i] = (2.0f * vtr_rng_uniform(rng) - 1.0f) * bound;
+}
+
+void vtr_model_fill_default(const vtr_param_set *ps, size_t i, vtr_rng *rng)
+{
+    const vtr_param_entry *e = &ps->entries[i];
+    float *x = ps->data + e->offset;
+    double fan_in;
+    if (strstr(e->name, ".gru.") || strstr(e->name, ".rnn."))
+        fan_in = (double)e->shape[0] / 3.0;
+    else if (e->ndim == 2)
+        fan_in = (double)e->shape[1];
+    else
+        fan_in = (double)ps->entries[i - 1].shape[1];
+    vtr_model_fill_uniform(x, e->numel, (float)(1.0 / sqrt(fan_in)), rng);
 }

@@ -36,6 +36,13 @@ vtr_status vtr_model_param_add_gpo(vtr_param_set *ps, const char *prefix, int d_
 /* x (n) uniform in (-bound, bound) from rng */
 void vtr_model_fill_uniform(float *x, size_t n, float bound, vtr_rng *rng);
 
+/* PyTorch's default initialization of entry i of a finalized set, from rng, by its name and
+ * shape: a GRU tensor (".gru." or ".rnn." in its name) uniform(±1/sqrt(hidden)), hidden =
+ * rows / 3; otherwise a Linear weight (2-D, (out, in)) kaiming-uniform(a = sqrt 5) =
+ * uniform(±1/sqrt(in)), or a Linear bias (1-D) uniform(±1/sqrt(in)) of its weight, the
+ * entry before it. */
+void vtr_model_fill_default(const vtr_param_set *ps, size_t i, vtr_rng *rng);
+
 #ifdef __cplusplus
 }
 #endif

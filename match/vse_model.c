@@ -18,6 +18,7 @@
 #include "lib/similarity.h"
 #include "match/adopt_loss.h"
 #include "match/caption_bigru.h"
+#include "match/model_arena.h"
 #include "match/model_params.h"
 
 /* Upper bounds that keep every size product far from overflow (a model this large would
@@ -270,12 +271,13 @@ static vtr_status add_params(vtr_param_set *ps, const vtr_vse_config *c, vtr_err
             (st = vtr_model_param_add(ps, p, "bns.0.bias", VTR_F32, true, 1, M, 0, err)) ||
             (st = vtr_model_param_add(ps, p, "bns.0.running_mean", VTR_F32, false, 1, M, 0, err)) ||
             (st = vtr_model_param_add(ps, p, "bns.0.running_var", VTR_F32, false, 1, M, 0, err)) ||
-            (st = vtr_model_param_add(ps, p, "bns.0.num_batches_tracked", VTR_I64, false, 0, 0, 0, err)))
+            (st = vtr_model_param_add(ps, p, "bns.0.num_batches_tracked", VTR_I64, false, 0, 0, 0,
+                                      err)))
             return st;
     }
     if ((st = pool_add_params(ps, "img_enc.", &c->img_pool, E, err)) ||
         (st = vtr_model_param_add(ps, "txt_enc.", "embed.weight", VTR_F32, true, 2, c->vocab_size,
-                         c->word_dim, err)) ||
+                                  c->word_dim, err)) ||
         (st = vtr_model_param_add_gru(ps, "txt_enc.rnn.", c->word_dim, E, err)) ||
         (st = pool_add_params(ps, "txt_enc.", &c->txt_pool, E, err)))
         return st;
@@ -364,33 +366,15 @@ void vtr_vse_init_params(vtr_vse_model *m, uint64_t seed)
                 x[k] = 1.0f;
         } else if (strcmp(name, "txt_enc.embed.weight") == 0) {
             vtr_model_fill_uniform(x, e->numel, 0.1f, &rng);
-        } else if (strstr(name, ".gru.") || strstr(name, ".rnn.")) {
-            /* every GRU tensor: uniform(±1/sqrt(hidden)), hidden = rows / 3 */
-            vtr_model_fill_uniform(x, e->numel, (float)(1.0 / sqrt((double)e->shape[0] / 3.0)), &rng);
-        } else if (ends_with(name, ".weight")) {
-            /* Linear: kaiming-uniform(a = sqrt 5) = uniform(±1/sqrt(fan_in)) */
-            vtr_model_fill_uniform(x, e->numel, (float)(1.0 / sqrt((double)e->shape[1])), &rng);
         } else {
-            /* Linear bias: uniform(±1/sqrt(fan_in)) of its weight, the entry before it */
-            const vtr_param_entry *w = &ps->entries[i - 1];
-            vtr_model_fill_uniform(x, e->numel, (float)(1.0 / sqrt((double)w->shape[1])), &rng);
+            /* GRU tensors, Linear weights (2-D) and biases: PyTorch's defaults */
+            vtr_model_fill_default(ps, i, &rng);
         }
     }
     vtr_param_set_zero_grad(ps);
 }
 
 /* ---- the arena ------------------------------------------------------------------- */
-
-/* Hands out the next region of `bytes` (NULL when 0) and advances *off; base NULL only
- * measures. */
-static void *carve(char *base, size_t *off, size_t bytes)
-{
-    if (bytes == 0)
-        return NULL;
-    void *p = base ? base + *off : NULL;
-    *off += vtr_workspace_align(bytes);
-    return p;
-}
 
 static size_t max3(size_t a, size_t b, size_t c)
 {
@@ -408,52 +392,52 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     size_t R = Bm * (size_t)m->max_frames, Q = Bm * (size_t)m->max_words;
     size_t off = 0, f = sizeof(float);
 
-    m->img_rows = carve(base, &off, M ? 0 : f * R * F);
-    m->fc_rows = carve(base, &off, f * R * E);
-    m->mlp_a0 = carve(base, &off, f * R * M);
-    m->mlp_a1 = carve(base, &off, f * R * M);
-    m->bn_mean = carve(base, &off, f * M);
-    m->bn_rstd = carve(base, &off, f * M);
-    m->img_feat = carve(base, &off, f * R * E);
-    m->img_pooled = carve(base, &off, f * Bm * E);
-    m->img_emb = carve(base, &off, f * Bm * E);
-    m->img_norm = carve(base, &off, f * Bm);
+    m->img_rows = vtr_arena_carve(base, &off, M ? 0 : f * R * F);
+    m->fc_rows = vtr_arena_carve(base, &off, f * R * E);
+    m->mlp_a0 = vtr_arena_carve(base, &off, f * R * M);
+    m->mlp_a1 = vtr_arena_carve(base, &off, f * R * M);
+    m->bn_mean = vtr_arena_carve(base, &off, f * M);
+    m->bn_rstd = vtr_arena_carve(base, &off, f * M);
+    m->img_feat = vtr_arena_carve(base, &off, f * R * E);
+    m->img_pooled = vtr_arena_carve(base, &off, f * Bm * E);
+    m->img_emb = vtr_arena_carve(base, &off, f * Bm * E);
+    m->img_norm = vtr_arena_carve(base, &off, f * Bm);
     m->img_pool.weights =
-        carve(base, &off, pool_weights_size(&c->img_pool, m->max_batch, m->max_frames));
-    m->img_pool.workspace =
-        carve(base, &off, pool_workspace_size(&c->img_pool, m->max_batch, m->max_frames, (int)E));
-    m->word_emb = carve(base, &off, f * Q * W);
-    m->word_rev = carve(base, &off, f * Q * W);
+        vtr_arena_carve(base, &off, pool_weights_size(&c->img_pool, m->max_batch, m->max_frames));
+    m->img_pool.workspace = vtr_arena_carve(
+        base, &off, pool_workspace_size(&c->img_pool, m->max_batch, m->max_frames, (int)E));
+    m->word_emb = vtr_arena_carve(base, &off, f * Q * W);
+    m->word_rev = vtr_arena_carve(base, &off, f * Q * W);
     for (int d = 0; d < 2; d++)
-        m->rnn_workspace[d] = carve(
+        m->rnn_workspace[d] = vtr_arena_carve(
             base, &off, vtr_gru_workspace_size(m->max_batch, m->max_words, (int)W, (int)E, 1));
-    m->rnn_rev = carve(base, &off, f * Q * E);
-    m->cap_feat = carve(base, &off, f * Q * E);
-    m->cap_pooled = carve(base, &off, f * Bm * E);
-    m->cap_emb = carve(base, &off, f * Bm * E);
-    m->cap_norm = carve(base, &off, f * Bm);
+    m->rnn_rev = vtr_arena_carve(base, &off, f * Q * E);
+    m->cap_feat = vtr_arena_carve(base, &off, f * Q * E);
+    m->cap_pooled = vtr_arena_carve(base, &off, f * Bm * E);
+    m->cap_emb = vtr_arena_carve(base, &off, f * Bm * E);
+    m->cap_norm = vtr_arena_carve(base, &off, f * Bm);
     m->txt_pool.weights =
-        carve(base, &off, pool_weights_size(&c->txt_pool, m->max_batch, m->max_words));
-    m->txt_pool.workspace =
-        carve(base, &off, pool_workspace_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
-    m->sim = carve(base, &off, f * Bm * Bm);
-    m->dsim = carve(base, &off, f * Bm * Bm);
-    m->dimg_emb = carve(base, &off, f * Bm * E);
-    m->dcap_emb = carve(base, &off, f * Bm * E);
-    m->dimg_pooled = carve(base, &off, f * Bm * E);
-    m->dcap_pooled = carve(base, &off, f * Bm * E);
-    m->dimg_feat = carve(base, &off, f * R * E);
-    m->dmlp[0] = carve(base, &off, f * R * M);
-    m->dmlp[1] = carve(base, &off, f * R * M);
-    m->dcap_feat = carve(base, &off, f * Q * E);
-    m->dword_emb = carve(base, &off, f * Q * W);
-    m->dword_rev = carve(base, &off, f * Q * W);
+        vtr_arena_carve(base, &off, pool_weights_size(&c->txt_pool, m->max_batch, m->max_words));
+    m->txt_pool.workspace = vtr_arena_carve(
+        base, &off, pool_workspace_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
+    m->sim = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->dsim = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->dimg_emb = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dcap_emb = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dimg_pooled = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dcap_pooled = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dimg_feat = vtr_arena_carve(base, &off, f * R * E);
+    m->dmlp[0] = vtr_arena_carve(base, &off, f * R * M);
+    m->dmlp[1] = vtr_arena_carve(base, &off, f * R * M);
+    m->dcap_feat = vtr_arena_carve(base, &off, f * Q * E);
+    m->dword_emb = vtr_arena_carve(base, &off, f * Q * W);
+    m->dword_rev = vtr_arena_carve(base, &off, f * Q * W);
     size_t rnn_scratch = vtr_gru_scratch_size(m->max_batch, m->max_words, (int)W, (int)E, 1);
-    m->scratch = carve(base, &off,
-                       max3(rnn_scratch,
-                            pool_scratch_size(&c->img_pool, m->max_batch, m->max_frames, (int)E),
-                            pool_scratch_size(&c->txt_pool, m->max_batch, m->max_words, (int)E)));
-    m->rnn_scratch = carve(base, &off, rnn_scratch);
+    m->scratch = vtr_arena_carve(
+        base, &off,
+        max3(rnn_scratch, pool_scratch_size(&c->img_pool, m->max_batch, m->max_frames, (int)E),
+             pool_scratch_size(&c->txt_pool, m->max_batch, m->max_words, (int)E)));
+    m->rnn_scratch = vtr_arena_carve(base, &off, rnn_scratch);
     return off;
 }
 
@@ -482,13 +466,8 @@ vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int m
     resolve_params(m);
 
     size_t bytes = layout_arena(m, NULL);
-    m->arena = aligned_alloc(64, bytes);
-    if (!m->arena) {
-        st = vtr_fail(err, VTR_ERR_NOMEM, "vse model: cannot allocate %zu bytes of activations",
-                      bytes);
+    if ((st = vtr_arena_alloc(&m->arena, bytes, "vse model", err)))
         goto fail;
-    }
-    memset(m->arena, 0, bytes);
     layout_arena(m, m->arena);
     return VTR_OK;
 
