@@ -6,15 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
 #include "lib/activation.h"
-#include "lib/blas_threads.h"
 #include "lib/embedding.h"
 #include "lib/gru.h"
 #include "lib/linear.h"
@@ -22,6 +17,9 @@
 #include "lib/rng.h"
 #include "lib/similarity.h"
 #include "match/adopt_loss.h"
+#include "match/caption_bigru.h"
+#include "match/model_arena.h"
+#include "match/model_params.h"
 
 /* Upper bounds that keep every size product far from overflow (a model this large would
  * not fit in memory anyway; the allocation would fail first). */
@@ -236,36 +234,6 @@ static double pool_flops(const vtr_vse_pool_config *p, double B, double T, doubl
 
 /* ---- parameters -------------------------------------------------------------------- */
 
-static vtr_status add_tensor(vtr_param_set *ps, const char *prefix, const char *name,
-                             vtr_dtype dtype, bool trainable, int ndim, int64_t d0, int64_t d1,
-                             vtr_error *err)
-{
-    char full[VTR_PARAM_NAME_MAX + 1];
-    int64_t shape[2] = {d0, d1};
-    snprintf(full, sizeof full, "%s%s", prefix, name);
-    return vtr_param_set_add(ps, full, dtype, trainable, ndim, shape, err);
-}
-
-/* A GRU's tensors in state_dict (= lib/gru.h) order under prefix ("txt_enc.rnn."). */
-static vtr_status add_gru(vtr_param_set *ps, const char *prefix, int D, int H, vtr_error *err)
-{
-    vtr_status st = VTR_OK;
-    for (int dir = 0; dir < 2 && !st; dir++) {
-        st = add_tensor(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_WEIGHT_IH), VTR_F32, true, 2,
-                        3 * (int64_t)H, D, err);
-        if (!st)
-            st = add_tensor(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_WEIGHT_HH), VTR_F32, true,
-                            2, 3 * (int64_t)H, H, err);
-        if (!st)
-            st = add_tensor(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_BIAS_IH), VTR_F32, true, 1,
-                            3 * (int64_t)H, 0, err);
-        if (!st)
-            st = add_tensor(ps, prefix, vtr_gru_param_name(dir, VTR_GRU_BIAS_HH), VTR_F32, true, 1,
-                            3 * (int64_t)H, 0, err);
-    }
-    return st;
-}
-
 /* Adds the pooler's entries under prefix ("img_enc." / "txt_enc."); E the set's width. */
 static vtr_status pool_add_params(vtr_param_set *ps, const char *prefix,
                                   const vtr_vse_pool_config *p, int E, vtr_error *err)
@@ -275,18 +243,13 @@ static vtr_status pool_add_params(vtr_param_set *ps, const char *prefix,
     switch (p->kind) {
     case VTR_VSE_POOL_MEAN: return VTR_OK;
     case VTR_VSE_POOL_GPO:
-        /* the GRU's tensors then the scorer: aggregate/gpo.h's flat layout */
-        snprintf(sub, sizeof sub, "%sgpool.gru.", prefix);
-        if ((st = add_gru(ps, sub, p->gpo_pe, p->gpo_hidden, err)))
-            return st;
-        snprintf(sub, sizeof sub, "%sgpool.", prefix);
-        return add_tensor(ps, sub, "linear.weight", VTR_F32, true, 2, 1, p->gpo_hidden, err);
+        return vtr_model_param_add_gpo(ps, prefix, p->gpo_pe, p->gpo_hidden, err);
     case VTR_VSE_POOL_ADPOOL:
         /* w_tok then w_bal: aggregate/adpool.h's flat layout */
         snprintf(sub, sizeof sub, "%sadpool.", prefix);
-        if ((st = add_tensor(ps, sub, "token.weight", VTR_F32, true, 2, 1, E, err)))
+        if ((st = vtr_model_param_add(ps, sub, "token.weight", VTR_F32, true, 2, 1, E, err)))
             return st;
-        return add_tensor(ps, sub, "balance.weight", VTR_F32, true, 2, 1, E, err);
+        return vtr_model_param_add(ps, sub, "balance.weight", VTR_F32, true, 2, 1, E, err);
     }
     return VTR_OK;
 }
@@ -295,26 +258,27 @@ static vtr_status add_params(vtr_param_set *ps, const vtr_vse_config *c, vtr_err
 {
     int F = c->feature_dim, E = c->embed_size, M = c->mlp_hidden;
     vtr_status st;
-    if ((st = add_tensor(ps, "img_enc.", "fc.weight", VTR_F32, true, 2, E, F, err)) ||
-        (st = add_tensor(ps, "img_enc.", "fc.bias", VTR_F32, true, 1, E, 0, err)))
+    if ((st = vtr_model_param_add(ps, "img_enc.", "fc.weight", VTR_F32, true, 2, E, F, err)) ||
+        (st = vtr_model_param_add(ps, "img_enc.", "fc.bias", VTR_F32, true, 1, E, 0, err)))
         return st;
     if (M > 0) {
         const char *p = "img_enc.mlp.";
-        if ((st = add_tensor(ps, p, "layers.0.weight", VTR_F32, true, 2, M, F, err)) ||
-            (st = add_tensor(ps, p, "layers.0.bias", VTR_F32, true, 1, M, 0, err)) ||
-            (st = add_tensor(ps, p, "layers.1.weight", VTR_F32, true, 2, E, M, err)) ||
-            (st = add_tensor(ps, p, "layers.1.bias", VTR_F32, true, 1, E, 0, err)) ||
-            (st = add_tensor(ps, p, "bns.0.weight", VTR_F32, true, 1, M, 0, err)) ||
-            (st = add_tensor(ps, p, "bns.0.bias", VTR_F32, true, 1, M, 0, err)) ||
-            (st = add_tensor(ps, p, "bns.0.running_mean", VTR_F32, false, 1, M, 0, err)) ||
-            (st = add_tensor(ps, p, "bns.0.running_var", VTR_F32, false, 1, M, 0, err)) ||
-            (st = add_tensor(ps, p, "bns.0.num_batches_tracked", VTR_I64, false, 0, 0, 0, err)))
+        if ((st = vtr_model_param_add(ps, p, "layers.0.weight", VTR_F32, true, 2, M, F, err)) ||
+            (st = vtr_model_param_add(ps, p, "layers.0.bias", VTR_F32, true, 1, M, 0, err)) ||
+            (st = vtr_model_param_add(ps, p, "layers.1.weight", VTR_F32, true, 2, E, M, err)) ||
+            (st = vtr_model_param_add(ps, p, "layers.1.bias", VTR_F32, true, 1, E, 0, err)) ||
+            (st = vtr_model_param_add(ps, p, "bns.0.weight", VTR_F32, true, 1, M, 0, err)) ||
+            (st = vtr_model_param_add(ps, p, "bns.0.bias", VTR_F32, true, 1, M, 0, err)) ||
+            (st = vtr_model_param_add(ps, p, "bns.0.running_mean", VTR_F32, false, 1, M, 0, err)) ||
+            (st = vtr_model_param_add(ps, p, "bns.0.running_var", VTR_F32, false, 1, M, 0, err)) ||
+            (st = vtr_model_param_add(ps, p, "bns.0.num_batches_tracked", VTR_I64, false, 0, 0, 0,
+                                      err)))
             return st;
     }
     if ((st = pool_add_params(ps, "img_enc.", &c->img_pool, E, err)) ||
-        (st = add_tensor(ps, "txt_enc.", "embed.weight", VTR_F32, true, 2, c->vocab_size,
-                         c->word_dim, err)) ||
-        (st = add_gru(ps, "txt_enc.rnn.", c->word_dim, E, err)) ||
+        (st = vtr_model_param_add(ps, "txt_enc.", "embed.weight", VTR_F32, true, 2, c->vocab_size,
+                                  c->word_dim, err)) ||
+        (st = vtr_model_param_add_gru(ps, "txt_enc.rnn.", c->word_dim, E, err)) ||
         (st = pool_add_params(ps, "txt_enc.", &c->txt_pool, E, err)))
         return st;
     return vtr_param_set_finalize(ps, err);
@@ -371,12 +335,6 @@ static void resolve_params(vtr_vse_model *m)
     resolve_pool(&m->txt_pool, ps, "txt_enc.");
 }
 
-static void fill_uniform(float *x, size_t n, float bound, vtr_rng *rng)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = (2.0f * vtr_rng_uniform(rng) - 1.0f) * bound;
-}
-
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
@@ -399,7 +357,7 @@ void vtr_vse_init_params(vtr_vse_model *m, uint64_t seed)
         if (strcmp(name, "img_enc.fc.weight") == 0) {
             /* Xavier-uniform, as the reference's init_weights */
             double r = sqrt(6.0) / sqrt((double)(e->shape[0] + e->shape[1]));
-            fill_uniform(x, e->numel, (float)r, &rng);
+            vtr_model_fill_uniform(x, e->numel, (float)r, &rng);
         } else if (strcmp(name, "img_enc.fc.bias") == 0 || ends_with(name, "running_mean") ||
                    strstr(name, ".bns.0.bias")) {
             memset(x, 0, sizeof(float) * e->numel);
@@ -407,34 +365,16 @@ void vtr_vse_init_params(vtr_vse_model *m, uint64_t seed)
             for (size_t k = 0; k < e->numel; k++)
                 x[k] = 1.0f;
         } else if (strcmp(name, "txt_enc.embed.weight") == 0) {
-            fill_uniform(x, e->numel, 0.1f, &rng);
-        } else if (strstr(name, ".gru.") || strstr(name, ".rnn.")) {
-            /* every GRU tensor: uniform(±1/sqrt(hidden)), hidden = rows / 3 */
-            fill_uniform(x, e->numel, (float)(1.0 / sqrt((double)e->shape[0] / 3.0)), &rng);
-        } else if (ends_with(name, ".weight")) {
-            /* Linear: kaiming-uniform(a = sqrt 5) = uniform(±1/sqrt(fan_in)) */
-            fill_uniform(x, e->numel, (float)(1.0 / sqrt((double)e->shape[1])), &rng);
+            vtr_model_fill_uniform(x, e->numel, 0.1f, &rng);
         } else {
-            /* Linear bias: uniform(±1/sqrt(fan_in)) of its weight, the entry before it */
-            const vtr_param_entry *w = &ps->entries[i - 1];
-            fill_uniform(x, e->numel, (float)(1.0 / sqrt((double)w->shape[1])), &rng);
+            /* GRU tensors, Linear weights (2-D) and biases: PyTorch's defaults */
+            vtr_model_fill_default(ps, i, &rng);
         }
     }
     vtr_param_set_zero_grad(ps);
 }
 
 /* ---- the arena ------------------------------------------------------------------- */
-
-/* Hands out the next region of `bytes` (NULL when 0) and advances *off; base NULL only
- * measures. */
-static void *carve(char *base, size_t *off, size_t bytes)
-{
-    if (bytes == 0)
-        return NULL;
-    void *p = base ? base + *off : NULL;
-    *off += vtr_workspace_align(bytes);
-    return p;
-}
 
 static size_t max3(size_t a, size_t b, size_t c)
 {
@@ -452,52 +392,52 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     size_t R = Bm * (size_t)m->max_frames, Q = Bm * (size_t)m->max_words;
     size_t off = 0, f = sizeof(float);
 
-    m->img_rows = carve(base, &off, M ? 0 : f * R * F);
-    m->fc_rows = carve(base, &off, f * R * E);
-    m->mlp_a0 = carve(base, &off, f * R * M);
-    m->mlp_a1 = carve(base, &off, f * R * M);
-    m->bn_mean = carve(base, &off, f * M);
-    m->bn_rstd = carve(base, &off, f * M);
-    m->img_feat = carve(base, &off, f * R * E);
-    m->img_pooled = carve(base, &off, f * Bm * E);
-    m->img_emb = carve(base, &off, f * Bm * E);
-    m->img_norm = carve(base, &off, f * Bm);
+    m->img_rows = vtr_arena_carve(base, &off, M ? 0 : f * R * F);
+    m->fc_rows = vtr_arena_carve(base, &off, f * R * E);
+    m->mlp_a0 = vtr_arena_carve(base, &off, f * R * M);
+    m->mlp_a1 = vtr_arena_carve(base, &off, f * R * M);
+    m->bn_mean = vtr_arena_carve(base, &off, f * M);
+    m->bn_rstd = vtr_arena_carve(base, &off, f * M);
+    m->img_feat = vtr_arena_carve(base, &off, f * R * E);
+    m->img_pooled = vtr_arena_carve(base, &off, f * Bm * E);
+    m->img_emb = vtr_arena_carve(base, &off, f * Bm * E);
+    m->img_norm = vtr_arena_carve(base, &off, f * Bm);
     m->img_pool.weights =
-        carve(base, &off, pool_weights_size(&c->img_pool, m->max_batch, m->max_frames));
-    m->img_pool.workspace =
-        carve(base, &off, pool_workspace_size(&c->img_pool, m->max_batch, m->max_frames, (int)E));
-    m->word_emb = carve(base, &off, f * Q * W);
-    m->word_rev = carve(base, &off, f * Q * W);
+        vtr_arena_carve(base, &off, pool_weights_size(&c->img_pool, m->max_batch, m->max_frames));
+    m->img_pool.workspace = vtr_arena_carve(
+        base, &off, pool_workspace_size(&c->img_pool, m->max_batch, m->max_frames, (int)E));
+    m->word_emb = vtr_arena_carve(base, &off, f * Q * W);
+    m->word_rev = vtr_arena_carve(base, &off, f * Q * W);
     for (int d = 0; d < 2; d++)
-        m->rnn_workspace[d] = carve(
+        m->rnn_workspace[d] = vtr_arena_carve(
             base, &off, vtr_gru_workspace_size(m->max_batch, m->max_words, (int)W, (int)E, 1));
-    m->rnn_rev = carve(base, &off, f * Q * E);
-    m->cap_feat = carve(base, &off, f * Q * E);
-    m->cap_pooled = carve(base, &off, f * Bm * E);
-    m->cap_emb = carve(base, &off, f * Bm * E);
-    m->cap_norm = carve(base, &off, f * Bm);
+    m->rnn_rev = vtr_arena_carve(base, &off, f * Q * E);
+    m->cap_feat = vtr_arena_carve(base, &off, f * Q * E);
+    m->cap_pooled = vtr_arena_carve(base, &off, f * Bm * E);
+    m->cap_emb = vtr_arena_carve(base, &off, f * Bm * E);
+    m->cap_norm = vtr_arena_carve(base, &off, f * Bm);
     m->txt_pool.weights =
-        carve(base, &off, pool_weights_size(&c->txt_pool, m->max_batch, m->max_words));
-    m->txt_pool.workspace =
-        carve(base, &off, pool_workspace_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
-    m->sim = carve(base, &off, f * Bm * Bm);
-    m->dsim = carve(base, &off, f * Bm * Bm);
-    m->dimg_emb = carve(base, &off, f * Bm * E);
-    m->dcap_emb = carve(base, &off, f * Bm * E);
-    m->dimg_pooled = carve(base, &off, f * Bm * E);
-    m->dcap_pooled = carve(base, &off, f * Bm * E);
-    m->dimg_feat = carve(base, &off, f * R * E);
-    m->dmlp[0] = carve(base, &off, f * R * M);
-    m->dmlp[1] = carve(base, &off, f * R * M);
-    m->dcap_feat = carve(base, &off, f * Q * E);
-    m->dword_emb = carve(base, &off, f * Q * W);
-    m->dword_rev = carve(base, &off, f * Q * W);
+        vtr_arena_carve(base, &off, pool_weights_size(&c->txt_pool, m->max_batch, m->max_words));
+    m->txt_pool.workspace = vtr_arena_carve(
+        base, &off, pool_workspace_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
+    m->sim = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->dsim = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->dimg_emb = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dcap_emb = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dimg_pooled = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dcap_pooled = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dimg_feat = vtr_arena_carve(base, &off, f * R * E);
+    m->dmlp[0] = vtr_arena_carve(base, &off, f * R * M);
+    m->dmlp[1] = vtr_arena_carve(base, &off, f * R * M);
+    m->dcap_feat = vtr_arena_carve(base, &off, f * Q * E);
+    m->dword_emb = vtr_arena_carve(base, &off, f * Q * W);
+    m->dword_rev = vtr_arena_carve(base, &off, f * Q * W);
     size_t rnn_scratch = vtr_gru_scratch_size(m->max_batch, m->max_words, (int)W, (int)E, 1);
-    m->scratch = carve(base, &off,
-                       max3(rnn_scratch,
-                            pool_scratch_size(&c->img_pool, m->max_batch, m->max_frames, (int)E),
-                            pool_scratch_size(&c->txt_pool, m->max_batch, m->max_words, (int)E)));
-    m->rnn_scratch = carve(base, &off, rnn_scratch);
+    m->scratch = vtr_arena_carve(
+        base, &off,
+        max3(rnn_scratch, pool_scratch_size(&c->img_pool, m->max_batch, m->max_frames, (int)E),
+             pool_scratch_size(&c->txt_pool, m->max_batch, m->max_words, (int)E)));
+    m->rnn_scratch = vtr_arena_carve(base, &off, rnn_scratch);
     return off;
 }
 
@@ -526,13 +466,8 @@ vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int m
     resolve_params(m);
 
     size_t bytes = layout_arena(m, NULL);
-    m->arena = aligned_alloc(64, bytes);
-    if (!m->arena) {
-        st = vtr_fail(err, VTR_ERR_NOMEM, "vse model: cannot allocate %zu bytes of activations",
-                      bytes);
+    if ((st = vtr_arena_alloc(&m->arena, bytes, "vse model", err)))
         goto fail;
-    }
-    memset(m->arena, 0, bytes);
     layout_arena(m, m->arena);
     return VTR_OK;
 
@@ -640,114 +575,16 @@ static void image_forward(vtr_vse_model *m, const float *x, const int *lengths, 
     vtr_l2norm_forward(m->img_emb, m->img_norm, m->img_pooled, B, E);
 }
 
-/* ---- the text BiGRU, one direction per thread ---------------------------------- */
+/* ---- the text BiGRU (match/caption_bigru.h) ---------------------------------- */
 
-/* The BiGRU of lib/gru.h as two one-direction GRUs (each direction's tensors are a
- * one-direction parameter block): the reverse one reads each caption's real tokens in
- * reverse order, which is what the two-direction op and PyTorch's packed sequence do. A
- * recurrence is a chain of small products (nact x 3H x H) with serial gate math between
- * them; one core per direction, each product single-threaded, runs it faster than both
- * cores on every product of one direction after the other. */
-
-/* Up to this many OpenMP threads the two directions run at the same time, one thread
- * each; with more, one after the other with every thread on each product. Measured on 2
- * cores (bench/train_step): about 0.66 s per VSE∞ video step against 0.71 s one after the
- * other. The crossover above 2 cores is an estimate (serial gate math per direction
- * against wider products), not a measurement. */
-#define DIRECTIONS_PARALLEL_MAX_THREADS 4
-
-/* Whether the two directions run at the same time; if so the BLAS thread count becomes 1
- * and *saved gets the previous one for directions_end. */
-static bool directions_begin(int *saved)
+/* The BiGRU's buffers in the arena: direction 0's scratch is the one the poolers share. */
+static vtr_caption_bigru caption_bigru(const vtr_vse_model *m)
 {
-#ifdef _OPENMP
-    int threads = omp_get_max_threads();
-    if (threads >= 2 && threads <= DIRECTIONS_PARALLEL_MAX_THREADS &&
-        vtr_blas_threads_adjustable()) {
-        *saved = vtr_blas_set_threads(1);
-        return true;
-    }
-#endif
-    *saved = 0;
-    return false;
-}
-
-static void directions_end(bool parallel, int saved)
-{
-    if (parallel)
-        vtr_blas_set_threads(saved);
-}
-
-// rev (B,L,C): row t of item b = row len_b - 1 - t of x (B,L,C) for t < len_b, zero after
-static void reverse_rows(float *rev, const float *x, const int *lengths, int B, int L, int C)
-{
-    for (int b = 0; b < B; b++) {
-        const float *src = x + (size_t)b * L * C;
-        float *dst = rev + (size_t)b * L * C;
-        int len = lengths[b];
-        for (int t = 0; t < len; t++)
-            memcpy(dst + (size_t)t * C, src + (size_t)(len - 1 - t) * C, sizeof(float) * C);
-        memset(dst + (size_t)len * C, 0, sizeof(float) * (size_t)(L - len) * C);
-    }
-}
-
-// word_emb (B,L,W) -> cap_feat (B,L,E) = (forward + reverse) / 2, zero at padded positions
-static void caption_rnn_forward(vtr_vse_model *m, const int *lengths, int B, int L)
-{
-    int W = m->cfg.word_dim, E = m->cfg.embed_size;
-    size_t per_dir = vtr_gru_param_count(W, E, 1);
-    float *out[2] = {m->cap_feat, m->rnn_rev};
-    const float *inp[2] = {m->word_emb, m->word_rev};
-    reverse_rows(m->word_rev, m->word_emb, lengths, B, L, W);
-    int saved;
-    bool parallel = directions_begin(&saved);
-#pragma omp parallel for num_threads(2) schedule(static, 1) if (parallel)
-    for (int d = 0; d < 2; d++)
-        vtr_gru_forward(out[d], m->rnn_workspace[d], inp[d], lengths, m->rnn + d * per_dir, B, L, W,
-                        E, 1, VTR_GRU_AVERAGE);
-    directions_end(parallel, saved);
-    for (int b = 0; b < B; b++) {
-        int len = lengths[b];
-        for (int t = 0; t < len; t++) {
-            float *y = m->cap_feat + ((size_t)b * L + t) * E;
-            const float *r = m->rnn_rev + ((size_t)b * L + len - 1 - t) * E;
-            for (int e = 0; e < E; e++)
-                y[e] = (y[e] + r[e]) * 0.5f;
-        }
-    }
-}
-
-// dcap_feat (B,L,E) (scaled in place) -> dword_emb (B,L,W) +=, the GRU's gradients +=
-static void caption_rnn_backward(vtr_vse_model *m, const int *lengths, int B, int L)
-{
-    int W = m->cfg.word_dim, E = m->cfg.embed_size;
-    size_t per_dir = vtr_gru_param_count(W, E, 1);
-    // each direction's output gradient is half of the average's, the reverse one in its
-    // own order (rnn_rev, no longer needed, holds it)
-    size_t n = (size_t)B * L * E;
-    for (size_t i = 0; i < n; i++)
-        m->dcap_feat[i] *= 0.5f;
-    reverse_rows(m->rnn_rev, m->dcap_feat, lengths, B, L, E);
-    memset(m->dword_rev, 0, sizeof(float) * (size_t)B * L * W);
-    float *dinp[2] = {m->dword_emb, m->dword_rev};
-    const float *dout[2] = {m->dcap_feat, m->rnn_rev}, *inp[2] = {m->word_emb, m->word_rev};
-    void *scratch[2] = {m->scratch, m->rnn_scratch};
-    int saved;
-    bool parallel = directions_begin(&saved);
-#pragma omp parallel for num_threads(2) schedule(static, 1) if (parallel)
-    for (int d = 0; d < 2; d++)
-        vtr_gru_backward(dinp[d], m->drnn + d * per_dir, scratch[d], dout[d], inp[d], lengths,
-                         m->rnn + d * per_dir, m->rnn_workspace[d], B, L, W, E, 1, VTR_GRU_AVERAGE);
-    directions_end(parallel, saved);
-    for (int b = 0; b < B; b++) {
-        int len = lengths[b];
-        for (int t = 0; t < len; t++) {
-            float *dx = m->dword_emb + ((size_t)b * L + t) * W;
-            const float *dr = m->dword_rev + ((size_t)b * L + len - 1 - t) * W;
-            for (int w = 0; w < W; w++)
-                dx[w] += dr[w];
-        }
-    }
+    return (vtr_caption_bigru){.inp_rev = m->word_rev,
+                               .workspace = {m->rnn_workspace[0], m->rnn_workspace[1]},
+                               .out_rev = m->rnn_rev,
+                               .dinp_rev = m->dword_rev,
+                               .scratch = {m->scratch, m->rnn_scratch}};
 }
 
 /* Text side: ids (B,L), lengths (B) -> m->cap_emb (B,E). Only real tokens are looked up;
@@ -760,7 +597,8 @@ static void caption_forward(vtr_vse_model *m, const int *ids, const int *lengths
         vtr_embedding_forward(dst, ids + (size_t)b * L, m->embed_w, lengths[b], W);
         memset(dst + (size_t)lengths[b] * W, 0, sizeof(float) * (L - lengths[b]) * W);
     }
-    caption_rnn_forward(m, lengths, B, L);
+    vtr_caption_bigru g = caption_bigru(m);
+    vtr_caption_bigru_forward(m->cap_feat, &g, m->word_emb, lengths, m->rnn, B, L, W, E);
     pool_forward(&m->txt_pool, m->cap_pooled, m->cap_feat, lengths, B, L, E);
     vtr_l2norm_forward(m->cap_emb, m->cap_norm, m->cap_pooled, B, E);
 }
@@ -842,7 +680,9 @@ static void caption_backward(vtr_vse_model *m, const int *ids, const int *length
     pool_backward(&m->txt_pool, m->dcap_feat, m->scratch, m->dcap_pooled, m->cap_feat, lengths, B,
                   L, E);
     memset(m->dword_emb, 0, sizeof(float) * (size_t)B * L * W);
-    caption_rnn_backward(m, lengths, B, L);
+    vtr_caption_bigru g = caption_bigru(m);
+    vtr_caption_bigru_backward(m->dword_emb, m->drnn, &g, m->dcap_feat, m->word_emb, lengths,
+                               m->rnn, B, L, W, E);
     // the real tokens' rows, items in order (a fixed accumulation order for repeated ids)
     for (int b = 0; b < B; b++)
         vtr_embedding_backward(m->embed_dw, m->dword_emb + (size_t)b * L * W, ids + (size_t)b * L,

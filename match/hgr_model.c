@@ -1,0 +1,754 @@
+/* HGR and HGR∞ models; the contracts are in hgr_model.h. */
+#include "hgr_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate/gpo.h"
+#include "aggregate/set_pooling.h"
+#include "aggregate/span_pool.h"
+#include "lib/activation.h"
+#include "lib/embedding.h"
+#include "lib/graph_attention.h"
+#include "lib/gru.h"
+#include "lib/linear.h"
+#include "lib/norm.h"
+#include "lib/rng.h"
+#include "lib/similarity.h"
+#include "match/hgr_score.h"
+#include "match/hinge_loss.h"
+#include "match/model_arena.h"
+#include "match/model_params.h"
+#include "match/phrase_attention.h"
+
+/* Upper bounds that keep every size product far from overflow. */
+#define MAX_DIM (1 << 20)
+#define MAX_ROWS (1 << 26)
+
+/* dropout sites: stream = DROPOUT_SITES * step + site */
+enum { SITE_LEVEL0 = 0, SITE_WORDS = 3, SITE_GCN = 4, DROPOUT_SITES = 8 };
+
+/* ---- configuration ---------------------------------------------------------------- */
+
+vtr_hgr_config vtr_hgr_config_default(int vocab_size, vtr_hgr_global_pool pool)
+{
+    vtr_hgr_config cfg = {
+        .feature_dim = 2048,
+        .embed_size = 1024,
+        .vocab_size = vocab_size,
+        .word_dim = 300,
+        .num_roles = VTR_HGR_NUM_ROLES,
+        .num_verbs = VTR_HGR_NUM_VERBS,
+        .num_nouns = VTR_HGR_NUM_NOUNS,
+        .global_pool = pool,
+        .gpo_pe = VTR_GPO_D_PE,
+        .gpo_hidden = VTR_GPO_HIDDEN,
+        .video_dropout = 0.2f,
+        .text_dropout = 0.2f,
+        .gcn_dropout = 0.5f,
+        .margin = VTR_HINGE_MARGIN,
+        .sigma = VTR_PHRASE_ATTENTION_SIGMA,
+    };
+    return cfg;
+}
+
+static vtr_status check_dim(const char *field, int value, int min, vtr_error *err)
+{
+    if (value < min || value > MAX_DIM)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr config: %s = %d outside %d..%d", field, value,
+                        min, MAX_DIM);
+    return VTR_OK;
+}
+
+static vtr_status check_probability(const char *field, float p, vtr_error *err)
+{
+    if (!(p >= 0.0f && p < 1.0f))
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr config: %s = %g outside [0, 1)", field,
+                        (double)p);
+    return VTR_OK;
+}
+
+vtr_status vtr_hgr_config_check(const vtr_hgr_config *c, vtr_error *err)
+{
+    vtr_status st;
+    if ((st = check_dim("feature_dim", c->feature_dim, 1, err)) ||
+        (st = check_dim("embed_size", c->embed_size, 2, err)) ||
+        (st = check_dim("vocab_size", c->vocab_size, 1, err)) ||
+        (st = check_dim("word_dim", c->word_dim, 1, err)) ||
+        (st = check_dim("num_roles", c->num_roles, 1, err)) ||
+        (st = check_dim("num_verbs", c->num_verbs, 1, err)) ||
+        (st = check_dim("num_nouns", c->num_nouns, 1, err)) ||
+        (st = check_probability("video_dropout", c->video_dropout, err)) ||
+        (st = check_probability("text_dropout", c->text_dropout, err)) ||
+        (st = check_probability("gcn_dropout", c->gcn_dropout, err)))
+        return st;
+    if (c->embed_size % 2 != 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr config: embed_size = %d is odd", c->embed_size);
+    if (c->global_pool == VTR_HGR_POOL_GPO) {
+        if ((st = check_dim("gpo_pe", c->gpo_pe, 2, err)) ||
+            (st = check_dim("gpo_hidden", c->gpo_hidden, 1, err)))
+            return st;
+        if (c->gpo_pe % 2 != 0)
+            return vtr_fail(err, VTR_ERR_INVALID, "hgr config: gpo_pe = %d is odd", c->gpo_pe);
+    } else if (c->global_pool != VTR_HGR_POOL_ATTENTION) {
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr config: global_pool = %d is no pooler",
+                        (int)c->global_pool);
+    }
+    if (!(c->margin >= 0.0f && isfinite(c->margin)))
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr config: margin = %g is not a finite value >= 0",
+                        (double)c->margin);
+    if (!(c->sigma > 0.0f && isfinite(c->sigma)))
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr config: sigma = %g is not a finite value > 0",
+                        (double)c->sigma);
+    return VTR_OK;
+}
+
+int vtr_hgr_sample_frames(int *index, int n, int max_frames)
+{
+    if (n <= max_frames) {
+        for (int i = 0; i < n; i++)
+            index[i] = i;
+        return n;
+    }
+    /* numpy: step = (stop - start) / (num - 1), y = arange(num) * step, y[-1] = stop; then
+     * np.round, half to even (nearbyint in the default rounding mode) */
+    double step = (double)(n - 1) / (double)(max_frames - 1);
+    for (int i = 0; i < max_frames; i++)
+        index[i] = i == max_frames - 1 ? n - 1 : (int)nearbyint((double)i * step);
+    return max_frames;
+}
+
+/* ---- the global poolers ------------------------------------------------------------ */
+
+static size_t pool_workspace_size(const vtr_hgr_config *c, int B, int T)
+{
+    if (c->global_pool == VTR_HGR_POOL_GPO)
+        return vtr_gpo_workspace_size(B, T, c->embed_size, c->gpo_pe, c->gpo_hidden);
+    return 0;
+}
+
+static size_t pool_scratch_size(const vtr_hgr_config *c, int B, int T)
+{
+    if (c->global_pool == VTR_HGR_POOL_GPO)
+        return vtr_gpo_scratch_size(B, T, c->embed_size, c->gpo_pe, c->gpo_hidden);
+    return 0;
+}
+
+// inp (B,T,E), lengths (B) -> out (B,E)
+static void pool_forward(const vtr_hgr_model *m, const vtr_hgr_pool *p, float *out,
+                         const float *inp, const int *lengths, int B, int T)
+{
+    const vtr_hgr_config *c = &m->cfg;
+    int E = c->embed_size;
+    if (c->global_pool == VTR_HGR_POOL_GPO)
+        vtr_gpo_forward(out, p->weights, p->workspace, inp, lengths, p->params, B, T, E, c->gpo_pe,
+                        c->gpo_hidden);
+    else
+        vtr_attention_pool_forward(out, p->weights, inp, p->params, p->params + E, lengths, B, T,
+                                   E);
+}
+
+// dinp (B,T,E) +=, the pooler's gradients +=; dout (B,E); after pool_forward on inp
+static void pool_backward(vtr_hgr_model *m, const vtr_hgr_pool *p, float *dinp, const float *dout,
+                          const float *inp, const int *lengths, int B, int T)
+{
+    const vtr_hgr_config *c = &m->cfg;
+    int E = c->embed_size;
+    if (c->global_pool == VTR_HGR_POOL_GPO)
+        vtr_gpo_backward(dinp, p->grads, m->scratch, dout, inp, p->weights, lengths, p->params,
+                         p->workspace, B, T, E, c->gpo_pe, c->gpo_hidden);
+    else
+        vtr_attention_pool_backward(dinp, p->grads, p->grads + E, dout, inp, p->weights, p->params,
+                                    lengths, B, T, E);
+}
+
+/* ---- parameters -------------------------------------------------------------------- */
+
+static vtr_status add_pool(vtr_param_set *ps, const char *prefix, const vtr_hgr_config *c,
+                           vtr_error *err)
+{
+    vtr_status st;
+    if (c->global_pool == VTR_HGR_POOL_GPO)
+        return vtr_model_param_add_gpo(ps, prefix, c->gpo_pe, c->gpo_hidden, err);
+    if ((st = vtr_model_param_add(ps, prefix, "ft_attn.weight", VTR_F32, true, 2, 1, c->embed_size,
+                                  err)))
+        return st;
+    return vtr_model_param_add(ps, prefix, "ft_attn.bias", VTR_F32, true, 1, 1, 0, err);
+}
+
+static const char *const LEVEL_NAMES[3][2] = {
+    {"level_embeds.0.weight", "level_embeds.0.bias"},
+    {"level_embeds.1.weight", "level_embeds.1.bias"},
+    {"level_embeds.2.weight", "level_embeds.2.bias"},
+};
+
+#define GCN_PREFIX "text_encoder.gcn.layers.0."
+
+static vtr_status add_params(vtr_param_set *ps, const vtr_hgr_config *c, vtr_error *err)
+{
+    int F = c->feature_dim, E = c->embed_size;
+    const char *v = "video_encoder.", *t = "text_encoder.";
+    vtr_status st;
+    for (int k = 0; k < 3; k++)
+        if ((st = vtr_model_param_add(ps, v, LEVEL_NAMES[k][0], VTR_F32, true, 2, E, F, err)) ||
+            (st = vtr_model_param_add(ps, v, LEVEL_NAMES[k][1], VTR_F32, true, 1, E, 0, err)))
+            return st;
+    if ((st = add_pool(ps, v, c, err)) ||
+        (st = vtr_model_param_add(ps, t, "embedding.we.weight", VTR_F32, true, 2, c->vocab_size,
+                                  c->word_dim, err)) ||
+        (st = vtr_model_param_add_gru(ps, "text_encoder.rnn.", c->word_dim, E, err)) ||
+        (st = add_pool(ps, t, c, err)) ||
+        (st = vtr_model_param_add(ps, t, "role_embedding.weight", VTR_F32, true, 2, c->num_roles, E,
+                                  err)))
+        return st;
+    for (int k = 0; k < VTR_ATTN_GCN_TENSORS; k++) {
+        int64_t shape[2] = {0, 0};
+        int ndim = vtr_attn_gcn_param_shape(E, E / 2, (vtr_attn_gcn_tensor)k, shape);
+        if ((st = vtr_model_param_add(ps, GCN_PREFIX, vtr_attn_gcn_param_name(k), VTR_F32, true,
+                                      ndim, shape[0], shape[1], err)))
+            return st;
+    }
+    return vtr_param_set_finalize(ps, err);
+}
+
+static void resolve_pool(vtr_hgr_pool *p, const vtr_param_set *ps, const char *prefix,
+                         const vtr_hgr_config *c)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", prefix,
+             c->global_pool == VTR_HGR_POOL_GPO ? "gpool.gru.weight_ih_l0" : "ft_attn.weight");
+    p->params = vtr_param_data(ps, name);
+    p->grads = vtr_param_grad(ps, name);
+}
+
+static void resolve_params(vtr_hgr_model *m)
+{
+    const vtr_param_set *ps = &m->params;
+    char name[64];
+    for (int k = 0; k < 3; k++) {
+        snprintf(name, sizeof name, "video_encoder.%s", LEVEL_NAMES[k][0]);
+        m->level_w[k] = vtr_param_data(ps, name);
+        m->level_dw[k] = vtr_param_grad(ps, name);
+        snprintf(name, sizeof name, "video_encoder.%s", LEVEL_NAMES[k][1]);
+        m->level_b[k] = vtr_param_data(ps, name);
+        m->level_db[k] = vtr_param_grad(ps, name);
+    }
+    m->embed_w = vtr_param_data(ps, "text_encoder.embedding.we.weight");
+    m->embed_dw = vtr_param_grad(ps, "text_encoder.embedding.we.weight");
+    m->rnn = vtr_param_data(ps, "text_encoder.rnn.weight_ih_l0");
+    m->drnn = vtr_param_grad(ps, "text_encoder.rnn.weight_ih_l0");
+    m->role_w = vtr_param_data(ps, "text_encoder.role_embedding.weight");
+    m->drole_w = vtr_param_grad(ps, "text_encoder.role_embedding.weight");
+    snprintf(name, sizeof name, GCN_PREFIX "%s", vtr_attn_gcn_param_name(0));
+    m->gcn = vtr_param_data(ps, name);
+    m->dgcn = vtr_param_grad(ps, name);
+    resolve_pool(&m->vid_pool, ps, "video_encoder.", &m->cfg);
+    resolve_pool(&m->txt_pool, ps, "text_encoder.", &m->cfg);
+}
+
+void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed)
+{
+    vtr_param_set *ps = &m->params;
+    for (size_t i = 0; i < ps->count; i++) {
+        const vtr_param_entry *e = &ps->entries[i];
+        float *x = ps->data + e->offset;
+        const char *name = e->name;
+        vtr_rng rng;
+        vtr_rng_init(&rng, seed, (uint64_t)i);
+        if (strcmp(name, "text_encoder.embedding.we.weight") == 0) {
+            vtr_model_fill_uniform(x, e->numel, 0.1f, &rng);
+        } else if (strcmp(name, "text_encoder.role_embedding.weight") == 0) {
+            for (size_t k = 0; k < e->numel; k++)
+                x[k] = vtr_rng_normal(&rng);
+        } else if (strstr(name, "layernorm.")) {
+            float value = strstr(name, ".weight") ? 1.0f : 0.0f;
+            for (size_t k = 0; k < e->numel; k++)
+                x[k] = value;
+        } else {
+            /* GRU tensors, Linear weights (2-D) and biases: PyTorch's defaults */
+            vtr_model_fill_default(ps, i, &rng);
+        }
+    }
+    vtr_param_set_zero_grad(ps);
+}
+
+/* ---- the arena ------------------------------------------------------------------- */
+
+static size_t max_size(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+static size_t layout_arena(vtr_hgr_model *m, char *base)
+{
+    const vtr_hgr_config *c = &m->cfg;
+    int Bi = m->max_batch, Ti = m->max_frames, Li = m->max_words, Ei = c->embed_size;
+    int Wi = c->word_dim, NV = c->num_verbs, NN = c->num_nouns, N = 1 + NV + NN;
+    int P = NV > NN ? NV : NN;
+    size_t F = (size_t)c->feature_dim, E = (size_t)Ei, W = (size_t)Wi, Bm = (size_t)Bi;
+    size_t R = Bm * (size_t)Ti, Q = Bm * (size_t)Li, f = sizeof(float), ni = sizeof(int);
+    size_t off = 0;
+
+    m->vid_rows = vtr_arena_carve(base, &off, f * R * F);
+    for (int k = 0; k < 2; k++)
+        m->rows[k] = vtr_arena_carve(base, &off, f * R * E);
+    for (int k = 0; k < 3; k++)
+        m->vid_level[k] = vtr_arena_carve(base, &off, f * R * E);
+    m->vid_pool.weights = vtr_arena_carve(base, &off, f * R);
+    m->vid_pool.workspace = vtr_arena_carve(base, &off, pool_workspace_size(c, Bi, Ti));
+    m->vid_glob = vtr_arena_carve(base, &off, f * Bm * E);
+    m->vid_glob_n = vtr_arena_carve(base, &off, f * Bm * E);
+    m->vid_glob_norm = vtr_arena_carve(base, &off, f * Bm);
+    m->word_emb = vtr_arena_carve(base, &off, f * Q * W);
+    m->bigru.inp_rev = vtr_arena_carve(base, &off, f * Q * W);
+    for (int d = 0; d < 2; d++)
+        m->bigru.workspace[d] =
+            vtr_arena_carve(base, &off, vtr_gru_workspace_size(Bi, Li, Wi, Ei, 1));
+    m->bigru.out_rev = vtr_arena_carve(base, &off, f * Q * E);
+    m->bigru.dinp_rev = vtr_arena_carve(base, &off, f * Q * W);
+    m->cap_feat = vtr_arena_carve(base, &off, f * Q * E);
+    m->txt_pool.weights = vtr_arena_carve(base, &off, f * Q);
+    m->txt_pool.workspace = vtr_arena_carve(base, &off, pool_workspace_size(c, Bi, Li));
+    m->verb_roles = vtr_arena_carve(base, &off, ni * Bm * NV);
+    m->noun_roles = vtr_arena_carve(base, &off, ni * Bm * NN);
+    m->verb_argmax = vtr_arena_carve(base, &off, ni * Bm * NV * E);
+    m->noun_argmax = vtr_arena_carve(base, &off, ni * Bm * NN * E);
+    m->nodes = vtr_arena_carve(base, &off, f * Bm * N * E);
+    m->gcn_out = vtr_arena_carve(base, &off, f * Bm * N * E);
+    m->gcn_workspace = vtr_arena_carve(base, &off, vtr_attn_gcn_workspace_size(Bi, N, Ei, Ei / 2));
+    m->sent = vtr_arena_carve(base, &off, f * Bm * E);
+    m->sent_n = vtr_arena_carve(base, &off, f * Bm * E);
+    m->sent_norm = vtr_arena_carve(base, &off, f * Bm);
+    m->verbs = vtr_arena_carve(base, &off, f * Bm * NV * E);
+    m->nouns = vtr_arena_carve(base, &off, f * Bm * NN * E);
+    m->n_verbs = vtr_arena_carve(base, &off, ni * Bm);
+    m->n_nouns = vtr_arena_carve(base, &off, ni * Bm);
+    m->s_global = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->s_verb = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->s_noun = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->s_fused = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->pa_workspace[0] =
+        vtr_arena_carve(base, &off, vtr_phrase_attention_workspace_size(Bi, Bi, Ti, NV, Ei));
+    m->pa_workspace[1] =
+        vtr_arena_carve(base, &off, vtr_phrase_attention_workspace_size(Bi, Bi, Ti, NN, Ei));
+    m->ds_fused = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->ds_global = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->ds_verb = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->ds_noun = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->dvid_glob_n = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dvid_glob = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dsent_n = vtr_arena_carve(base, &off, f * Bm * E);
+    m->dsent = vtr_arena_carve(base, &off, f * Bm * E);
+    for (int k = 0; k < 3; k++)
+        m->dvid_level[k] = vtr_arena_carve(base, &off, f * R * E);
+    m->dverbs = vtr_arena_carve(base, &off, f * Bm * NV * E);
+    m->dnouns = vtr_arena_carve(base, &off, f * Bm * NN * E);
+    m->dgcn_out = vtr_arena_carve(base, &off, f * Bm * N * E);
+    m->dnodes = vtr_arena_carve(base, &off, f * Bm * N * E);
+    m->dcap_feat = vtr_arena_carve(base, &off, f * Q * E);
+    for (int k = 0; k < 2; k++)
+        m->dword[k] = vtr_arena_carve(base, &off, f * Q * W);
+    size_t rnn_scratch = vtr_gru_scratch_size(Bi, Li, Wi, Ei, 1);
+    size_t scratch = rnn_scratch;
+    scratch = max_size(scratch, pool_scratch_size(c, Bi, Ti));
+    scratch = max_size(scratch, pool_scratch_size(c, Bi, Li));
+    scratch = max_size(scratch, vtr_attn_gcn_scratch_size(Bi, N, Ei, Ei / 2));
+    scratch = max_size(scratch, vtr_role_span_pool_scratch_size(Bi, P, Ei));
+    scratch = max_size(scratch, vtr_phrase_attention_scratch_size(Bi, Bi, Ti, P, Ei));
+    m->scratch = vtr_arena_carve(base, &off, scratch);
+    m->bigru.scratch[0] = m->scratch;
+    m->bigru.scratch[1] = vtr_arena_carve(base, &off, rnn_scratch);
+    return off;
+}
+
+vtr_status vtr_hgr_model_init(vtr_hgr_model *m, const vtr_hgr_config *cfg, int max_batch,
+                              int max_frames, int max_words, vtr_error *err)
+{
+    vtr_status st;
+    memset(m, 0, sizeof *m);
+    if ((st = vtr_hgr_config_check(cfg, err)))
+        return st;
+    if (max_batch < 1 || max_frames < 1 || max_words < 1 ||
+        (long long)max_batch * max_frames > MAX_ROWS || (long long)max_batch * max_words > MAX_ROWS)
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "hgr model: max_batch %d, max_frames %d, max_words %d: each must be >= 1 "
+                        "and batch x length at most %d rows",
+                        max_batch, max_frames, max_words, MAX_ROWS);
+    m->cfg = *cfg;
+    m->max_batch = max_batch;
+    m->max_frames = max_frames;
+    m->max_words = max_words;
+    vtr_param_set_init(&m->params);
+    if ((st = add_params(&m->params, cfg, err)))
+        goto fail;
+    resolve_params(m);
+    size_t bytes = layout_arena(m, NULL);
+    if ((st = vtr_arena_alloc(&m->arena, bytes, "hgr model", err)))
+        goto fail;
+    layout_arena(m, m->arena);
+    return VTR_OK;
+
+fail:
+    vtr_param_set_free(&m->params);
+    memset(m, 0, sizeof *m);
+    return st;
+}
+
+void vtr_hgr_model_free(vtr_hgr_model *m)
+{
+    vtr_param_set_free(&m->params);
+    free(m->arena);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- argument checks (once per call) -------------------------------------------- */
+
+static vtr_status check_videos(const vtr_hgr_model *m, const int *lengths, int B, int T,
+                               vtr_error *err)
+{
+    if (B < 1 || B > m->max_batch)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr model: batch of %d videos outside 1..%d", B,
+                        m->max_batch);
+    if (T < 1 || T > m->max_frames)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr model: %d frames outside 1..%d", T,
+                        m->max_frames);
+    vtr_status st = vtr_nn_check_lengths(lengths, B, T, err);
+    if (st)
+        vtr_error_context(err, "hgr model: videos");
+    return st;
+}
+
+static vtr_status check_captions(const vtr_hgr_model *m, const vtr_hgr_captions *c, vtr_error *err)
+{
+    int B = c->B, L = c->L, NP = m->cfg.num_verbs + m->cfg.num_nouns;
+    vtr_status st;
+    if (B < 1 || B > m->max_batch)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr model: batch of %d captions outside 1..%d", B,
+                        m->max_batch);
+    if (L < 1 || L > m->max_words)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr model: caption length %d outside 1..%d", L,
+                        m->max_words);
+    if ((st = vtr_nn_check_lengths(c->lengths, B, L, err))) {
+        vtr_error_context(err, "hgr model: captions");
+        return st;
+    }
+    for (int b = 0; b < B; b++) {
+        if ((st =
+                 vtr_nn_check_ids(c->ids + (size_t)b * L, c->lengths[b], m->cfg.vocab_size, err))) {
+            vtr_error_context(err, "hgr model: caption %d", b);
+            return st;
+        }
+        if ((st = vtr_nn_check_ids(c->node_roles + (size_t)b * NP, NP, m->cfg.num_roles, err))) {
+            vtr_error_context(err, "hgr model: node roles of caption %d", b);
+            return st;
+        }
+    }
+    return VTR_OK;
+}
+
+/* ---- forward ------------------------------------------------------------------- */
+
+/* Video side: x (B,T,F) -> m->vid_level[0..2] (B,T,E), m->vid_glob_n (B,E). Dropout p with
+ * streams 8 * step + k when p > 0. */
+static void video_forward(vtr_hgr_model *m, const float *x, const int *lengths, int B, int T,
+                          float p, uint64_t seed, uint64_t step)
+{
+    int F = m->cfg.feature_dim, E = m->cfg.embed_size;
+    // the Linear layers over the real frames only, packed: the padded frames (the
+    // reference's bias rows) are read by no later op
+    size_t n = 0;
+    for (int b = 0; b < B; b++) {
+        memcpy(m->vid_rows + n * F, x + (size_t)b * T * F, sizeof(float) * lengths[b] * F);
+        n += (size_t)lengths[b];
+    }
+    for (int k = 0; k < 3; k++) {
+        vtr_linear_forward(m->rows[0], m->vid_rows, m->level_w[k], m->level_b[k], (int)n, F, E);
+        vtr_dropout_forward(m->rows[0], m->rows[0], n * E, p, seed,
+                            DROPOUT_SITES * step + SITE_LEVEL0 + k);
+        size_t r = 0;
+        for (int b = 0; b < B; b++) {
+            float *dst = m->vid_level[k] + (size_t)b * T * E;
+            memcpy(dst, m->rows[0] + r * E, sizeof(float) * lengths[b] * E);
+            memset(dst + (size_t)lengths[b] * E, 0, sizeof(float) * (T - lengths[b]) * E);
+            r += (size_t)lengths[b];
+        }
+    }
+    pool_forward(m, &m->vid_pool, m->vid_glob, m->vid_level[0], lengths, B, T);
+    vtr_l2norm_forward(m->vid_glob_n, m->vid_glob_norm, m->vid_glob, B, E);
+}
+
+/* The number of non-empty spans of each of B items' P masks (P,L) */
+static void count_phrases(int *count, const uint8_t *masks, int B, int P, int L)
+{
+    for (int b = 0; b < B; b++) {
+        int k = 0;
+        for (int q = 0; q < P; q++) {
+            const uint8_t *row = masks + ((size_t)b * P + q) * L;
+            int any = 0;
+            for (int t = 0; t < L && !any; t++)
+                any = row[t] != 0;
+            k += any;
+        }
+        count[b] = k;
+    }
+}
+
+/* rows [from, from + n) of each item's node features (B,N,E) <-> a (B,n,E) buffer */
+static void copy_nodes(float *dst, int dst_n, int dst_from, const float *src, int src_n,
+                       int src_from, int n, int B, int E)
+{
+    for (int b = 0; b < B; b++)
+        memcpy(dst + ((size_t)b * dst_n + dst_from) * E, src + ((size_t)b * src_n + src_from) * E,
+               sizeof(float) * (size_t)n * E);
+}
+
+/* Text side: captions -> m->sent_n (B,E), m->verbs (B,NV,E), m->nouns (B,NN,E), n_verbs,
+ * n_nouns. Dropout (words p_words, GCN p_gcn) from seed and step. */
+static void caption_forward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p_words, float p_gcn,
+                            uint64_t seed, uint64_t step)
+{
+    const vtr_hgr_config *cf = &m->cfg;
+    int B = c->B, L = c->L, W = cf->word_dim, E = cf->embed_size;
+    int NV = cf->num_verbs, NN = cf->num_nouns, N = 1 + NV + NN;
+    for (int b = 0; b < B; b++) {
+        float *dst = m->word_emb + (size_t)b * L * W;
+        vtr_embedding_forward(dst, c->ids + (size_t)b * L, m->embed_w, c->lengths[b], W);
+        memset(dst + (size_t)c->lengths[b] * W, 0, sizeof(float) * (L - c->lengths[b]) * W);
+    }
+    vtr_dropout_forward(m->word_emb, m->word_emb, (size_t)B * L * W, p_words, seed,
+                        DROPOUT_SITES * step + SITE_WORDS);
+    vtr_caption_bigru_forward(m->cap_feat, &m->bigru, m->word_emb, c->lengths, m->rnn, B, L, W, E);
+
+    // nodes (B,N,E) = [root, verbs, nouns]
+    pool_forward(m, &m->txt_pool, m->sent, m->cap_feat, c->lengths, B, L);
+    for (int b = 0; b < B; b++) {
+        memcpy(m->verb_roles + (size_t)b * NV, c->node_roles + (size_t)b * (NV + NN),
+               sizeof(int) * NV);
+        memcpy(m->noun_roles + (size_t)b * NN, c->node_roles + (size_t)b * (NV + NN) + NV,
+               sizeof(int) * NN);
+    }
+    vtr_role_span_pool_forward(m->verbs, m->verb_argmax, m->cap_feat, c->verb_masks, m->verb_roles,
+                               m->role_w, B, NV, L, E);
+    vtr_role_span_pool_forward(m->nouns, m->noun_argmax, m->cap_feat, c->noun_masks, m->noun_roles,
+                               m->role_w, B, NN, L, E);
+    copy_nodes(m->nodes, N, 0, m->sent, 1, 0, 1, B, E);
+    copy_nodes(m->nodes, N, 1, m->verbs, NV, 0, NV, B, E);
+    copy_nodes(m->nodes, N, 1 + NV, m->nouns, NN, 0, NN, B, E);
+
+    vtr_attn_gcn_forward(m->gcn_out, m->gcn_workspace, m->nodes, c->rel_edges, m->gcn, B, N, E,
+                         E / 2, p_gcn, seed, DROPOUT_SITES * step + SITE_GCN);
+    copy_nodes(m->sent, 1, 0, m->gcn_out, N, 0, 1, B, E);
+    copy_nodes(m->verbs, NV, 0, m->gcn_out, N, 1, NV, B, E);
+    copy_nodes(m->nouns, NN, 0, m->gcn_out, N, 1 + NV, NN, B, E);
+    vtr_l2norm_forward(m->sent_n, m->sent_norm, m->sent, B, E);
+    count_phrases(m->n_verbs, c->verb_masks, B, NV, L);
+    count_phrases(m->n_nouns, c->noun_masks, B, NN, L);
+}
+
+/* The three levels and the fused score of Bv videos x Bc captions into m->s_* (Bv,Bc);
+ * the phrase attention's workspaces kept for backward. */
+static void scores_forward(vtr_hgr_model *m, const float *vglob_n, const float *vverb,
+                           const float *vnoun, const int *vlen, int Bv, int T, const float *sent_n,
+                           const float *verbs, const float *nouns, const int *n_verbs,
+                           const int *n_nouns, int Bc)
+{
+    const vtr_hgr_config *c = &m->cfg;
+    int E = c->embed_size;
+    vtr_cosine_similarity_forward(m->s_global, vglob_n, sent_n, Bv, Bc, E);
+    vtr_phrase_attention_score_forward(m->s_verb, m->pa_workspace[0], vverb, vlen, verbs, n_verbs,
+                                       Bv, Bc, T, c->num_verbs, E, c->sigma);
+    vtr_phrase_attention_score_forward(m->s_noun, m->pa_workspace[1], vnoun, vlen, nouns, n_nouns,
+                                       Bv, Bc, T, c->num_nouns, E, c->sigma);
+    vtr_hgr_fused_score_forward(m->s_fused, m->s_global, m->s_verb, m->s_noun, (size_t)Bv * Bc);
+}
+
+/* ---- backward ------------------------------------------------------------------ */
+
+/* m->ds_fused (B,B) -> the gradients of the encoders' outputs: dvid_glob_n, dvid_level[1..2]
+ * (zeroed here, then accumulated), dsent_n, dverbs, dnouns. */
+static void scores_backward(vtr_hgr_model *m, const int *vlen, int B, int T)
+{
+    const vtr_hgr_config *c = &m->cfg;
+    int E = c->embed_size, NV = c->num_verbs, NN = c->num_nouns;
+    size_t BB = (size_t)B * B, R = (size_t)B * T;
+    memset(m->ds_global, 0, sizeof(float) * BB);
+    memset(m->ds_verb, 0, sizeof(float) * BB);
+    memset(m->ds_noun, 0, sizeof(float) * BB);
+    vtr_hgr_fused_score_backward(m->ds_global, m->ds_verb, m->ds_noun, m->ds_fused, BB);
+    memset(m->dvid_glob_n, 0, sizeof(float) * B * E);
+    memset(m->dsent_n, 0, sizeof(float) * B * E);
+    vtr_cosine_similarity_backward(m->dvid_glob_n, m->dsent_n, m->ds_global, m->vid_glob_n,
+                                   m->sent_n, B, B, E);
+    for (int k = 0; k < 3; k++)
+        memset(m->dvid_level[k], 0, sizeof(float) * R * E);
+    memset(m->dverbs, 0, sizeof(float) * B * NV * E);
+    memset(m->dnouns, 0, sizeof(float) * B * NN * E);
+    vtr_phrase_attention_score_backward(m->dvid_level[1], m->dverbs, m->scratch, m->ds_verb,
+                                        m->vid_level[1], vlen, m->verbs, m->n_verbs,
+                                        m->pa_workspace[0], B, B, T, NV, E, c->sigma);
+    vtr_phrase_attention_score_backward(m->dvid_level[2], m->dnouns, m->scratch, m->ds_noun,
+                                        m->vid_level[2], vlen, m->nouns, m->n_nouns,
+                                        m->pa_workspace[1], B, B, T, NN, E, c->sigma);
+}
+
+static void video_backward(vtr_hgr_model *m, const int *lengths, int B, int T, float p,
+                           uint64_t seed, uint64_t step)
+{
+    int F = m->cfg.feature_dim, E = m->cfg.embed_size;
+    memset(m->dvid_glob, 0, sizeof(float) * B * E);
+    vtr_l2norm_backward(m->dvid_glob, m->dvid_glob_n, m->vid_glob, m->vid_glob_norm, B, E);
+    pool_backward(m, &m->vid_pool, m->dvid_level[0], m->dvid_glob, m->vid_level[0], lengths, B, T);
+    for (int k = 0; k < 3; k++) {
+        // gather the real frames' gradients (packed), through dropout, into the Linear
+        size_t n = 0;
+        for (int b = 0; b < B; b++) {
+            memcpy(m->rows[0] + n * E, m->dvid_level[k] + (size_t)b * T * E,
+                   sizeof(float) * lengths[b] * E);
+            n += (size_t)lengths[b];
+        }
+        memset(m->rows[1], 0, sizeof(float) * n * E);
+        vtr_dropout_backward(m->rows[1], m->rows[0], n * E, p, seed,
+                             DROPOUT_SITES * step + SITE_LEVEL0 + k);
+        vtr_linear_backward(NULL, m->level_dw[k], m->level_db[k], m->rows[1], m->vid_rows,
+                            m->level_w[k], (int)n, F, E);
+    }
+}
+
+static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p_words,
+                             float p_gcn, uint64_t seed, uint64_t step)
+{
+    const vtr_hgr_config *cf = &m->cfg;
+    int B = c->B, L = c->L, W = cf->word_dim, E = cf->embed_size;
+    int NV = cf->num_verbs, NN = cf->num_nouns, N = 1 + NV + NN;
+    // the GCN's output gradient (B,N,E) = [dsent, dverbs, dnouns]
+    float *dsent = m->dsent;
+    memset(dsent, 0, sizeof(float) * B * E);
+    vtr_l2norm_backward(dsent, m->dsent_n, m->sent, m->sent_norm, B, E);
+    copy_nodes(m->dgcn_out, N, 0, dsent, 1, 0, 1, B, E);
+    copy_nodes(m->dgcn_out, N, 1, m->dverbs, NV, 0, NV, B, E);
+    copy_nodes(m->dgcn_out, N, 1 + NV, m->dnouns, NN, 0, NN, B, E);
+    memset(m->dnodes, 0, sizeof(float) * B * N * E);
+    vtr_attn_gcn_backward(m->dnodes, m->dgcn, m->scratch, m->dgcn_out, m->nodes, m->gcn,
+                          m->gcn_workspace, B, N, E, E / 2, p_gcn, seed,
+                          DROPOUT_SITES * step + SITE_GCN);
+    // nodes -> the word states
+    copy_nodes(dsent, 1, 0, m->dnodes, N, 0, 1, B, E);
+    copy_nodes(m->dverbs, NV, 0, m->dnodes, N, 1, NV, B, E);
+    copy_nodes(m->dnouns, NN, 0, m->dnodes, N, 1 + NV, NN, B, E);
+    memset(m->dcap_feat, 0, sizeof(float) * B * L * E);
+    pool_backward(m, &m->txt_pool, m->dcap_feat, dsent, m->cap_feat, c->lengths, B, L);
+    vtr_role_span_pool_backward(m->dcap_feat, m->drole_w, m->scratch, m->dverbs, m->cap_feat,
+                                m->verb_argmax, m->verb_roles, m->role_w, B, NV, L, E);
+    vtr_role_span_pool_backward(m->dcap_feat, m->drole_w, m->scratch, m->dnouns, m->cap_feat,
+                                m->noun_argmax, m->noun_roles, m->role_w, B, NN, L, E);
+    // the BiGRU, dropout, the embedding (items in order: a fixed order for repeated ids)
+    size_t nw = (size_t)B * L * W;
+    memset(m->dword[0], 0, sizeof(float) * nw);
+    vtr_caption_bigru_backward(m->dword[0], m->drnn, &m->bigru, m->dcap_feat, m->word_emb,
+                               c->lengths, m->rnn, B, L, W, E);
+    memset(m->dword[1], 0, sizeof(float) * nw);
+    vtr_dropout_backward(m->dword[1], m->dword[0], nw, p_words, seed,
+                         DROPOUT_SITES * step + SITE_WORDS);
+    for (int b = 0; b < B; b++)
+        vtr_embedding_backward(m->embed_dw, m->dword[1] + (size_t)b * L * W, c->ids + (size_t)b * L,
+                               c->lengths[b], W);
+}
+
+/* ---- the public calls -------------------------------------------------------------- */
+
+vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch, uint64_t seed,
+                              uint64_t step, float *loss, vtr_error *err)
+{
+    const vtr_hgr_config *c = &m->cfg;
+    int B = batch->B, T = batch->T;
+    vtr_status st;
+    if (B < 2)
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "hgr model: a training batch needs at least 2 pairs (negatives), got %d",
+                        B);
+    if (batch->captions.B != B)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr model: %d videos but %d captions", B,
+                        batch->captions.B);
+    if ((st = check_videos(m, batch->frame_lengths, B, T, err)) ||
+        (st = check_captions(m, &batch->captions, err)))
+        return st;
+
+    video_forward(m, batch->frames, batch->frame_lengths, B, T, c->video_dropout, seed, step);
+    caption_forward(m, &batch->captions, c->text_dropout, c->gcn_dropout, seed, step);
+    scores_forward(m, m->vid_glob_n, m->vid_level[1], m->vid_level[2], batch->frame_lengths, B, T,
+                   m->sent_n, m->verbs, m->nouns, m->n_verbs, m->n_nouns, B);
+    *loss = vtr_hinge_loss_forward(m->s_fused, B, c->margin, VTR_HINGE_HARDEST_NEGATIVE,
+                                   VTR_REDUCE_MEAN);
+
+    memset(m->ds_fused, 0, sizeof(float) * B * B);
+    vtr_hinge_loss_backward(m->ds_fused, 1.0f, m->s_fused, B, c->margin, VTR_HINGE_HARDEST_NEGATIVE,
+                            VTR_REDUCE_MEAN);
+    scores_backward(m, batch->frame_lengths, B, T);
+    video_backward(m, batch->frame_lengths, B, T, c->video_dropout, seed, step);
+    caption_backward(m, &batch->captions, c->text_dropout, c->gcn_dropout, seed, step);
+    return VTR_OK;
+}
+
+vtr_status vtr_hgr_encode_videos(vtr_hgr_model *m, float *global, float *verb, float *noun,
+                                 const float *frames, const int *lengths, int B, int T,
+                                 vtr_error *err)
+{
+    vtr_status st = check_videos(m, lengths, B, T, err);
+    if (st)
+        return st;
+    video_forward(m, frames, lengths, B, T, 0.0f, 0, 0);
+    size_t E = (size_t)m->cfg.embed_size;
+    memcpy(global, m->vid_glob_n, sizeof(float) * B * E);
+    memcpy(verb, m->vid_level[1], sizeof(float) * B * T * E);
+    memcpy(noun, m->vid_level[2], sizeof(float) * B * T * E);
+    return VTR_OK;
+}
+
+vtr_status vtr_hgr_encode_captions(vtr_hgr_model *m, float *sent, float *verbs, float *nouns,
+                                   int *n_verbs, int *n_nouns, const vtr_hgr_captions *c,
+                                   vtr_error *err)
+{
+    vtr_status st = check_captions(m, c, err);
+    if (st)
+        return st;
+    caption_forward(m, c, 0.0f, 0.0f, 0, 0);
+    size_t E = (size_t)m->cfg.embed_size, B = (size_t)c->B;
+    memcpy(sent, m->sent_n, sizeof(float) * B * E);
+    memcpy(verbs, m->verbs, sizeof(float) * B * m->cfg.num_verbs * E);
+    memcpy(nouns, m->nouns, sizeof(float) * B * m->cfg.num_nouns * E);
+    memcpy(n_verbs, m->n_verbs, sizeof(int) * B);
+    memcpy(n_nouns, m->n_nouns, sizeof(int) * B);
+    return VTR_OK;
+}
+
+vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, const float *global,
+                               const float *verb, const float *noun, const int *frame_lengths,
+                               int Bv, int T, const float *sent, const float *verbs,
+                               const float *nouns, const int *n_verbs, const int *n_nouns, int Bc,
+                               vtr_error *err)
+{
+    vtr_status st = check_videos(m, frame_lengths, Bv, T, err);
+    if (st)
+        return st;
+    if (Bc < 1 || Bc > m->max_batch)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr model: block of %d captions outside 1..%d", Bc,
+                        m->max_batch);
+    for (int b = 0; b < Bc; b++)
+        if (n_verbs[b] < 0 || n_verbs[b] > m->cfg.num_verbs || n_nouns[b] < 0 ||
+            n_nouns[b] > m->cfg.num_nouns)
+            return vtr_fail(err, VTR_ERR_INVALID,
+                            "hgr model: caption %d has %d verbs and %d nouns (at most %d, %d)", b,
+                            n_verbs[b], n_nouns[b], m->cfg.num_verbs, m->cfg.num_nouns);
+    scores_forward(m, global, verb, noun, frame_lengths, Bv, T, sent, verbs, nouns, n_verbs,
+                   n_nouns, Bc);
+    size_t n = (size_t)Bv * Bc;
+    memcpy(fused, m->s_fused, sizeof(float) * n);
+    if (levels) {
+        memcpy(levels, m->s_global, sizeof(float) * n);
+        memcpy(levels + n, m->s_verb, sizeof(float) * n);
+        memcpy(levels + 2 * n, m->s_noun, sizeof(float) * n);
+    }
+    return VTR_OK;
+}
