@@ -577,10 +577,9 @@ vtr_status vtr_import_finish(vtr_import *im, vtr_import_stats *stats, vtr_error 
         (st = write_captions(im, ids, err)) != VTR_OK ||
         (st = write_splits(im, ids, counts, err)) != VTR_OK)
         goto end;
-    if (im->vocabulary_name &&
-        (st = vtr_catalog_put_vocabulary(cat, dataset, im->vocabulary_name,
-                                         (const char *const *)im->vocabulary, im->vocabulary_n,
-                                         err)) != VTR_OK)
+    if (im->vocabulary_name && (st = vtr_catalog_put_vocabulary(cat, dataset, im->vocabulary_name,
+                                                                (const char *const *)im->vocabulary,
+                                                                im->vocabulary_n, err)) != VTR_OK)
         goto end;
     if (im->writer) {
         if (!(config = json_dumps(im->source, VTR_JSON_FLAGS))) {

@@ -70,18 +70,18 @@ typedef struct vtr_import_options {
 } vtr_import_options;
 
 typedef struct vtr_import_stats {
-    int64_t items;         /* items imported (new or already in the catalog) */
-    int64_t new_items;     /* of them, items the catalog did not have */
-    int64_t captions;      /* captions written */
-    int64_t skipped;       /* items whose features were skipped through on_skip */
-    int64_t feature_items; /* items in the store */
-    int64_t feature_rows;  /* rows in the store */
-    int64_t dim;           /* the store's dim; 0 without a store */
-    bool graphs_read;      /* the layout's role graphs were read (hgr) */
-    int64_t graphs;        /* captions stored with a role graph */
+    int64_t items;                  /* items imported (new or already in the catalog) */
+    int64_t new_items;              /* of them, items the catalog did not have */
+    int64_t captions;               /* captions written */
+    int64_t skipped;                /* items whose features were skipped through on_skip */
+    int64_t feature_items;          /* items in the store */
+    int64_t feature_rows;           /* rows in the store */
+    int64_t dim;                    /* the store's dim; 0 without a store */
+    bool graphs_read;               /* the layout's role graphs were read (hgr) */
+    int64_t graphs;                 /* captions stored with a role graph */
     int64_t captions_without_graph; /* with graphs_read: captions that have none; else 0 */
     int64_t vocabulary_words;       /* words of the vocabulary stored; 0: none */
-    json_t *splits;        /* {split name: items}, in first-seen order; owned */
+    json_t *splits;                 /* {split name: items}, in first-seen order; owned */
 } vtr_import_stats;
 
 /* Frees stats->splits; safe on a zeroed or already-freed value. */

@@ -319,8 +319,7 @@ static vtr_status import_set(vtr_import *im, hgr_set *s, vtr_hgr_features kind,
 }
 
 /* Reads the graph file and the vocabulary, where the release has them. */
-static vtr_status load_optional_annotations(hgr_annotations *a, vtr_vocab **vocab,
-                                            vtr_error *err)
+static vtr_status load_optional_annotations(hgr_annotations *a, vtr_vocab **vocab, vtr_error *err)
 {
     *vocab = NULL;
     vtr_status st;
@@ -481,8 +480,8 @@ vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *f
         goto end;
     int64_t done = 0;
     for (size_t i = 0; i < HGR_SETS; i++)
-        if (sets[i].names.items && (st = import_set(im, &sets[i], kind, &anno, &done, total, &buf,
-                                                    &cap, err)) != VTR_OK)
+        if (sets[i].names.items &&
+            (st = import_set(im, &sets[i], kind, &anno, &done, total, &buf, &cap, err)) != VTR_OK)
             goto end;
     st = vtr_import_finish(im, stats, err);
     im = NULL;

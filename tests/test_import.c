@@ -497,16 +497,16 @@ TEST(import_hgr_role_graphs_and_vocabulary)
 
     /* the train split in order: video0 (2 captions), video1 (3, one without), clips/v2 */
     graph_walk w = {0};
-    CHECK_OK(vtr_catalog_split_caption_graphs(cat, dataset_id(cat), "train", count_graph, &w,
-                                              &err));
+    CHECK_OK(
+        vtr_catalog_split_caption_graphs(cat, dataset_id(cat), "train", count_graph, &w, &err));
     CHECK_EQ_INT(w.captions, 6);
     CHECK_EQ_INT(w.graphs, 5);
     CHECK_STR(w.first, "video0/0");
 
     /* the vocabulary, from the catalog alone */
     vtr_word_list words;
-    CHECK_OK(vtr_catalog_get_vocabulary(cat, dataset_id(cat), VTR_IMPORT_HGR_VOCABULARY, &words,
-                                        &err));
+    CHECK_OK(
+        vtr_catalog_get_vocabulary(cat, dataset_id(cat), VTR_IMPORT_HGR_VOCABULARY, &words, &err));
     vtr_vocab *v;
     CHECK_OK(vtr_vocab_hgr_from_words(words.words, words.n, "catalog", &v, &err));
     vtr_word_list_free(&words);
@@ -584,9 +584,8 @@ TEST(import_hgr_bad_graphs_and_vocabulary_fail_the_import)
     CHECK_EQ_INT(test_run("printf '[]' > '%s/annotation/RET/sent2rolegraph.augment.json'", fx), 0);
     CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_FORMAT,
                 "sent2rolegraph.augment.json: not an object {caption: [nodes, edges]}");
-    CHECK_EQ_INT(test_run("printf '{\"a\": [' > '%s/annotation/RET/sent2rolegraph.augment.json'",
-                          fx),
-                 0);
+    CHECK_EQ_INT(
+        test_run("printf '{\"a\": [' > '%s/annotation/RET/sent2rolegraph.augment.json'", fx), 0);
     CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_FORMAT,
                 "sent2rolegraph.augment.json: line 1 column");
     check_nothing_left(cat, store);
