@@ -401,20 +401,29 @@ static vtr_status stmt_exec_cached(vtr_catalog *cat, enum stmt_id id, const char
     return st;
 }
 
-/* Steps a bound "SELECT id ..." statement (rc: the binding result) and releases it:
- * *out gets the first column of the row; VTR_ERR_NOT_FOUND when there is none. */
-static vtr_status step_id(vtr_catalog *cat, sqlite3_stmt *s, int rc, int64_t *out,
-                          const char *what, vtr_error *err)
+/* Steps a bound statement that looks up one row (rc: the binding result): VTR_OK with the
+ * row current, VTR_ERR_NOT_FOUND "catalog PATH: no WHAT" when there is none, else the
+ * database's error. The caller releases the statement. */
+static vtr_status step_row(vtr_catalog *cat, sqlite3_stmt *s, int rc, const char *what,
+                           vtr_error *err)
 {
-    vtr_status st = VTR_OK;
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     if (rc == SQLITE_ROW)
+        return VTR_OK;
+    if (rc == SQLITE_DONE)
+        return vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no %s", cat->path, what);
+    return db_fail(cat, rc, err, "reading %s", what);
+}
+
+/* step_row for a "SELECT id ..." statement, which it releases: *out gets the first column
+ * of the row. */
+static vtr_status step_id(vtr_catalog *cat, sqlite3_stmt *s, int rc, int64_t *out,
+                          const char *what, vtr_error *err)
+{
+    vtr_status st = step_row(cat, s, rc, what, err);
+    if (st == VTR_OK)
         *out = sqlite3_column_int64(s, 0);
-    else if (rc == SQLITE_DONE)
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no %s", cat->path, what);
-    else
-        st = db_fail(cat, rc, err, "looking up %s", what);
     stmt_release(s);
     return st;
 }
@@ -801,17 +810,10 @@ vtr_status vtr_catalog_find_item(vtr_catalog *cat, int64_t dataset_id, const cha
     int rc = SQLITE_OK;
     bind_int64(s, 1, dataset_id, &rc);
     bind_text(s, 2, key, &rc);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no item \"%s\" in dataset %lld",
-                      cat->path, key, (long long)dataset_id);
+    char what[600];
+    snprintf(what, sizeof what, "item \"%s\" in dataset %lld", key, (long long)dataset_id);
+    if ((st = step_row(cat, s, rc, what, err)) != VTR_OK)
         goto end;
-    }
-    if (rc != SQLITE_ROW) {
-        st = db_fail(cat, rc, err, "reading item \"%s\"", key);
-        goto end;
-    }
     st = read_item_row(cat, s, out, err);
 end:
     stmt_release(s);
@@ -1185,18 +1187,11 @@ vtr_status vtr_catalog_find_feature_store(vtr_catalog *cat, int64_t dataset_id,
     int rc = SQLITE_OK;
     bind_int64(s, 1, dataset_id, &rc);
     bind_text(s, 2, name, &rc);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND,
-                      "catalog %s: no feature store \"%s\" in dataset %lld", cat->path, name,
-                      (long long)dataset_id);
+    char what[600];
+    snprintf(what, sizeof what, "feature store \"%s\" in dataset %lld", name,
+             (long long)dataset_id);
+    if ((st = step_row(cat, s, rc, what, err)) != VTR_OK)
         goto end;
-    }
-    if (rc != SQLITE_ROW) {
-        st = db_fail(cat, rc, err, "reading feature store \"%s\"", name);
-        goto end;
-    }
     const char *dtype = NULL;
     const int cols[] = {2, 3, 4, 6, 9, 10};
     const char **const fields[] = {&out->name,  &out->path,   &out->extractor,
@@ -1383,17 +1378,10 @@ vtr_status vtr_catalog_get_run(vtr_catalog *cat, int64_t run_id, vtr_run *out,
         return st;
     int rc = SQLITE_OK;
     bind_int64(s, 1, run_id, &rc);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no run with id %lld", cat->path,
-                      (long long)run_id);
+    char what[64];
+    snprintf(what, sizeof what, "run with id %lld", (long long)run_id);
+    if ((st = step_row(cat, s, rc, what, err)) != VTR_OK)
         goto end;
-    }
-    if (rc != SQLITE_ROW) {
-        st = db_fail(cat, rc, err, "reading run %lld", (long long)run_id);
-        goto end;
-    }
     const char *status = NULL;
     const int cols[] = {1, 2, 4, 5, 6, 7, 8, 9, 10};
     const char **const fields[] = {&out->kind,       &out->config,      &out->code_version,
@@ -1471,18 +1459,11 @@ vtr_status vtr_catalog_caption_graph(vtr_catalog *cat, int64_t caption_id, char 
         return st;
     int rc = SQLITE_OK;
     bind_int64(s, 1, caption_id, &rc);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        if (!(*graph = column_strdup(s, 0)))
-            st = nomem(cat, err);
-    } else if (rc == SQLITE_DONE) {
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: caption %lld has no role graph",
-                      cat->path, (long long)caption_id);
-    } else {
-        st = db_fail(cat, rc, err, "reading the role graph of caption %lld",
-                     (long long)caption_id);
-    }
+    char what[64];
+    snprintf(what, sizeof what, "role graph of caption %lld", (long long)caption_id);
+    st = step_row(cat, s, rc, what, err);
+    if (st == VTR_OK && !(*graph = column_strdup(s, 0)))
+        st = nomem(cat, err);
     stmt_release(s);
     return st;
 }
@@ -1604,17 +1585,11 @@ vtr_status vtr_catalog_get_vocabulary(vtr_catalog *cat, int64_t dataset_id, cons
     int rc = SQLITE_OK;
     bind_int64(s, 1, dataset_id, &rc);
     bind_text(s, 2, name, &rc);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no vocabulary \"%s\" in dataset %lld",
-                      cat->path, name, (long long)dataset_id);
+    char what[600];
+    snprintf(what, sizeof what, "vocabulary \"%s\" in dataset %lld", name,
+             (long long)dataset_id);
+    if ((st = step_row(cat, s, rc, what, err)) != VTR_OK)
         goto end;
-    }
-    if (rc != SQLITE_ROW) {
-        st = db_fail(cat, rc, err, "reading vocabulary \"%s\"", name);
-        goto end;
-    }
     const char *text = (const char *)sqlite3_column_text(s, 0);
     json_error_t jerr;
     array = text ? json_loads(text, 0, &jerr) : NULL;

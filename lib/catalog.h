@@ -196,8 +196,8 @@ vtr_status vtr_catalog_set_caption_graph(vtr_catalog *cat, int64_t caption_id,
                                          const char *graph, vtr_error *err);
 
 /* The graph of caption_id into *graph (malloc'd NUL-terminated text; free it with
- * free()). VTR_ERR_NOT_FOUND when the caption has no graph (or does not exist). On
- * failure *graph is NULL. */
+ * free()). VTR_ERR_NOT_FOUND ("no role graph of caption ID") when the caption has no
+ * graph (or does not exist). On failure *graph is NULL. */
 vtr_status vtr_catalog_caption_graph(vtr_catalog *cat, int64_t caption_id, char **graph,
                                      vtr_error *err);
 

@@ -182,7 +182,7 @@ TEST(catalog_version_1_migrates_to_version_2_keeping_its_data)
     vtr_item_ref_list_free(&refs);
     char *graph = NULL;
     CHECK_FAILS(vtr_catalog_caption_graph(cat, caption, &graph, &err), VTR_ERR_NOT_FOUND,
-                "has no role graph");
+                "no role graph of caption");
     CHECK_OK(vtr_catalog_set_caption_graph(cat, caption, "[{},[]]", &err));
     CHECK_OK(vtr_catalog_caption_graph(cat, caption, &graph, &err));
     CHECK_STR(graph, "[{},[]]");
@@ -263,18 +263,18 @@ TEST(catalog_caption_graphs_set_get_and_walk_a_split)
     CHECK_OK(vtr_catalog_set_caption_graph(cat, c0, NULL, &err));
     char *graph = NULL;
     CHECK_FAILS(vtr_catalog_caption_graph(cat, c0, &graph, &err), VTR_ERR_NOT_FOUND,
-                "has no role graph");
+                "no role graph of caption");
     CHECK(graph == NULL);
     CHECK_OK(vtr_catalog_add_caption(cat, a, 0, "a zero", NULL, &err));
     CHECK_OK(vtr_catalog_caption_graph(cat, a0, &graph, &err));
     free(graph);
     CHECK_OK(vtr_catalog_add_caption(cat, a, 0, "a zero, edited", NULL, &err));
     CHECK_FAILS(vtr_catalog_caption_graph(cat, a0, &graph, &err), VTR_ERR_NOT_FOUND,
-                "has no role graph");
+                "no role graph of caption");
     /* deleting the item deletes its captions' graphs */
     CHECK_OK(vtr_catalog_delete_item(cat, b, &err));
     CHECK_FAILS(vtr_catalog_caption_graph(cat, b0, &graph, &err), VTR_ERR_NOT_FOUND,
-                "has no role graph");
+                "no role graph of caption");
     vtr_catalog_close(cat);
     CHECK_STR(raw_query(db_path("graphs.db"), "SELECT count(*) FROM caption_graphs"), "0");
 }
