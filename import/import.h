@@ -14,9 +14,10 @@
  *   karpathy  COCO / Flickr30K Karpathy JSON                     captions, splits
  *
  * Every importer reads and checks all of its input first, streaming features into a new
- * store as it goes, and then writes the items, captions, splits and the store's entry
- * in one catalog transaction, finishing the store (an atomic rename) just before the
- * commit. A failure anywhere leaves the catalog as it was and no store behind.
+ * store as it goes, and then writes the items, captions (with their role graphs, where the
+ * layout has them), splits, the vocabulary (hgr) and the store's entry in one catalog
+ * transaction, finishing the store (an atomic rename) just before the commit. A failure
+ * anywhere leaves the catalog as it was and no store behind.
  *
  * What the catalog gets:
  * - the dataset, created when absent (with opt->root as its root);
