@@ -20,7 +20,10 @@ enum item_state { ITEM_ANNOTATED, ITEM_STORED, ITEM_FAILED };
 typedef struct caption_ref {
     int64_t item;
     size_t offset; /* into text */
+    size_t graph;  /* into text: its role graph (JSON); NO_GRAPH when it has none */
 } caption_ref;
+
+#define NO_GRAPH SIZE_MAX
 
 typedef struct membership {
     int64_t item;
@@ -36,10 +39,15 @@ struct vtr_import {
     unsigned char *state;   /* per item, enum item_state */
     char **failure;         /* per item: why its features were skipped, or NULL */
     size_t item_cap;
-    char *text; /* caption texts, each NUL-terminated */
+    char *text; /* caption texts and role graphs, each NUL-terminated */
     size_t text_len, text_cap;
     caption_ref *captions;
     size_t ncaptions, captions_cap;
+    bool graphs_read;
+    int64_t graphs;
+    char *vocabulary_name;
+    char **vocabulary; /* words by id, each malloc'd */
+    size_t vocabulary_n;
     vtr_string_table *split_names;
     vtr_string_table *memberships_seen; /* (item, split) pairs as 16-byte keys */
     membership *memberships;
@@ -242,6 +250,10 @@ void vtr_import_abort(vtr_import *im)
     free(im->state);
     free(im->text);
     free(im->captions);
+    for (size_t i = 0; i < im->vocabulary_n; i++)
+        free(im->vocabulary[i]);
+    free(im->vocabulary);
+    free(im->vocabulary_name);
     free(im->memberships);
     vtr_string_table_free(im->keys);
     vtr_string_table_free(im->split_names);
@@ -302,20 +314,71 @@ const char *vtr_import_key(const vtr_import *im, int64_t index)
     return vtr_string_table_key(im->keys, index, NULL);
 }
 
+/* Appends text (len bytes and a NUL) to im->text; *offset receives where. */
+static vtr_status keep_text(vtr_import *im, const char *text, size_t len, size_t *offset,
+                            vtr_error *err)
+{
+    if (grow((void **)&im->text, &im->text_cap, im->text_len + len + 1, 1) != 0)
+        return nomem(err);
+    memcpy(im->text + im->text_len, text, len);
+    im->text[im->text_len + len] = '\0';
+    *offset = im->text_len;
+    im->text_len += len + 1;
+    return VTR_OK;
+}
+
 vtr_status vtr_import_caption(vtr_import *im, int64_t index, const char *text, vtr_error *err)
 {
-    size_t len = strlen(text);
+    size_t len = strlen(text), offset;
     if (!valid_utf8((const unsigned char *)text, len))
         return vtr_fail(err, VTR_ERR_FORMAT, "item \"%s\": caption is not valid UTF-8",
                         vtr_import_key(im, index));
-    if (grow((void **)&im->text, &im->text_cap, im->text_len + len + 1, 1) != 0 ||
-        grow((void **)&im->captions, &im->captions_cap, im->ncaptions + 1, sizeof *im->captions) !=
-            0)
+    if (grow((void **)&im->captions, &im->captions_cap, im->ncaptions + 1, sizeof *im->captions) !=
+        0)
         return nomem(err);
-    memcpy(im->text + im->text_len, text, len + 1);
-    im->captions[im->ncaptions++] = (caption_ref){index, im->text_len};
-    im->text_len += len + 1;
+    vtr_status st = keep_text(im, text, len, &offset, err);
+    if (st != VTR_OK)
+        return st;
+    im->captions[im->ncaptions++] = (caption_ref){index, offset, NO_GRAPH};
     im->caption_count[index]++;
+    return VTR_OK;
+}
+
+vtr_status vtr_import_caption_graph(vtr_import *im, const char *graph, vtr_error *err)
+{
+    if (im->ncaptions == 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "import: a role graph before any caption");
+    caption_ref *c = &im->captions[im->ncaptions - 1];
+    if (c->graph != NO_GRAPH)
+        return vtr_fail(err, VTR_ERR_INVALID, "item \"%s\": caption %lld has a role graph already",
+                        vtr_import_key(im, c->item), (long long)(im->caption_count[c->item] - 1));
+    size_t len = strlen(graph);
+    if (!valid_utf8((const unsigned char *)graph, len))
+        return vtr_fail(err, VTR_ERR_FORMAT, "item \"%s\": role graph is not valid UTF-8",
+                        vtr_import_key(im, c->item));
+    vtr_status st = keep_text(im, graph, len, &c->graph, err);
+    if (st == VTR_OK)
+        im->graphs++;
+    return st;
+}
+
+void vtr_import_graphs_read(vtr_import *im)
+{
+    im->graphs_read = true;
+}
+
+vtr_status vtr_import_vocabulary(vtr_import *im, const char *name, const char *const *words,
+                                 size_t n, vtr_error *err)
+{
+    if (im->vocabulary_name)
+        return vtr_fail(err, VTR_ERR_INVALID, "import: vocabulary \"%s\" given already",
+                        im->vocabulary_name);
+    if (!(im->vocabulary_name = strdup(name)) ||
+        !(im->vocabulary = calloc(n ? n : 1, sizeof *im->vocabulary)))
+        return nomem(err);
+    for (; im->vocabulary_n < n; im->vocabulary_n++)
+        if (!(im->vocabulary[im->vocabulary_n] = strdup(words[im->vocabulary_n])))
+            return nomem(err);
     return VTR_OK;
 }
 
@@ -452,8 +515,15 @@ static vtr_status write_captions(vtr_import *im, const int64_t *ids, vtr_error *
     vtr_status st = VTR_OK;
     for (size_t c = 0; c < im->ncaptions && st == VTR_OK; c++) {
         const caption_ref *r = &im->captions[c];
+        /* when the layout's graphs were read, a caption without one loses a graph that an
+         * earlier import stored */
+        bool graph = r->graph != NO_GRAPH, touch_graph = graph || im->graphs_read;
+        int64_t caption_id = 0;
         st = vtr_catalog_add_caption(im->opt.catalog, ids[r->item], ordinal[r->item]++,
-                                     im->text + r->offset, NULL, err);
+                                     im->text + r->offset, touch_graph ? &caption_id : NULL, err);
+        if (st == VTR_OK && touch_graph)
+            st = vtr_catalog_set_caption_graph(im->opt.catalog, caption_id,
+                                               graph ? im->text + r->graph : NULL, err);
     }
     free(ordinal);
     return st;
@@ -507,6 +577,10 @@ vtr_status vtr_import_finish(vtr_import *im, vtr_import_stats *stats, vtr_error 
         (st = write_captions(im, ids, err)) != VTR_OK ||
         (st = write_splits(im, ids, counts, err)) != VTR_OK)
         goto end;
+    if (im->vocabulary_name && (st = vtr_catalog_put_vocabulary(cat, dataset, im->vocabulary_name,
+                                                                (const char *const *)im->vocabulary,
+                                                                im->vocabulary_n, err)) != VTR_OK)
+        goto end;
     if (im->writer) {
         if (!(config = json_dumps(im->source, VTR_JSON_FLAGS))) {
             st = nomem(err);
@@ -545,6 +619,10 @@ vtr_status vtr_import_finish(vtr_import *im, vtr_import_stats *stats, vtr_error 
         stats->feature_items = im->stored;
         stats->feature_rows = im->rows;
         stats->dim = im->store_path ? im->dim : 0;
+        stats->graphs_read = im->graphs_read;
+        stats->graphs = im->graphs;
+        stats->captions_without_graph = im->graphs_read ? (int64_t)im->ncaptions - im->graphs : 0;
+        stats->vocabulary_words = (int64_t)im->vocabulary_n;
         stats->splits = counts;
         counts = NULL;
     }

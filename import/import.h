@@ -7,14 +7,17 @@
  *   precomp   SCAN: {split}_ims.npy (N, R, D) + {split}_caps.txt  captions, splits, features
  *   hgr       HGR release root: ref_captions.json, {trn,val,tst}_names.npy, per-video
  *             HDF5 frame features or mean-pooled NPY                captions, splits, features
+ *             [+ sent2rolegraph.augment.json, word2int.json + int2word.npy]
+ *                                                       role graphs, vocabulary
  *   msrvtt    MSR-VTT videodatainfo JSON                        captions, splits
  *   vatex     VATEX JSON                                         captions, splits
  *   karpathy  COCO / Flickr30K Karpathy JSON                     captions, splits
  *
  * Every importer reads and checks all of its input first, streaming features into a new
- * store as it goes, and then writes the items, captions, splits and the store's entry
- * in one catalog transaction, finishing the store (an atomic rename) just before the
- * commit. A failure anywhere leaves the catalog as it was and no store behind.
+ * store as it goes, and then writes the items, captions (with their role graphs, where the
+ * layout has them), splits, the vocabulary (hgr) and the store's entry in one catalog
+ * transaction, finishing the store (an atomic rename) just before the commit. A failure
+ * anywhere leaves the catalog as it was and no store behind.
  *
  * What the catalog gets:
  * - the dataset, created when absent (with opt->root as its root);
@@ -68,14 +71,18 @@ typedef struct vtr_import_options {
 } vtr_import_options;
 
 typedef struct vtr_import_stats {
-    int64_t items;         /* items imported (new or already in the catalog) */
-    int64_t new_items;     /* of them, items the catalog did not have */
-    int64_t captions;      /* captions written */
-    int64_t skipped;       /* items whose features were skipped through on_skip */
-    int64_t feature_items; /* items in the store */
-    int64_t feature_rows;  /* rows in the store */
-    int64_t dim;           /* the store's dim; 0 without a store */
-    json_t *splits;        /* {split name: items}, in first-seen order; owned */
+    int64_t items;                  /* items imported (new or already in the catalog) */
+    int64_t new_items;              /* of them, items the catalog did not have */
+    int64_t captions;               /* captions written */
+    int64_t skipped;                /* items whose features were skipped through on_skip */
+    int64_t feature_items;          /* items in the store */
+    int64_t feature_rows;           /* rows in the store */
+    int64_t dim;                    /* the store's dim; 0 without a store */
+    bool graphs_read;               /* the layout's role graphs were read (hgr) */
+    int64_t graphs;                 /* captions stored with a role graph */
+    int64_t captions_without_graph; /* with graphs_read: captions that have none; else 0 */
+    int64_t vocabulary_words;       /* words of the vocabulary stored; 0: none */
+    json_t *splits;                 /* {split name: items}, in first-seen order; owned */
 } vtr_import_stats;
 
 /* Frees stats->splits; safe on a zeroed or already-freed value. */
@@ -120,7 +127,23 @@ typedef enum vtr_hgr_features {
  * val -> val, tst -> test). Items are the named videos, split after split; each needs
  * captions in ref_captions.json. With opt->store, features of kind `kind` from the
  * directory `feature_name` (e.g. "resnet152.pth"; NULL: the only one there). HDF5
- * datasets are looked up by the name with '/' replaced by '_', as the HGR code does. */
+ * datasets are looked up by the name with '/' replaced by '_', as the HGR code does.
+ * Beside ref_captions.json, when present:
+ * - sent2rolegraph.augment.json {caption: [nodes, edges]}, read as Python's json reads it
+ *   (a duplicate key's last value counts): each imported caption's graph is validated with
+ *   vtr_role_graph_parse and stored with the caption (vtr_catalog_set_caption_graph) as
+ *   compact JSON. An invalid graph fails the import with one line naming the file, the
+ *   caption and the cause, as a malformed caption does (opt->on_skip is for features).
+ *   Graphs of captions that are not imported are not read. Captions the file has no
+ *   graph for are counted (stats->captions_without_graph); training gives them the
+ *   reference's fallback graph.
+ * - word2int.json and int2word.npy (both, or neither): read and checked against each
+ *   other by vtr_vocab_load_hgr_release and stored in the catalog as the dataset's
+ *   vocabulary VTR_IMPORT_HGR_VOCABULARY. */
+/* The name under which vtr_import_hgr stores the release's vocabulary in the catalog
+ * (vtr_catalog_get_vocabulary, then vtr_vocab_hgr_from_words). */
+#define VTR_IMPORT_HGR_VOCABULARY "hgr"
+
 vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *feature_name,
                           const vtr_import_options *opt, vtr_import_stats *stats, vtr_error *err);
 
@@ -171,6 +194,21 @@ const char *vtr_import_key(const vtr_import *im, int64_t index);
 
 /* Appends a caption to item `index` (the next ordinal). */
 vtr_status vtr_import_caption(vtr_import *im, int64_t index, const char *text, vtr_error *err);
+
+/* Attaches a role graph (JSON text [nodes, edges], valid UTF-8; copied) to the caption
+ * last given by vtr_import_caption; VTR_ERR_INVALID when there is none or it has one. It
+ * is stored in the catalog with the caption (vtr_catalog_set_caption_graph). */
+vtr_status vtr_import_caption_graph(vtr_import *im, const char *graph, vtr_error *err);
+
+/* Says that the layout's role graphs were read: the stats count the captions without one,
+ * and a graph that an earlier import stored for such a caption is removed. Without this
+ * call the captions' stored graphs are left as they are (unless the text changes). */
+void vtr_import_graphs_read(vtr_import *im);
+
+/* Gives the dataset's vocabulary (words by id; copied), stored in the catalog under name
+ * (vtr_catalog_put_vocabulary) in the import's transaction. Once per import. */
+vtr_status vtr_import_vocabulary(vtr_import *im, const char *name, const char *const *words,
+                                 size_t n, vtr_error *err);
 
 /* Captions given to item `index` so far. */
 int64_t vtr_import_caption_count(const vtr_import *im, int64_t index);

@@ -1,5 +1,8 @@
 /* hgr: the release layout of HGR (Chen et al., CVPR 2020; cshizhe/hgr_v2t):
  *   ROOT/annotation/RET/ref_captions.json          {video: [caption, ...]}
+ *   ROOT/annotation/RET/sent2rolegraph.augment.json  {caption: [nodes, edges]} (optional)
+ *   ROOT/annotation/RET/word2int.json, int2word.npy  the vocabulary (optional, both or
+ *                                                  neither)
  *   ROOT/public_split/{trn,val,tst}_names.npy      numpy str arrays of video names
  *   ROOT/ordered_feature/SA/NAME/{set}_ft.hdf5     one (frames, dim) dataset per video,
  *                                                  named with '/' replaced by '_'
@@ -17,7 +20,10 @@
 #include <sys/stat.h>
 
 #include "lib/file.h"
+#include "lib/json.h"
 #include "lib/npy.h"
+#include "text/role_graph.h"
+#include "text/vocab.h"
 
 /* ---- the release layout ------------------------------------------------------------- */
 
@@ -204,11 +210,44 @@ static vtr_status open_features(hgr_set *s, vtr_hgr_features kind, vtr_error *er
     return VTR_OK;
 }
 
+/* The annotation files of annotation/RET. */
+typedef struct hgr_annotations {
+    char *captions_path, *graphs_path, *word2int_path, *int2word_path;
+    json_t *captions;
+    json_t *graphs; /* NULL when the release has no graph file */
+} hgr_annotations;
+
+/* Attaches the role graph of the caption just imported, when the graph file has one:
+ * validated by the reader's rules (text/role_graph.h), stored as compact JSON in the
+ * file's node order. An invalid graph fails the import, as a malformed caption does. */
+static vtr_status import_graph(vtr_import *im, const hgr_annotations *a, const char *caption,
+                               vtr_error *err)
+{
+    const json_t *value = a->graphs ? json_object_get(a->graphs, caption) : NULL;
+    if (!value)
+        return VTR_OK;
+    vtr_role_graph graph;
+    vtr_status st = vtr_role_graph_parse(value, caption, &graph, err);
+    vtr_role_graph_free(&graph);
+    if (st != VTR_OK) {
+        vtr_error_context(err, "%s", a->graphs_path);
+        return st;
+    }
+    char *text = json_dumps(value, VTR_JSON_FLAGS);
+    if (!text)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    st = vtr_import_caption_graph(im, text, err);
+    free(text);
+    return st;
+}
+
 /* Imports the videos of one split. */
 static vtr_status import_set(vtr_import *im, hgr_set *s, vtr_hgr_features kind,
-                             const json_t *captions, const char *captions_path, int64_t *done,
-                             int64_t total, float **buf, size_t *cap, vtr_error *err)
+                             const hgr_annotations *a, int64_t *done, int64_t total, float **buf,
+                             size_t *cap, vtr_error *err)
 {
+    const json_t *captions = a->captions;
+    const char *captions_path = a->captions_path;
     const char *names_file = strrchr(s->names_path, '/') + 1;
     for (size_t i = 0; i < s->names.n; i++) {
         const char *name = s->names.items[i];
@@ -241,7 +280,8 @@ static vtr_status import_set(vtr_import *im, hgr_set *s, vtr_hgr_features kind,
                 return vtr_fail(err, VTR_ERR_FORMAT,
                                 "%s: video \"%s\": caption %zu is not a string", captions_path,
                                 name, j);
-            if ((st = vtr_import_caption(im, index, json_string_value(cap_text), err)) != VTR_OK)
+            if ((st = vtr_import_caption(im, index, json_string_value(cap_text), err)) != VTR_OK ||
+                (st = import_graph(im, a, json_string_value(cap_text), err)) != VTR_OK)
                 return st;
         }
         if (vtr_import_has_store(im)) {
@@ -278,6 +318,43 @@ static vtr_status import_set(vtr_import *im, hgr_set *s, vtr_hgr_features kind,
     return VTR_OK;
 }
 
+/* Reads the graph file and the vocabulary, where the release has them. */
+static vtr_status load_optional_annotations(hgr_annotations *a, vtr_vocab **vocab, vtr_error *err)
+{
+    *vocab = NULL;
+    vtr_status st;
+    if (is_file(a->graphs_path)) {
+        /* duplicate keys: jansson, like Python's json, keeps the last value (at the first
+         * one's place); hence no JSON_REJECT_DUPLICATES in vtr_import_load_json */
+        if ((st = vtr_import_load_json(a->graphs_path, &a->graphs, err)) != VTR_OK)
+            return st;
+        if (!json_is_object(a->graphs))
+            return vtr_fail(err, VTR_ERR_FORMAT, "%s: not an object {caption: [nodes, edges]}",
+                            a->graphs_path);
+    }
+    bool w2i = is_file(a->word2int_path), i2w = is_file(a->int2word_path);
+    if (w2i != i2w)
+        return vtr_fail(err, VTR_ERR_NOT_FOUND, "%s: missing (the vocabulary needs it beside %s)",
+                        w2i ? a->int2word_path : a->word2int_path,
+                        strrchr(w2i ? a->word2int_path : a->int2word_path, '/') + 1);
+    return w2i ? vtr_vocab_load_hgr_release(a->word2int_path, a->int2word_path, vocab, err)
+               : VTR_OK;
+}
+
+/* Gives the import the vocabulary's words by id. */
+static vtr_status import_vocabulary(vtr_import *im, const vtr_vocab *vocab, vtr_error *err)
+{
+    size_t n = (size_t)vtr_vocab_size(vocab);
+    const char **words = malloc(n * sizeof *words);
+    if (!words)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        words[i] = vtr_vocab_word(vocab, (int)i);
+    vtr_status st = vtr_import_vocabulary(im, VTR_IMPORT_HGR_VOCABULARY, words, n, err);
+    free(words);
+    return st;
+}
+
 vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *feature_name,
                           const vtr_import_options *opt, vtr_import_stats *stats, vtr_error *err)
 {
@@ -291,10 +368,17 @@ vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *f
     for (size_t i = 0; i < HGR_SETS; i++)
         sets[i] =
             (hgr_set){.set = hgr_sets[i].set, .split = hgr_sets[i].split, .h5 = H5I_INVALID_HID};
-    char *captions_path = vtr_path_join(root, "annotation/RET/ref_captions.json");
+    hgr_annotations anno = {
+        .captions_path = vtr_path_join(root, "annotation/RET/ref_captions.json"),
+        .graphs_path = vtr_path_join(root, "annotation/RET/sent2rolegraph.augment.json"),
+        .word2int_path = vtr_path_join(root, "annotation/RET/word2int.json"),
+        .int2word_path = vtr_path_join(root, "annotation/RET/int2word.npy"),
+    };
+    const char *captions_path = anno.captions_path;
     char *split_dir = vtr_path_join(root, "public_split");
     char *features_dir = NULL, *name = NULL, *extractor = NULL;
-    json_t *captions = NULL, *source = NULL;
+    json_t *source = NULL;
+    vtr_vocab *vocab = NULL;
     vtr_import *im = NULL;
     float *buf = NULL;
     size_t cap = 0;
@@ -306,7 +390,8 @@ vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *f
     H5Eget_auto2(H5E_DEFAULT, &saved_func, &saved_data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 
-    if (!captions_path || !split_dir) {
+    if (!anno.captions_path || !anno.graphs_path || !anno.word2int_path || !anno.int2word_path ||
+        !split_dir) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
     }
@@ -315,12 +400,14 @@ vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *f
         st = vtr_fail_errno(err, "%s", root);
         goto end;
     }
-    if ((st = vtr_import_load_json(captions_path, &captions, err)) != VTR_OK)
+    if ((st = vtr_import_load_json(captions_path, &anno.captions, err)) != VTR_OK)
         goto end;
-    if (!json_is_object(captions)) {
+    if (!json_is_object(anno.captions)) {
         st = vtr_fail(err, VTR_ERR_FORMAT, "%s: not an object {video: [captions]}", captions_path);
         goto end;
     }
+    if ((st = load_optional_annotations(&anno, &vocab, err)) != VTR_OK)
+        goto end;
     int64_t total = 0;
     size_t present = 0;
     for (size_t i = 0; i < HGR_SETS; i++) {
@@ -387,10 +474,14 @@ vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *f
     }
     if ((st = vtr_import_begin(opt, "hgr", true, extractor, source, &im, err)) != VTR_OK)
         goto end;
+    if (anno.graphs)
+        vtr_import_graphs_read(im);
+    if (vocab && (st = import_vocabulary(im, vocab, err)) != VTR_OK)
+        goto end;
     int64_t done = 0;
     for (size_t i = 0; i < HGR_SETS; i++)
-        if (sets[i].names.items && (st = import_set(im, &sets[i], kind, captions, captions_path,
-                                                    &done, total, &buf, &cap, err)) != VTR_OK)
+        if (sets[i].names.items &&
+            (st = import_set(im, &sets[i], kind, &anno, &done, total, &buf, &cap, err)) != VTR_OK)
             goto end;
     st = vtr_import_finish(im, stats, err);
     im = NULL;
@@ -400,9 +491,14 @@ end:
         close_set(&sets[i]);
     H5Eset_auto2(H5E_DEFAULT, saved_func, saved_data);
     free(buf);
-    json_decref(captions);
+    json_decref(anno.captions);
+    json_decref(anno.graphs);
     json_decref(source);
-    free(captions_path);
+    vtr_vocab_free(vocab);
+    free(anno.captions_path);
+    free(anno.graphs_path);
+    free(anno.word2int_path);
+    free(anno.int2word_path);
     free(split_dir);
     free(features_dir);
     free(name);

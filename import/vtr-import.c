@@ -26,7 +26,9 @@ static const char usage_text[] =
     "  precomp DIR             SCAN/VSE precomp: {train,dev,test,testall}_ims.npy (N, R, D)\n"
     "                          + _caps.txt (--captions-per-image lines per image) [+ _ids.txt];\n"
     "                          dev -> val\n"
-    "  hgr ROOT                HGR release: annotation/RET/ref_captions.json,\n"
+    "  hgr ROOT                HGR release: annotation/RET/ref_captions.json (and, when\n"
+    "                          there, sent2rolegraph.augment.json, word2int.json and\n"
+    "                          int2word.npy: role graphs and the vocabulary),\n"
     "                          public_split/{trn,val,tst}_names.npy, features from\n"
     "                          ordered_feature/SA/NAME/{set}_ft.hdf5 (or MP/NAME/{set}_ft.npy\n"
     "                          with --hgr-mean-pooled); trn -> train, tst -> test\n"
@@ -138,6 +140,12 @@ static void report(const char *layout, const char *dataset, const char *store,
         json_object_set_new(f, "feature_rows", json_integer(s->feature_rows));
         json_object_set_new(f, "dim", json_integer(s->dim));
     }
+    if (f && s->graphs_read) {
+        json_object_set_new(f, "graphs", json_integer(s->graphs));
+        json_object_set_new(f, "captions_without_graph", json_integer(s->captions_without_graph));
+    }
+    if (f && s->vocabulary_words)
+        json_object_set_new(f, "vocabulary_words", json_integer(s->vocabulary_words));
     vtr_log_event("imported", f);
     json_decref(f);
     char splits[512];
@@ -150,9 +158,19 @@ static void report(const char *layout, const char *dataset, const char *store,
     if (s->skipped)
         snprintf(skipped, sizeof skipped, "; skipped the features of %lld item%s",
                  (long long)s->skipped, s->skipped == 1 ? "" : "s");
-    vtr_log_info("%s: %lld items (%lld new), %lld captions; splits: %s%s%s", dataset,
+    /* HGR: role graphs and vocabulary, or that the release had none */
+    char graphs[128] = "", vocabulary[64] = "";
+    if (s->graphs_read)
+        snprintf(graphs, sizeof graphs, "; role graphs for %lld captions, %lld without one",
+                 (long long)s->graphs, (long long)s->captions_without_graph);
+    else if (!strcmp(layout, "hgr"))
+        snprintf(graphs, sizeof graphs, "; no role graphs (no sent2rolegraph.augment.json)");
+    if (s->vocabulary_words)
+        snprintf(vocabulary, sizeof vocabulary, "; vocabulary of %lld words",
+                 (long long)s->vocabulary_words);
+    vtr_log_info("%s: %lld items (%lld new), %lld captions; splits: %s%s%s%s%s", dataset,
                  (long long)s->items, (long long)s->new_items, (long long)s->captions,
-                 splits[0] ? splits : "none", features, skipped);
+                 splits[0] ? splits : "none", graphs, vocabulary, features, skipped);
 }
 
 int main(int argc, char **argv)

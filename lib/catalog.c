@@ -91,6 +91,22 @@ static const char *const migrations[] = {
     "  result       TEXT,"
     "  host         TEXT);"
     "CREATE INDEX runs_by_kind ON runs (kind, started_at);",
+
+    /* 2: role graphs of captions (HGR), vocabularies of datasets */
+    "CREATE TABLE caption_graphs ("
+    "  caption_id INTEGER PRIMARY KEY REFERENCES captions (id) ON DELETE CASCADE,"
+    "  graph      TEXT NOT NULL);"
+    /* a graph describes its caption's words: a new text makes it stale */
+    "CREATE TRIGGER caption_graphs_follow_text AFTER UPDATE OF text ON captions"
+    "  WHEN old.text IS NOT new.text"
+    "  BEGIN DELETE FROM caption_graphs WHERE caption_id = new.id; END;"
+
+    "CREATE TABLE vocabularies ("
+    "  dataset_id INTEGER NOT NULL REFERENCES datasets (id) ON DELETE CASCADE,"
+    "  name       TEXT NOT NULL CHECK (name <> ''),"
+    "  words      TEXT NOT NULL,"
+    "  created_at TEXT NOT NULL DEFAULT (" NOW_SQL "),"
+    "  UNIQUE (dataset_id, name));",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == VTR_CATALOG_SCHEMA_VERSION,
@@ -123,6 +139,12 @@ enum stmt_id {
     ST_RUN_FINISH,
     ST_RUN_STATUS,
     ST_RUN_GET,
+    ST_GRAPH_PUT,
+    ST_GRAPH_DELETE,
+    ST_GRAPH_GET,
+    ST_CAPTION_EXISTS,
+    ST_VOCAB_PUT,
+    ST_VOCAB_GET,
     ST_COUNT
 };
 
@@ -186,6 +208,15 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_RUN_STATUS] = "SELECT status FROM runs WHERE id = ?1",
     [ST_RUN_GET] = "SELECT id, kind, config, seed, code_version, data_hashes, host,"
                    " started_at, finished_at, status, result FROM runs WHERE id = ?1",
+    [ST_GRAPH_PUT] = "INSERT INTO caption_graphs (caption_id, graph) VALUES (?1, ?2)"
+                     " ON CONFLICT (caption_id) DO UPDATE SET graph = excluded.graph",
+    [ST_GRAPH_DELETE] = "DELETE FROM caption_graphs WHERE caption_id = ?1",
+    [ST_GRAPH_GET] = "SELECT graph FROM caption_graphs WHERE caption_id = ?1",
+    [ST_CAPTION_EXISTS] = "SELECT 1 FROM captions WHERE id = ?1",
+    [ST_VOCAB_PUT] = "INSERT INTO vocabularies (dataset_id, name, words) VALUES (?1, ?2, ?3)"
+                     " ON CONFLICT (dataset_id, name) DO UPDATE SET words = excluded.words,"
+                     " created_at = " NOW_SQL,
+    [ST_VOCAB_GET] = "SELECT words FROM vocabularies WHERE dataset_id = ?1 AND name = ?2",
 };
 
 struct vtr_catalog {
@@ -370,20 +401,29 @@ static vtr_status stmt_exec_cached(vtr_catalog *cat, enum stmt_id id, const char
     return st;
 }
 
-/* Steps a bound "SELECT id ..." statement (rc: the binding result) and releases it:
- * *out gets the first column of the row; VTR_ERR_NOT_FOUND when there is none. */
-static vtr_status step_id(vtr_catalog *cat, sqlite3_stmt *s, int rc, int64_t *out,
-                          const char *what, vtr_error *err)
+/* Steps a bound statement that looks up one row (rc: the binding result): VTR_OK with the
+ * row current, VTR_ERR_NOT_FOUND "catalog PATH: no WHAT" when there is none, else the
+ * database's error. The caller releases the statement. */
+static vtr_status step_row(vtr_catalog *cat, sqlite3_stmt *s, int rc, const char *what,
+                           vtr_error *err)
 {
-    vtr_status st = VTR_OK;
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     if (rc == SQLITE_ROW)
+        return VTR_OK;
+    if (rc == SQLITE_DONE)
+        return vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no %s", cat->path, what);
+    return db_fail(cat, rc, err, "reading %s", what);
+}
+
+/* step_row for a "SELECT id ..." statement, which it releases: *out gets the first column
+ * of the row. */
+static vtr_status step_id(vtr_catalog *cat, sqlite3_stmt *s, int rc, int64_t *out,
+                          const char *what, vtr_error *err)
+{
+    vtr_status st = step_row(cat, s, rc, what, err);
+    if (st == VTR_OK)
         *out = sqlite3_column_int64(s, 0);
-    else if (rc == SQLITE_DONE)
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no %s", cat->path, what);
-    else
-        st = db_fail(cat, rc, err, "looking up %s", what);
     stmt_release(s);
     return st;
 }
@@ -770,17 +810,10 @@ vtr_status vtr_catalog_find_item(vtr_catalog *cat, int64_t dataset_id, const cha
     int rc = SQLITE_OK;
     bind_int64(s, 1, dataset_id, &rc);
     bind_text(s, 2, key, &rc);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no item \"%s\" in dataset %lld",
-                      cat->path, key, (long long)dataset_id);
+    char what[600];
+    snprintf(what, sizeof what, "item \"%s\" in dataset %lld", key, (long long)dataset_id);
+    if ((st = step_row(cat, s, rc, what, err)) != VTR_OK)
         goto end;
-    }
-    if (rc != SQLITE_ROW) {
-        st = db_fail(cat, rc, err, "reading item \"%s\"", key);
-        goto end;
-    }
     st = read_item_row(cat, s, out, err);
 end:
     stmt_release(s);
@@ -1154,18 +1187,11 @@ vtr_status vtr_catalog_find_feature_store(vtr_catalog *cat, int64_t dataset_id,
     int rc = SQLITE_OK;
     bind_int64(s, 1, dataset_id, &rc);
     bind_text(s, 2, name, &rc);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND,
-                      "catalog %s: no feature store \"%s\" in dataset %lld", cat->path, name,
-                      (long long)dataset_id);
+    char what[600];
+    snprintf(what, sizeof what, "feature store \"%s\" in dataset %lld", name,
+             (long long)dataset_id);
+    if ((st = step_row(cat, s, rc, what, err)) != VTR_OK)
         goto end;
-    }
-    if (rc != SQLITE_ROW) {
-        st = db_fail(cat, rc, err, "reading feature store \"%s\"", name);
-        goto end;
-    }
     const char *dtype = NULL;
     const int cols[] = {2, 3, 4, 6, 9, 10};
     const char **const fields[] = {&out->name,  &out->path,   &out->extractor,
@@ -1205,9 +1231,15 @@ void vtr_feature_store_free(vtr_feature_store *fs)
 
 /* ---- runs ------------------------------------------------------------------------- */
 
-/* VTR_ERR_INVALID unless text parses as JSON; with `object_of_strings` it must also be
- * an object whose values are all strings (the data hashes). */
-static vtr_status check_json(vtr_catalog *cat, const char *text, int object_of_strings,
+/* What check_json requires of a value besides being JSON. */
+enum json_shape {
+    JSON_ANY_VALUE,
+    JSON_STRING_OBJECT, /* an object whose values are all strings (the data hashes) */
+    JSON_ARRAY_VALUE,   /* an array (a role graph) */
+};
+
+/* VTR_ERR_INVALID unless text parses as JSON of the given shape. */
+static vtr_status check_json(vtr_catalog *cat, const char *text, enum json_shape shape,
                              const char *what, vtr_error *err)
 {
     json_error_t jerr;
@@ -1216,7 +1248,10 @@ static vtr_status check_json(vtr_catalog *cat, const char *text, int object_of_s
         return vtr_fail(err, VTR_ERR_INVALID, "catalog %s: %s: bad JSON at line %d: %s",
                         cat->path, what, jerr.line, jerr.text);
     vtr_status st = VTR_OK;
-    if (object_of_strings) {
+    if (shape == JSON_ARRAY_VALUE && !json_is_array(value))
+        st = vtr_fail(err, VTR_ERR_INVALID, "catalog %s: %s: not a JSON array", cat->path,
+                      what);
+    if (shape == JSON_STRING_OBJECT) {
         const char *key;
         json_t *v;
         if (!json_is_object(value))
@@ -1248,7 +1283,7 @@ vtr_status vtr_catalog_begin_run(vtr_catalog *cat, const vtr_run *run, int64_t *
                       cat->path, run->kind);
     const char *hashes = run->data_hashes ? run->data_hashes : "{}";
     if (st == VTR_OK)
-        st = check_json(cat, hashes, 1, "run data hashes", err);
+        st = check_json(cat, hashes, JSON_STRING_OBJECT, "run data hashes", err);
     if (st != VTR_OK)
         return st;
     char host[256];
@@ -1290,7 +1325,7 @@ vtr_status vtr_catalog_finish_run(vtr_catalog *cat, int64_t run_id, vtr_run_stat
     if (result_json) {
         char what[64];
         snprintf(what, sizeof what, "run %lld result", (long long)run_id);
-        vtr_status st = check_json(cat, result_json, 0, what, err);
+        vtr_status st = check_json(cat, result_json, JSON_ANY_VALUE, what, err);
         if (st != VTR_OK)
             return st;
     }
@@ -1343,17 +1378,10 @@ vtr_status vtr_catalog_get_run(vtr_catalog *cat, int64_t run_id, vtr_run *out,
         return st;
     int rc = SQLITE_OK;
     bind_int64(s, 1, run_id, &rc);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
-        st = vtr_fail(err, VTR_ERR_NOT_FOUND, "catalog %s: no run with id %lld", cat->path,
-                      (long long)run_id);
+    char what[64];
+    snprintf(what, sizeof what, "run with id %lld", (long long)run_id);
+    if ((st = step_row(cat, s, rc, what, err)) != VTR_OK)
         goto end;
-    }
-    if (rc != SQLITE_ROW) {
-        st = db_fail(cat, rc, err, "reading run %lld", (long long)run_id);
-        goto end;
-    }
     const char *status = NULL;
     const int cols[] = {1, 2, 4, 5, 6, 7, 8, 9, 10};
     const char **const fields[] = {&out->kind,       &out->config,      &out->code_version,
@@ -1384,4 +1412,229 @@ void vtr_run_free(vtr_run *run)
         return;
     free(run->storage);
     memset(run, 0, sizeof *run);
+}
+
+/* ---- role graphs of captions ------------------------------------------------------ */
+
+vtr_status vtr_catalog_set_caption_graph(vtr_catalog *cat, int64_t caption_id,
+                                         const char *graph, vtr_error *err)
+{
+    char what[64];
+    snprintf(what, sizeof what, "role graph of caption %lld", (long long)caption_id);
+    vtr_status st = graph ? check_json(cat, graph, JSON_ARRAY_VALUE, what, err) : VTR_OK;
+    if (st != VTR_OK)
+        return st;
+    sqlite3_stmt *s = NULL;
+    if ((st = stmt_get(cat, graph ? ST_GRAPH_PUT : ST_GRAPH_DELETE, &s, err)) != VTR_OK)
+        return st;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, caption_id, &rc);
+    if (graph)
+        bind_text(s, 2, graph, &rc);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    int changed = rc == SQLITE_DONE ? sqlite3_changes(cat->db) : 0;
+    if (rc != SQLITE_DONE)
+        st = db_fail(cat, rc, err, "storing the %s", what);
+    stmt_release(s);
+    if (st != VTR_OK || graph || changed)
+        return st;
+    /* nothing removed: no graph, or no such caption */
+    if ((st = stmt_get(cat, ST_CAPTION_EXISTS, &s, err)) != VTR_OK)
+        return st;
+    rc = SQLITE_OK;
+    bind_int64(s, 1, caption_id, &rc);
+    snprintf(what, sizeof what, "caption with id %lld", (long long)caption_id);
+    int64_t one = 0;
+    return step_id(cat, s, rc, &one, what, err);
+}
+
+vtr_status vtr_catalog_caption_graph(vtr_catalog *cat, int64_t caption_id, char **graph,
+                                     vtr_error *err)
+{
+    *graph = NULL;
+    sqlite3_stmt *s = NULL;
+    vtr_status st = stmt_get(cat, ST_GRAPH_GET, &s, err);
+    if (st != VTR_OK)
+        return st;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, caption_id, &rc);
+    char what[64];
+    snprintf(what, sizeof what, "role graph of caption %lld", (long long)caption_id);
+    st = step_row(cat, s, rc, what, err);
+    if (st == VTR_OK && !(*graph = column_strdup(s, 0)))
+        st = nomem(cat, err);
+    stmt_release(s);
+    return st;
+}
+
+/* Prepared per call rather than cached, so that the callback may use the cached
+ * statements (and even walk another split) while this one is being stepped. */
+static const char split_captions_sql[] =
+    "SELECT items.id, items.key, captions.id, captions.ordinal, captions.text,"
+    " caption_graphs.graph FROM splits"
+    " JOIN items ON items.id = splits.item_id"
+    " JOIN captions ON captions.item_id = splits.item_id"
+    " LEFT JOIN caption_graphs ON caption_graphs.caption_id = captions.id"
+    " WHERE splits.dataset_id = ?1 AND splits.split = ?2"
+    " ORDER BY splits.item_id, captions.ordinal";
+
+vtr_status vtr_catalog_split_caption_graphs(vtr_catalog *cat, int64_t dataset_id,
+                                            const char *split, vtr_split_caption_fn fn,
+                                            void *ctx, vtr_error *err)
+{
+    vtr_status st = require_text(cat, split, "split name", err);
+    if (st != VTR_OK)
+        return st;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(cat->db, split_captions_sql, -1, &s, NULL);
+    bind_int64(s, 1, dataset_id, &rc);
+    bind_text(s, 2, split, &rc);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        vtr_split_caption c = {
+            .item_id = sqlite3_column_int64(s, 0),
+            .key = (const char *)sqlite3_column_text(s, 1),
+            .caption_id = sqlite3_column_int64(s, 2),
+            .ordinal = sqlite3_column_int64(s, 3),
+            .text = (const char *)sqlite3_column_text(s, 4),
+            .graph = (const char *)sqlite3_column_text(s, 5),
+        };
+        if (!c.key || !c.text) {
+            st = nomem(cat, err);
+            goto end;
+        }
+        if ((st = fn(ctx, &c, err)) != VTR_OK)
+            goto end;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE)
+        st = db_fail(cat, rc, err, "reading the captions of split \"%s\" of dataset %lld",
+                     split, (long long)dataset_id);
+end:
+    sqlite3_finalize(s);
+    return st;
+}
+
+/* ---- vocabularies ----------------------------------------------------------------- */
+
+vtr_status vtr_catalog_put_vocabulary(vtr_catalog *cat, int64_t dataset_id, const char *name,
+                                      const char *const *words, size_t n, vtr_error *err)
+{
+    vtr_status st = require_text(cat, name, "vocabulary name", err);
+    if (st != VTR_OK)
+        return st;
+    if (n == 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "catalog %s: vocabulary \"%s\" has no words",
+                        cat->path, name);
+    json_t *array = json_array();
+    char *text = NULL;
+    if (!array)
+        return nomem(cat, err);
+    for (size_t i = 0; i < n; i++) {
+        if (!words[i] || !words[i][0]) {
+            st = vtr_fail(err, VTR_ERR_INVALID, "catalog %s: vocabulary \"%s\": word %zu is %s",
+                          cat->path, name, i, words[i] ? "empty" : "missing");
+            goto end;
+        }
+        json_t *w = json_string(words[i]); /* NULL for invalid UTF-8 */
+        if (!w) {
+            st = vtr_fail(err, VTR_ERR_INVALID,
+                          "catalog %s: vocabulary \"%s\": word %zu is not valid UTF-8",
+                          cat->path, name, i);
+            goto end;
+        }
+        if (json_array_append_new(array, w) != 0) {
+            st = nomem(cat, err);
+            goto end;
+        }
+    }
+    if (!(text = json_dumps(array, JSON_COMPACT))) {
+        st = nomem(cat, err);
+        goto end;
+    }
+    sqlite3_stmt *s = NULL;
+    if ((st = stmt_get(cat, ST_VOCAB_PUT, &s, err)) != VTR_OK)
+        goto end;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, dataset_id, &rc);
+    bind_text(s, 2, name, &rc);
+    bind_text(s, 3, text, &rc);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc != SQLITE_DONE)
+        st = db_fail(cat, rc, err, "storing vocabulary \"%s\" of dataset %lld", name,
+                     (long long)dataset_id);
+    stmt_release(s);
+end:
+    free(text);
+    json_decref(array);
+    return st;
+}
+
+vtr_status vtr_catalog_get_vocabulary(vtr_catalog *cat, int64_t dataset_id, const char *name,
+                                      vtr_word_list *out, vtr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    vtr_status st = require_text(cat, name, "vocabulary name", err);
+    if (st != VTR_OK)
+        return st;
+    sqlite3_stmt *s = NULL;
+    if ((st = stmt_get(cat, ST_VOCAB_GET, &s, err)) != VTR_OK)
+        return st;
+    json_t *array = NULL;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, dataset_id, &rc);
+    bind_text(s, 2, name, &rc);
+    char what[600];
+    snprintf(what, sizeof what, "vocabulary \"%s\" in dataset %lld", name,
+             (long long)dataset_id);
+    if ((st = step_row(cat, s, rc, what, err)) != VTR_OK)
+        goto end;
+    const char *text = (const char *)sqlite3_column_text(s, 0);
+    json_error_t jerr;
+    array = text ? json_loads(text, 0, &jerr) : NULL;
+    size_t n = json_array_size(array), total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *w = json_array_get(array, i);
+        if (!json_is_string(w) || json_string_length(w) == 0 ||
+            strlen(json_string_value(w)) != json_string_length(w)) {
+            n = 0;
+            break;
+        }
+        total += json_string_length(w) + 1;
+    }
+    if (n == 0) {
+        st = vtr_fail(err, VTR_ERR_FORMAT,
+                      "catalog %s: vocabulary \"%s\" of dataset %lld is not a JSON array of "
+                      "words",
+                      cat->path, name, (long long)dataset_id);
+        goto end;
+    }
+    char *buf = malloc(n * sizeof(char *) + total);
+    if (!buf) {
+        st = nomem(cat, err);
+        goto end;
+    }
+    out->words = (const char **)(void *)buf;
+    char *p = buf + n * sizeof(char *);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = json_string_length(json_array_get(array, i));
+        memcpy(p, json_string_value(json_array_get(array, i)), len + 1);
+        out->words[i] = p;
+        p += len + 1;
+    }
+    out->n = n;
+    out->storage = buf;
+end:
+    json_decref(array);
+    stmt_release(s);
+    return st;
+}
+
+void vtr_word_list_free(vtr_word_list *list)
+{
+    if (!list)
+        return;
+    free(list->storage);
+    memset(list, 0, sizeof *list);
 }

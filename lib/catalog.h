@@ -38,7 +38,7 @@
 #include "tensor.h"
 
 /* The newest schema version this code knows (the number of migrations). */
-#define VTR_CATALOG_SCHEMA_VERSION 1
+#define VTR_CATALOG_SCHEMA_VERSION 2
 
 /* How long a write waits for another connection's write lock, in milliseconds. */
 #define VTR_CATALOG_BUSY_MS 5000
@@ -179,6 +179,54 @@ vtr_status vtr_catalog_item_captions(vtr_catalog *cat, int64_t item_id,
 
 void vtr_caption_list_free(vtr_caption_list *list);
 
+/* ---- role graphs of captions (schema version 2) ----------------------------------- */
+
+/* A caption's semantic role graph as HGR's release writes it: the JSON value
+ * [nodes, edges] of that caption in sent2rolegraph.augment.json (text/role_graph.h reads
+ * it), stored as compact JSON text. The catalog checks only that the text is a JSON
+ * array; the importer validates the graph itself. A graph belongs to its caption's text:
+ * storing another text at the caption's ordinal (vtr_catalog_add_caption) removes the
+ * graph, and deleting the caption or its item deletes it. */
+
+/* Sets (graph non-NULL) or removes (graph NULL; removing what is not there is a no-op)
+ * the graph of caption_id. VTR_ERR_INVALID when graph is not a JSON array,
+ * VTR_ERR_NOT_FOUND for an unknown caption id. Importers call it inside their
+ * transaction (vtr_catalog_begin), after the caption's vtr_catalog_add_caption. */
+vtr_status vtr_catalog_set_caption_graph(vtr_catalog *cat, int64_t caption_id,
+                                         const char *graph, vtr_error *err);
+
+/* The graph of caption_id into *graph (malloc'd NUL-terminated text; free it with
+ * free()). VTR_ERR_NOT_FOUND ("no role graph of caption ID") when the caption has no
+ * graph (or does not exist). On failure *graph is NULL. */
+vtr_status vtr_catalog_caption_graph(vtr_catalog *cat, int64_t caption_id, char **graph,
+                                     vtr_error *err);
+
+/* One caption of a split, as vtr_catalog_split_caption_graphs() hands it over. The
+ * strings are valid during the callback only. */
+typedef struct vtr_split_caption {
+    int64_t item_id;
+    const char *key;    /* the item's key */
+    int64_t caption_id;
+    int64_t ordinal;    /* the caption's position among its item's captions */
+    const char *text;   /* the caption */
+    const char *graph;  /* its role graph (JSON text); NULL when it has none */
+} vtr_split_caption;
+
+/* Called once per caption; a status other than VTR_OK stops the walk and is returned
+ * (with err as the callback filled it). */
+typedef vtr_status (*vtr_split_caption_fn)(void *ctx, const vtr_split_caption *caption,
+                                           vtr_error *err);
+
+/* Walks the captions of every item in the split `split` of dataset_id, in the split's
+ * order (item id order, as vtr_catalog_split_items) and within an item in ordinal order,
+ * with their graphs: one query, streamed row by row, so a split of any size is read
+ * without holding it in memory. Items without captions give no call. The callback may
+ * call other catalog functions for reading, but must not write through cat. An unknown
+ * split or dataset walks nothing. */
+vtr_status vtr_catalog_split_caption_graphs(vtr_catalog *cat, int64_t dataset_id,
+                                            const char *split, vtr_split_caption_fn fn,
+                                            void *ctx, vtr_error *err);
+
 /* ---- splits ----------------------------------------------------------------------- */
 
 typedef struct vtr_item_ref {
@@ -205,6 +253,32 @@ vtr_status vtr_catalog_split_items(vtr_catalog *cat, int64_t dataset_id, const c
                                    vtr_item_ref_list *out, vtr_error *err);
 
 void vtr_item_ref_list_free(vtr_item_ref_list *list);
+
+/* ---- vocabularies (schema version 2) --------------------------------------------- */
+
+/* A dataset's vocabulary as a list of words: the word with id i is words[i]. Stored in
+ * the table `vocabularies` as a JSON array of strings under (dataset, name); e.g. "hgr",
+ * the HGR release's word2int.json / int2word.npy (text/vocab.h makes a vtr_vocab of the
+ * list again). */
+typedef struct vtr_word_list {
+    size_t n;
+    const char **words; /* n NUL-terminated UTF-8 strings */
+    void *storage;      /* owns them */
+} vtr_word_list;
+
+/* Stores (or replaces) the vocabulary `name` (non-empty) of dataset_id: n >= 1 words,
+ * each a non-empty string. VTR_ERR_INVALID for a bad argument or a word that is not
+ * valid UTF-8, VTR_ERR_NOT_FOUND for an unknown dataset id. */
+vtr_status vtr_catalog_put_vocabulary(vtr_catalog *cat, int64_t dataset_id, const char *name,
+                                      const char *const *words, size_t n, vtr_error *err);
+
+/* Reads the vocabulary `name` of dataset_id into *out (free with vtr_word_list_free).
+ * VTR_ERR_NOT_FOUND when there is none; VTR_ERR_FORMAT when the stored text is not a
+ * JSON array of strings. */
+vtr_status vtr_catalog_get_vocabulary(vtr_catalog *cat, int64_t dataset_id, const char *name,
+                                      vtr_word_list *out, vtr_error *err);
+
+void vtr_word_list_free(vtr_word_list *list);
 
 /* ---- feature stores --------------------------------------------------------------- */
 

@@ -22,6 +22,7 @@ for layout in npy-dir precomp hgr msrvtt vatex karpathy; do
     $PY $FX $layout "$dir/$layout" || fail "fixture $layout"
 done
 $PY $FX hgr "$dir/hgr-missing" missing-video || fail "fixture hgr missing-video"
+$PY $FX hgr "$dir/hgr-bad-graph" bad-graph || fail "fixture hgr bad-graph"
 $PY $FX precomp "$dir/precomp-bad" caps-mismatch || fail "fixture precomp caps-mismatch"
 $PY $FX msrvtt "$dir/msrvtt-bad" bad-json || fail "fixture msrvtt bad-json"
 cat="$dir/cat.db"
@@ -38,6 +39,24 @@ grep -q "msrvtt: 4 items (4 new), 9 captions; splits: train 2, val 1, test 1" "$
 vtr-import hgr "$dir/hgr" -c "$cat" -d msrvtt-hgr --store "$dir/sa" --half 2>"$dir/err" ||
     fail "hgr: exit $?: $(cat "$dir/err")"
 grep -q "store $dir/sa: 6 items, 21 rows of dim 8" "$dir/err" || fail "hgr summary: $(cat "$dir/err")"
+grep -q "13 captions; splits: train 3, val 1, test 2; role graphs for 11 captions, 2 without one; vocabulary of 16 words;" "$dir/err" ||
+    fail "hgr summary of graphs and vocabulary: $(cat "$dir/err")"
+[ "$(sql "$cat" "select count(*) from caption_graphs")" = 11 ] || fail "hgr: graphs in the catalog"
+# the stored graph is the one Python's json.load reads for the caption (the last of a
+# duplicate key), re-serialized compactly
+$PY -c "
+import json, sqlite3, sys
+g = json.load(open('$dir/hgr/annotation/RET/sent2rolegraph.augment.json', encoding='utf-8'))
+db = sqlite3.connect('$cat')
+n = 0
+for text, graph in db.execute('select c.text, g.graph from caption_graphs g join captions c on c.id = g.caption_id'):
+    assert json.loads(graph) == g[text], text
+    assert graph == json.dumps(g[text], separators=(',', ':'), ensure_ascii=False), graph
+    n += 1
+assert n == 11
+w = json.loads(db.execute(\"select words from vocabularies where name = 'hgr'\").fetchone()[0])
+assert w == list(json.load(open('$dir/hgr/annotation/RET/word2int.json')))
+" || fail "hgr: graphs and vocabulary in the catalog"
 grep -q '"dtype":"float16"' "$dir/sa/meta.json" || grep -q '"dtype": "float16"' "$dir/sa/meta.json" ||
     fail "hgr: the store is not float16: $(cat "$dir/sa/meta.json")"
 [ "$(sql "$cat" "select rows from feature_stores where name = 'sa'")" = 21 ] ||
@@ -50,6 +69,14 @@ i = keys.index('clips/v2')
 assert rows[off[i] + 1, 4] == 2014, rows[off[i]:off[i + 1]]
 assert keys[-1] == 'vid\u00e95' and off[-1] - off[-2] == 6
 " || fail "hgr: store contents"
+
+# an invalid role graph: exit 1, one line naming the caption and the cause
+vtr-import hgr "$dir/hgr-bad-graph" -c "$cat" -d bad-graph 2>"$dir/err"
+rc=$?
+[ $rc -eq 1 ] || fail "bad graph: exit $rc, expected 1"
+[ "$(wc -l <"$dir/err")" -eq 1 ] || fail "bad graph: expected one line: $(cat "$dir/err")"
+grep -q 'sent2rolegraph.augment.json: role graph of caption "a video3 caption number 1": node "3"' "$dir/err" ||
+    fail "bad graph: $(cat "$dir/err")"
 
 # 3. a video missing from the HDF5: exit 1, one line naming the file and the video, nothing
 #    written; with --keep-going: exit 2, the item imported as failed

@@ -3,6 +3,9 @@
 
 #include <sqlite3.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lib/catalog.h"
@@ -57,7 +60,7 @@ static vtr_item item_of(int64_t ds, const char *key)
     return it;
 }
 
-TEST(catalog_open_creates_schema_version_1_in_wal_mode)
+TEST(catalog_open_creates_schema_version_2_in_wal_mode)
 {
     vtr_error err;
     const char *path = db_path("new.db");
@@ -65,16 +68,16 @@ TEST(catalog_open_creates_schema_version_1_in_wal_mode)
     CHECK_OK(vtr_catalog_open(path, &cat, &err));
     CHECK(cat != NULL);
     vtr_catalog_close(cat);
-    CHECK_STR(raw_query(path, "PRAGMA user_version"), "1");
+    CHECK_STR(raw_query(path, "PRAGMA user_version"), "2");
     CHECK_STR(raw_query(path, "PRAGMA journal_mode"), "wal");
     CHECK_STR(raw_query(path, "PRAGMA application_id"), "1987342881");
     CHECK_STR(raw_query(path, "SELECT group_concat(name, ',') FROM (SELECT name FROM "
                               "sqlite_master WHERE type = 'table' ORDER BY name)"),
-              "captions,datasets,feature_stores,items,runs,splits");
+              "caption_graphs,captions,datasets,feature_stores,items,runs,splits,vocabularies");
     /* reopening an up-to-date catalog changes nothing */
     CHECK_OK(vtr_catalog_open(path, &cat, &err));
     vtr_catalog_close(cat);
-    CHECK_STR(raw_query(path, "PRAGMA user_version"), "1");
+    CHECK_STR(raw_query(path, "PRAGMA user_version"), "2");
 }
 
 TEST(catalog_open_existing_creates_nothing)
@@ -129,13 +132,193 @@ TEST(catalog_newer_schema_version_is_refused)
     vtr_catalog *cat = NULL;
     CHECK_OK(vtr_catalog_open(path, &cat, &err));
     vtr_catalog_close(cat);
-    raw_query(path, "PRAGMA user_version = 2");
+    raw_query(path, "PRAGMA user_version = 3");
     char want[600];
-    snprintf(want, sizeof want, "catalog %s has schema version 2; this vtr knows up to 1",
+    snprintf(want, sizeof want, "catalog %s has schema version 3; this vtr knows up to 2",
              path);
     CHECK_FAILS(vtr_catalog_open(path, &cat, &err), VTR_ERR_UNSUPPORTED, want);
     CHECK(cat == NULL);
+    CHECK_STR(raw_query(path, "PRAGMA user_version"), "3");
+}
+
+/* A catalog of schema version 1 (what vtr wrote before role graphs): version 2's objects
+ * dropped again, data in the version 1 tables. */
+static void write_version_1_catalog(const char *path, int64_t *caption_id)
+{
+    vtr_error err;
+    vtr_catalog *cat = NULL;
+    int64_t ds = 0, id = 0;
+    CHECK_OK(vtr_catalog_open(path, &cat, &err));
+    CHECK_OK(vtr_catalog_add_dataset(cat, "msrvtt", NULL, &ds, &err));
+    vtr_item it = item_of(ds, "video1");
+    CHECK_OK(vtr_catalog_upsert_item(cat, &it, &id, &err));
+    CHECK_OK(vtr_catalog_add_caption(cat, id, -1, "a man sings", caption_id, &err));
+    CHECK_OK(vtr_catalog_set_split(cat, id, "train", &err));
+    vtr_catalog_close(cat);
+    raw_query(path, "DROP TRIGGER caption_graphs_follow_text");
+    raw_query(path, "DROP TABLE caption_graphs");
+    raw_query(path, "DROP TABLE vocabularies");
+    raw_query(path, "PRAGMA user_version = 1");
+}
+
+TEST(catalog_version_1_migrates_to_version_2_keeping_its_data)
+{
+    vtr_error err;
+    const char *path = db_path("v1.db");
+    int64_t caption = 0;
+    write_version_1_catalog(path, &caption);
+    CHECK_STR(raw_query(path, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                              "('caption_graphs', 'vocabularies')"),
+              "0");
+    /* opening for reading migrates too */
+    vtr_catalog *cat = NULL;
+    CHECK_OK(vtr_catalog_open_existing(path, &cat, &err));
     CHECK_STR(raw_query(path, "PRAGMA user_version"), "2");
+    int64_t ds = 0;
+    CHECK_OK(vtr_catalog_find_dataset(cat, "msrvtt", &ds, &err));
+    vtr_item_ref_list refs;
+    CHECK_OK(vtr_catalog_split_items(cat, ds, "train", &refs, &err));
+    CHECK_EQ_INT(refs.n, 1);
+    vtr_item_ref_list_free(&refs);
+    char *graph = NULL;
+    CHECK_FAILS(vtr_catalog_caption_graph(cat, caption, &graph, &err), VTR_ERR_NOT_FOUND,
+                "no role graph of caption");
+    CHECK_OK(vtr_catalog_set_caption_graph(cat, caption, "[{},[]]", &err));
+    CHECK_OK(vtr_catalog_caption_graph(cat, caption, &graph, &err));
+    CHECK_STR(graph, "[{},[]]");
+    free(graph);
+    vtr_catalog_close(cat);
+}
+
+/* Collects what vtr_catalog_split_caption_graphs hands over, one line per caption. */
+typedef struct walk_log {
+    char text[1024];
+    int calls, stop_after;
+} walk_log;
+
+static vtr_status log_caption(void *ctx, const vtr_split_caption *c, vtr_error *err)
+{
+    walk_log *log = ctx;
+    size_t used = strlen(log->text);
+    snprintf(log->text + used, sizeof log->text - used, "%s/%lld %s %s\n", c->key,
+             (long long)c->ordinal, c->text, c->graph ? c->graph : "-");
+    if (++log->calls == log->stop_after)
+        return vtr_fail(err, VTR_ERR_INVALID, "stopped at %s", c->text);
+    return VTR_OK;
+}
+
+TEST(catalog_caption_graphs_set_get_and_walk_a_split)
+{
+    vtr_error err;
+    vtr_catalog *cat = NULL;
+    CHECK_OK(vtr_catalog_open(db_path("graphs.db"), &cat, &err));
+    int64_t ds = 0, a = 0, b = 0, c = 0, a0 = 0, a1 = 0, b0 = 0, c0 = 0;
+    CHECK_OK(vtr_catalog_add_dataset(cat, "msrvtt", NULL, &ds, &err));
+    vtr_item it = item_of(ds, "b-first");
+    CHECK_OK(vtr_catalog_upsert_item(cat, &it, &b, &err));
+    it.key = "a-second";
+    CHECK_OK(vtr_catalog_upsert_item(cat, &it, &a, &err));
+    it.key = "c-test";
+    CHECK_OK(vtr_catalog_upsert_item(cat, &it, &c, &err));
+    CHECK_OK(vtr_catalog_begin(cat, &err));
+    CHECK_OK(vtr_catalog_add_caption(cat, a, 1, "a one", &a1, &err));
+    CHECK_OK(vtr_catalog_add_caption(cat, a, 0, "a zero", &a0, &err));
+    CHECK_OK(vtr_catalog_add_caption(cat, b, -1, "b zero", &b0, &err));
+    CHECK_OK(vtr_catalog_add_caption(cat, c, -1, "c zero", &c0, &err));
+    CHECK_OK(vtr_catalog_set_caption_graph(cat, a0, "[{\"ROOT\":{}},[]]", &err));
+    CHECK_OK(vtr_catalog_set_caption_graph(cat, b0, "[1]", &err));
+    CHECK_OK(vtr_catalog_set_caption_graph(cat, b0, "[2]", &err)); /* replaces */
+    CHECK_OK(vtr_catalog_set_caption_graph(cat, c0, "[3]", &err));
+    CHECK_OK(vtr_catalog_set_split(cat, b, "train", &err));
+    CHECK_OK(vtr_catalog_set_split(cat, a, "train", &err));
+    CHECK_OK(vtr_catalog_set_split(cat, c, "test", &err));
+    CHECK_OK(vtr_catalog_commit(cat, &err));
+
+    /* the split's order (item ids), then ordinals; a caption without a graph has NULL */
+    walk_log log = {0};
+    CHECK_OK(vtr_catalog_split_caption_graphs(cat, ds, "train", log_caption, &log, &err));
+    CHECK_STR(log.text, "b-first/0 b zero [2]\n"
+                        "a-second/0 a zero [{\"ROOT\":{}},[]]\n"
+                        "a-second/1 a one -\n");
+    /* the callback's failure ends the walk and comes back */
+    log = (walk_log){.stop_after = 2};
+    CHECK_FAILS(vtr_catalog_split_caption_graphs(cat, ds, "train", log_caption, &log, &err),
+                VTR_ERR_INVALID, "stopped at a zero");
+    CHECK_EQ_INT(log.calls, 2);
+    log = (walk_log){0};
+    CHECK_OK(vtr_catalog_split_caption_graphs(cat, ds, "nosuch", log_caption, &log, &err));
+    CHECK_EQ_INT(log.calls, 0);
+
+    /* bad input */
+    CHECK_FAILS(vtr_catalog_set_caption_graph(cat, a1, "{\"ROOT\": 1}", &err), VTR_ERR_INVALID,
+                "role graph of caption");
+    CHECK_FAILS(vtr_catalog_set_caption_graph(cat, a1, "[1", &err), VTR_ERR_INVALID, "bad JSON");
+    CHECK_FAILS(vtr_catalog_set_caption_graph(cat, 9999, "[1]", &err), VTR_ERR_NOT_FOUND,
+                "role graph of caption 9999");
+    CHECK_FAILS(vtr_catalog_set_caption_graph(cat, 9999, NULL, &err), VTR_ERR_NOT_FOUND,
+                "no caption with id 9999");
+
+    /* removing, and a new caption text removes the graph; the same text keeps it */
+    CHECK_OK(vtr_catalog_set_caption_graph(cat, c0, NULL, &err));
+    CHECK_OK(vtr_catalog_set_caption_graph(cat, c0, NULL, &err));
+    char *graph = NULL;
+    CHECK_FAILS(vtr_catalog_caption_graph(cat, c0, &graph, &err), VTR_ERR_NOT_FOUND,
+                "no role graph of caption");
+    CHECK(graph == NULL);
+    CHECK_OK(vtr_catalog_add_caption(cat, a, 0, "a zero", NULL, &err));
+    CHECK_OK(vtr_catalog_caption_graph(cat, a0, &graph, &err));
+    free(graph);
+    CHECK_OK(vtr_catalog_add_caption(cat, a, 0, "a zero, edited", NULL, &err));
+    CHECK_FAILS(vtr_catalog_caption_graph(cat, a0, &graph, &err), VTR_ERR_NOT_FOUND,
+                "no role graph of caption");
+    /* deleting the item deletes its captions' graphs */
+    CHECK_OK(vtr_catalog_delete_item(cat, b, &err));
+    CHECK_FAILS(vtr_catalog_caption_graph(cat, b0, &graph, &err), VTR_ERR_NOT_FOUND,
+                "no role graph of caption");
+    vtr_catalog_close(cat);
+    CHECK_STR(raw_query(db_path("graphs.db"), "SELECT count(*) FROM caption_graphs"), "0");
+}
+
+TEST(catalog_vocabulary_round_trip)
+{
+    vtr_error err;
+    vtr_catalog *cat = NULL;
+    CHECK_OK(vtr_catalog_open(db_path("vocab.db"), &cat, &err));
+    int64_t ds = 0;
+    CHECK_OK(vtr_catalog_add_dataset(cat, "msrvtt", NULL, &ds, &err));
+    vtr_word_list list;
+    CHECK_FAILS(vtr_catalog_get_vocabulary(cat, ds, "hgr", &list, &err), VTR_ERR_NOT_FOUND,
+                "no vocabulary \"hgr\"");
+    const char *words[] = {"<BOS>", "<EOS>", "<UNK>", "caf\xc3\xa9", "\"quoted\""};
+    CHECK_OK(vtr_catalog_put_vocabulary(cat, ds, "hgr", words, 5, &err));
+    CHECK_OK(vtr_catalog_put_vocabulary(cat, ds, "hgr", words, 4, &err)); /* replaces */
+    CHECK_OK(vtr_catalog_get_vocabulary(cat, ds, "hgr", &list, &err));
+    CHECK_EQ_INT(list.n, 4);
+    CHECK_STR(list.words[0], "<BOS>");
+    CHECK_STR(list.words[3], "caf\xc3\xa9");
+    vtr_word_list_free(&list);
+    vtr_word_list_free(&list);
+    CHECK_OK(vtr_catalog_put_vocabulary(cat, ds, "q", words + 4, 1, &err));
+    CHECK_OK(vtr_catalog_get_vocabulary(cat, ds, "q", &list, &err));
+    CHECK_STR(list.words[0], "\"quoted\"");
+    vtr_word_list_free(&list);
+
+    const char *bad[] = {"a", "", "\xff"};
+    CHECK_FAILS(vtr_catalog_put_vocabulary(cat, ds, "hgr", bad, 2, &err), VTR_ERR_INVALID,
+                "word 1 is empty");
+    CHECK_FAILS(vtr_catalog_put_vocabulary(cat, ds, "hgr", bad + 2, 1, &err), VTR_ERR_INVALID,
+                "word 0 is not valid UTF-8");
+    CHECK_FAILS(vtr_catalog_put_vocabulary(cat, ds, "hgr", words, 0, &err), VTR_ERR_INVALID,
+                "has no words");
+    CHECK_FAILS(vtr_catalog_put_vocabulary(cat, 999, "hgr", words, 1, &err), VTR_ERR_NOT_FOUND,
+                "dataset 999");
+    vtr_catalog_close(cat);
+    raw_query(db_path("vocab.db"), "UPDATE vocabularies SET words = '{\"a\": 1}'");
+    CHECK_OK(vtr_catalog_open(db_path("vocab.db"), &cat, &err));
+    CHECK_FAILS(vtr_catalog_get_vocabulary(cat, ds, "hgr", &list, &err), VTR_ERR_FORMAT,
+                "not a JSON array of words");
+    CHECK(list.n == 0 && list.words == NULL);
+    vtr_catalog_close(cat);
 }
 
 TEST(catalog_non_database_file_is_a_db_error_naming_the_path)

@@ -15,6 +15,8 @@
 #include "import/import.h"
 #include "lib/catalog.h"
 #include "lib/feature_store.h"
+#include "text/role_graph.h"
+#include "text/vocab.h"
 
 #define PYTHON "/usr/bin/python3"
 #define FIXTURES "tests/interop/import_fixtures.py"
@@ -417,6 +419,176 @@ TEST(import_hgr_frames)
     vtr_import_stats_free(&s);
     CHECK_EQ_INT(item_status(cat2, "video0", NULL, 0), VTR_ITEM_PENDING);
     vtr_catalog_close(cat2);
+    vtr_catalog_close(cat);
+}
+
+/* The graph stored for caption `which` of item key; NULL when it has none (free it). */
+static char *caption_graph(vtr_catalog *cat, const char *key, size_t which)
+{
+    vtr_error err;
+    vtr_item it;
+    CHECK_OK(vtr_catalog_find_item(cat, dataset_id(cat), key, &it, &err));
+    vtr_caption_list l;
+    CHECK_OK(vtr_catalog_item_captions(cat, it.id, &l, &err));
+    CHECK(which < l.n);
+    char *graph = NULL;
+    vtr_status st = vtr_catalog_caption_graph(cat, l.captions[which].id, &graph, &err);
+    CHECK(st == VTR_OK || st == VTR_ERR_NOT_FOUND);
+    vtr_caption_list_free(&l);
+    vtr_item_free(&it);
+    return graph;
+}
+
+typedef struct graph_walk {
+    int captions, graphs;
+    char first[64];
+} graph_walk;
+
+/* Counts a split's captions and graphs; each graph parses by the reader's rules. */
+static vtr_status count_graph(void *ctx, const vtr_split_caption *c, vtr_error *err)
+{
+    graph_walk *w = ctx;
+    if (w->captions++ == 0)
+        snprintf(w->first, sizeof w->first, "%s/%lld", c->key, (long long)c->ordinal);
+    if (!c->graph)
+        return VTR_OK;
+    w->graphs++;
+    vtr_role_graph g;
+    vtr_status st = vtr_role_graph_parse_text(c->graph, strlen(c->graph), c->text, &g, err);
+    vtr_role_graph_free(&g);
+    return st;
+}
+
+/* The fixture's annotation file PATH (in fx) removed. */
+static void remove_annotation(const char *fx, const char *file)
+{
+    CHECK_EQ_INT(test_run("rm '%s/annotation/RET/%s'", fx, file), 0);
+}
+
+TEST(import_hgr_role_graphs_and_vocabulary)
+{
+    need_fixtures();
+    vtr_error err;
+    const char *fx = fixture("hgr", "");
+    vtr_catalog *cat = new_catalog("hgr-graphs.db");
+    vtr_import_options o = options(cat, NULL);
+    vtr_import_stats s;
+    CHECK_OK(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err));
+    CHECK_EQ_INT(s.captions, 13);
+    CHECK(s.graphs_read);
+    CHECK_EQ_INT(s.graphs, 11);
+    CHECK_EQ_INT(s.captions_without_graph, 2);
+    CHECK_EQ_INT(s.vocabulary_words, 16);
+    vtr_import_stats_free(&s);
+
+    /* a key given twice: the last value, as Python's json.load (the first is invalid) */
+    char *graph = caption_graph(cat, "video0", 0);
+    CHECK_STR(graph, "[{\"ROOT\":{\"role\":\"ROOT\",\"spans\":[0,1,2,3,4],\"words\":[\"a\","
+                     "\"video0\",\"caption\",\"number\",\"0\"]},\"1\":{\"role\":\"V\",\"spans\":"
+                     "[2],\"words\":[\"caption\"]},\"2\":{\"role\":\"ARGM-LOC\",\"spans\":[0,1],"
+                     "\"words\":[\"a\",\"video0\"]},\"3\":{\"role\":\"ARG1\",\"spans\":[3,4],"
+                     "\"words\":[\"number\",\"0\"]}},[[\"1\",\"2\",\"ARGM-LOC\"],[\"1\",\"3\","
+                     "\"ARG1\"]]]");
+    free(graph);
+    CHECK((graph = caption_graph(cat, "video1", 1)) != NULL);
+    free(graph);
+    CHECK(caption_graph(cat, "video1", 2) == NULL);
+    CHECK(caption_graph(cat, "video4", 1) == NULL);
+
+    /* the train split in order: video0 (2 captions), video1 (3, one without), clips/v2 */
+    graph_walk w = {0};
+    CHECK_OK(
+        vtr_catalog_split_caption_graphs(cat, dataset_id(cat), "train", count_graph, &w, &err));
+    CHECK_EQ_INT(w.captions, 6);
+    CHECK_EQ_INT(w.graphs, 5);
+    CHECK_STR(w.first, "video0/0");
+
+    /* the vocabulary, from the catalog alone */
+    vtr_word_list words;
+    CHECK_OK(
+        vtr_catalog_get_vocabulary(cat, dataset_id(cat), VTR_IMPORT_HGR_VOCABULARY, &words, &err));
+    vtr_vocab *v;
+    CHECK_OK(vtr_vocab_hgr_from_words(words.words, words.n, "catalog", &v, &err));
+    vtr_word_list_free(&words);
+    CHECK_EQ_INT(vtr_vocab_size(v), 16);
+    CHECK_EQ_INT(vtr_vocab_id(v, "video0"), 4);
+    CHECK_EQ_INT(vtr_vocab_id(v, "vid\xc3\xa9"
+                                 "5"),
+                 14);
+    CHECK_EQ_INT(vtr_vocab_special_ids(v).unk, 2);
+    vtr_vocab_free(v);
+
+    /* re-imported without the graph file: the stored graphs stay */
+    remove_annotation(fx, "sent2rolegraph.augment.json");
+    CHECK_OK(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err));
+    CHECK(!s.graphs_read);
+    CHECK_EQ_INT(s.graphs, 0);
+    CHECK_EQ_INT(s.captions_without_graph, 0);
+    vtr_import_stats_free(&s);
+    CHECK((graph = caption_graph(cat, "video1", 1)) != NULL);
+    free(graph);
+    /* with a graph file that lacks a caption: its old graph goes */
+    CHECK_EQ_INT(test_run("printf '{}' > '%s/annotation/RET/sent2rolegraph.augment.json'", fx), 0);
+    CHECK_OK(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err));
+    CHECK_EQ_INT(s.graphs, 0);
+    CHECK_EQ_INT(s.captions_without_graph, 13);
+    vtr_import_stats_free(&s);
+    CHECK(caption_graph(cat, "video1", 1) == NULL);
+    vtr_catalog_close(cat);
+
+    /* a release without the vocabulary: none stored */
+    cat = new_catalog("hgr-novocab.db");
+    o = options(cat, NULL);
+    remove_annotation(fx, "word2int.json");
+    remove_annotation(fx, "int2word.npy");
+    CHECK_OK(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err));
+    CHECK_EQ_INT(s.vocabulary_words, 0);
+    vtr_import_stats_free(&s);
+    CHECK_FAILS(vtr_catalog_get_vocabulary(cat, dataset_id(cat), "hgr", &words, &err),
+                VTR_ERR_NOT_FOUND, "no vocabulary");
+    vtr_catalog_close(cat);
+}
+
+TEST(import_hgr_bad_graphs_and_vocabulary_fail_the_import)
+{
+    need_fixtures();
+    vtr_error err;
+    vtr_import_stats s;
+    vtr_catalog *cat = new_catalog("hgr-bad-graphs.db");
+    const char *store = test_path("hgr-bad-graph-store");
+    vtr_import_options o = options(cat, store);
+    const char *fx = fixture("hgr", "bad-graph");
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_FORMAT,
+                "sent2rolegraph.augment.json: role graph of caption \"a video3 caption number "
+                "1\": node \"3\": spans[0] is -3");
+    CHECK(!strchr(err.msg, '\n'));
+    check_nothing_left(cat, store);
+    /* skipping bad features does not skip bad graphs */
+    skip_log log = {0};
+    o.on_skip = record_skip;
+    o.skip_ctx = &log;
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_FORMAT,
+                "caption number 1");
+    CHECK_EQ_INT(log.count, 0);
+    check_nothing_left(cat, store);
+    o.on_skip = NULL;
+
+    fx = fixture("hgr", "bad-vocab");
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_FORMAT,
+                "int2word.npy: id 4 is \"caption\", but \"video0\" in");
+    check_nothing_left(cat, store);
+    fx = fixture("hgr", "no-int2word");
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_NOT_FOUND,
+                "int2word.npy: missing (the vocabulary needs it beside word2int.json)");
+    check_nothing_left(cat, store);
+    CHECK_EQ_INT(test_run("printf '[]' > '%s/annotation/RET/sent2rolegraph.augment.json'", fx), 0);
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_FORMAT,
+                "sent2rolegraph.augment.json: not an object {caption: [nodes, edges]}");
+    CHECK_EQ_INT(
+        test_run("printf '{\"a\": [' > '%s/annotation/RET/sent2rolegraph.augment.json'", fx), 0);
+    CHECK_FAILS(vtr_import_hgr(fx, VTR_HGR_FRAMES, NULL, &o, &s, &err), VTR_ERR_FORMAT,
+                "sent2rolegraph.augment.json: line 1 column");
+    check_nothing_left(cat, store);
     vtr_catalog_close(cat);
 }
 

@@ -296,8 +296,8 @@ TEST(vocab_hgr_layout)
                 "only VSE");
     vtr_vocab_free(v);
 
-    /* int2word.npy is a unicode array, which vtr's NPY reader does not take: hence
-     * word2int.json is the source of the HGR vocabulary */
+    /* int2word.npy is a unicode array, which vtr's numeric NPY reader does not take (the
+     * string-array reader does: vtr_vocab_load_hgr_release) */
     vtr_npy_file npy;
     CHECK_FAILS(vtr_npy_load(test_path("int2word.npy"), &npy, &err), VTR_ERR_UNSUPPORTED,
                 "int2word.npy");
@@ -312,6 +312,78 @@ TEST(vocab_hgr_layout)
     CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT, "1 words");
     write_text(bad, "[\"<BOS>\"]");
     CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT, "not an object");
+}
+
+/* Writes int2word.npy as HGR does: np.save of a list of str. */
+static void write_int2word(const char *path, const char *words_py)
+{
+    CHECK_EQ_INT(test_run(PYTHON " -c 'import numpy as np; np.save(\"%s\", np.array(%s))'", path,
+                          words_py),
+                 0);
+}
+
+TEST(vocab_hgr_release_checks_that_word2int_and_int2word_agree)
+{
+    need_numpy();
+    vtr_error err;
+    CHECK_EQ_INT(test_run(PYTHON " " VOCAB_SCRIPT " write-hgr %s", test_tmpdir()), 0);
+    const char *w2i = test_path("word2int.json"), *i2w = test_path("int2word.npy");
+    vtr_vocab *v, *again;
+    CHECK_OK(vtr_vocab_load_hgr_release(w2i, i2w, &v, &err));
+    CHECK_EQ_INT(vtr_vocab_size(v), 6);
+    CHECK_STR(vtr_vocab_word(v, 5), "caf\xC3\xA9");
+    vtr_vocab_specials sp = vtr_vocab_special_ids(v);
+    CHECK(sp.start == 0 && sp.end == 1 && sp.unk == 2);
+
+    /* the word list the catalog keeps makes the same vocabulary */
+    const char *words[6];
+    for (int i = 0; i < 6; i++)
+        words[i] = vtr_vocab_word(v, i);
+    CHECK_OK(vtr_vocab_hgr_from_words(words, 6, "list", &again, &err));
+    CHECK(vtr_vocab_same(v, again));
+    vtr_vocab_free(again);
+
+    /* mismatches */
+    const char *bad = test_path("bad_int2word.npy");
+    write_int2word(bad, "[\"<BOS>\", \"<EOS>\", \"<UNK>\", \"man\", \"a\", \"caf\\u00e9\"]");
+    CHECK_FAILS(vtr_vocab_load_hgr_release(w2i, bad, &again, &err), VTR_ERR_FORMAT,
+                "bad_int2word.npy: id 3 is \"man\", but \"a\" in");
+    CHECK(again == NULL);
+    write_int2word(bad, "[\"<BOS>\", \"<EOS>\", \"<UNK>\", \"a\", \"man\"]");
+    CHECK_FAILS(vtr_vocab_load_hgr_release(w2i, bad, &again, &err), VTR_ERR_FORMAT,
+                "bad_int2word.npy: 5 words, but");
+    write_int2word(bad, "[1, 2, 3]");
+    CHECK_FAILS(vtr_vocab_load_hgr_release(w2i, bad, &again, &err), VTR_ERR_UNSUPPORTED,
+                "bad_int2word.npy");
+    CHECK_FAILS(vtr_vocab_load_hgr_release(w2i, test_path("absent.npy"), &again, &err), VTR_ERR_IO,
+                "absent.npy");
+    /* a gap in word2int.json's ids */
+    const char *bad_json = test_path("gap_word2int.json");
+    write_text(bad_json, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"a\": 3, \"man\": 4, "
+                         "\"caf\\u00e9\": 6}");
+    CHECK_FAILS(vtr_vocab_load_hgr_release(bad_json, i2w, &again, &err), VTR_ERR_FORMAT,
+                "\"caf\\xc3\\xa9\" has no id in [0, 6)");
+    /* wrong specials: HGR's reader would take UNK = 3, vtr 2 */
+    write_text(bad_json, "{\"<BOS>\": 0, \"<EOS>\": 1, \"x\": 2, \"<UNK>\": 3}");
+    write_int2word(bad, "[\"<BOS>\", \"<EOS>\", \"x\", \"<UNK>\"]");
+    CHECK_FAILS(vtr_vocab_load_hgr_release(bad_json, bad, &again, &err), VTR_ERR_FORMAT,
+                "\"<UNK>\" has id 3, but HGR's ids are BOS/EOS/UNK = 0/1/2");
+    const char *swapped[] = {"<EOS>", "<BOS>", "<UNK>"};
+    CHECK_FAILS(vtr_vocab_hgr_from_words(swapped, 3, "list", &again, &err), VTR_ERR_FORMAT,
+                "vocab list: \"<BOS>\" has id 1");
+    /* other names at 0, 1, 2 are the specials, as for the reader */
+    const char *plain[] = {"s", "e", "u", "a"};
+    CHECK_OK(vtr_vocab_hgr_from_words(plain, 4, "list", &again, &err));
+    vtr_vocab_free(again);
+    const char *twice[] = {"<BOS>", "<EOS>", "<UNK>", "a", "a"};
+    CHECK_FAILS(vtr_vocab_hgr_from_words(twice, 5, "list", &again, &err), VTR_ERR_FORMAT,
+                "\"a\" is both word 3 and word 4");
+    const char *empty[] = {"<BOS>", "<EOS>", "<UNK>", ""};
+    CHECK_FAILS(vtr_vocab_hgr_from_words(empty, 4, "list", &again, &err), VTR_ERR_FORMAT,
+                "word 3 is empty");
+    CHECK_FAILS(vtr_vocab_hgr_from_words(empty, 2, "list", &again, &err), VTR_ERR_FORMAT,
+                "2 words");
+    vtr_vocab_free(v);
 }
 
 /* ---- GloVe ---- */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/file.h"
+#include "lib/npy.h"
 #include "lib/string_table.h"
 
 struct vtr_vocab {
@@ -442,6 +443,22 @@ end:
     return st;
 }
 
+/* HGR's reader takes BOS, EOS, UNK as word2int.get('<BOS>', 0), ('<EOS>', 1), ('<UNK>', 2);
+ * vtr fixes them at 0, 1, 2. The two agree unless a file names one at another id. */
+static vtr_status check_hgr_specials(const vtr_vocab *v, const char *source, vtr_error *err)
+{
+    static const char *const names[] = {"<BOS>", "<EOS>", "<UNK>"};
+    for (int want = 0; want < 3; want++) {
+        int id = vtr_vocab_id(v, names[want]);
+        if (id >= 0 && id != want)
+            return vtr_fail(err, VTR_ERR_FORMAT,
+                            "vocab %s: \"%s\" has id %d, but HGR's ids are BOS/EOS/UNK = "
+                            "0/1/2 (its reader would take %d)",
+                            source, names[want], id, id);
+    }
+    return VTR_OK;
+}
+
 vtr_status vtr_vocab_load_hgr(const char *word2int_path, vtr_vocab **out, vtr_error *err)
 {
     const char *path = word2int_path;
@@ -501,10 +518,84 @@ vtr_status vtr_vocab_load_hgr(const char *word2int_path, vtr_vocab **out, vtr_er
     if (st != VTR_OK)
         goto end;
     v->specials = (vtr_vocab_specials){-1, 0, 1, 2, -1};
+    st = check_hgr_specials(v, path, err);
 end:
     free(by_id);
     free(lens);
     json_decref(root);
+    if (st != VTR_OK)
+        vtr_vocab_free(v);
+    else
+        *out = v;
+    return st;
+}
+
+vtr_status vtr_vocab_hgr_from_words(const char *const *words, size_t n, const char *source,
+                                    vtr_vocab **out, vtr_error *err)
+{
+    *out = NULL;
+    if (n < 3 || n >= INT_MAX)
+        return vtr_fail(err, VTR_ERR_FORMAT,
+                        "vocab %s: %zu words (expected BOS, EOS, UNK and the words)", source, n);
+    vtr_vocab *v = vocab_new(VTR_VOCAB_HGR);
+    if (!v)
+        return vtr_fail(err, VTR_ERR_NOMEM, "vocab %s: out of memory", source);
+    vtr_status st = VTR_OK;
+    for (size_t i = 0; i < n && st == VTR_OK; i++) {
+        char shown[128];
+        size_t len = words[i] ? strlen(words[i]) : 0;
+        int id = -1;
+        bool added = false;
+        if (len == 0) {
+            st = vtr_fail(err, VTR_ERR_FORMAT, "vocab %s: word %zu is empty", source, i);
+            break;
+        }
+        if ((st = add_word(v, words[i], len, &id, &added, err)) != VTR_OK)
+            break;
+        if (!added)
+            st = vtr_fail(err, VTR_ERR_FORMAT, "vocab %s: \"%s\" is both word %d and word %zu",
+                          source, vtr_printable(words[i], len, shown, sizeof shown), id, i);
+    }
+    v->specials = (vtr_vocab_specials){-1, 0, 1, 2, -1};
+    if (st == VTR_OK)
+        st = check_hgr_specials(v, source, err);
+    if (st != VTR_OK) {
+        vtr_vocab_free(v);
+        return st;
+    }
+    *out = v;
+    return VTR_OK;
+}
+
+vtr_status vtr_vocab_load_hgr_release(const char *word2int_path, const char *int2word_path,
+                                      vtr_vocab **out, vtr_error *err)
+{
+    *out = NULL;
+    vtr_vocab *v = NULL;
+    vtr_npy_strings words = {0};
+    vtr_status st = vtr_vocab_load_hgr(word2int_path, &v, err);
+    if (st == VTR_OK && (st = vtr_npy_load_strings(int2word_path, &words, err)) != VTR_OK)
+        vtr_error_context(err, "vocab");
+    if (st != VTR_OK)
+        goto end;
+    if (words.n != (size_t)vtr_vocab_size(v)) {
+        st = vtr_fail(err, VTR_ERR_FORMAT, "vocab %s: %zu words, but %s has %d", int2word_path,
+                      words.n, word2int_path, vtr_vocab_size(v));
+        goto end;
+    }
+    for (size_t id = 0; id < words.n; id++) {
+        const char *w = vtr_vocab_word(v, (int)id);
+        if (strcmp(w, words.items[id]) != 0) {
+            char a[128], b[128];
+            st = vtr_fail(err, VTR_ERR_FORMAT, "vocab %s: id %zu is \"%s\", but \"%s\" in %s",
+                          int2word_path, id,
+                          vtr_printable(words.items[id], strlen(words.items[id]), a, sizeof a),
+                          vtr_printable(w, strlen(w), b, sizeof b), word2int_path);
+            goto end;
+        }
+    }
+end:
+    vtr_npy_strings_free(&words);
     if (st != VTR_OK)
         vtr_vocab_free(v);
     else

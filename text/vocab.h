@@ -27,9 +27,9 @@
  *   the reference JSON (vocab.py serialize_vocab / deserialize_vocab):
  *     {"word2idx": {"<pad>": 0, ...}, "idx2word": {"0": "<pad>", ...}, "idx": N}
  *   without <mask>; loading appends it (as VSE∞ does) unless the file already ends with
- *   it. HGR's word2int.json ({word: id}). HGR also releases int2word.npy, a numpy unicode
- *   array ('<U..'), which vtr's NPY reader does not read (lib/npy.h); it holds the same
- *   words as word2int.json, so vtr reads word2int.json only.
+ *   it. HGR's release: word2int.json ({word: id}) and int2word.npy (a numpy unicode
+ *   array '<U..' of the words in id order, read by lib/npy.h's string-array reader);
+ *   vtr_vocab_load_hgr_release reads both and checks that they agree.
  *
  * Errors name the file and the cause ("vocab PATH: id 7 is missing from idx2word").
  * A vtr_vocab is immutable after it is made; it may be read from several threads.
@@ -135,5 +135,27 @@ vtr_status vtr_vocab_save_json(const vtr_vocab *vocab, const char *path, vtr_err
 /* Reads HGR's word2int.json ({word: id}, ids 0 .. N-1 each once, N >= 3) as a
  * VTR_VOCAB_HGR vocabulary. *out is NULL on failure. */
 vtr_status vtr_vocab_load_hgr(const char *word2int_path, vtr_vocab **out, vtr_error *err);
+
+/* HGR vocabularies also check their special tokens: HGR's reader (mpdata.py) takes BOS,
+ * EOS, UNK as word2int.get('<BOS>', 0), get('<EOS>', 1), get('<UNK>', 2) while vtr fixes
+ * them at 0, 1, 2, so a file that has "<BOS>", "<EOS>" or "<UNK>" at another id is
+ * VTR_ERR_FORMAT ("\"<UNK>\" has id 5, but HGR's ids are BOS/EOS/UNK = 0/1/2"); words of
+ * other names at 0, 1, 2 are taken as the specials, as the reader does. */
+
+/* Reads HGR's release vocabulary, word2int.json as vtr_vocab_load_hgr and int2word.npy
+ * (a 1-D numpy str array, lib/npy.h), and checks that they agree: as many words, and the
+ * word of every id the same in both ('vocab PATH/int2word.npy: id 7 is "dog", but "cat"
+ * in PATH/word2int.json'). Gaps show in word2int.json as an id out of range ("\"a\" has
+ * no id in [0, 4)"). VTR_ERR_IO when a file cannot be read, VTR_ERR_FORMAT (or
+ * VTR_ERR_UNSUPPORTED for an array dtype lib/npy.h refuses) otherwise. *out is NULL on
+ * failure. */
+vtr_status vtr_vocab_load_hgr_release(const char *word2int_path, const char *int2word_path,
+                                      vtr_vocab **out, vtr_error *err);
+
+/* An HGR vocabulary of words[0 .. n-1], the word of id i at i (what the catalog keeps:
+ * vtr_catalog_get_vocabulary): n >= 3, no word empty or twice, the specials checked as
+ * above. source names the list in messages. *out is NULL on failure. */
+vtr_status vtr_vocab_hgr_from_words(const char *const *words, size_t n, const char *source,
+                                    vtr_vocab **out, vtr_error *err);
 
 #endif

@@ -87,13 +87,66 @@ HGR_CAPTIONS = {"video0": 2, "video1": 3, "clips/v2": 1, "video3": 2, "video4": 
                 "vid\u00e95": 3, "extra": 1}
 
 
+def role_graph(words, noun_role="ARG0"):
+    """HGR's [nodes, edges] for a caption of >= 3 words: ROOT, verb words[2], nouns
+    words[0:2] (noun_role) and words[3:]."""
+    n = len(words)
+    nodes = {
+        "ROOT": {"role": "ROOT", "spans": list(range(n)), "words": words},
+        "1": {"role": "V", "spans": [2], "words": [words[2]]},
+        "2": {"role": noun_role, "spans": [0, 1], "words": words[0:2]},
+        "3": {"role": "ARG1", "spans": list(range(3, n)), "words": words[3:]},
+    }
+    return [nodes, [["1", "2", noun_role], ["1", "3", "ARG1"]]]
+
+
+def hgr_annotations(anno, caps, variant):
+    """sent2rolegraph.augment.json: a graph for every caption but "a video1 caption number
+    2" and "a video4 caption number 1" (so 11 of the 13 imported captions have one); "a
+    video0 caption number 0" twice, first with an invalid graph (a negative span), last
+    with a valid one whose node "2" has role ARGM-LOC (Python's json keeps the last); an
+    invalid graph for "extra"'s caption, which is not imported. word2int.json and
+    int2word.npy: <BOS> <EOS> <UNK>, then the caption words in first-seen order (16 ids).
+    Variants: bad-graph (video3's caption 1 has spans [-3]), bad-vocab (int2word.npy with
+    two words swapped), no-int2word."""
+    without = {"a video1 caption number 2", "a video4 caption number 1"}
+    entries = []
+    for v, texts in caps.items():
+        for t in texts:
+            if t in without:
+                continue
+            g = role_graph(t.split())
+            if t == "a video0 caption number 0":
+                bad = role_graph(t.split())
+                bad[0]["2"]["spans"] = [-1, 1]
+                entries.append((t, bad))
+                g = role_graph(t.split(), "ARGM-LOC")
+            if v == "extra" or (variant == "bad-graph" and t == "a video3 caption number 1"):
+                g[0]["3"]["spans"] = [-3]
+            entries.append((t, g))
+    # json.dump cannot write a key twice: the object is written entry by entry
+    with open(os.path.join(anno, "sent2rolegraph.augment.json"), "w", encoding="utf-8") as f:
+        f.write("{" + ", ".join("%s: %s" % (json.dumps(k), json.dumps(g)) for k, g in entries)
+                + "}")
+    words = ["<BOS>", "<EOS>", "<UNK>"]
+    for texts in caps.values():
+        for t in texts:
+            words += [w for w in t.split() if w not in words]
+    write_json(os.path.join(anno, "word2int.json"), {w: i for i, w in enumerate(words)})
+    if variant == "bad-vocab":
+        words[4], words[5] = words[5], words[4]
+    if variant != "no-int2word":
+        np.save(os.path.join(anno, "int2word.npy"), np.array(words))
+
+
 def hgr(d, variant):
     """names trn [video0 video1 clips/v2], val [video3], tst [video4 vidé5] (g = position
     in that order, 0..5); frames 5 3 2 4 1 6; captions 2 3 1 2 2 3 (and 1 for "extra",
     named nowhere). SA/resnet152.pth/{set}_ft.hdf5 with datasets named with '/' -> '_';
-    MP/resnet152.pth/{set}_ft.npy the per-video means. Variants: missing-video (vidé5 not
-    in tst_ft.hdf5), no-caption (video4 absent from ref_captions.json), object-names
-    (tst_names.npy an object array), two-features (a second SA directory)."""
+    MP/resnet152.pth/{set}_ft.npy the per-video means; role graphs and the vocabulary as
+    hgr_annotations writes them. Variants: missing-video (vidé5 not in tst_ft.hdf5),
+    no-caption (video4 absent from ref_captions.json), object-names (tst_names.npy an
+    object array), two-features (a second SA directory), and those of hgr_annotations."""
     import h5py
 
     anno = os.path.join(d, "annotation", "RET")
@@ -107,6 +160,7 @@ def hgr(d, variant):
     if variant == "no-caption":
         del caps["video4"]
     write_json(os.path.join(anno, "ref_captions.json"), caps)
+    hgr_annotations(anno, caps, variant)
     g = 0
     for s in ("trn", "val", "tst"):
         names = HGR_NAMES[s]
