@@ -17,6 +17,7 @@
 #include "lib/catalog.h"
 #include "lib/file.h"
 #include "lib/safetensors.h"
+#include "text/role_graph.h"
 #include "tools/synth_scene.h"
 
 #define W 160
@@ -184,6 +185,166 @@ TEST(synth_scene_reproducible_captions_name_what_is_shown)
     vtr_scene_generate(3, 0, W, H, FRAMES, &s);
     char small[12];
     CHECK(vtr_scene_caption(&s, 3, 0, 0, small, sizeof small) == 11);
+}
+
+/* Whether word is one of the list's (NULL-terminated). */
+static bool word_in(const char *word, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(word, *list))
+            return true;
+    return false;
+}
+
+/* Whether word is a shape name. */
+static bool is_shape(const char *word)
+{
+    for (int i = 0; i < VTR_SCENE_SHAPES; i++)
+        if (!strcmp(word, vtr_scene_shape_name[i]))
+            return true;
+    return false;
+}
+
+/* Every caption template's role graph parses by HGR's reader rules, its spans are
+ * contiguous runs of the caption's whitespace words, and each node holds what its role
+ * says (a verb, the shape's noun phrase, a direction, a place, a time, ...). */
+TEST(synth_scene_role_graphs_of_every_template)
+{
+    static const char *const verbs[] = {
+        "appears", "flashes", "is", "pops", "moves", "slides", "drifts", "rises", "floats",
+        "goes", "falls", "sinks", "drops", "stays", "sits", "move", "rests", "are", NULL};
+    static const char *const articles[] = {"a", "an", "the", NULL};
+    static const char *const places[] = {"on", "over", "against", "below", "in", NULL};
+    static const char *const directions[] = {"left", "right", "up", "upward", "down", NULL};
+    static const char *const times[] = {"briefly", "moment", "instant", NULL};
+    int seen[VTR_SCENE_CAPTION_TEMPLATES] = {0}, n_seen = 0, captions = 0, shared = 0;
+    for (int i = 0; i < 400 && n_seen < VTR_SCENE_CAPTION_TEMPLATES; i++) {
+        vtr_scene s;
+        vtr_scene_generate(11, (uint64_t)i, W, H, FRAMES, &s);
+        for (int k = 0; k < 5; k++) {
+            char caption[512], plain[512];
+            vtr_scene_caption_parse parse;
+            vtr_scene_caption_parsed(&s, 11, (uint64_t)i, k, caption, sizeof caption, &parse);
+            /* the caption is the same with or without its parse */
+            vtr_scene_caption(&s, 11, (uint64_t)i, k, plain, sizeof plain);
+            CHECK_STR(caption, plain);
+            CHECK(parse.template_id >= 0 && parse.template_id < VTR_SCENE_CAPTION_TEMPLATES);
+            if (!seen[parse.template_id]++)
+                n_seen++;
+            captions++;
+            /* the caption's words */
+            char copy[512], *save = NULL, *words[64];
+            int n_words = 0;
+            snprintf(copy, sizeof copy, "%s", caption);
+            for (char *w = strtok_r(copy, " ", &save); w && n_words < 64;
+                 w = strtok_r(NULL, " ", &save))
+                words[n_words++] = w;
+            json_t *value = vtr_scene_role_graph(caption, &parse);
+            CHECK(value);
+            vtr_role_graph g;
+            vtr_error err;
+            CHECK_OK(vtr_role_graph_parse(value, caption, &g, &err));
+            json_decref(value);
+            CHECK(g.n_nodes >= 2);
+            CHECK_STR(g.nodes[0].id, "ROOT");
+            CHECK_STR(g.nodes[0].role, "ROOT");
+            CHECK_EQ_INT(g.nodes[0].n_spans, n_words);
+            int verbs_seen = 0;
+            for (size_t j = 0; j < g.n_nodes; j++) {
+                const vtr_role_graph_node *nd = &g.nodes[j];
+                CHECK(nd->n_spans >= 1);
+                for (size_t w = 0; w < nd->n_spans; w++) {
+                    CHECK_MSG(nd->spans[w] == nd->spans[0] + (int64_t)w && nd->spans[w] < n_words,
+                              "\"%s\" node %s: spans not a run of its words", caption, nd->id);
+                    CHECK_STR(nd->words[w], words[nd->spans[w]]);
+                }
+                if (j == 0)
+                    continue;
+                char expect_id[32];
+                snprintf(expect_id, sizeof expect_id, "%zu", j);
+                CHECK_STR(nd->id, expect_id);
+                const char *first = nd->words[0], *last = nd->words[nd->n_spans - 1];
+                const char *role = nd->role;
+                CHECK_MSG(vtr_role_id(role) >= 0, "\"%s\": role %s", caption, role);
+                bool ok;
+                if (!strcmp(role, "V")) {
+                    verbs_seen++;
+                    ok = word_in(first, verbs);
+                } else if (!strcmp(role, "ARG0") || !strcmp(role, "ARG1")) {
+                    ok = word_in(first, articles) && is_shape(last);
+                } else if (!strcmp(role, "NOUN")) {
+                    /* the shape's noun phrase, or the background's */
+                    ok = (word_in(first, articles) && is_shape(last)) ||
+                         word_in(last, (const char *const[]){"background", "backdrop",
+                                                              "gradient", "noise", "red",
+                                                              "green", "blue", "yellow",
+                                                              "orange", "purple", "white",
+                                                              "black", NULL});
+                } else if (!strcmp(role, "ARGM-LOC")) {
+                    ok = word_in(first, places);
+                } else if (!strcmp(role, "ARGM-DIR")) {
+                    ok = word_in(last, directions);
+                } else if (!strcmp(role, "ARGM-TMP")) {
+                    ok = word_in(last, times) || !strcmp(first, "while");
+                } else if (!strcmp(role, "ARGM-MNR")) {
+                    ok = !strcmp(first, "still");
+                } else if (!strcmp(role, "ARG2")) {
+                    ok = !strcmp(first, "visible");
+                } else if (!strcmp(role, "R-ARG1")) {
+                    ok = !strcmp(first, "that");
+                } else {
+                    ok = false;
+                }
+                CHECK_MSG(ok, "\"%s\": node %s (%s) is \"%s ... %s\"", caption, nd->id, role,
+                          first, last);
+            }
+            /* edges: from a verb to an argument of the edge's role; every verb has one,
+             * a caption with no verb has no edges (the release's fallback) */
+            int template_verbs[VTR_SCENE_CAPTION_TEMPLATES] = {1, 1, 1, 1, 1, 1, 0,
+                                                               2, 0, 1, 2, 1};
+            CHECK_EQ_INT(verbs_seen, template_verbs[parse.template_id]);
+            for (size_t e = 0; e < g.n_edges; e++) {
+                CHECK_STR(g.nodes[g.edges[e].verb].role, "V");
+                CHECK_STR(g.nodes[g.edges[e].arg].role, g.edges[e].role);
+                shared += g.edges[e].arg < g.edges[e].verb;
+            }
+            for (size_t j = 1; j < g.n_nodes; j++) {
+                bool linked = false;
+                for (size_t e = 0; e < g.n_edges; e++)
+                    linked |= g.edges[e].verb == j || g.edges[e].arg == j;
+                CHECK_MSG(linked == (verbs_seen > 0), "\"%s\": node %zu", caption, j);
+            }
+            vtr_role_graph_free(&g);
+        }
+    }
+    CHECK_MSG(n_seen == VTR_SCENE_CAPTION_TEMPLATES, "%d templates of %d seen", n_seen,
+              VTR_SCENE_CAPTION_TEMPLATES);
+    CHECK(captions > 0 && shared == 0);
+}
+
+/* One caption's graph in full: the release's layout, word for word. */
+TEST(synth_scene_role_graph_of_one_caption)
+{
+    vtr_scene_caption_parse p = {.template_id = 0, .n_frames = 1};
+    p.frames[0] = (vtr_scene_frame){.verb = {4, 1},
+                                    .n_args = 3,
+                                    .args = {{5, 1}, {0, 4}, {6, 4}},
+                                    .roles = {"ARGM-TMP", "ARG1", "ARGM-LOC"}};
+    const char *caption = "a small green triangle appears briefly on a blue background";
+    json_t *g = vtr_scene_role_graph(caption, &p);
+    CHECK(g);
+    char *text = json_dumps(g, JSON_COMPACT);
+    json_decref(g);
+    CHECK_STR(text,
+              "[{\"ROOT\":{\"role\":\"ROOT\",\"spans\":[0,1,2,3,4,5,6,7,8,9],\"words\":[\"a\","
+              "\"small\",\"green\",\"triangle\",\"appears\",\"briefly\",\"on\",\"a\",\"blue\","
+              "\"background\"]},\"1\":{\"role\":\"V\",\"spans\":[4],\"words\":[\"appears\"]},"
+              "\"2\":{\"role\":\"ARG1\",\"spans\":[0,1,2,3],\"words\":[\"a\",\"small\","
+              "\"green\",\"triangle\"]},\"3\":{\"role\":\"ARGM-TMP\",\"spans\":[5],\"words\":"
+              "[\"briefly\"]},\"4\":{\"role\":\"ARGM-LOC\",\"spans\":[6,7,8,9],\"words\":"
+              "[\"on\",\"a\",\"blue\",\"background\"]}},[[\"1\",\"2\",\"ARG1\"],[\"1\",\"3\","
+              "\"ARGM-TMP\"],[\"1\",\"4\",\"ARGM-LOC\"]]]");
+    free(text);
 }
 
 TEST(synth_scene_archive_decodes_and_imports)

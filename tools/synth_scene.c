@@ -236,6 +236,21 @@ static void put(text *t, const char *fmt, ...)
         t->len = t->len + (size_t)n < t->cap ? t->len + (size_t)n : t->cap - 1;
 }
 
+/* Whitespace-separated words written so far: the index of the next word, as every
+ * phrase starts after a space (or at the start). */
+static int words_so_far(const text *t)
+{
+    int n = 0;
+    for (size_t i = 0; i < t->len; i++)
+        n += t->buf[i] != ' ' && (i == 0 || t->buf[i - 1] == ' ');
+    return n;
+}
+
+static vtr_scene_span span_from(const text *t, int start)
+{
+    return (vtr_scene_span){start, words_so_far(t) - start};
+}
+
 static const char *pick(vtr_rng *rng, const char *const *options, int n)
 {
     return options[vtr_rng_below(rng, (uint32_t)n)];
@@ -251,8 +266,9 @@ static const char *article(const char *word)
 }
 
 /* "a small red circle" (the size named for small and large objects, mostly) */
-static void put_object(text *t, vtr_rng *rng, const vtr_scene_object *o)
+static vtr_scene_span put_object(text *t, vtr_rng *rng, const vtr_scene_object *o)
 {
+    int start = words_so_far(t);
     const char *size = "";
     if (o->size == 0)
         size = PICK(rng, "small ", "tiny ", "little ", "");
@@ -260,32 +276,92 @@ static void put_object(text *t, vtr_rng *rng, const vtr_scene_object *o)
         size = PICK(rng, "large ", "big ", "huge ", "");
     put(t, "%s %s%s %s", article(*size ? size : vtr_scene_colour_name[o->colour]), size,
         vtr_scene_colour_name[o->colour], vtr_scene_shape_name[o->shape]);
+    return span_from(t, start);
 }
 
-/* "moves left", "appears briefly", ... */
-static void put_action(text *t, vtr_rng *rng, const vtr_scene_object *o)
+/* An argument of frame f (roles are string literals). */
+static void add_arg(vtr_scene_frame *f, vtr_scene_span span, const char *role)
+{
+    if (f && f->n_args < VTR_SCENE_MAX_ARGS && span.n > 0) {
+        f->args[f->n_args] = span;
+        f->roles[f->n_args++] = role;
+    }
+}
+
+/* The role of an action's word tag (see put_action). */
+static const char *tag_role(const char *tag, size_t n)
+{
+    static const struct {
+        const char *tag, *role;
+    } roles[] = {{"V0", "V"},         {"V1", "V"},         {"TMP", "ARGM-TMP"},
+                 {"MNR", "ARGM-MNR"}, {"DIR", "ARGM-DIR"}, {"LOC", "ARGM-LOC"},
+                 {"ARG2", "ARG2"}};
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (strlen(roles[i].tag) == n && !memcmp(roles[i].tag, tag, n))
+            return roles[i].role;
+    return NULL; /* "-": a word of no phrase ("does not") */
+}
+
+/* "moves left", "appears briefly", ...: writes the action's words and puts its verb and
+ * modifiers into f (may be NULL); returns the subject's role. Each option is a list of
+ * TAG=word: V0 / V1 the verb (its subject ARG0 / ARG1), TMP, MNR, DIR, LOC, ARG2 the
+ * argument a semantic role labeller would tag, "-" none; a run of one tag is one phrase. */
+static const char *put_action(text *t, vtr_rng *rng, const vtr_scene_object *o,
+                              vtr_scene_frame *f)
 {
     const char *a;
     if (o->brief)
-        a = PICK(rng, "appears briefly", "flashes for a moment", "is visible only for an instant",
-                 "briefly appears", "pops up for a moment");
+        a = PICK(rng, "V1=appears TMP=briefly", "V0=flashes TMP=for TMP=a TMP=moment",
+                 "V1=is ARG2=visible TMP=only TMP=for TMP=an TMP=instant",
+                 "TMP=briefly V1=appears", "V1=pops V1=up TMP=for TMP=a TMP=moment");
     else if (o->motion == VTR_SCENE_LEFT)
-        a = PICK(rng, "moves left", "moves to the left", "slides left", "drifts to the left");
+        a = PICK(rng, "V1=moves DIR=left", "V1=moves DIR=to DIR=the DIR=left",
+                 "V1=slides DIR=left", "V1=drifts DIR=to DIR=the DIR=left");
     else if (o->motion == VTR_SCENE_RIGHT)
-        a = PICK(rng, "moves right", "moves to the right", "slides right",
-                 "drifts to the right");
+        a = PICK(rng, "V1=moves DIR=right", "V1=moves DIR=to DIR=the DIR=right",
+                 "V1=slides DIR=right", "V1=drifts DIR=to DIR=the DIR=right");
     else if (o->motion == VTR_SCENE_UP)
-        a = PICK(rng, "moves up", "rises", "floats upward", "goes up");
+        a = PICK(rng, "V1=moves DIR=up", "V1=rises", "V1=floats DIR=upward", "V1=goes DIR=up");
     else if (o->motion == VTR_SCENE_DOWN)
-        a = PICK(rng, "moves down", "falls", "sinks", "drops down");
+        a = PICK(rng, "V1=moves DIR=down", "V1=falls", "V1=sinks", "V1=drops DIR=down");
     else
-        a = PICK(rng, "stays still", "sits still", "does not move", "rests in place");
-    put(t, "%s", a);
+        a = PICK(rng, "V1=stays MNR=still", "V1=sits MNR=still", "-=does -=not V1=move",
+                 "V1=rests LOC=in LOC=place");
+    const char *subject = "ARG1", *run_role = NULL;
+    int run_start = 0, first = 1;
+    for (const char *p = a; *p;) {
+        const char *eq = strchr(p, '='), *end = strchr(eq, ' ');
+        size_t n = end ? (size_t)(end - eq - 1) : strlen(eq + 1);
+        const char *role = tag_role(p, (size_t)(eq - p));
+        if (eq - p == 2 && !memcmp(p, "V0", 2))
+            subject = "ARG0";
+        int w = words_so_far(t);
+        if (run_role != role) {
+            if (run_role && f && !strcmp(run_role, "V"))
+                f->verb = (vtr_scene_span){run_start, w - run_start};
+            else if (run_role)
+                add_arg(f, (vtr_scene_span){run_start, w - run_start}, run_role);
+            run_role = role;
+            run_start = w;
+        }
+        put(t, "%s%.*s", first ? "" : " ", (int)n, eq + 1);
+        first = 0;
+        p = end ? end + 1 : eq + 1 + n;
+    }
+    int w = words_so_far(t);
+    if (run_role && f && !strcmp(run_role, "V"))
+        f->verb = (vtr_scene_span){run_start, w - run_start};
+    else if (run_role)
+        add_arg(f, (vtr_scene_span){run_start, w - run_start}, run_role);
+    return subject;
 }
 
-/* "on a blue background", ... */
-static void put_background(text *t, vtr_rng *rng, const vtr_scene *s)
+/* "on a blue background", ...: the phrase; *noun (may be NULL) gets it without the
+ * preposition ("a blue background"). */
+static vtr_scene_span put_background(text *t, vtr_rng *rng, const vtr_scene *s,
+                                     vtr_scene_span *noun)
 {
+    int start = words_so_far(t);
     const char *c = vtr_scene_colour_name[s->colour], *a = article(c);
     if (s->background == VTR_SCENE_PLAIN) {
         switch (vtr_rng_below(rng, 3)) {
@@ -307,69 +383,236 @@ static void put_background(text *t, vtr_rng *rng, const vtr_scene *s)
         default: put(t, "against a grainy %s backdrop", c); break;
         }
     }
+    vtr_scene_span sp = span_from(t, start);
+    if (noun)
+        *noun = (vtr_scene_span){sp.start + 1, sp.n - 1};
+    return sp;
 }
 
-size_t vtr_scene_caption(const vtr_scene *s, uint64_t seed, uint64_t index, int k, char *buf,
-                         size_t cap)
+/* The next frame of parse p (NULL without p). */
+static vtr_scene_frame *new_frame(vtr_scene_caption_parse *p)
+{
+    return p && p->n_frames < VTR_SCENE_MAX_FRAMES ? &p->frames[p->n_frames++] : NULL;
+}
+
+static void add_noun(vtr_scene_caption_parse *p, vtr_scene_span span)
+{
+    if (p && p->n_nouns < VTR_SCENE_MAX_NOUNS)
+        p->nouns[p->n_nouns++] = span;
+}
+
+/* "OBJ ACTION" into a new frame: the object its subject. */
+static vtr_scene_frame *put_clause(text *t, vtr_rng *rng, const vtr_scene_object *o,
+                                   vtr_scene_caption_parse *p)
+{
+    vtr_scene_frame *f = new_frame(p);
+    vtr_scene_span obj = put_object(t, rng, o);
+    put(t, " ");
+    add_arg(f, obj, put_action(t, rng, o, f));
+    return f;
+}
+
+size_t vtr_scene_caption_parsed(const vtr_scene *s, uint64_t seed, uint64_t index, int k,
+                                char *buf, size_t cap, vtr_scene_caption_parse *p)
 {
     vtr_rng rng;
     vtr_rng_init(&rng, seed, index * STREAMS_PER_SCENE + 1 + (uint64_t)k);
     text t = {buf, cap, 0};
     if (cap)
         buf[0] = '\0';
+    if (p)
+        memset(p, 0, sizeof *p);
+    vtr_scene_frame *f, *g;
+    vtr_scene_span sp, noun;
+    int start;
     const vtr_scene_object *a = &s->objects[0], *b = &s->objects[1];
+    int template_id;
     if (s->n_objects == 1) {
-        switch (vtr_rng_below(&rng, 7)) {
+        switch (template_id = (int)vtr_rng_below(&rng, 7)) {
         case 0:
-            put_object(&t, &rng, a), put(&t, " "), put_action(&t, &rng, a), put(&t, " ");
-            put_background(&t, &rng, s);
+            f = put_clause(&t, &rng, a, p), put(&t, " ");
+            add_arg(f, put_background(&t, &rng, s, NULL), "ARGM-LOC");
             break;
         case 1:
-            put_background(&t, &rng, s), put(&t, ", "), put_object(&t, &rng, a);
-            put(&t, " "), put_action(&t, &rng, a);
+            sp = put_background(&t, &rng, s, NULL), put(&t, ", ");
+            f = put_clause(&t, &rng, a, p);
+            add_arg(f, sp, "ARGM-LOC");
             break;
-        case 2: put_object(&t, &rng, a), put(&t, " "), put_action(&t, &rng, a); break;
+        case 2: put_clause(&t, &rng, a, p); break;
         case 3:
-            put(&t, "there is "), put_object(&t, &rng, a), put(&t, " ");
-            put_background(&t, &rng, s);
+            f = new_frame(p);
+            put(&t, "there is");
+            if (f)
+                f->verb = (vtr_scene_span){1, 1};
+            put(&t, " ");
+            add_arg(f, put_object(&t, &rng, a), "ARG1"), put(&t, " ");
+            add_arg(f, put_background(&t, &rng, s, NULL), "ARGM-LOC");
             break;
         case 4:
-            put(&t, "a video of "), put_object(&t, &rng, a), put(&t, " that ");
-            put_action(&t, &rng, a);
+            f = new_frame(p);
+            put(&t, "a video of ");
+            sp = put_object(&t, &rng, a);
+            put(&t, " that ");
+            add_arg(f, (vtr_scene_span){sp.start + sp.n, 1}, "R-ARG1");
+            add_arg(f, sp, put_action(&t, &rng, a, f));
             break;
         case 5:
+            f = new_frame(p);
             put(&t, "the %s %s ", vtr_scene_colour_name[a->colour],
                 vtr_scene_shape_name[a->shape]);
-            put_action(&t, &rng, a), put(&t, " "), put_background(&t, &rng, s);
-            break;
-        default: put_object(&t, &rng, a), put(&t, " "), put_background(&t, &rng, s); break;
-        }
-    } else {
-        switch (vtr_rng_below(&rng, 5)) {
-        case 0:
-            put_object(&t, &rng, a), put(&t, " "), put_action(&t, &rng, a), put(&t, " and ");
-            put_object(&t, &rng, b), put(&t, " "), put_action(&t, &rng, b), put(&t, " ");
-            put_background(&t, &rng, s);
-            break;
-        case 1:
-            put_object(&t, &rng, a), put(&t, " and "), put_object(&t, &rng, b), put(&t, " ");
-            put_background(&t, &rng, s);
-            break;
-        case 2:
-            put_object(&t, &rng, b), put(&t, " "), put_action(&t, &rng, b), put(&t, " below ");
-            put_object(&t, &rng, a);
-            break;
-        case 3:
-            put_object(&t, &rng, a), put(&t, " "), put_action(&t, &rng, a), put(&t, " while ");
-            put_object(&t, &rng, b), put(&t, " "), put_action(&t, &rng, b);
+            add_arg(f, (vtr_scene_span){0, 3}, put_action(&t, &rng, a, f)), put(&t, " ");
+            add_arg(f, put_background(&t, &rng, s, NULL), "ARGM-LOC");
             break;
         default:
-            put(&t, "there are "), put_object(&t, &rng, a), put(&t, " and ");
-            put_object(&t, &rng, b), put(&t, " "), put_background(&t, &rng, s);
+            template_id = 6;
+            add_noun(p, put_object(&t, &rng, a)), put(&t, " ");
+            put_background(&t, &rng, s, &noun);
+            add_noun(p, noun);
+            break;
+        }
+    } else {
+        switch (template_id = 7 + (int)vtr_rng_below(&rng, 5)) {
+        case 7:
+            put_clause(&t, &rng, a, p), put(&t, " and ");
+            f = put_clause(&t, &rng, b, p), put(&t, " ");
+            add_arg(f, put_background(&t, &rng, s, NULL), "ARGM-LOC");
+            break;
+        case 8:
+            add_noun(p, put_object(&t, &rng, a)), put(&t, " and ");
+            add_noun(p, put_object(&t, &rng, b)), put(&t, " ");
+            put_background(&t, &rng, s, &noun);
+            add_noun(p, noun);
+            break;
+        case 9:
+            f = put_clause(&t, &rng, b, p), put(&t, " below ");
+            start = words_so_far(&t) - 1;
+            put_object(&t, &rng, a);
+            add_arg(f, span_from(&t, start), "ARGM-LOC");
+            break;
+        case 10:
+            f = put_clause(&t, &rng, a, p), put(&t, " while ");
+            start = words_so_far(&t) - 1;
+            g = put_clause(&t, &rng, b, p);
+            (void)g;
+            add_arg(f, span_from(&t, start), "ARGM-TMP");
+            break;
+        default:
+            template_id = 11;
+            f = new_frame(p);
+            put(&t, "there are");
+            if (f)
+                f->verb = (vtr_scene_span){1, 1};
+            put(&t, " ");
+            start = words_so_far(&t);
+            put_object(&t, &rng, a), put(&t, " and "), put_object(&t, &rng, b);
+            add_arg(f, span_from(&t, start), "ARG1"), put(&t, " ");
+            add_arg(f, put_background(&t, &rng, s, NULL), "ARGM-LOC");
             break;
         }
     }
+    if (p)
+        p->template_id = template_id;
     return t.len;
+}
+
+size_t vtr_scene_caption(const vtr_scene *s, uint64_t seed, uint64_t index, int k, char *buf,
+                         size_t cap)
+{
+    return vtr_scene_caption_parsed(s, seed, index, k, buf, cap, NULL);
+}
+
+/* ---- role graphs ---------------------------------------------------------------- */
+
+/* {"role": role, "spans": [start ..], "words": [...]} of span over words[]. */
+static json_t *graph_node(const char *role, vtr_scene_span sp, const json_t *words)
+{
+    json_t *spans = json_array(), *w = json_array();
+    json_t *node = json_pack("{s:s, s:o, s:o}", "role", role, "spans", spans, "words", w);
+    if (!node)
+        return NULL;
+    for (int i = sp.start; i < sp.start + sp.n; i++) {
+        json_t *word = json_array_get(words, (size_t)i);
+        if (!word || json_array_append_new(spans, json_integer(i)) ||
+            json_array_append(w, word)) {
+            json_decref(node);
+            return NULL;
+        }
+    }
+    return node;
+}
+
+/* Adds node `role` over sp as the next id (*next), or finds the earlier node with the
+ * same spans and role; its id into id[16]. */
+static int add_node(json_t *nodes, const char *role, vtr_scene_span sp, const json_t *words,
+                    int *next, char id[16])
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(nodes, key, value)
+    {
+        const json_t *spans = json_object_get(value, "spans");
+        if (strcmp(key, "ROOT") && !strcmp(json_string_value(json_object_get(value, "role")), role) &&
+            json_array_size(spans) == (size_t)sp.n &&
+            json_integer_value(json_array_get(spans, 0)) == sp.start) {
+            snprintf(id, 16, "%s", key);
+            return 0;
+        }
+    }
+    snprintf(id, 16, "%d", (*next)++);
+    return json_object_set_new(nodes, id, graph_node(role, sp, words));
+}
+
+json_t *vtr_scene_role_graph(const char *caption, const vtr_scene_caption_parse *p)
+{
+    json_t *words = json_array(), *nodes = json_object(), *edges = json_array();
+    json_t *graph = json_pack("[o, o]", nodes, edges);
+    if (!words || !graph)
+        goto fail;
+    for (const char *c = caption; *c;) {
+        while (*c == ' ')
+            c++;
+        size_t n = strcspn(c, " ");
+        if (n && json_array_append_new(words, json_stringn(c, n)))
+            goto fail;
+        c += n;
+    }
+    int next = 1;
+    char vid[16], aid[16];
+    if (json_object_set_new(nodes, "ROOT",
+                            graph_node("ROOT", (vtr_scene_span){0, (int)json_array_size(words)},
+                                       words)))
+        goto fail;
+    for (int i = 0; i < p->n_frames; i++) {
+        const vtr_scene_frame *f = &p->frames[i];
+        if (add_node(nodes, "V", f->verb, words, &next, vid))
+            goto fail;
+        /* arguments in caption order */
+        int order[VTR_SCENE_MAX_ARGS];
+        for (int j = 0; j < f->n_args; j++) {
+            int k = j;
+            while (k > 0 && f->args[order[k - 1]].start > f->args[j].start) {
+                order[k] = order[k - 1];
+                k--;
+            }
+            order[k] = j;
+        }
+        for (int j = 0; j < f->n_args; j++) {
+            const char *role = f->roles[order[j]];
+            if (add_node(nodes, role, f->args[order[j]], words, &next, aid) ||
+                json_array_append_new(edges, json_pack("[s, s, s]", vid, aid, role)))
+                goto fail;
+        }
+    }
+    if (!p->n_frames)
+        for (int i = 0; i < p->n_nouns; i++)
+            if (add_node(nodes, "NOUN", p->nouns[i], words, &next, aid))
+                goto fail;
+    json_decref(words);
+    return graph;
+fail:
+    json_decref(words);
+    json_decref(graph);
+    return NULL;
 }
 
 /* ---- the archive ---------------------------------------------------------------- */
@@ -429,7 +672,8 @@ vtr_status vtr_scene_archive_write(const char *dir, const vtr_scene_archive_opti
     vtr_status st = VTR_OK;
     char *path = NULL;
     json_t *root = json_object(), *videos = json_array(), *sentences = json_array();
-    if (!root || !videos || !sentences || json_object_set(root, "videos", videos) ||
+    json_t *graphs = json_object();
+    if (!root || !videos || !sentences || !graphs || json_object_set(root, "videos", videos) ||
         json_object_set(root, "sentences", sentences)) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
@@ -465,8 +709,12 @@ vtr_status vtr_scene_archive_write(const char *dir, const vtr_scene_archive_opti
         }
         for (int k = 0; k < o->captions; k++) {
             char caption[512];
-            vtr_scene_caption(&scene, o->seed, (uint64_t)i, k, caption, sizeof caption);
-            if (json_array_append_new(sentences,
+            vtr_scene_caption_parse parse;
+            vtr_scene_caption_parsed(&scene, o->seed, (uint64_t)i, k, caption, sizeof caption,
+                                     &parse);
+            /* the same caption text has the same structure: the last graph counts */
+            if (json_object_set_new(graphs, caption, vtr_scene_role_graph(caption, &parse)) ||
+                json_array_append_new(sentences,
                                       json_pack("{s:s, s:s, s:i}", "caption", caption,
                                                 "video_id", id, "sen_id",
                                                 i * o->captions + k))) {
@@ -482,8 +730,22 @@ vtr_status vtr_scene_archive_write(const char *dir, const vtr_scene_archive_opti
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
     }
-    st = save_json(path, root, err);
+    /* the role graphs first: no annotation file without them */
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    char *graphs_path = malloc(dir_len + sizeof VTR_SCENE_ROLE_GRAPHS);
+    if (!graphs_path) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        goto end;
+    }
+    memcpy(graphs_path, path, dir_len);
+    memcpy(graphs_path + dir_len, VTR_SCENE_ROLE_GRAPHS, sizeof VTR_SCENE_ROLE_GRAPHS);
+    st = save_json(graphs_path, graphs, err);
+    free(graphs_path);
+    if (st == VTR_OK)
+        st = save_json(path, root, err);
 end:
+    json_decref(graphs);
     free(path);
     json_decref(videos);
     json_decref(sentences);

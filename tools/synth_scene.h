@@ -15,7 +15,10 @@
  * vtr_scene_archive_write() encodes N scenes as H.264 MP4 (tools/synth_video.h) and
  * writes their annotations as one JSON file in the MSR-VTT layout that `vtr-import msrvtt`
  * reads (docs/importers.md): {"videos": [{"video_id", "split", "id"}], "sentences":
- * [{"video_id", "caption", "sen_id"}]}, splits train / validate / test.
+ * [{"video_id", "caption", "sen_id"}]}, splits train / validate / test; and beside it
+ * the role graph of every caption (sent2rolegraph.augment.json, the layout of HGR's
+ * release), built from what the generator knows of the caption (its verbs, the shape's
+ * noun phrase, adverbs, the background), so that HGR can train on the demo archive.
  */
 #ifndef VTR_SYNTH_SCENE_H
 #define VTR_SYNTH_SCENE_H
@@ -23,6 +26,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <jansson.h>
 
 #include "lib/error.h"
 
@@ -86,6 +91,59 @@ void vtr_scene_draw(const vtr_scene *s, int frame, uint8_t *rgb, size_t stride);
 size_t vtr_scene_caption(const vtr_scene *s, uint64_t seed, uint64_t index, int k, char *buf,
                          size_t cap);
 
+/* ---- what a caption says: its role graph ------------------------------------------ */
+
+/* The caption templates (vtr_scene_caption_parse.template_id): 0 .. 6 for one object,
+ *   0 OBJ ACTION BG     1 BG, OBJ ACTION     2 OBJ ACTION     3 there is OBJ BG
+ *   4 a video of OBJ that ACTION     5 the COLOUR SHAPE ACTION BG     6 OBJ BG
+ * 7 .. 11 for two (A the upper object, B the lower):
+ *   7 A ACTION and B ACTION BG     8 A and B BG     9 B ACTION below A
+ *   10 A ACTION while B ACTION     11 there are A and B BG */
+enum { VTR_SCENE_CAPTION_TEMPLATES = 12 };
+enum { VTR_SCENE_MAX_FRAMES = 2, VTR_SCENE_MAX_ARGS = 6, VTR_SCENE_MAX_NOUNS = 3 };
+
+/* Words start .. start + n - 1 of the caption split on whitespace. */
+typedef struct vtr_scene_span {
+    int start, n;
+} vtr_scene_span;
+
+/* One verb (an SRL frame) and its arguments, roles as text/role_graph.h names them. */
+typedef struct vtr_scene_frame {
+    vtr_scene_span verb;
+    int n_args;
+    vtr_scene_span args[VTR_SCENE_MAX_ARGS];
+    const char *roles[VTR_SCENE_MAX_ARGS]; /* "ARG0", "ARG1", "ARGM-TMP", ... */
+} vtr_scene_frame;
+
+/* The structure of one caption, as its generator knows it: the verbs with their
+ * arguments (the shape's noun phrase as ARG1, or ARG0 for "flashes"; "briefly", "for a
+ * moment", "while ..." ARGM-TMP; "still" ARGM-MNR; "left", "to the right", "upward"
+ * ARGM-DIR; the background ("on a blue background") or "below A" ARGM-LOC; "visible"
+ * ARG2; "that" R-ARG1), or, for a caption without a verb, its noun phrases (NOUN). */
+typedef struct vtr_scene_caption_parse {
+    int template_id;
+    int n_frames;
+    vtr_scene_frame frames[VTR_SCENE_MAX_FRAMES];
+    int n_nouns;
+    vtr_scene_span nouns[VTR_SCENE_MAX_NOUNS];
+} vtr_scene_caption_parse;
+
+/* vtr_scene_caption(), and what the caption says into *parse (may be NULL). */
+size_t vtr_scene_caption_parsed(const vtr_scene *s, uint64_t seed, uint64_t index, int k,
+                                char *buf, size_t cap, vtr_scene_caption_parse *parse);
+
+/* The caption's role graph in the layout of HGR's sent2rolegraph.augment.json
+ * (text/role_graph.h): [nodes, edges], nodes {"ROOT": {role "ROOT", spans all words,
+ * words}, "1": ..., ...}: per frame its verb node (role "V"), then its arguments in
+ * caption order (an argument with the same spans and role as an earlier node is that
+ * node), each with an edge [verb id, arg id, role]; without frames, NOUN nodes and no
+ * edges (the release's "augment" fallback). Words are the caption's whitespace tokens.
+ * NULL when out of memory. */
+json_t *vtr_scene_role_graph(const char *caption, const vtr_scene_caption_parse *parse);
+
+/* The name of the role graph file beside the annotations. */
+#define VTR_SCENE_ROLE_GRAPHS "sent2rolegraph.augment.json"
+
 typedef struct vtr_scene_archive_options {
     int clips;              /* number of clips */
     uint64_t seed;
@@ -104,7 +162,9 @@ void vtr_scene_archive_defaults(vtr_scene_archive_options *o);
 /* Called after each clip is written (progress); may be NULL. */
 typedef void (*vtr_scene_progress_fn)(void *ctx, int done, int total);
 
-/* Writes DIR/video{i}.mp4 for i = 0 .. clips-1 (H.264, yuv420p) and DIR/<annotations>:
+/* Writes DIR/video{i}.mp4 for i = 0 .. clips-1 (H.264, yuv420p), DIR/<annotations> and,
+ * beside it, sent2rolegraph.augment.json {caption: [nodes, edges]} with the role graph
+ * of every caption (vtr_scene_role_graph; `vtr-import msrvtt` stores them):
  * clips train first, then validate, then test (the MSR-VTT order). DIR must exist. Every
  * file is written atomically; on failure (VTR_ERR_INVALID for bad options, VTR_ERR_IO,
  * VTR_ERR_CODEC) the clips written so far stay and no annotation file is written. */
