@@ -14,6 +14,7 @@
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/string_table.h"
+#include "text/role_graph.h"
 
 enum item_state { ITEM_ANNOTATED, ITEM_STORED, ITEM_FAILED };
 
@@ -137,6 +138,49 @@ vtr_status vtr_import_load_json(const char *path, json_t **out, vtr_error *err)
     }
     *out = j;
     return VTR_OK;
+}
+
+vtr_status vtr_import_load_graphs(const char *path, json_t **graphs, vtr_error *err)
+{
+    *graphs = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0 || S_ISDIR(sb.st_mode))
+        return VTR_OK;
+    /* duplicate keys: jansson, like Python's json, keeps the last value (at the first
+     * one's place); hence no JSON_REJECT_DUPLICATES in vtr_import_load_json */
+    vtr_status st = vtr_import_load_json(path, graphs, err);
+    if (st != VTR_OK)
+        return st;
+    if (!json_is_object(*graphs)) {
+        json_decref(*graphs);
+        *graphs = NULL;
+        return vtr_fail(err, VTR_ERR_FORMAT, "%s: not an object {caption: [nodes, edges]}",
+                        path);
+    }
+    return VTR_OK;
+}
+
+/* Validated by the reader's rules (text/role_graph.h), stored as compact JSON in the
+ * file's node order. An invalid graph fails the import, as a malformed caption does. */
+vtr_status vtr_import_graph_of_caption(vtr_import *im, const json_t *graphs, const char *path,
+                                       const char *caption, vtr_error *err)
+{
+    const json_t *value = graphs ? json_object_get(graphs, caption) : NULL;
+    if (!value)
+        return VTR_OK;
+    vtr_role_graph graph;
+    vtr_status st = vtr_role_graph_parse(value, caption, &graph, err);
+    vtr_role_graph_free(&graph);
+    if (st != VTR_OK) {
+        vtr_error_context(err, "%s", path);
+        return st;
+    }
+    char *text = json_dumps(value, VTR_JSON_FLAGS);
+    if (!text)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    st = vtr_import_caption_graph(im, text, err);
+    free(text);
+    return st;
 }
 
 /* The absolute path of a directory that may not exist yet: its parent resolved. */

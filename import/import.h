@@ -10,6 +10,7 @@
  *             [+ sent2rolegraph.augment.json, word2int.json + int2word.npy]
  *                                                       role graphs, vocabulary
  *   msrvtt    MSR-VTT videodatainfo JSON                        captions, splits
+ *             [+ sent2rolegraph.augment.json beside it]         role graphs
  *   vatex     VATEX JSON                                         captions, splits
  *   karpathy  COCO / Flickr30K Karpathy JSON                     captions, splits
  *
@@ -149,7 +150,10 @@ vtr_status vtr_import_hgr(const char *root, vtr_hgr_features kind, const char *f
 
 /* msrvtt: videodatainfo JSON files ({"videos": [{video_id, split}], "sentences":
  * [{video_id, caption}]}); splits train -> train, validate -> val, test -> test. A
- * video's captions in the order of "sentences". */
+ * video's captions in the order of "sentences". When a sent2rolegraph.augment.json
+ * {caption: [nodes, edges]} lies beside a file (as `vtr-synth --scenes` writes it), the
+ * graphs of that file's captions are read, validated and stored as vtr_import_hgr does,
+ * and the stats count them (graphs_read). */
 vtr_status vtr_import_msrvtt(const char *const *paths, size_t n, const vtr_import_options *opt,
                              vtr_import_stats *stats, vtr_error *err);
 
@@ -242,6 +246,19 @@ void vtr_import_abort(vtr_import *im);
 /* Loads a JSON file: VTR_ERR_IO when it cannot be read, VTR_ERR_FORMAT with line and
  * column when it is not JSON. Errors start with path. */
 vtr_status vtr_import_load_json(const char *path, json_t **out, vtr_error *err);
+
+/* Loads a role graph file {caption: [nodes, edges]} (HGR's sent2rolegraph.augment.json)
+ * into *graphs when path is a file, as Python's json reads it (a duplicate key's last
+ * value counts); *graphs is NULL (and VTR_OK) when there is no such file. VTR_ERR_FORMAT
+ * when it is not JSON or not an object. */
+vtr_status vtr_import_load_graphs(const char *path, json_t **graphs, vtr_error *err);
+
+/* Attaches the role graph of the caption just given by vtr_import_caption, when graphs
+ * (may be NULL) has one: validated with vtr_role_graph_parse (an invalid graph is
+ * VTR_ERR_FORMAT naming path, the caption and the cause) and stored as compact JSON in
+ * the file's node order (vtr_import_caption_graph). */
+vtr_status vtr_import_graph_of_caption(vtr_import *im, const json_t *graphs, const char *path,
+                                       const char *caption, vtr_error *err);
 
 /* Imports annotation files that carry no features (msrvtt, karpathy): begins an import of
  * `layout` with the paths as provenance, calls import_file on each path in order, and

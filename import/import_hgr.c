@@ -217,30 +217,6 @@ typedef struct hgr_annotations {
     json_t *graphs; /* NULL when the release has no graph file */
 } hgr_annotations;
 
-/* Attaches the role graph of the caption just imported, when the graph file has one:
- * validated by the reader's rules (text/role_graph.h), stored as compact JSON in the
- * file's node order. An invalid graph fails the import, as a malformed caption does. */
-static vtr_status import_graph(vtr_import *im, const hgr_annotations *a, const char *caption,
-                               vtr_error *err)
-{
-    const json_t *value = a->graphs ? json_object_get(a->graphs, caption) : NULL;
-    if (!value)
-        return VTR_OK;
-    vtr_role_graph graph;
-    vtr_status st = vtr_role_graph_parse(value, caption, &graph, err);
-    vtr_role_graph_free(&graph);
-    if (st != VTR_OK) {
-        vtr_error_context(err, "%s", a->graphs_path);
-        return st;
-    }
-    char *text = json_dumps(value, VTR_JSON_FLAGS);
-    if (!text)
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    st = vtr_import_caption_graph(im, text, err);
-    free(text);
-    return st;
-}
-
 /* Imports the videos of one split. */
 static vtr_status import_set(vtr_import *im, hgr_set *s, vtr_hgr_features kind,
                              const hgr_annotations *a, int64_t *done, int64_t total, float **buf,
@@ -281,7 +257,8 @@ static vtr_status import_set(vtr_import *im, hgr_set *s, vtr_hgr_features kind,
                                 "%s: video \"%s\": caption %zu is not a string", captions_path,
                                 name, j);
             if ((st = vtr_import_caption(im, index, json_string_value(cap_text), err)) != VTR_OK ||
-                (st = import_graph(im, a, json_string_value(cap_text), err)) != VTR_OK)
+                (st = vtr_import_graph_of_caption(im, a->graphs, a->graphs_path,
+                                                 json_string_value(cap_text), err)) != VTR_OK)
                 return st;
         }
         if (vtr_import_has_store(im)) {
@@ -323,15 +300,8 @@ static vtr_status load_optional_annotations(hgr_annotations *a, vtr_vocab **voca
 {
     *vocab = NULL;
     vtr_status st;
-    if (is_file(a->graphs_path)) {
-        /* duplicate keys: jansson, like Python's json, keeps the last value (at the first
-         * one's place); hence no JSON_REJECT_DUPLICATES in vtr_import_load_json */
-        if ((st = vtr_import_load_json(a->graphs_path, &a->graphs, err)) != VTR_OK)
-            return st;
-        if (!json_is_object(a->graphs))
-            return vtr_fail(err, VTR_ERR_FORMAT, "%s: not an object {caption: [nodes, edges]}",
-                            a->graphs_path);
-    }
+    if ((st = vtr_import_load_graphs(a->graphs_path, &a->graphs, err)) != VTR_OK)
+        return st;
     bool w2i = is_file(a->word2int_path), i2w = is_file(a->int2word_path);
     if (w2i != i2w)
         return vtr_fail(err, VTR_ERR_NOT_FOUND, "%s: missing (the vocabulary needs it beside %s)",

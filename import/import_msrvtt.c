@@ -1,9 +1,26 @@
 /* msrvtt: the MSR-VTT annotation files of the 2016 release, train_val_videodatainfo.json
  * and test_videodatainfo.json: {"videos": [{"video_id", "split", ...}], "sentences":
- * [{"video_id", "caption", "sen_id"}]}. */
+ * [{"video_id", "caption", "sen_id"}]}; and, when one lies beside a file, the role graphs
+ * of its captions in HGR's sent2rolegraph.augment.json (vtr-synth --scenes writes one). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "import.h"
+
+#define GRAPHS_FILE "sent2rolegraph.augment.json"
+
+/* dirname(path)/sent2rolegraph.augment.json, or NULL when out of memory. */
+static char *graphs_path_beside(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    char *p = malloc(dir_len + sizeof GRAPHS_FILE);
+    if (p) {
+        memcpy(p, path, dir_len);
+        memcpy(p + dir_len, GRAPHS_FILE, sizeof GRAPHS_FILE);
+    }
+    return p;
+}
 
 /* The release's split names and vtr's. */
 static const char *msrvtt_split(const char *s)
@@ -19,10 +36,15 @@ static const char *msrvtt_split(const char *s)
 
 static vtr_status import_file(vtr_import *im, const char *path, vtr_error *err)
 {
-    json_t *root = NULL;
+    json_t *root = NULL, *graphs = NULL;
+    char *graphs_path = graphs_path_beside(path);
+    if (!graphs_path)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     vtr_status st = vtr_import_load_json(path, &root, err);
-    if (st != VTR_OK)
-        return st;
+    if (st != VTR_OK || (st = vtr_import_load_graphs(graphs_path, &graphs, err)) != VTR_OK)
+        goto end;
+    if (graphs)
+        vtr_import_graphs_read(im);
     const json_t *videos = json_object_get(root, "videos");
     const json_t *sentences = json_object_get(root, "sentences");
     size_t i;
@@ -92,9 +114,13 @@ static vtr_status import_file(vtr_import *im, const char *path, vtr_error *err)
             vtr_error_context(err, "%s: sentences[%zu]", path, i);
             goto end;
         }
+        if ((st = vtr_import_graph_of_caption(im, graphs, graphs_path, caption, err)) != VTR_OK)
+            goto end;
     }
 end:
+    json_decref(graphs);
     json_decref(root);
+    free(graphs_path);
     return st;
 }
 

@@ -3,8 +3,10 @@
 #
 #   1. vtr-synth --scenes renders N captioned clips (H.264, 128x96, 2 s: coloured shapes,
 #      still, moving or visible only briefly, over plain, gradient or noise backgrounds)
-#      and their annotations in the MSR-VTT layout; plus one truncated file;
-#   2. vtr-import msrvtt puts items, captions and splits (train/val/test) into a catalog;
+#      and their annotations in the MSR-VTT layout (with a role graph per caption for
+#      HGR, sent2rolegraph.augment.json); plus one truncated file;
+#   2. vtr-import msrvtt puts items, captions, role graphs and splits (train/val/test)
+#      into a catalog;
 #   3. vtr-decode samples 10 frames per clip (the truncated file is reported and
 #      skipped, the rest finish: exit status 2);
 #   4. vtr-backbone-init writes an UNTRAINED ResNet-18 (torchvision's random init, seeded;

@@ -31,6 +31,10 @@ VTR_DEMO_DIR=$out VTR_DEMO_CLIPS=120 VTR_DEMO_EPOCHS=10 VTR_DEMO_SEED=1 \
 grep -q 'demo: 120 items (120 new), 600 captions; splits: train 84, val 12, test 24' "$dir/log" ||
     fail "import summary: $(grep 'vtr-import' "$dir/log")"
 [ -s "$out/vtr.db" ] || fail "no catalog"
+# the role graphs beside the annotations, one per caption, in the catalog (for HGR)
+[ -s "$out/archive/sent2rolegraph.augment.json" ] || fail "no role graphs"
+grep -q 'demo: 120 items .*; role graphs for 600 captions, 0 without one' "$dir/log" ||
+    fail "import summary of role graphs: $(grep 'vtr-import' "$dir/log")"
 # 3: the truncated file named in one line, the others decoded
 grep -q 'vtr-decode: .*broken.mp4: ' "$dir/log" || fail "broken.mp4 not reported"
 grep -q 'vtr-decode exit status: 2' "$dir/log" || fail "vtr-decode did not exit 2"

@@ -35,6 +35,53 @@ grep -q "msrvtt: 4 items (4 new), 9 captions; splits: train 2, val 1, test 1" "$
 [ "$(sql "$cat" "select count(*) from captions")" = 9 ] || fail "msrvtt: captions in the catalog"
 [ "$(sql "$cat" "select count(*) from splits where split = 'val'")" = 1 ] || fail "msrvtt: val split"
 
+# 1b. MSR-VTT with a role graph file beside the annotations (as vtr-synth --scenes writes
+# it): the graphs of 7 of the 9 captions stored, validated as hgr's, in the summary
+mkdir "$dir/msrvtt-graphs" && cp "$dir/msrvtt"/*.json "$dir/msrvtt-graphs/" || fail "copy msrvtt"
+$PY - "$dir/msrvtt-graphs" <<'PYEOF' || fail "msrvtt graph file"
+import json, os, sys
+d = sys.argv[1]
+caps = [s["caption"] for f in ("train_val_videodatainfo.json", "test_videodatainfo.json")
+        for s in json.load(open(os.path.join(d, f), encoding="utf-8"))["sentences"]]
+def graph(c):
+    w = c.split()
+    nodes = {"ROOT": {"role": "ROOT", "spans": list(range(len(w))), "words": w},
+             "1": {"role": "V", "spans": [1], "words": [w[1]]},
+             "2": {"role": "ARG1", "spans": [0], "words": [w[0]]}}
+    return [nodes, [["1", "2", "ARG1"]]]
+g = {c: graph(c) for c in caps[:7]}
+g["a caption nobody has"] = graph("a caption")
+json.dump(g, open(os.path.join(d, "sent2rolegraph.augment.json"), "w", encoding="utf-8"), ensure_ascii=False)
+PYEOF
+vtr-import msrvtt "$dir/msrvtt-graphs/train_val_videodatainfo.json" "$dir/msrvtt-graphs/test_videodatainfo.json" \
+    -c "$dir/graphs.db" -d msrvtt 2>"$dir/err" || fail "msrvtt graphs: exit $?: $(cat "$dir/err")"
+grep -q "msrvtt: 4 items (4 new), 9 captions; splits: train 2, val 1, test 1; role graphs for 7 captions, 2 without one" "$dir/err" ||
+    fail "msrvtt graphs summary: $(cat "$dir/err")"
+[ "$(sql "$dir/graphs.db" "select count(*) from caption_graphs")" = 7 ] || fail "msrvtt: graphs in the catalog"
+$PY -c "
+import json, sqlite3
+g = json.load(open('$dir/msrvtt-graphs/sent2rolegraph.augment.json', encoding='utf-8'))
+db = sqlite3.connect('$dir/graphs.db')
+for text, graph in db.execute('select c.text, g.graph from caption_graphs g join captions c on c.id = g.caption_id'):
+    assert graph == json.dumps(g[text], separators=(',', ':'), ensure_ascii=False), graph
+" || fail "msrvtt: stored graphs differ from the file's"
+# an invalid graph fails the import with one line naming the file and the caption
+$PY -c "
+import json
+p = '$dir/msrvtt-graphs/sent2rolegraph.augment.json'
+g = json.load(open(p, encoding='utf-8'))
+g['video1 caption 0'][0]['2']['spans'] = [-3]
+json.dump(g, open(p, 'w', encoding='utf-8'), ensure_ascii=False)
+" || fail "msrvtt bad graph file"
+vtr-import msrvtt "$dir/msrvtt-graphs/train_val_videodatainfo.json" -c "$dir/graphs.db" -d msrvtt-bad-graph 2>"$dir/err"
+rc=$?
+[ $rc -eq 1 ] || fail "msrvtt bad graph: exit $rc, expected 1"
+[ "$(wc -l <"$dir/err")" -eq 1 ] || fail "msrvtt bad graph: expected one line: $(cat "$dir/err")"
+grep -q 'msrvtt-graphs/sent2rolegraph.augment.json: role graph of caption "video1 caption 0": node "2"' "$dir/err" ||
+    fail "msrvtt bad graph: $(cat "$dir/err")"
+[ -z "$(sql "$dir/graphs.db" "select id from datasets where name = 'msrvtt-bad-graph'")" ] ||
+    fail "msrvtt bad graph: dataset written"
+
 # 2. HGR with frame features into a float16 store
 vtr-import hgr "$dir/hgr" -c "$cat" -d msrvtt-hgr --store "$dir/sa" --half 2>"$dir/err" ||
     fail "hgr: exit $?: $(cat "$dir/err")"

@@ -394,6 +394,10 @@ TEST(synth_scene_archive_decodes_and_imports)
     CHECK_OK(vtr_import_msrvtt(&json, 1, &io, &stats, &err));
     CHECK_EQ_INT(stats.items, 10);
     CHECK_EQ_INT(stats.captions, 50);
+    /* and the role graph file beside them: a valid graph for every caption */
+    CHECK(stats.graphs_read);
+    CHECK_EQ_INT(stats.graphs, 50);
+    CHECK_EQ_INT(stats.captions_without_graph, 0);
     /* 70 / 10 / 20 %: train 7, val 1, test 2 */
     CHECK_EQ_INT(json_integer_value(json_object_get(stats.splits, "train")), 7);
     CHECK_EQ_INT(json_integer_value(json_object_get(stats.splits, "val")), 1);
