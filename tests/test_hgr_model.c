@@ -479,9 +479,9 @@ TEST(hgr_train_step_flops_count_the_products)
                  + 3 * (2 * 22 * 4 * 4)   /* context */
                  + 2 * 3 * (2 * 11 * 11 * 2 + 2 * 11 * 11 * 4); /* q kᵀ, a x; gradients */
     double cosine = 3 * 2 * 2 * 2 * 4;
-    double phrases = 3 * 2 * 8 * 6 * 4     /* verbs: (2*4, 2*3) x 4 */
-                     + 3 * 2 * 12 * 6 * 4  /* nouns: (2*6, 2*3) x 4 */
-                     + 2 * (2 * 13 * 4); /* per video len^2 x 4, both levels */
+    double phrases = 3 * 2 * 8 * 6 * 4    /* verbs: (2*4, 2*3) x 4 */
+                     + 3 * 2 * 12 * 6 * 4 /* nouns: (2*6, 2*3) x 4 */
+                     + 2 * (2 * 13 * 4);  /* per video len^2 x 4, both levels */
     double want = levels + rnn + gcn + cosine + phrases;
     CHECK(want == 21832.0);
     double got = vtr_hgr_train_step_flops(&m, &b);

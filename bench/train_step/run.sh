@@ -27,7 +27,7 @@
 # OMP_WAIT_POLICY=passive too, which helps it as much; the table reports both.
 set -eu
 cd "$(dirname "$0")/../.."
-threads=2 warmup= steps= append= model=vse
+threads=2 warmup='' steps='' append='' model=vse
 while [ $# -gt 0 ]; do
     case $1 in
     --model) model=$2; shift ;;

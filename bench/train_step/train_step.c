@@ -23,14 +23,12 @@
  * memory (getrusage).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #include "aggregate/gpo.h"
+#include "bench/train_step/step_timing.h"
 #include "lib/checkpoint.h"
 #include "lib/npy.h"
 #include "lib/optim.h"
@@ -64,13 +62,6 @@ typedef struct step_batch {
     int cap_len[BATCH];
     int T, L; /* padded lengths */
 } step_batch;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void make_data(bench_data *d)
 {
@@ -214,35 +205,6 @@ end:
 
 /* ---- run ---- */
 
-/* GFLOP/s of the best of 5 cblas_sgemm calls on n x n x n (after 2 warm-up calls). */
-static double sgemm_peak(int n)
-{
-    size_t nn = (size_t)n * n;
-    float *a = malloc(sizeof(float) * nn * 3);
-    if (!a)
-        return 0.0;
-    float *b = a + nn, *c = b + nn;
-    for (size_t i = 0; i < nn; i++)
-        a[i] = b[i] = (float)(i % 7) * 0.1f;
-    double best = 1e30;
-    for (int r = 0; r < 7; r++) {
-        double t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
-                    n);
-        double t = now() - t0;
-        if (r >= 2 && t < best)
-            best = t;
-    }
-    free(a);
-    return 2.0 * n * n * (double)n / best / 1e9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static vtr_status run(int warmup, int nsteps, const bench_data *d, vtr_error *err)
 {
     vtr_status st;
@@ -291,26 +253,7 @@ static vtr_status run(int warmup, int nsteps, const bench_data *d, vtr_error *er
             timed += times[s];
         }
     }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-
-    double sorted[4096];
-    int n = nsteps < 4096 ? nsteps : 4096;
-    memcpy(sorted, times + warmup, sizeof(double) * (size_t)n);
-    qsort(sorted, (size_t)n, sizeof(double), compare_doubles);
-    double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-    printf("{\"side\": \"vtr\", \"warmup\": %d, \"steps\": %d, \"median_s\": %.6f, "
-           "\"min_s\": %.6f, \"max_s\": %.6f, \"mean_s\": %.6f, \"gflop_per_step\": %.4f, "
-           "\"effective_gflops\": %.2f, \"sgemm_peak_gflops\": %.2f, \"max_rss_mb\": %.1f, "
-           "\"times\": [",
-           warmup, nsteps, median, sorted[0], sorted[n - 1], timed / nsteps, flops / nsteps / 1e9,
-           flops / timed / 1e9, peak, (double)ru.ru_maxrss / 1024.0);
-    for (int s = 0; s < warmup + nsteps; s++)
-        printf("%s%.6f", s ? ", " : "", times[s]);
-    printf("], \"losses\": [");
-    for (int s = 0; s < warmup + nsteps; s++)
-        printf("%s%.7g", s ? ", " : "", (double)losses[s]);
-    printf("]}\n");
+    print_run("", warmup, nsteps, times, losses, flops, timed, peak);
 end:
     vtr_optimizer_free(&opt);
     vtr_vse_model_free(&m);
