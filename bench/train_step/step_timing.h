@@ -1,6 +1,7 @@
 /* bench/train_step: what the vtr sides of the step benchmarks (train_step.c,
- * train_step_hgr.c) share: a monotonic clock, the machine's sgemm peak and the JSON line of
- * a run. Included by one program each (static functions). */
+ * train_step_hgr.c) share: random frame features, .npy output for the PyTorch side, a
+ * monotonic clock, the machine's sgemm peak and the JSON line of a run. Included by one
+ * program each (static functions). */
 #ifndef VTR_BENCH_STEP_TIMING_H
 #define VTR_BENCH_STEP_TIMING_H
 
@@ -10,6 +11,27 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+
+#include "lib/npy.h"
+#include "lib/rng.h"
+
+/* n frame features uniform in [0, 1) (non-negative, like pooled CNN features) from rng. */
+static void random_frames(float *frames, size_t n, vtr_rng *rng)
+{
+    for (size_t i = 0; i < n; i++)
+        frames[i] = vtr_rng_uniform(rng);
+}
+
+/* DIR/NAME.npy from data (dtype, shape of ndim dims). */
+static vtr_status save_npy(const char *dir, const char *name, vtr_dtype dtype, void *data, int ndim,
+                           const int64_t *shape, vtr_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    vtr_tensor t = {.dtype = dtype, .ndim = ndim, .data = data};
+    memcpy(t.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    return vtr_npy_save(path, &t, 1, err);
+}
 
 static double now(void)
 {

@@ -67,9 +67,7 @@ static void make_data(bench_data *d)
 {
     vtr_rng rng;
     vtr_rng_init(&rng, SEED, 1);
-    size_t n = (size_t)BATCH * FRAMES * FEAT;
-    for (size_t i = 0; i < n; i++)
-        d->frames[i] = vtr_rng_uniform(&rng); /* non-negative, like pooled CNN features */
+    random_frames(d->frames, (size_t)BATCH * FRAMES * FEAT, &rng);
     for (int b = 0; b < BATCH; b++) {
         int len = MIN_WORDS + (int)vtr_rng_below(&rng, MAX_WORDS - MIN_WORDS + 1);
         d->nwords[b] = len;
@@ -143,16 +141,6 @@ static vtr_vse_config video_config(void)
 
 /* ---- prepare: the same batches and weights for torch_step.py ---- */
 
-static vtr_status save_ints(const char *dir, const char *name, int *data, int ndim,
-                            const int64_t *shape, vtr_error *err)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    vtr_tensor t = {.dtype = VTR_I32, .ndim = ndim, .data = data};
-    memcpy(t.shape, shape, sizeof(int64_t) * (size_t)ndim);
-    return vtr_npy_save(path, &t, 1, err);
-}
-
 static vtr_status prepare(const char *dir, int nsteps, const bench_data *d, vtr_error *err)
 {
     vtr_status st;
@@ -182,15 +170,12 @@ static vtr_status prepare(const char *dir, int nsteps, const bench_data *d, vtr_
     }
     int64_t s2[2] = {nsteps, BATCH}, s3[3] = {nsteps, BATCH, FRAMES};
     int64_t w3[3] = {nsteps, BATCH, MAX_WORDS}, f3[3] = {BATCH, FRAMES, FEAT};
-    vtr_tensor frames = {.dtype = VTR_F32, .ndim = 3, .data = d->frames};
-    memcpy(frames.shape, f3, sizeof f3);
-    snprintf(path, sizeof path, "%s/frames.npy", dir);
-    if ((st = vtr_npy_save(path, &frames, 1, err)) ||
-        (st = save_ints(dir, "item", item, 2, s2, err)) ||
-        (st = save_ints(dir, "frame_len", flen, 2, s2, err)) ||
-        (st = save_ints(dir, "cap_len", clen, 2, s2, err)) ||
-        (st = save_ints(dir, "keep", keep, 3, s3, err)) ||
-        (st = save_ints(dir, "ids", ids, 3, w3, err)))
+    if ((st = save_npy(dir, "frames", VTR_F32, d->frames, 3, f3, err)) ||
+        (st = save_npy(dir, "item", VTR_I32, item, 2, s2, err)) ||
+        (st = save_npy(dir, "frame_len", VTR_I32, flen, 2, s2, err)) ||
+        (st = save_npy(dir, "cap_len", VTR_I32, clen, 2, s2, err)) ||
+        (st = save_npy(dir, "keep", VTR_I32, keep, 3, s3, err)) ||
+        (st = save_npy(dir, "ids", VTR_I32, ids, 3, w3, err)))
         goto end;
     if ((st = vtr_vse_model_init(&m, &cfg, BATCH, FRAMES, MAX_WORDS, err)))
         goto end;

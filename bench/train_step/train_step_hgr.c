@@ -65,9 +65,7 @@ static void make_data(bench_data *d)
 {
     vtr_rng rng;
     vtr_rng_init(&rng, SEED, 1);
-    size_t n = (size_t)ITEMS * FRAMES * FEAT;
-    for (size_t i = 0; i < n; i++)
-        d->frames[i] = vtr_rng_uniform(&rng); /* non-negative, like pooled CNN features */
+    random_frames(d->frames, (size_t)ITEMS * FRAMES * FEAT, &rng);
     for (int b = 0; b < ITEMS; b++) {
         int full = b % BATCH == 0 || vtr_rng_below(&rng, 4) != 0;
         d->frame_len[b] = full ? FRAMES : 8 + (int)vtr_rng_below(&rng, FRAMES - 8);
@@ -97,16 +95,6 @@ static void make_data(bench_data *d)
 
 /* ---- prepare: the data set and weights for torch_hgr_step.py ---- */
 
-static vtr_status save(const char *dir, const char *name, vtr_dtype dtype, void *data, int ndim,
-                       const int64_t *shape, vtr_error *err)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    vtr_tensor t = {.dtype = dtype, .ndim = ndim, .data = data};
-    memcpy(t.shape, shape, sizeof(int64_t) * (size_t)ndim);
-    return vtr_npy_save(path, &t, 1, err);
-}
-
 static vtr_status prepare(const char *dir, bench_data *d, vtr_error *err)
 {
     vtr_status st;
@@ -116,14 +104,14 @@ static vtr_status prepare(const char *dir, bench_data *d, vtr_error *err)
     int64_t s1[1] = {ITEMS}, f3[3] = {ITEMS, FRAMES, FEAT}, w2[2] = {ITEMS, MAX_WORDS};
     int64_t v3[3] = {ITEMS, NV, MAX_WORDS}, n3[3] = {ITEMS, NN, MAX_WORDS};
     int64_t r2[2] = {ITEMS, NV + NN}, e3[3] = {ITEMS, NODES, NODES};
-    if ((st = save(dir, "frames", VTR_F32, d->frames, 3, f3, err)) ||
-        (st = save(dir, "frame_len", VTR_I32, d->frame_len, 1, s1, err)) ||
-        (st = save(dir, "ids", VTR_I32, d->ids, 2, w2, err)) ||
-        (st = save(dir, "cap_len", VTR_I32, d->cap_len, 1, s1, err)) ||
-        (st = save(dir, "verb_masks", VTR_I32, d->verb_masks, 3, v3, err)) ||
-        (st = save(dir, "noun_masks", VTR_I32, d->noun_masks, 3, n3, err)) ||
-        (st = save(dir, "node_roles", VTR_I32, d->roles, 2, r2, err)) ||
-        (st = save(dir, "rel_edges", VTR_F32, d->rel, 3, e3, err)))
+    if ((st = save_npy(dir, "frames", VTR_F32, d->frames, 3, f3, err)) ||
+        (st = save_npy(dir, "frame_len", VTR_I32, d->frame_len, 1, s1, err)) ||
+        (st = save_npy(dir, "ids", VTR_I32, d->ids, 2, w2, err)) ||
+        (st = save_npy(dir, "cap_len", VTR_I32, d->cap_len, 1, s1, err)) ||
+        (st = save_npy(dir, "verb_masks", VTR_I32, d->verb_masks, 3, v3, err)) ||
+        (st = save_npy(dir, "noun_masks", VTR_I32, d->noun_masks, 3, n3, err)) ||
+        (st = save_npy(dir, "node_roles", VTR_I32, d->roles, 2, r2, err)) ||
+        (st = save_npy(dir, "rel_edges", VTR_F32, d->rel, 3, e3, err)))
         return st;
     if ((st = vtr_hgr_model_init(&m, &cfg, BATCH, FRAMES, MAX_WORDS, err)))
         return st;
