@@ -1,7 +1,7 @@
 /* bench/train_step: what the vtr sides of the step benchmarks (train_step.c,
- * train_step_hgr.c) share: random frame features, .npy output for the PyTorch side, a
- * monotonic clock, the machine's sgemm peak and the JSON line of a run. Included by one
- * program each (static functions). */
+ * train_step_hgr.c) share: the command line, random frame features, .npy output for the
+ * PyTorch side, a monotonic clock, the machine's sgemm peak and the JSON line of a run. Included by
+ * one program each (static functions). */
 #ifndef VTR_BENCH_STEP_TIMING_H
 #define VTR_BENCH_STEP_TIMING_H
 
@@ -31,6 +31,36 @@ static vtr_status save_npy(const char *dir, const char *name, vtr_dtype dtype, v
     vtr_tensor t = {.dtype = dtype, .ndim = ndim, .data = data};
     memcpy(t.shape, shape, sizeof(int64_t) * (size_t)ndim);
     return vtr_npy_save(path, &t, 1, err);
+}
+
+/* `prepare DIR [options]` (*dir = DIR) or `run [options]` (*dir = NULL); options --warmup W,
+ * --steps N and, where dropout is not NULL, --dropout-off (*dropout = 0). Returns 0, or 2
+ * after printing usage to stderr. */
+static int parse_args(int argc, char **argv, const char *usage, const char **dir, int *warmup,
+                      int *nsteps, int *dropout)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    int i = 2;
+    *dir = NULL;
+    if (strcmp(mode, "prepare") == 0 && argc > 2)
+        *dir = argv[i++];
+    else if (strcmp(mode, "run") != 0)
+        i = argc + 1;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
+            *warmup = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+            *nsteps = atoi(argv[++i]);
+        else if (dropout && strcmp(argv[i], "--dropout-off") == 0)
+            *dropout = 0;
+        else
+            break;
+    }
+    if (i != argc || *warmup < 0 || *nsteps < 1 || *nsteps > 4096) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    return 0;
 }
 
 static double now(void)

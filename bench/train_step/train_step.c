@@ -249,25 +249,12 @@ end:
 int main(int argc, char **argv)
 {
     int warmup = 2, nsteps = 10;
-    const char *mode = argc > 1 ? argv[1] : "", *dir = NULL;
-    int i = 2;
-    if (strcmp(mode, "prepare") == 0 && argc > 2)
-        dir = argv[i++];
-    else if (strcmp(mode, "run") != 0)
-        i = argc + 1;
-    for (; i < argc; i++) {
-        if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
-            warmup = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
-            nsteps = atoi(argv[++i]);
-        else
-            break;
-    }
-    if (i != argc || warmup < 0 || nsteps < 1 || nsteps > 4096) {
-        fprintf(stderr, "usage: train_step prepare DIR [--warmup W] [--steps N]\n"
-                        "       train_step run [--warmup W] [--steps N]\n");
+    const char *dir;
+    if (parse_args(argc, argv,
+                   "usage: train_step prepare DIR [--warmup W] [--steps N]\n"
+                   "       train_step run [--warmup W] [--steps N]\n",
+                   &dir, &warmup, &nsteps, NULL))
         return 2;
-    }
     vtr_error err;
     vtr_status st;
     bench_data *d = malloc(sizeof *d);

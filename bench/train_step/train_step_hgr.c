@@ -222,27 +222,12 @@ end:
 int main(int argc, char **argv)
 {
     int warmup = 2, nsteps = 10, dropout = 1;
-    const char *mode = argc > 1 ? argv[1] : "", *dir = NULL;
-    int i = 2;
-    if (strcmp(mode, "prepare") == 0 && argc > 2)
-        dir = argv[i++];
-    else if (strcmp(mode, "run") != 0)
-        i = argc + 1;
-    for (; i < argc && !dir; i++) {
-        if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
-            warmup = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
-            nsteps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--dropout-off") == 0)
-            dropout = 0;
-        else
-            break;
-    }
-    if (i != argc || warmup < 0 || nsteps < 1 || nsteps > 4096) {
-        fprintf(stderr, "usage: train_step_hgr prepare DIR\n"
-                        "       train_step_hgr run [--warmup W] [--steps N] [--dropout-off]\n");
+    const char *dir;
+    if (parse_args(argc, argv,
+                   "usage: train_step_hgr prepare DIR\n"
+                   "       train_step_hgr run [--warmup W] [--steps N] [--dropout-off]\n",
+                   &dir, &warmup, &nsteps, &dropout))
         return 2;
-    }
     vtr_error err;
     vtr_status st;
     bench_data *d = calloc(1, sizeof *d);
