@@ -1,6 +1,7 @@
 """What the benchmark reports say about the run (the CPU and the code version), and where
 the reports go."""
 
+import ctypes
 import platform
 import subprocess
 
@@ -14,6 +15,17 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def blas_core():
+    """OpenBLAS's kernel choice (openblas_get_corename) in this process's environment, or
+    "unknown" without libopenblas.so.0."""
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return "unknown"
 
 
 def git_version():

@@ -752,3 +752,52 @@ vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, co
     }
     return VTR_OK;
 }
+
+/* ---- FLOP count ------------------------------------------------------------------- */
+
+/* A one-layer BiGRU D -> H over ntok real steps of B sequences: both directions' input
+ * products, hidden products after each sequence's first step, their backward products
+ * (dh, dW_hh, dW_ih) and, with dinp, the input gradient. */
+static double bigru_step_flops(double ntok, double B, double D, double H, bool dinp)
+{
+    double gates = 3 * H;
+    double fwd = 2 * ntok * D * gates + 2 * (ntok - B) * H * gates;
+    double bwd = 2 * (ntok - B) * gates * H + 2 * ntok * gates * H + 2 * ntok * gates * D;
+    return 2 * (fwd + bwd + (dinp ? 2 * ntok * gates * D : 0));
+}
+
+static double global_pool_flops(const vtr_hgr_config *c, double B, double T, double ntok)
+{
+    if (c->global_pool != VTR_HGR_POOL_GPO)
+        return 0; /* attention pooling: dot products */
+    return bigru_step_flops(ntok, B, c->gpo_pe, c->gpo_hidden, false) +
+           3 * 2 * B * T * c->gpo_hidden;
+}
+
+double vtr_hgr_train_step_flops(const vtr_hgr_model *m, const vtr_hgr_batch *batch)
+{
+    const vtr_hgr_config *c = &m->cfg;
+    const vtr_hgr_captions *cap = &batch->captions;
+    double F = c->feature_dim, E = c->embed_size, W = c->word_dim, G = c->embed_size / 2;
+    double B = batch->B, T = batch->T, L = cap->L;
+    double N = 1 + c->num_verbs + c->num_nouns;
+    double frames = 0, words = 0, frames_sq = 0;
+    for (int b = 0; b < batch->B; b++) {
+        frames += batch->frame_lengths[b];
+        frames_sq += (double)batch->frame_lengths[b] * batch->frame_lengths[b];
+        words += cap->lengths[b];
+    }
+    double flops = 3 * 2 * (2 * frames * F * E); /* level Linears: forward, dW */
+    flops += global_pool_flops(c, B, T, frames) + global_pool_flops(c, B, L, words);
+    flops += bigru_step_flops(words, B, W, E, true);
+    /* GCN: query and key (E -> E/2), context (E -> E) over B*N rows, forward, dx, dW;
+     * per caption q kᵀ, a x forward, their two gradients each */
+    flops += 3 * 2 * B * N * E * (2 * G + E);
+    flops += B * 3 * 2 * N * N * (G + E);
+    flops += 3 * 2 * B * B * E; /* global cosines */
+    for (int k = 0; k < 2; k++) {
+        double P = k == 0 ? c->num_verbs : c->num_nouns;
+        flops += 3 * 2 * (B * P) * (B * T) * E + 2 * frames_sq * E;
+    }
+    return flops;
+}

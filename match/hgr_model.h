@@ -199,6 +199,18 @@ void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed);
 vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch, uint64_t seed,
                               uint64_t step, float *loss, vtr_error *err);
 
+/* The floating-point operations of the matrix products of one vtr_hgr_train_step on batch
+ * (2 per multiply-add; for a FLOP floor): the three level Linears over the real frames
+ * (forward and weight gradient; the frames take no gradient), the BiGRU over the real words
+ * (input and hidden products, their weight and input gradients), GPO's BiGRU and scorer
+ * (HGR∞; attention pooling is dot products, not counted), the GCN's query, key and
+ * context Linears over the B x N nodes (forward, both gradients) and its per-caption
+ * N x N attention products, the global cosines (B,B) with both gradients, and each
+ * phrase level's frame-phrase product (B*P, B*T) with its two gradients plus the
+ * backward's per-video (len, len) x (len, E) product. Element-wise work, norms, softmaxes,
+ * span max and the phrase attention's Gram matrix (loops, not BLAS) are not counted. */
+double vtr_hgr_train_step_flops(const vtr_hgr_model *m, const vtr_hgr_batch *batch);
+
 /* Inference encoding of B <= max_batch videos (T <= max_frames): global (B,E)
  * l2-normalized, verb and noun (B,T,E) the per-frame level embeddings (0 at padded
  * frames). Fails with VTR_ERR_INVALID on bad sizes or lengths. */

@@ -455,6 +455,40 @@ TEST(hgr_batches_smaller_than_the_arena_give_the_same_step)
     vtr_hgr_model_free(&b);
 }
 
+TEST(hgr_train_step_flops_count_the_products)
+{
+    /* HGR (attention pooling), F 6, E 4 (GCN F 2), W 3, 4 verbs, 6 nouns (11 nodes); 2 pairs,
+     * frame lengths (3, 2) of T 3, caption lengths (4, 1) of L 4 */
+    vtr_error err;
+    vtr_hgr_config cfg = vtr_hgr_config_default(10, VTR_HGR_POOL_ATTENTION);
+    cfg.feature_dim = 6;
+    cfg.embed_size = 4;
+    cfg.word_dim = 3;
+    vtr_hgr_model m;
+    CHECK_OK(vtr_hgr_model_init(&m, &cfg, 2, 3, 4, &err));
+    int fl[2] = {3, 2}, cl[2] = {4, 1};
+    vtr_hgr_batch b = {.B = 2, .T = 3, .frame_lengths = fl};
+    b.captions.B = 2;
+    b.captions.L = 4;
+    b.captions.lengths = cl;
+    double levels = 3 * (2 * 5 * 6 * 4) * 2; /* 5 real frames: forward, dW; no dx */
+    /* BiGRU per direction, gates 12: W_ih over 5 words (forward, dW, dx), W_hh over the 3
+     * steps after the first (forward, dh), dW_hh over 5 */
+    double rnn = 2 * (2 * 5 * 3 * 12 * 3 + 2 * 3 * 4 * 12 * 2 + 2 * 5 * 12 * 4);
+    double gcn = 3 * (2 * 22 * 4 * 2) * 2 /* query, key over 2 x 11 nodes, 3 products */
+                 + 3 * (2 * 22 * 4 * 4)   /* context */
+                 + 2 * 3 * (2 * 11 * 11 * 2 + 2 * 11 * 11 * 4); /* q kᵀ, a x; gradients */
+    double cosine = 3 * 2 * 2 * 2 * 4;
+    double phrases = 3 * 2 * 8 * 6 * 4    /* verbs: (2*4, 2*3) x 4 */
+                     + 3 * 2 * 12 * 6 * 4 /* nouns: (2*6, 2*3) x 4 */
+                     + 2 * (2 * 13 * 4);  /* per video len^2 x 4, both levels */
+    double want = levels + rnn + gcn + cosine + phrases;
+    CHECK(want == 21832.0);
+    double got = vtr_hgr_train_step_flops(&m, &b);
+    CHECK_MSG(fabs(got - want) <= 1e-9 * want, "flops %.0f, expected %.0f", got, want);
+    vtr_hgr_model_free(&m);
+}
+
 TEST(hgr_sample_frames_follows_numpy)
 {
     /* np.round(np.linspace(0, n - 1, 20)).astype(int) */

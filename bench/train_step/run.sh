@@ -1,8 +1,10 @@
 #!/bin/sh
 # bench/train_step: one VSE∞ video training step, vtr (train_step.c) against the same model
-# in PyTorch (torch_step.py), in one run, same threads, same OpenBLAS.
+# in PyTorch (torch_step.py), in one run, same threads, same OpenBLAS; with --model hgr, one
+# HGR step at the MSR-VTT sizes instead (train_step_hgr.c against torch_hgr_step.py).
 #
-#   sh bench/train_step/run.sh [--append] [--threads N] [--warmup W] [--steps N]
+#   sh bench/train_step/run.sh [--model vse|hgr] [--append] [--threads N] [--warmup W]
+#                              [--steps N]
 #
 # From the top of the tree after ./configure. Builds build/libvtr.a and the bench program
 # (the Makefile's CC, CFLAGS and LIBS), writes the batches and the initial weights once
@@ -10,7 +12,13 @@
 # (twice, see below) and vtr again, one after the other, so that a change in the machine's
 # load during the run touches both sides, and prints one table
 # (bench/train_step/report.py); --append adds it to bench/RESULTS.md. Defaults: 2 threads,
-# 2 warm-up steps, then 10 timed steps per run (vtr's median is over both of its runs).
+# 2 warm-up steps, then 10 timed steps per run (vtr's median is over both of its runs); for
+# hgr 1 and 5 (a PyTorch HGR step takes tens of seconds on 2 cores).
+#
+# hgr: the timed runs train with the released dropouts on both sides, whose masks differ
+# (vtr draws its own), so their losses agree only roughly; after them (outside the timing
+# and the load readings) each side runs 2 more steps with dropout off, untimed for the
+# table, whose losses show that the two compute the same step.
 #
 # Both sides: OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = threads, OPENBLAS_CORETYPE and
 # OPENBLAS_L2_SIZE unset (OpenBLAS picks its kernels the same way for both). vtr runs with
@@ -19,18 +27,27 @@
 # OMP_WAIT_POLICY=passive too, which helps it as much; the table reports both.
 set -eu
 cd "$(dirname "$0")/../.."
-threads=2 warmup=2 steps=10 append=
+threads=2 warmup='' steps='' append='' model=vse
 while [ $# -gt 0 ]; do
     case $1 in
+    --model) model=$2; shift ;;
     --append) append=--append ;;
     --threads) threads=$2; shift ;;
     --warmup) warmup=$2; shift ;;
     --steps) steps=$2; shift ;;
-    *) echo "usage: sh bench/train_step/run.sh [--append] [--threads N] [--warmup W] [--steps N]" >&2
+    *) echo "usage: sh bench/train_step/run.sh [--model vse|hgr] [--append] [--threads N]" \
+            "[--warmup W] [--steps N]" >&2
        exit 2 ;;
     esac
     shift
 done
+case $model in
+vse) prog=train_step torch_py=torch_step.py model_opt= ;;
+hgr) prog=train_step_hgr torch_py=torch_hgr_step.py model_opt="--model hgr "
+     warmup=${warmup:-1} steps=${steps:-5} ;;
+*) echo "bench/train_step: --model is vse or hgr" >&2; exit 2 ;;
+esac
+warmup=${warmup:-2} steps=${steps:-10}
 if [ ! -f Makefile ]; then
     echo "bench/train_step: run ./configure first" >&2
     exit 1
@@ -43,26 +60,39 @@ if [ "$(sed -n 's/^HAVE_CUDA *= *//p' Makefile)" = yes ]; then
 fi
 # shellcheck disable=SC2046,SC2086 # the flags are word lists
 $(sed -n 's/^CC *= *//p' Makefile) $(sed -n 's/^CFLAGS *= *//p' Makefile) -I. \
-    bench/train_step/train_step.c build/libvtr.a $(sed -n 's/^LIBS *= *//p' Makefile) \
-    $cuda_libs -o bench/out/train_step
+    "bench/train_step/$prog.c" build/libvtr.a $(sed -n 's/^LIBS *= *//p' Makefile) \
+    $cuda_libs -o "bench/out/$prog"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vtr-bench-train-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads"
-bench/out/train_step prepare "$work" --warmup "$warmup" --steps "$steps"
+if [ "$model" = hgr ]; then
+    bench/out/train_step_hgr prepare "$work"
+else
+    bench/out/train_step prepare "$work" --warmup "$warmup" --steps "$steps"
+fi
 load_before=$(cut -d' ' -f1 /proc/loadavg)
-OMP_WAIT_POLICY=passive bench/out/train_step run --warmup "$warmup" --steps "$steps" \
+OMP_WAIT_POLICY=passive "bench/out/$prog" run --warmup "$warmup" --steps "$steps" \
     >"$work/vtr.json"
-/usr/bin/python3 bench/train_step/torch_step.py "$work" --warmup "$warmup" --steps "$steps" \
+/usr/bin/python3 "bench/train_step/$torch_py" "$work" --warmup "$warmup" --steps "$steps" \
     >"$work/torch.json"
-OMP_WAIT_POLICY=passive /usr/bin/python3 bench/train_step/torch_step.py "$work" \
+OMP_WAIT_POLICY=passive /usr/bin/python3 "bench/train_step/$torch_py" "$work" \
     --warmup "$warmup" --steps "$steps" >"$work/torch_passive.json"
-OMP_WAIT_POLICY=passive bench/out/train_step run --warmup "$warmup" --steps "$steps" \
+OMP_WAIT_POLICY=passive "bench/out/$prog" run --warmup "$warmup" --steps "$steps" \
     >"$work/vtr_after.json"
 load_after=$(cut -d' ' -f1 /proc/loadavg)
+parity=
+if [ "$model" = hgr ]; then
+    OMP_WAIT_POLICY=passive bench/out/train_step_hgr run --warmup 0 --steps 2 --dropout-off \
+        >"$work/vtr_p0.json"
+    OMP_WAIT_POLICY=passive /usr/bin/python3 bench/train_step/torch_hgr_step.py "$work" \
+        --warmup 0 --steps 2 --dropout-off >"$work/torch_p0.json"
+    parity="--parity $work/vtr_p0.json $work/torch_p0.json"
+fi
+# shellcheck disable=SC2086 # $parity and $append are word lists
 /usr/bin/python3 bench/train_step/report.py "$work/vtr.json" "$work/vtr_after.json" \
     "$work/torch.json" "$work/torch_passive.json" \
-    --threads "$threads" --load "$load_before" "$load_after" \
-    --command "sh bench/train_step/run.sh --append --threads $threads --warmup $warmup --steps $steps" \
-    $append
+    --model "$model" --threads "$threads" --load "$load_before" "$load_after" \
+    --command "sh bench/train_step/run.sh ${model_opt}--append --threads $threads --warmup $warmup --steps $steps" \
+    $parity $append

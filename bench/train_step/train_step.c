@@ -23,14 +23,12 @@
  * memory (getrusage).
  */
 #define _POSIX_C_SOURCE 200809L
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #include "aggregate/gpo.h"
+#include "bench/train_step/step_timing.h"
 #include "lib/checkpoint.h"
 #include "lib/npy.h"
 #include "lib/optim.h"
@@ -65,20 +63,11 @@ typedef struct step_batch {
     int T, L; /* padded lengths */
 } step_batch;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void make_data(bench_data *d)
 {
     vtr_rng rng;
     vtr_rng_init(&rng, SEED, 1);
-    size_t n = (size_t)BATCH * FRAMES * FEAT;
-    for (size_t i = 0; i < n; i++)
-        d->frames[i] = vtr_rng_uniform(&rng); /* non-negative, like pooled CNN features */
+    random_frames(d->frames, (size_t)BATCH * FRAMES * FEAT, &rng);
     for (int b = 0; b < BATCH; b++) {
         int len = MIN_WORDS + (int)vtr_rng_below(&rng, MAX_WORDS - MIN_WORDS + 1);
         d->nwords[b] = len;
@@ -152,16 +141,6 @@ static vtr_vse_config video_config(void)
 
 /* ---- prepare: the same batches and weights for torch_step.py ---- */
 
-static vtr_status save_ints(const char *dir, const char *name, int *data, int ndim,
-                            const int64_t *shape, vtr_error *err)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-    vtr_tensor t = {.dtype = VTR_I32, .ndim = ndim, .data = data};
-    memcpy(t.shape, shape, sizeof(int64_t) * (size_t)ndim);
-    return vtr_npy_save(path, &t, 1, err);
-}
-
 static vtr_status prepare(const char *dir, int nsteps, const bench_data *d, vtr_error *err)
 {
     vtr_status st;
@@ -191,15 +170,12 @@ static vtr_status prepare(const char *dir, int nsteps, const bench_data *d, vtr_
     }
     int64_t s2[2] = {nsteps, BATCH}, s3[3] = {nsteps, BATCH, FRAMES};
     int64_t w3[3] = {nsteps, BATCH, MAX_WORDS}, f3[3] = {BATCH, FRAMES, FEAT};
-    vtr_tensor frames = {.dtype = VTR_F32, .ndim = 3, .data = d->frames};
-    memcpy(frames.shape, f3, sizeof f3);
-    snprintf(path, sizeof path, "%s/frames.npy", dir);
-    if ((st = vtr_npy_save(path, &frames, 1, err)) ||
-        (st = save_ints(dir, "item", item, 2, s2, err)) ||
-        (st = save_ints(dir, "frame_len", flen, 2, s2, err)) ||
-        (st = save_ints(dir, "cap_len", clen, 2, s2, err)) ||
-        (st = save_ints(dir, "keep", keep, 3, s3, err)) ||
-        (st = save_ints(dir, "ids", ids, 3, w3, err)))
+    if ((st = save_npy(dir, "frames", VTR_F32, d->frames, 3, f3, err)) ||
+        (st = save_npy(dir, "item", VTR_I32, item, 2, s2, err)) ||
+        (st = save_npy(dir, "frame_len", VTR_I32, flen, 2, s2, err)) ||
+        (st = save_npy(dir, "cap_len", VTR_I32, clen, 2, s2, err)) ||
+        (st = save_npy(dir, "keep", VTR_I32, keep, 3, s3, err)) ||
+        (st = save_npy(dir, "ids", VTR_I32, ids, 3, w3, err)))
         goto end;
     if ((st = vtr_vse_model_init(&m, &cfg, BATCH, FRAMES, MAX_WORDS, err)))
         goto end;
@@ -213,35 +189,6 @@ end:
 }
 
 /* ---- run ---- */
-
-/* GFLOP/s of the best of 5 cblas_sgemm calls on n x n x n (after 2 warm-up calls). */
-static double sgemm_peak(int n)
-{
-    size_t nn = (size_t)n * n;
-    float *a = malloc(sizeof(float) * nn * 3);
-    if (!a)
-        return 0.0;
-    float *b = a + nn, *c = b + nn;
-    for (size_t i = 0; i < nn; i++)
-        a[i] = b[i] = (float)(i % 7) * 0.1f;
-    double best = 1e30;
-    for (int r = 0; r < 7; r++) {
-        double t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
-                    n);
-        double t = now() - t0;
-        if (r >= 2 && t < best)
-            best = t;
-    }
-    free(a);
-    return 2.0 * n * n * (double)n / best / 1e9;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static vtr_status run(int warmup, int nsteps, const bench_data *d, vtr_error *err)
 {
@@ -291,26 +238,7 @@ static vtr_status run(int warmup, int nsteps, const bench_data *d, vtr_error *er
             timed += times[s];
         }
     }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-
-    double sorted[4096];
-    int n = nsteps < 4096 ? nsteps : 4096;
-    memcpy(sorted, times + warmup, sizeof(double) * (size_t)n);
-    qsort(sorted, (size_t)n, sizeof(double), compare_doubles);
-    double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-    printf("{\"side\": \"vtr\", \"warmup\": %d, \"steps\": %d, \"median_s\": %.6f, "
-           "\"min_s\": %.6f, \"max_s\": %.6f, \"mean_s\": %.6f, \"gflop_per_step\": %.4f, "
-           "\"effective_gflops\": %.2f, \"sgemm_peak_gflops\": %.2f, \"max_rss_mb\": %.1f, "
-           "\"times\": [",
-           warmup, nsteps, median, sorted[0], sorted[n - 1], timed / nsteps, flops / nsteps / 1e9,
-           flops / timed / 1e9, peak, (double)ru.ru_maxrss / 1024.0);
-    for (int s = 0; s < warmup + nsteps; s++)
-        printf("%s%.6f", s ? ", " : "", times[s]);
-    printf("], \"losses\": [");
-    for (int s = 0; s < warmup + nsteps; s++)
-        printf("%s%.7g", s ? ", " : "", (double)losses[s]);
-    printf("]}\n");
+    print_run("", warmup, nsteps, times, losses, flops, timed, peak);
 end:
     vtr_optimizer_free(&opt);
     vtr_vse_model_free(&m);
@@ -321,25 +249,12 @@ end:
 int main(int argc, char **argv)
 {
     int warmup = 2, nsteps = 10;
-    const char *mode = argc > 1 ? argv[1] : "", *dir = NULL;
-    int i = 2;
-    if (strcmp(mode, "prepare") == 0 && argc > 2)
-        dir = argv[i++];
-    else if (strcmp(mode, "run") != 0)
-        i = argc + 1;
-    for (; i < argc; i++) {
-        if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
-            warmup = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
-            nsteps = atoi(argv[++i]);
-        else
-            break;
-    }
-    if (i != argc || warmup < 0 || nsteps < 1 || nsteps > 4096) {
-        fprintf(stderr, "usage: train_step prepare DIR [--warmup W] [--steps N]\n"
-                        "       train_step run [--warmup W] [--steps N]\n");
+    const char *dir;
+    if (parse_args(argc, argv,
+                   "usage: train_step prepare DIR [--warmup W] [--steps N]\n"
+                   "       train_step run [--warmup W] [--steps N]\n",
+                   &dir, &warmup, &nsteps, NULL))
         return 2;
-    }
     vtr_error err;
     vtr_status st;
     bench_data *d = malloc(sizeof *d);
