@@ -9,6 +9,7 @@
 
 #include "lib/hash.h"
 #include "match/run_dir.h"
+#include "match/train_data.h"
 
 void vtr_trained_model_close(vtr_trained_model *t)
 {
@@ -89,7 +90,7 @@ vtr_status vtr_trained_model_open(const char *ckpt, const char *config_path,
             goto fail;
         }
     }
-    if ((st = vtr_vocab_load_json(vocab_path, &t.vocab, err)))
+    if ((st = vtr_run_vocab_load(vocab_path, &t.vocab, err)))
         goto fail;
     if (!(t.vocab_path = strdup(vocab_path))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
