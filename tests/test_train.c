@@ -122,7 +122,7 @@ static vtr_retrieval_metrics evaluate(const char *ckpt, const char *split, int b
     vtr_eval_source src = {.split = split, .batch = batch};
     CHECK_OK(vtr_eval_model_open(ckpt, &src, &m, &err));
     CHECK_OK(vtr_batcher_init(&b, &m.split, batch, &err));
-    CHECK_OK(vtr_evaluate_split(&m.model, &b, NULL, &r, &err));
+    CHECK_OK(vtr_evaluate_split(&m.model.vse, &b, NULL, &r, &err));
     vtr_batcher_free(&b);
     vtr_eval_model_close(&m);
     return r;
@@ -161,6 +161,31 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
         CHECK_OK(vtr_train_config_new(&cfg, &err));
         CHECK_MSG(vtr_config_load_file(cfg, path, &err) == VTR_OK, "%s", err.msg);
         CHECK_MSG(vtr_train_options_from_config(cfg, &o, &err) == VTR_OK, "%s", err.msg);
+        if (strstr(e->d_name, "-hgr")) {
+            /* HGR (50 epochs, batch 64, Adam 1e-4 constant) and HGR∞ (GPO; 35 epochs,
+             * batch 128, x0.1 for the last 10): REFERENCE.md "HGR ... and HGR∞" */
+            bool inf = strstr(e->d_name, "hgr-inf") != NULL;
+            const vtr_hgr_config *h = &o.hgr;
+            CHECK(o.kind == VTR_MODEL_HGR && o.max_frames == 20 && o.hgr_max_words == 30);
+            CHECK(h->global_pool == (inf ? VTR_HGR_POOL_GPO : VTR_HGR_POOL_ATTENTION));
+            CHECK(h->embed_size == 1024 && h->word_dim == 300 && h->num_roles == 16 &&
+                  h->num_verbs == 4 && h->num_nouns == 6 && h->margin == 0.2f &&
+                  h->sigma == 4.0f && h->video_dropout == 0.2f && h->text_dropout == 0.2f &&
+                  h->gcn_dropout == 0.5f);
+            CHECK(o.model.reduction == VTR_REDUCE_MEAN && o.warmup_epochs == 0 &&
+                  o.negatives == VTR_HINGE_HARDEST_NEGATIVE && !o.size_augment);
+            CHECK(o.optim.kind == VTR_OPTIM_ADAM && o.optim.weight_decay == 0.0 &&
+                  o.grad_clip == 0.0 && o.lr.base_lr == 1e-4);
+            if (inf)
+                CHECK(o.epochs == 35 && o.batch_size == 128 && o.lr.decay == VTR_LR_MULTISTEP &&
+                      o.lr.milestone_count == 1 && o.lr.milestones[0] == 25);
+            else
+                CHECK(o.epochs == 50 && o.batch_size == 64 && o.lr.decay == VTR_LR_CONSTANT);
+            vtr_config_free(cfg);
+            n++;
+            continue;
+        }
+        CHECK(o.kind == VTR_MODEL_VSE);
         vtr_vse_pooler pool = strstr(e->d_name, "vse-inf")  ? VTR_VSE_POOL_GPO
                               : strstr(e->d_name, "adpool") ? VTR_VSE_POOL_ADPOOL
                                                             : VTR_VSE_POOL_MEAN;
@@ -196,7 +221,51 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
         n++;
     }
     closedir(dir);
-    CHECK_MSG(n >= 11, "only %d configs", n);
+    CHECK_MSG(n >= 15, "only %d configs", n);
+}
+
+TEST(train_config_hgr_keys_are_checked)
+{
+    vtr_error err;
+    vtr_train_options o;
+    vtr_config *cfg = NULL;
+    static const char *const base[] = {
+        "data.catalog=c.db", "data.dataset=x", "data.features=f", "data.tokenizer=whitespace",
+        "data.max_frames=20", "model.kind=hgr", "loss.reduction=mean",
+        "loss.warmup_epochs=0", "train.size_augment=false",
+    };
+    CHECK_OK(vtr_train_config_new(&cfg, &err));
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+        CHECK_OK(vtr_config_set(cfg, base[i], &err));
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    CHECK(o.kind == VTR_MODEL_HGR && o.hgr.global_pool == VTR_HGR_POOL_ATTENTION &&
+          o.hgr.num_verbs == 4 && o.hgr.num_nouns == 6 && o.hgr_max_words == 30 &&
+          strcmp(o.catalog_vocab, "hgr") == 0);
+    /* each key HGR fixes, and the keys of its own, fail naming the key */
+    static const char *const bad[][2] = {
+        {"model.kind=clip", "key 'model.kind': unknown model 'clip'"},
+        {"model.global_pool=max", "key 'model.global_pool': unknown pooling 'max'"},
+        {"data.max_frames=0", "key 'data.max_frames': must be in [1, 20] for hgr"},
+        {"data.tokenizer=words", "key 'data.tokenizer': must be whitespace for hgr"},
+        {"data.vocab=v.json", "key 'data.vocab': must be '' for hgr"},
+        {"loss.reduction=sum", "key 'loss.reduction': hgr trains with the hinge loss"},
+        {"loss.warmup_epochs=1", "key 'loss.warmup_epochs': hgr trains on the hardest"},
+        {"train.size_augment=true", "key 'train.size_augment': must be false for hgr"},
+        {"model.gcn_dropout=1.0", "key 'model.gcn_dropout': must be in [0, 1)"},
+        {"model.num_verbs=0", "key 'model.num_verbs': must be in [1, 65536]"},
+        {"model.sigma=0", "key 'model.sigma': must be in (0, 1e4]"},
+        {"model.embed_size=7", "key 'model.embed_size': must be even for hgr"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vtr_config *c = NULL;
+        CHECK_OK(vtr_train_config_new(&c, &err));
+        for (size_t k = 0; k < sizeof base / sizeof base[0]; k++)
+            CHECK_OK(vtr_config_set(c, base[k], &err));
+        CHECK_OK(vtr_config_set(c, bad[i][0], &err));
+        CHECK_FAILS(vtr_train_options_from_config(c, &o, &err), VTR_ERR_INVALID, bad[i][1]);
+        vtr_config_free(c);
+    }
+    vtr_config_free(cfg);
 }
 
 TEST(train_config_errors_name_the_key)
