@@ -1,4 +1,4 @@
-/* The data a VSE run reads, and its batches. Layout: docs/training.md.
+/* The data a VSE or HGR run reads, and its batches. Layout: docs/training.md.
  *
  * A split (train, val, test) is read from two places: the catalog (lib/catalog.h) names
  * its items, in item id order, and their captions, in ordinal order; the feature store
@@ -8,7 +8,10 @@
  *
  * Captions are tokenized (text/tokenizer.h) and encoded with a VSE vocabulary
  * (text/vocab.h) as <start> w1 ... wn <end>; the vocabulary is loaded from a reference
- * JSON or built from the training captions (vtr_split_build_vocab).
+ * JSON or built from the training captions (vtr_split_build_vocab). HGR instead encodes
+ * each caption's whitespace words with the catalog's HGR vocabulary, with its role graph's
+ * tensors (vtr_split_encode_graphs), and the same batcher hands them out as a
+ * vtr_hgr_batch beside the vtr_vse_batch.
  *
  * Batches (vtr_batcher) are padded as the model wants them (match/vse_model.h): frames
  * (B,T,F) float32 with zero rows after each set's length, ids (B,L) with 0 (<pad>) after
