@@ -735,9 +735,7 @@ vtr_status vtr_run_vocab_load(const char *path, vtr_vocab **out, vtr_error *err)
     json_error_t je;
     *out = NULL;
     json_t *root = json_load_file(path, 0, &je);
-    if (!root)
-        return vtr_fail(err, VTR_ERR_IO, "vocab %s: %s", path, je.text);
-    if (!json_is_array(root)) {
+    if (!root || !json_is_array(root)) { /* the VSE reader, with its own messages */
         json_decref(root);
         return vtr_vocab_load_json(path, out, err);
     }

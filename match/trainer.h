@@ -109,9 +109,8 @@ typedef struct vtr_train_result {
 
 /* Trains (or resumes) as set up; the result says where the run stands. Unless resuming,
  * the model of opt->kind is initialized from opt->seed (vtr_run_model_init_params), then
- * its word embedding
- * rows from opt->word_vectors (text/word_vectors.h) or all its parameters from the
- * checkpoint opt->init (opened as match/trained_model.h does: a vtr-train checkpoint, or
+ * its word embedding rows from opt->word_vectors (text/word_vectors.h) or all its
+ * parameters from the checkpoint opt->init (opened as match/trained_model.h does: a vtr-train checkpoint, or
  * a converted reference model; its vocabulary must give the words the ids of the run's,
  * else VTR_ERR_INVALID, and its tensors the model's shapes). Fails with
  * VTR_ERR_INVALID for data that does not fit the config (feature dim, too few captions
