@@ -1,6 +1,7 @@
 /* The model of a run, VSE or HGR (run_model.h). */
 #include "run_model.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +78,6 @@ typedef struct hgr_encoded {
     vtr_hgr_model *m;
     const vtr_split *s;
     size_t T, E, NV, NN; /* T: the split's longest set */
-    int level;           /* -1: fused; 0, 1, 2: global, verb, noun */
     float *global, *verb, *noun; /* (n_items, E), (n_items, T, E) x 2 */
     int *frame_lengths;          /* (n_items) */
     float *sent, *verbs, *nouns; /* (n_caps, E), (n_caps, NV, E), (n_caps, NN, E) */
@@ -109,7 +109,6 @@ static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, hgr_encoded *h, v
     h->E = (size_t)m->cfg.embed_size;
     h->NV = (size_t)m->cfg.num_verbs;
     h->NN = (size_t)m->cfg.num_nouns;
-    h->level = -1;
     size_t T = h->T, E = h->E, NV = h->NV, NN = h->NN;
     if (!s->verb_masks)
         return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has no role graphs", s->name);
@@ -176,13 +175,15 @@ static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, hgr_encoded *h, v
     return VTR_OK;
 }
 
-/* vtr_similarity_block_fn of an hgr_encoded: the fused score (or one level). */
-static vtr_status hgr_block(void *ctx, int item0, int n_items, const int *caps, int n_caps,
-                            float *S, vtr_error *err)
+/* Scores of items item0 .. item0+n_items-1 x captions caps[0 .. n_caps-1], blockwise:
+ * out[0] the fused score, out[1 + k] level k (global, verb, noun); an out that is NULL is
+ * not written. Row a of a matrix starts at out[.] + a * ld. */
+static vtr_status score_tiles(hgr_encoded *h, int item0, int n_items, const int *caps,
+                              int n_caps, float *const out[4], size_t ld, vtr_error *err)
 {
-    hgr_encoded *h = ctx;
     int mb = h->m->max_batch;
     size_t T = h->T, E = h->E, NV = h->NV, NN = h->NN;
+    bool levels = out[1] || out[2] || out[3];
     for (int c0 = 0; c0 < n_caps; c0 += mb) {
         int Bc = n_caps - c0 < mb ? n_caps - c0 : mb;
         for (int c = 0; c < Bc; c++) {
@@ -197,21 +198,54 @@ static vtr_status hgr_block(void *ctx, int item0, int n_items, const int *caps, 
         }
         for (int v0 = 0; v0 < n_items; v0 += mb) {
             int Bv = n_items - v0 < mb ? n_items - v0 : mb;
-            size_t v = (size_t)item0 + (size_t)v0;
+            size_t v = (size_t)item0 + (size_t)v0, n = (size_t)Bv * (size_t)Bc;
             vtr_status st = vtr_hgr_score_block(
-                h->m, h->fused, h->level >= 0 ? h->levels : NULL, h->global + v * E,
+                h->m, h->fused, levels ? h->levels : NULL, h->global + v * E,
                 h->verb + v * T * E, h->noun + v * T * E, h->frame_lengths + v, Bv, (int)T,
                 h->g_sent, h->g_verbs, h->g_nouns, h->g_nv, h->g_nn, Bc, err);
             if (st != VTR_OK)
                 return st;
-            const float *src = h->level >= 0 ? h->levels + (size_t)h->level * Bv * Bc
-                                             : h->fused;
-            for (int a = 0; a < Bv; a++)
-                memcpy(S + (size_t)(v0 + a) * (size_t)n_caps + (size_t)c0,
-                       src + (size_t)a * (size_t)Bc, (size_t)Bc * sizeof(float));
+            for (int k = 0; k < 4; k++) {
+                const float *src = k == 0 ? h->fused : h->levels + (size_t)(k - 1) * n;
+                for (int a = 0; out[k] && a < Bv; a++)
+                    memcpy(out[k] + (size_t)(v0 + a) * ld + (size_t)c0,
+                           src + (size_t)a * (size_t)Bc, (size_t)Bc * sizeof(float));
+            }
         }
     }
     return VTR_OK;
+}
+
+/* The fused score and, when levels is not NULL, the three levels: each a whole (n_items,
+ * n_caps) matrix computed in one pass over the blocks (items and captions in split order,
+ * max_batch at a time), then evaluated as a precomputed matrix. */
+static vtr_status evaluate_scores(hgr_encoded *h, const vtr_retrieval_options *opt,
+                                  vtr_retrieval_metrics *out, vtr_retrieval_metrics *levels,
+                                  vtr_error *err)
+{
+    const vtr_split *s = h->s;
+    size_t n = (size_t)s->n_items * (size_t)s->n_caps;
+    int n_mats = levels ? 4 : 1;
+    float *all = malloc((size_t)n_mats * n * sizeof(float));
+    int *caps = malloc((size_t)s->n_caps * sizeof *caps);
+    vtr_status st = VTR_OK;
+    if (!all || !caps)
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory for the %d x %d scores of split '%s'",
+                      s->n_items, s->n_caps, s->name);
+    for (int j = 0; st == VTR_OK && j < s->n_caps; j++)
+        caps[j] = j;
+    float *const mats[4] = {all, levels ? all + n : NULL, levels ? all + 2 * n : NULL,
+                            levels ? all + 3 * n : NULL};
+    if (st == VTR_OK)
+        st = score_tiles(h, 0, s->n_items, caps, s->n_caps, mats, (size_t)s->n_caps, err);
+    for (int k = 0; k < n_mats && st == VTR_OK; k++) {
+        vtr_similarity_matrix sm = {.S = mats[k], .ld = s->n_caps};
+        st = vtr_retrieval_evaluate(vtr_similarity_matrix_block, &sm, s->n_items, s->n_caps,
+                                    s->cap_item, opt, k == 0 ? out : &levels[k - 1], NULL, err);
+    }
+    free(all);
+    free(caps);
+    return st;
 }
 
 vtr_status vtr_run_model_evaluate(vtr_run_model *m, vtr_batcher *b,
@@ -220,17 +254,10 @@ vtr_status vtr_run_model_evaluate(vtr_run_model *m, vtr_batcher *b,
 {
     if (m->kind == VTR_MODEL_VSE)
         return vtr_evaluate_split(&m->vse, b, opt, out, err);
-    const vtr_split *s = b->split;
     hgr_encoded h;
     vtr_status st = hgr_encode(&m->hgr, b, &h, err);
     if (st == VTR_OK)
-        st = vtr_retrieval_evaluate(hgr_block, &h, s->n_items, s->n_caps, s->cap_item, opt, out,
-                                    NULL, err);
-    for (int k = 0; levels && k < 3 && st == VTR_OK; k++) {
-        h.level = k;
-        st = vtr_retrieval_evaluate(hgr_block, &h, s->n_items, s->n_caps, s->cap_item, opt,
-                                    &levels[k], NULL, err);
-    }
+        st = evaluate_scores(&h, opt, out, levels, err);
     hgr_encoded_free(&h);
     return st;
 }

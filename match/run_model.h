@@ -8,8 +8,12 @@
  * mean of the global, verb and noun levels, match/hgr_score.h). HGR evaluation encodes
  * the whole split first (videos: global (E) and per-frame verb and noun levels (T, E);
  * captions: sentence (E), verb (NV, E) and noun (NN, E) phrases: about 4 (2 T n_items +
- * (1 + NV + NN) n_caps) E bytes), then scores the tiles the metrics ask for blockwise
- * through vtr_hgr_score_block, at most the model's max_batch videos x captions a call.
+ * (1 + NV + NN) n_caps) E bytes), then scores every video-caption pair through
+ * vtr_hgr_score_block, max_batch videos x max_batch captions a call in split order, into
+ * a whole score matrix (4 bytes a pair; 16 with the three levels: 0.7 and 2.9 GB for
+ * MSR-VTT's test split) that the metrics read. The blocks are always the same, so the
+ * scores (which depend on a block's sizes in their last bits) and the metrics do not
+ * depend on the metrics' tiling.
  */
 #ifndef VTR_RUN_MODEL_H
 #define VTR_RUN_MODEL_H
