@@ -11,7 +11,7 @@ void vtr_eval_model_close(vtr_eval_model *m)
 {
     if (!m)
         return;
-    vtr_vse_model_free(&m->model);
+    vtr_run_model_free(&m->model);
     vtr_split_free(&m->split);
     vtr_feature_store_reader_close(m->store);
     vtr_trained_model_close(&m->trained);
@@ -27,6 +27,19 @@ static bool overridden(const vtr_eval_source *src, const char *key)
         if (strncmp(src->sets[i], key, n) == 0 && src->sets[i][n] == '=')
             return true;
     return src->config_path != NULL;
+}
+
+/* The split's captions as the model reads them. */
+static vtr_status encode(vtr_eval_model *m, vtr_catalog *cat, vtr_error *err)
+{
+    const vtr_train_options *o = &m->trained.o;
+    if (o->kind == VTR_MODEL_VSE)
+        return vtr_split_encode_captions(&m->split, m->trained.vocab, o->tokenizer, err);
+    vtr_role_graph_shape shape = {.max_words = o->hgr_max_words,
+                                  .num_verbs = o->hgr.num_verbs,
+                                  .num_nouns = o->hgr.num_nouns,
+                                  .eos_id = VTR_ROLE_GRAPH_EOS};
+    return vtr_split_encode_graphs(&m->split, cat, o->dataset, m->trained.vocab, &shape, err);
 }
 
 vtr_status vtr_eval_model_open(const char *ckpt, const vtr_eval_source *src, vtr_eval_model *out,
@@ -52,12 +65,12 @@ vtr_status vtr_eval_model_open(const char *ckpt, const vtr_eval_source *src, vtr
     if (st ||
         (st = vtr_split_load(cat, o->dataset, src->split, m.store, o->max_frames, &m.split,
                              err)) ||
-        (st = vtr_split_encode_captions(&m.split, m.trained.vocab, o->tokenizer, err))) {
+        (st = encode(&m, cat, err))) {
         vtr_error_context(err, "%s", ckpt);
         goto fail;
     }
-    if ((st = vtr_trained_model_build(&m.trained, src->batch, m.split.max_frames,
-                                      m.split.max_words, &m.model, err)))
+    if ((st = vtr_trained_model_build_run(&m.trained, src->batch, m.split.max_frames,
+                                          m.split.max_words, &m.model, err)))
         goto fail;
     vtr_catalog_close(cat);
     *out = m;

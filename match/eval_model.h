@@ -4,7 +4,8 @@
  * ensemble.
  *
  * The split is src->split of data.dataset in data.catalog, features from data.features,
- * data.max_frames and data.tokenizer as in training.
+ * data.max_frames and data.tokenizer as in training; an HGR model's captions come with
+ * their role graphs (vtr_split_encode_graphs).
  */
 #ifndef VTR_EVAL_MODEL_H
 #define VTR_EVAL_MODEL_H
@@ -12,6 +13,7 @@
 #include "lib/config.h"
 #include "lib/error.h"
 #include "lib/feature_store.h"
+#include "match/run_model.h"
 #include "match/train_config.h"
 #include "match/train_data.h"
 #include "match/trained_model.h"
@@ -34,7 +36,8 @@ typedef struct vtr_eval_model {
     vtr_trained_model trained;       /* checkpoint, config (trained.o), vocabulary */
     vtr_feature_store_reader *store;
     vtr_split split;                 /* captions encoded */
-    vtr_vse_model model;             /* for batches of src->batch and the split's sizes */
+    vtr_run_model model;             /* for batches of src->batch and the split's sizes, of
+                                        the checkpoint's kind (model.vse or model.hgr) */
 } vtr_eval_model;
 
 /* Opens everything for checkpoint ckpt (vtr_trained_model_open with src's config_path,

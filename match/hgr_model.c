@@ -112,6 +112,10 @@ int vtr_hgr_sample_frames(int *index, int n, int max_frames)
             index[i] = i;
         return n;
     }
+    if (max_frames == 1) { /* numpy's linspace(0, n - 1, 1) is [0] */
+        index[0] = 0;
+        return 1;
+    }
     /* numpy: step = (stop - start) / (num - 1), y = arange(num) * step, y[-1] = stop; then
      * np.round, half to even (nearbyint in the default rounding mode) */
     double step = (double)(n - 1) / (double)(max_frames - 1);

@@ -214,7 +214,7 @@ vtr_status vtr_run_training(const vtr_training_setup *su, vtr_train_result *res,
         if ((st = vtr_make_dirs(su->dir, err)))
             goto end;
         made_files = true;
-        if ((st = vtr_vocab_save_json(data.vocab, p.vocab, err)))
+        if ((st = vtr_run_vocab_save(data.vocab, p.vocab, err)))
             goto end;
     }
     if ((st = vtr_file_sha256(p.vocab, vocab_sha, err)) ||
@@ -223,7 +223,8 @@ vtr_status vtr_run_training(const vtr_training_setup *su, vtr_train_result *res,
     if (su->on_data)
         su->on_data(ctx, &data);
 
-    const char *hashed[] = {"vocab", data.vocab_built || su->resume ? p.vocab : o->vocab,
+    const char *hashed[] = {"vocab", data.vocab_built || data.vocab_from_catalog || su->resume ? p.vocab
+                                                                                    : o->vocab,
                             "init", o->init, "word_vectors", o->word_vectors, NULL};
     if ((st = vtr_run_record_init(&rec, "train", su->config, o->seed, o->features, hashed,
                                   err)) ||

@@ -19,8 +19,12 @@ const vtr_config_field vtr_train_schema[] = {
     {"data.tokenizer", VTR_CONFIG_STRING, "words",
      "words (lowercase + NLTK word_tokenize) or whitespace (pre-tokenized)"},
     {"data.max_frames", VTR_CONFIG_INT, "0",
-     "> 0: keep round(linspace(0, n-1, N)) of longer sets; 0: every row"},
+     "> 0: keep round(linspace(0, n-1, N)) of longer sets; 0: every row (HGR: 1 .. 20)"},
+    {"data.catalog_vocab", VTR_CONFIG_STRING, "hgr",
+     "model.kind hgr: the catalog's vocabulary of the dataset (vtr-import hgr stores 'hgr')"},
 
+    {"model.kind", VTR_CONFIG_STRING, "vse",
+     "vse (VSE++ / VSE∞ / ADOPT) or hgr (HGR / HGR∞: hierarchical graph reasoning)"},
     {"model.feature_dim", VTR_CONFIG_INT, "2048", "visual feature size (the store's dim)"},
     {"model.embed_size", VTR_CONFIG_INT, "1024", "joint embedding size (and text GRU hidden)"},
     {"model.mlp_hidden", VTR_CONFIG_INT, "512",
@@ -30,6 +34,16 @@ const vtr_config_field vtr_train_schema[] = {
     {"model.txt_pool", VTR_CONFIG_STRING, "gpo", "caption pooler: gpo, mean or adpool"},
     {"model.gpo_pe", VTR_CONFIG_INT, "32", "GPO positional-encoding size"},
     {"model.gpo_hidden", VTR_CONFIG_INT, "32", "GPO BiGRU hidden size"},
+    {"model.global_pool", VTR_CONFIG_STRING, "attention",
+     "hgr: the global level's pooling, attention (HGR) or gpo (HGR∞)"},
+    {"model.num_roles", VTR_CONFIG_INT, "16", "hgr: semantic roles (role embedding rows)"},
+    {"model.num_verbs", VTR_CONFIG_INT, "4", "hgr: verb nodes per caption"},
+    {"model.num_nouns", VTR_CONFIG_INT, "6", "hgr: noun nodes per caption"},
+    {"model.max_words", VTR_CONFIG_INT, "30", "hgr: words kept per caption"},
+    {"model.video_dropout", VTR_CONFIG_FLOAT, "0.2", "hgr: dropout of the three video levels"},
+    {"model.text_dropout", VTR_CONFIG_FLOAT, "0.2", "hgr: dropout of the word embeddings"},
+    {"model.gcn_dropout", VTR_CONFIG_FLOAT, "0.5", "hgr: dropout of the graph reasoning"},
+    {"model.sigma", VTR_CONFIG_FLOAT, "4.0", "hgr: phrase attention's softmax scale"},
     {"model.word_vectors", VTR_CONFIG_STRING, "''",
      "GloVe text file (e.g. glove.840B.300d.txt) whose vectors start the word embedding "
      "rows of the vocabulary's words, model.word_dim wide; '' or words it lacks: "
@@ -139,6 +153,78 @@ static vtr_status non_empty(const vtr_config *cfg, const char *key, const char *
     if (!**out)
         return vtr_config_fail(cfg, key, err, "must not be empty");
     return VTR_OK;
+}
+
+/* model.kind and, for hgr, its keys and what HGR's training fixes. */
+static vtr_status hgr_options(const vtr_config *cfg, vtr_train_options *o, vtr_error *err)
+{
+    const char *kind = vtr_config_string(cfg, "model.kind");
+    const char *pool = vtr_config_string(cfg, "model.global_pool");
+    vtr_status st;
+    o->catalog_vocab = vtr_config_string(cfg, "data.catalog_vocab");
+    if (strcmp(kind, "vse") == 0) {
+        o->kind = VTR_MODEL_VSE;
+        return VTR_OK;
+    }
+    if (strcmp(kind, "hgr") != 0)
+        return vtr_config_fail(cfg, "model.kind", err, "unknown model '%s' (expected vse or hgr)",
+                               kind);
+    o->kind = VTR_MODEL_HGR;
+    vtr_hgr_config *h = &o->hgr;
+    if (strcmp(pool, "attention") == 0)
+        *h = vtr_hgr_config_default(1, VTR_HGR_POOL_ATTENTION);
+    else if (strcmp(pool, "gpo") == 0)
+        *h = vtr_hgr_config_default(1, VTR_HGR_POOL_GPO);
+    else
+        return vtr_config_fail(cfg, "model.global_pool", err,
+                               "unknown pooling '%s' (expected attention or gpo)", pool);
+    h->feature_dim = o->model.feature_dim;
+    h->embed_size = o->model.embed_size;
+    h->word_dim = o->model.word_dim;
+    h->gpo_pe = o->model.img_pool.gpo_pe;
+    h->gpo_hidden = o->model.img_pool.gpo_hidden;
+    h->margin = o->model.margin;
+    double sigma = vtr_config_float(cfg, "model.sigma");
+    if ((st = int_in(cfg, "model.num_roles", 1, 1 << 16, &h->num_roles, err)) ||
+        (st = int_in(cfg, "model.num_verbs", 1, 1 << 16, &h->num_verbs, err)) ||
+        (st = int_in(cfg, "model.num_nouns", 1, 1 << 16, &h->num_nouns, err)) ||
+        (st = int_in(cfg, "model.max_words", 1, 1 << 16, &o->hgr_max_words, err)) ||
+        (st = probability(cfg, "model.video_dropout", &h->video_dropout, err)) ||
+        (st = probability(cfg, "model.text_dropout", &h->text_dropout, err)) ||
+        (st = probability(cfg, "model.gcn_dropout", &h->gcn_dropout, err)))
+        return st;
+    if (!(sigma > 0.0 && sigma <= 1e4))
+        return vtr_config_fail(cfg, "model.sigma", err, "must be in (0, 1e4], got %g", sigma);
+    h->sigma = (float)sigma;
+    if (h->embed_size % 2)
+        return vtr_config_fail(cfg, "model.embed_size", err, "must be even for hgr, got %d",
+                               h->embed_size);
+    if (o->max_frames < 1 || o->max_frames > VTR_HGR_MAX_FRAMES)
+        return vtr_config_fail(cfg, "data.max_frames", err,
+                               "must be in [1, %d] for hgr (the reference samples 20), got %d",
+                               VTR_HGR_MAX_FRAMES, o->max_frames);
+    if (o->vocab[0])
+        return vtr_config_fail(cfg, "data.vocab", err, "must be '' for hgr: the vocabulary is "
+                               "the catalog's (data.catalog_vocab)");
+    if (!o->catalog_vocab[0])
+        return vtr_config_fail(cfg, "data.catalog_vocab", err, "must not be empty");
+    if (o->tokenizer != VTR_TOKENIZE_WHITESPACE)
+        return vtr_config_fail(cfg, "data.tokenizer", err, "must be whitespace for hgr (the "
+                               "role graphs index the caption's whitespace words)");
+    if (o->model.loss != VTR_VSE_LOSS_HINGE || o->model.reduction != VTR_REDUCE_MEAN)
+        return vtr_config_fail(cfg, o->model.loss != VTR_VSE_LOSS_HINGE ? "loss.type" :
+                               "loss.reduction", err, "hgr trains with the hinge loss averaged "
+                               "over the batch: set loss.type hinge, loss.reduction mean");
+    if (o->warmup_epochs != 0 || o->negatives != VTR_HINGE_HARDEST_NEGATIVE)
+        return vtr_config_fail(cfg, o->warmup_epochs ? "loss.warmup_epochs" : "loss.negatives",
+                               err, "hgr trains on the hardest negative from the first step: "
+                               "set loss.warmup_epochs 0, loss.negatives hardest");
+    if (o->size_augment)
+        return vtr_config_fail(cfg, "train.size_augment", err, "must be false for hgr (the "
+                               "role graphs index the caption's words)");
+    if ((st = vtr_hgr_config_check(h, err)) != VTR_OK)
+        vtr_error_context(err, "model");
+    return st;
 }
 
 vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_options *out,
@@ -275,8 +361,10 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
         (st = int_in(cfg, "val.max_items", 0, INT32_MAX, &o.val_max_items, err)))
         return st;
 
+    if ((st = hgr_options(cfg, &o, err)))
+        return st;
     m->vocab_size = 1; /* a placeholder so that the rest of the model config is checked */
-    if ((st = vtr_vse_config_check(m, err)) != VTR_OK) {
+    if (o.kind == VTR_MODEL_VSE && (st = vtr_vse_config_check(m, err)) != VTR_OK) {
         vtr_error_context(err, "model");
         return st;
     }
@@ -288,6 +376,13 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
 vtr_vse_config vtr_train_model_config(const vtr_train_options *opt, const vtr_vocab *vocab)
 {
     vtr_vse_config c = opt->model;
+    c.vocab_size = vtr_vocab_size(vocab);
+    return c;
+}
+
+vtr_hgr_config vtr_train_hgr_config(const vtr_train_options *opt, const vtr_vocab *vocab)
+{
+    vtr_hgr_config c = opt->hgr;
     c.vocab_size = vtr_vocab_size(vocab);
     return c;
 }

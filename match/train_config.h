@@ -21,6 +21,7 @@
 #include "lib/error.h"
 #include "lib/lr_schedule.h"
 #include "lib/optim.h"
+#include "match/hgr_model.h"
 #include "match/hinge_loss.h"
 #include "match/vse_model.h"
 #include "text/tokenizer.h"
@@ -40,6 +41,12 @@ vtr_status vtr_train_config_new(vtr_config **out, vtr_error *err);
 /* The typed settings. Strings point into the config they were read from and live as long
  * as its values do (lib/config.h). Where a run writes is not a setting (vtr-train -o):
  * the same experiment in two directories gives the same bytes. */
+/* The model a run trains (model.kind). */
+typedef enum vtr_model_kind {
+    VTR_MODEL_VSE, /* match/vse_model.h: VSE++, VSE∞, ADOPT */
+    VTR_MODEL_HGR, /* match/hgr_model.h: HGR, HGR∞ */
+} vtr_model_kind;
+
 typedef struct vtr_train_options {
     /* data: what the run reads */
     const char *catalog;      /* SQLite catalog naming the items, captions and splits */
@@ -54,7 +61,12 @@ typedef struct vtr_train_options {
                                  of them (HGR); 0: all rows */
 
     /* model: everything but vocab_size, which the vocabulary sets */
-    vtr_vse_config model;
+    vtr_model_kind kind;
+    vtr_vse_config model;     /* vse; for hgr the shared keys (sizes, GPO, margin) */
+    vtr_hgr_config hgr;       /* hgr: model.global_pool, the role and dropout keys, the
+                                 shared keys above */
+    int hgr_max_words;        /* hgr: words kept per caption (model.max_words, 30) */
+    const char *catalog_vocab; /* hgr: the catalog's vocabulary (data.catalog_vocab) */
     const char *word_vectors; /* GloVe file for the word embedding rows; "" = none */
     const char *init;         /* checkpoint whose parameters start the run; "" = none */
 
@@ -96,6 +108,9 @@ vtr_status vtr_train_config_from_string(const char *name, const char *text, vtr_
 /* The model config of a run: opt's with vocab_size from the vocabulary (the model's
  * word table has a row per vocabulary word). */
 vtr_vse_config vtr_train_model_config(const vtr_train_options *opt, const vtr_vocab *vocab);
+
+/* The HGR model config of a run (kind hgr): opt's with vocab_size from the vocabulary. */
+vtr_hgr_config vtr_train_hgr_config(const vtr_train_options *opt, const vtr_vocab *vocab);
 
 /* For a failure to open a data path (data.catalog, data.features) read from a run's saved
  * config: when the path is relative and does not exist, appends "; PATH is relative to the

@@ -14,6 +14,23 @@
 #include "lib/rng.h"
 #include "lib/string_table.h"
 
+/* Frees a split's caption encoding (either kind). */
+static void free_encoding(vtr_split *s)
+{
+    free(s->cap_offsets);
+    free(s->ids);
+    free(s->verb_masks);
+    free(s->noun_masks);
+    free(s->node_roles);
+    free(s->rel_edges);
+    s->cap_offsets = NULL;
+    s->ids = NULL;
+    s->verb_masks = s->noun_masks = NULL;
+    s->node_roles = NULL;
+    s->rel_edges = NULL;
+    s->max_words = 0;
+}
+
 void vtr_split_free(vtr_split *s)
 {
     if (!s)
@@ -30,25 +47,17 @@ void vtr_split_free(vtr_split *s)
     free(s->cap_item);
     free(s->texts);
     free(s->cap_text);
-    free(s->cap_offsets);
-    free(s->ids);
+    free_encoding(s);
     memset(s, 0, sizeof *s);
 }
 
 int vtr_frame_subsample(int *idx, int n, int cap)
 {
-    if (cap <= 0 || n <= cap) {
-        for (int i = 0; i < n; i++)
-            idx[i] = i;
-        return n;
-    }
-    /* numpy: np.round(np.linspace(0, n - 1, cap)), in double, half to even */
-    double step = cap > 1 ? (double)(n - 1) / (double)(cap - 1) : 0.0;
-    for (int k = 0; k < cap; k++) {
-        double x = k == cap - 1 && cap > 1 ? (double)(n - 1) : (double)k * step;
-        idx[k] = (int)nearbyint(x);
-    }
-    return cap;
+    if (cap > 0)
+        return vtr_hgr_sample_frames(idx, n, cap);
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    return n;
 }
 
 /* Grows a caption array to hold at least need entries. */
@@ -207,11 +216,7 @@ void vtr_split_truncate(vtr_split *s, int n)
     s->n_caps = caps;
     s->n_texts = texts;
     s->max_frames = frames;
-    free(s->cap_offsets);
-    free(s->ids);
-    s->cap_offsets = NULL;
-    s->ids = NULL;
-    s->max_words = 0;
+    free_encoding(s);
 }
 
 vtr_status vtr_split_build_vocab(const vtr_split *s, vtr_tokenizer_mode mode, int64_t threshold,
@@ -282,8 +287,7 @@ vtr_status vtr_split_encode_captions(vtr_split *s, const vtr_vocab *vocab,
         if ((int)count > max_words)
             max_words = (int)count;
     }
-    free(s->cap_offsets);
-    free(s->ids);
+    free_encoding(s);
     s->cap_offsets = offsets;
     s->ids = ids;
     s->max_words = max_words;
@@ -293,6 +297,116 @@ end:
     vtr_tokens_free(&toks);
     free(offsets);
     free(ids);
+    return st;
+}
+
+/* ---- HGR: captions with their role graphs ----------------------------------------- */
+
+typedef struct graph_walk {
+    vtr_split *s;
+    const vtr_vocab *vocab;
+    const vtr_role_graph_shape *shape;
+    int j;           /* the next caption of the split */
+    vtr_tokens toks;
+    int *word_ids;   /* a caption's ids, grown */
+    size_t word_cap;
+    int32_t *sent_ids; /* (W) */
+} graph_walk;
+
+static vtr_status graph_caption(void *ctx, const vtr_split_caption *c, vtr_error *err)
+{
+    graph_walk *w = ctx;
+    vtr_split *s = w->s;
+    const vtr_role_graph_shape *sh = w->shape;
+    if (w->j >= s->n_caps) /* a split cut by vtr_split_truncate */
+        return VTR_OK;
+    int j = w->j++;
+    const char *key = s->keys[s->cap_item[j]];
+    if (strcmp(c->key, key) != 0 || strcmp(c->text, s->texts[j]) != 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "caption %d of item '%s' is not the catalog's "
+                        "(the catalog changed while it was read?)", j, key);
+    vtr_status st = vtr_tokenize(c->text, VTR_TOKENIZE_WHITESPACE, &w->toks, err);
+    if (st == VTR_OK && w->toks.n == 0)
+        st = vtr_fail(err, VTR_ERR_INVALID, "the caption is empty");
+    if (st == VTR_OK && w->toks.n > w->word_cap) {
+        int *grown = realloc(w->word_ids, w->toks.n * sizeof *grown);
+        if (!grown)
+            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding captions");
+        else {
+            w->word_ids = grown;
+            w->word_cap = w->toks.n;
+        }
+    }
+    size_t n = 0;
+    if (st == VTR_OK)
+        st = vtr_vocab_encode(w->vocab, w->toks.tokens, w->toks.n, false, w->word_ids, &n, err);
+    vtr_role_graph graph = {0}; /* no graph: the root alone */
+    if (st == VTR_OK && c->graph)
+        st = vtr_role_graph_parse_text(c->graph, strlen(c->graph), c->text, &graph, err);
+    else if (st == VTR_OK)
+        s->n_graphless++;
+    size_t W = (size_t)sh->max_words, NV = (size_t)sh->num_verbs, NN = (size_t)sh->num_nouns;
+    size_t N = 1 + NV + NN;
+    vtr_role_graph_tensors t = {.sent_ids = w->sent_ids,
+                                .verb_masks = s->verb_masks + (size_t)j * NV * W,
+                                .noun_masks = s->noun_masks + (size_t)j * NN * W,
+                                .node_roles = s->node_roles + (size_t)j * (NV + NN),
+                                .rel_edges = s->rel_edges + (size_t)j * N * N};
+    if (st == VTR_OK)
+        st = vtr_role_graph_encode(&graph, w->word_ids, n, sh, &t, err);
+    vtr_role_graph_free(&graph);
+    if (st != VTR_OK) {
+        vtr_error_context(err, "caption %d of item '%s'", j, key);
+        return st;
+    }
+    memcpy(s->ids + s->cap_offsets[j], w->sent_ids, (size_t)t.sent_len * sizeof *s->ids);
+    s->cap_offsets[j + 1] = s->cap_offsets[j] + t.sent_len;
+    if (t.sent_len > s->max_words)
+        s->max_words = t.sent_len;
+    return VTR_OK;
+}
+
+vtr_status vtr_split_encode_graphs(vtr_split *s, vtr_catalog *cat, const char *dataset,
+                                   const vtr_vocab *vocab, const vtr_role_graph_shape *shape,
+                                   vtr_error *err)
+{
+    if (vtr_vocab_layout_of(vocab) != VTR_VOCAB_HGR)
+        return vtr_fail(err, VTR_ERR_INVALID, "the vocabulary is not an HGR vocabulary");
+    if (vtr_role_graph_num_nodes(shape) < 1 || shape->max_words < 1)
+        return vtr_fail(err, VTR_ERR_INVALID, "role graph shape out of range");
+    int64_t dataset_id;
+    vtr_status st = vtr_catalog_find_dataset(cat, dataset, &dataset_id, err);
+    if (st != VTR_OK)
+        return st;
+    free_encoding(s);
+    size_t n = (size_t)s->n_caps, W = (size_t)shape->max_words;
+    size_t NV = (size_t)shape->num_verbs, NN = (size_t)shape->num_nouns, N = 1 + NV + NN;
+    s->graph_shape = *shape;
+    s->n_graphless = 0;
+    s->cap_offsets = calloc(n + 1, sizeof *s->cap_offsets);
+    s->ids = malloc(n * W * sizeof *s->ids);
+    s->verb_masks = malloc(n * (NV ? NV : 1) * W);
+    s->noun_masks = malloc(n * (NN ? NN : 1) * W);
+    s->node_roles = malloc(n * (NV + NN ? NV + NN : 1) * sizeof *s->node_roles);
+    s->rel_edges = malloc(n * N * N * sizeof *s->rel_edges);
+    graph_walk w = {.s = s, .vocab = vocab, .shape = shape,
+                    .sent_ids = malloc(W * sizeof *w.sent_ids)};
+    if (!s->cap_offsets || !s->ids || !s->verb_masks || !s->noun_masks || !s->node_roles ||
+        !s->rel_edges || !w.sent_ids)
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding captions");
+    if (st == VTR_OK)
+        st = vtr_catalog_split_caption_graphs(cat, dataset_id, s->name, graph_caption, &w, err);
+    if (st == VTR_OK && w.j != s->n_caps)
+        st = vtr_fail(err, VTR_ERR_INVALID, "split '%s': the catalog walked %d of its %d "
+                      "captions (the catalog changed while it was read?)", s->name, w.j,
+                      s->n_caps);
+    vtr_tokens_free(&w.toks);
+    free(w.word_ids);
+    free(w.sent_ids);
+    if (st != VTR_OK) {
+        vtr_error_context(err, "split '%s'", s->name);
+        free_encoding(s);
+    }
     return st;
 }
 
@@ -315,6 +429,10 @@ void vtr_batcher_free(vtr_batcher *b)
     free(b->caption_lengths);
     free(b->rows);
     free(b->keep);
+    free(b->verb_masks);
+    free(b->noun_masks);
+    free(b->node_roles);
+    free(b->rel_edges);
     memset(b, 0, sizeof *b);
 }
 
@@ -345,8 +463,18 @@ vtr_status vtr_batcher_init(vtr_batcher *b, const vtr_split *s, int max_batch, v
     b->caption_lengths = malloc((size_t)max_batch * sizeof *b->caption_lengths);
     b->rows = malloc((size_t)raw * sizeof *b->rows);
     b->keep = malloc((T > L ? T : L) * sizeof *b->keep);
+    bool graphs = s->verb_masks != NULL;
+    if (graphs) {
+        size_t NV = (size_t)s->graph_shape.num_verbs, NN = (size_t)s->graph_shape.num_nouns;
+        size_t N = 1 + NV + NN;
+        b->verb_masks = malloc((size_t)max_batch * (NV ? NV : 1) * L);
+        b->noun_masks = malloc((size_t)max_batch * (NN ? NN : 1) * L);
+        b->node_roles = malloc((size_t)max_batch * (NV + NN) * sizeof *b->node_roles);
+        b->rel_edges = malloc((size_t)max_batch * N * N * sizeof *b->rel_edges);
+    }
     if (!b->frames || !b->frame_lengths || !b->ids || !b->caption_lengths || !b->rows ||
-        !b->keep) {
+        !b->keep || (graphs && (!b->verb_masks || !b->noun_masks || !b->node_roles ||
+                                !b->rel_edges))) {
         vtr_batcher_free(b);
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for batches of %d", max_batch);
     }
@@ -400,6 +528,30 @@ static void put_caption(vtr_batcher *b, int k, int cap, const vtr_augment *aug, 
     else
         memcpy(dst, ids, sizeof(int) * (size_t)n);
     b->caption_lengths[k] = n;
+    if (!s->verb_masks)
+        return;
+    /* the graph tensors (HGR: never augmented); masks with stride s->max_words, cut from
+     * the split's W columns (no mask bit lies at or past the caption's length) */
+    size_t W = (size_t)s->graph_shape.max_words, M = (size_t)s->max_words;
+    size_t NV = (size_t)s->graph_shape.num_verbs, NN = (size_t)s->graph_shape.num_nouns;
+    size_t N = 1 + NV + NN;
+    for (size_t v = 0; v < NV; v++)
+        memcpy(b->verb_masks + ((size_t)k * NV + v) * M,
+               s->verb_masks + ((size_t)cap * NV + v) * W, M);
+    for (size_t v = 0; v < NN; v++)
+        memcpy(b->noun_masks + ((size_t)k * NN + v) * M,
+               s->noun_masks + ((size_t)cap * NN + v) * W, M);
+    memcpy(b->node_roles + (size_t)k * (NV + NN), s->node_roles + (size_t)cap * (NV + NN),
+           (NV + NN) * sizeof *b->node_roles);
+    memcpy(b->rel_edges + (size_t)k * N * N, s->rel_edges + (size_t)cap * N * N,
+           N * N * sizeof *b->rel_edges);
+}
+
+/* Repacks the graph masks of B slots (stride s->max_words) to rows of L. */
+static void pack_masks(uint8_t *masks, int B, int rows, size_t stride, size_t L)
+{
+    for (size_t r = 0; r < (size_t)B * (size_t)rows; r++)
+        memmove(masks + r * L, masks + r * stride, L);
 }
 
 /* Repacks the slots (stride s->max_frames rows, s->max_words ids) to the batch's own T and
@@ -428,6 +580,24 @@ static void pack(vtr_batcher *b, int B, bool frames, bool captions)
         memmove(dst, src, len * sizeof(int));
         for (size_t t = len; t < (size_t)L; t++)
             dst[t] = 0;
+    }
+    if (captions && s->verb_masks) {
+        pack_masks(b->verb_masks, B, s->graph_shape.num_verbs, (size_t)s->max_words, (size_t)L);
+        pack_masks(b->noun_masks, B, s->graph_shape.num_nouns, (size_t)s->max_words, (size_t)L);
+        b->hgr.captions = (vtr_hgr_captions){.B = B,
+                                             .L = L,
+                                             .ids = b->ids,
+                                             .lengths = b->caption_lengths,
+                                             .verb_masks = b->verb_masks,
+                                             .noun_masks = b->noun_masks,
+                                             .node_roles = b->node_roles,
+                                             .rel_edges = b->rel_edges};
+    }
+    if (frames) {
+        b->hgr.B = B;
+        b->hgr.T = T;
+        b->hgr.frames = b->frames;
+        b->hgr.frame_lengths = b->frame_lengths;
     }
     b->batch = (vtr_vse_batch){.B = B,
                                .T = frames ? T : 0,
@@ -503,6 +673,86 @@ void vtr_train_data_close(vtr_train_data *d)
     memset(d, 0, sizeof *d);
 }
 
+/* HGR's vocabulary (the run's file, else the catalog's) and caption encoding. */
+static vtr_status open_hgr(const vtr_train_options *o, const char *vocab_path,
+                           vtr_train_data *d, vtr_error *err)
+{
+    vtr_status st;
+    if (vocab_path) {
+        st = vtr_run_vocab_load(vocab_path, &d->vocab, err);
+    } else {
+        int64_t dataset_id;
+        vtr_word_list words = {0};
+        st = vtr_catalog_find_dataset(d->catalog, o->dataset, &dataset_id, err);
+        if (st == VTR_OK)
+            st = vtr_catalog_get_vocabulary(d->catalog, dataset_id, o->catalog_vocab, &words,
+                                            err);
+        if (st == VTR_OK)
+            st = vtr_vocab_hgr_from_words(words.words, words.n, o->catalog_vocab, &d->vocab,
+                                          err);
+        vtr_word_list_free(&words);
+        d->vocab_from_catalog = true;
+        if (st != VTR_OK)
+            vtr_error_context(err, "data.catalog_vocab '%s' of dataset '%s'", o->catalog_vocab,
+                              o->dataset);
+    }
+    if (st == VTR_OK && vtr_vocab_layout_of(d->vocab) != VTR_VOCAB_HGR)
+        st = vtr_fail(err, VTR_ERR_INVALID, "%s is not an HGR vocabulary", vocab_path);
+    if (st != VTR_OK)
+        return st;
+    vtr_role_graph_shape shape = {.max_words = o->hgr_max_words,
+                                  .num_verbs = o->hgr.num_verbs,
+                                  .num_nouns = o->hgr.num_nouns,
+                                  .eos_id = VTR_ROLE_GRAPH_EOS};
+    if ((st = vtr_split_encode_graphs(&d->train, d->catalog, o->dataset, d->vocab, &shape,
+                                      err)) ||
+        (st = vtr_split_encode_graphs(&d->val, d->catalog, o->dataset, d->vocab, &shape, err)))
+        return st;
+    return VTR_OK;
+}
+
+vtr_status vtr_run_vocab_save(const vtr_vocab *vocab, const char *path, vtr_error *err)
+{
+    if (vtr_vocab_layout_of(vocab) != VTR_VOCAB_HGR)
+        return vtr_vocab_save_json(vocab, path, err);
+    json_t *words = json_array();
+    for (int i = 0; words && i < vtr_vocab_size(vocab); i++)
+        if (json_array_append_new(words, json_string(vtr_vocab_word(vocab, i))) != 0) {
+            json_decref(words);
+            words = NULL;
+        }
+    if (!words)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory writing %s", path);
+    vtr_status st = VTR_OK;
+    if (json_dump_file(words, path, VTR_JSON_FLAGS) != 0)
+        st = vtr_fail(err, VTR_ERR_IO, "cannot write %s", path);
+    json_decref(words);
+    return st;
+}
+
+vtr_status vtr_run_vocab_load(const char *path, vtr_vocab **out, vtr_error *err)
+{
+    json_error_t je;
+    *out = NULL;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root || !json_is_array(root)) { /* the VSE reader, with its own messages */
+        json_decref(root);
+        return vtr_vocab_load_json(path, out, err);
+    }
+    size_t n = json_array_size(root);
+    const char **words = malloc((n ? n : 1) * sizeof *words);
+    vtr_status st = words ? VTR_OK : vtr_fail(err, VTR_ERR_NOMEM, "out of memory reading %s",
+                                              path);
+    for (size_t i = 0; st == VTR_OK && i < n; i++)
+        if (!(words[i] = json_string_value(json_array_get(root, i))))
+            st = vtr_fail(err, VTR_ERR_FORMAT, "vocab %s: word %zu is not a string", path, i);
+    if (st == VTR_OK)
+        st = vtr_vocab_hgr_from_words(words, n, path, out, err);
+    free(words);
+    json_decref(root);
+    return st;
+}
+
 vtr_status vtr_train_data_open(const vtr_train_options *o, const char *vocab_path,
                                vtr_train_data *d, vtr_error *err)
 {
@@ -525,6 +775,11 @@ vtr_status vtr_train_data_open(const vtr_train_options *o, const char *vocab_pat
     }
     if (o->val_max_items > 0)
         vtr_split_truncate(&d->val, o->val_max_items);
+    if (o->kind == VTR_MODEL_HGR) {
+        if ((st = open_hgr(o, vocab_path, d, err)))
+            goto fail;
+        return VTR_OK;
+    }
     if (vocab_path) {
         st = vtr_vocab_load_json(vocab_path, &d->vocab, err);
     } else {

@@ -1,4 +1,4 @@
-/* The data a VSE run reads, and its batches. Layout: docs/training.md.
+/* The data a VSE or HGR run reads, and its batches. Layout: docs/training.md.
  *
  * A split (train, val, test) is read from two places: the catalog (lib/catalog.h) names
  * its items, in item id order, and their captions, in ordinal order; the feature store
@@ -8,7 +8,10 @@
  *
  * Captions are tokenized (text/tokenizer.h) and encoded with a VSE vocabulary
  * (text/vocab.h) as <start> w1 ... wn <end>; the vocabulary is loaded from a reference
- * JSON or built from the training captions (vtr_split_build_vocab).
+ * JSON or built from the training captions (vtr_split_build_vocab). HGR instead encodes
+ * each caption's whitespace words with the catalog's HGR vocabulary, with its role graph's
+ * tensors (vtr_split_encode_graphs), and the same batcher hands them out as a
+ * vtr_hgr_batch beside the vtr_vse_batch.
  *
  * Batches (vtr_batcher) are padded as the model wants them (match/vse_model.h): frames
  * (B,T,F) float32 with zero rows after each set's length, ids (B,L) with 0 (<pad>) after
@@ -34,7 +37,9 @@
 #include "lib/error.h"
 #include "lib/feature_store.h"
 #include "match/train_config.h"
+#include "match/hgr_model.h"
 #include "match/vse_model.h"
+#include "text/role_graph.h"
 #include "text/tokenizer.h"
 #include "text/vocab.h"
 
@@ -66,6 +71,14 @@ typedef struct vtr_split {
     int64_t *cap_offsets; /* (n_caps + 1) caption j's ids are ids[cap_offsets[j] ..] */
     int *ids;
     int max_words;        /* ids in the longest caption (with <start> and <end>) */
+
+    /* vtr_split_encode_graphs (HGR) fills these too; NULL for a VSE encoding: */
+    vtr_role_graph_shape graph_shape; /* W, NV, NN */
+    uint8_t *verb_masks;  /* (n_caps, NV, W) */
+    uint8_t *noun_masks;  /* (n_caps, NN, W) */
+    int *node_roles;      /* (n_caps, NV + NN) */
+    float *rel_edges;     /* (n_caps, N, N), N = 1 + NV + NN */
+    int n_graphless;      /* captions without a role graph in the catalog */
 } vtr_split;
 
 /* Reads split `split` of dataset `dataset` from the catalog and finds every item in the
@@ -96,6 +109,19 @@ vtr_status vtr_split_build_vocab(const vtr_split *s, vtr_tokenizer_mode mode, in
 vtr_status vtr_split_encode_captions(vtr_split *s, const vtr_vocab *vocab,
                                      vtr_tokenizer_mode mode, vtr_error *err);
 
+/* HGR's encoding of every caption with its role graph (text/role_graph.h), in place of
+ * vtr_split_encode_captions: the caption's whitespace words as ids of the HGR vocabulary
+ * (no BOS / EOS), cut to shape->max_words, and the graph tensors of vtr_role_graph_encode.
+ * A caption without a graph in the catalog gets the reference's fallback: the root alone
+ * (no verb or noun node, no edge). The graphs are read from dataset's split s->name of
+ * cat (vtr_catalog_split_caption_graphs), in the split's caption order. VTR_ERR_INVALID
+ * for a vocabulary that is not of the HGR layout, an empty caption, or a catalog whose
+ * captions no longer match the split's; the graph parser's VTR_ERR_FORMAT names the
+ * caption. */
+vtr_status vtr_split_encode_graphs(vtr_split *s, vtr_catalog *cat, const char *dataset,
+                                   const vtr_vocab *vocab, const vtr_role_graph_shape *shape,
+                                   vtr_error *err);
+
 /* The rows kept of a set of n rows under cap: idx gets min(n, cap) (or n when cap is 0)
  * row indices, round(linspace(0, n-1, cap)) when n > cap, else 0 .. n-1. Returns the count. */
 int vtr_frame_subsample(int *idx, int n, int cap);
@@ -120,6 +146,11 @@ typedef struct vtr_batcher {
     int F;                /* feature size (the store's dim) */
     int max_batch;
     vtr_vse_batch batch;  /* the last batch built; points into the buffers below */
+    vtr_hgr_batch hgr;    /* the same batch for HGR, with the role-graph tensors (a split
+                             encoded by vtr_split_encode_graphs only) */
+    uint8_t *verb_masks, *noun_masks; /* (max_batch, NV or NN, W) */
+    int *node_roles;      /* (max_batch, NV + NN) */
+    float *rel_edges;     /* (max_batch, N, N) */
     float *frames;        /* (max_batch, split max_frames, F) */
     int *frame_lengths;   /* (max_batch) */
     int *ids;             /* (max_batch, split max_words) */
@@ -152,16 +183,25 @@ typedef struct vtr_train_data {
     vtr_split train, val;            /* captions encoded with vocab */
     vtr_vocab *vocab;
     bool vocab_built;                /* built from the training captions, not loaded */
+    bool vocab_from_catalog;         /* hgr: the catalog's data.catalog_vocab */
 } vtr_train_data;
 
 /* Opens o->catalog and o->features, loads the training and validation splits (the latter
- * cut to o->val_max_items), loads the
+ * cut to o->val_max_items). HGR (o->kind): the vocabulary is vocab_path (a run's own, an
+ * HGR word list, match/trained_model.h) or the catalog's o->catalog_vocab, and both
+ * splits are encoded with their role graphs (vtr_split_encode_graphs). VSE: loads the
  * vocabulary from vocab_path (a reference JSON; NULL: o->vocab, or, when that is empty,
  * builds it from the training captions with o->vocab_threshold) and encodes both splits'
  * captions. Errors carry the failing step's context ("training split: ..."). On failure
  * *d is zeroed. */
 vtr_status vtr_train_data_open(const vtr_train_options *o, const char *vocab_path,
                                vtr_train_data *d, vtr_error *err);
+
+/* A run's vocabulary file (VTR_RUN_VOCAB): a VSE vocabulary in the reference JSON
+ * (vtr_vocab_save_json), an HGR one as the JSON array of its words in id order (what the
+ * catalog keeps). Load reads either (an array: HGR). Errors name the file. */
+vtr_status vtr_run_vocab_save(const vtr_vocab *vocab, const char *path, vtr_error *err);
+vtr_status vtr_run_vocab_load(const char *path, vtr_vocab **out, vtr_error *err);
 
 /* Closes and frees everything; leaves d zeroed. Safe on a zeroed value. */
 void vtr_train_data_close(vtr_train_data *d);

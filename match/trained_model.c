@@ -9,6 +9,7 @@
 
 #include "lib/hash.h"
 #include "match/run_dir.h"
+#include "match/train_data.h"
 
 void vtr_trained_model_close(vtr_trained_model *t)
 {
@@ -89,7 +90,7 @@ vtr_status vtr_trained_model_open(const char *ckpt, const char *config_path,
             goto fail;
         }
     }
-    if ((st = vtr_vocab_load_json(vocab_path, &t.vocab, err)))
+    if ((st = vtr_run_vocab_load(vocab_path, &t.vocab, err)))
         goto fail;
     if (!(t.vocab_path = strdup(vocab_path))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
@@ -109,6 +110,10 @@ fail:
 vtr_status vtr_trained_model_build(const vtr_trained_model *t, int max_batch, int max_frames,
                                    int max_words, vtr_vse_model *m, vtr_error *err)
 {
+    memset(m, 0, sizeof *m);
+    if (t->o.kind != VTR_MODEL_VSE)
+        return vtr_fail(err, VTR_ERR_INVALID, "%s is an HGR model: it scores video-caption "
+                        "pairs and embeds no single vector per item", t->ck.path);
     vtr_status st = vtr_vse_model_init(m, &t->model, max_batch, max_frames, max_words, err);
     if (st != VTR_OK) {
         vtr_error_context(err, "%s", t->ck.path);
@@ -119,5 +124,22 @@ vtr_status vtr_trained_model_build(const vtr_trained_model *t, int max_batch, in
                                     t->ck.plain ? VTR_CHECKPOINT_ALLOW_EXTRA : 0, err);
     if (st != VTR_OK)
         vtr_vse_model_free(m);
+    return st;
+}
+
+vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, int max_batch,
+                                       int max_frames, int max_words, vtr_run_model *m,
+                                       vtr_error *err)
+{
+    vtr_status st = vtr_run_model_init(m, &t->o, t->vocab, max_batch, max_frames, max_words,
+                                       err);
+    if (st != VTR_OK) {
+        vtr_error_context(err, "%s", t->ck.path);
+        return st;
+    }
+    st = vtr_checkpoint_load_params(&t->ck, vtr_run_model_params(m),
+                                    t->ck.plain ? VTR_CHECKPOINT_ALLOW_EXTRA : 0, err);
+    if (st != VTR_OK)
+        vtr_run_model_free(m);
     return st;
 }

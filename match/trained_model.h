@@ -17,6 +17,7 @@
 #include "lib/checkpoint.h"
 #include "lib/config.h"
 #include "lib/error.h"
+#include "match/run_model.h"
 #include "match/train_config.h"
 #include "match/vse_model.h"
 #include "text/vocab.h"
@@ -44,11 +45,17 @@ vtr_status vtr_trained_model_open(const char *ckpt, const char *config_path,
                                   const char *const *sets, int n_sets, const char *vocab_path,
                                   vtr_trained_model *out, vtr_error *err);
 
-/* Makes m (vtr_vse_model_init) for batches of max_batch items, max_frames set elements and
+/* Makes m (vtr_vse_model_init; an HGR model, which embeds no single vector per item, is
+ * VTR_ERR_INVALID) for batches of max_batch items, max_frames set elements and
  * max_words tokens, and loads the checkpoint's parameters into it (a plain state_dict may
  * carry extra tensors). On failure m is zeroed; errors name the checkpoint. */
 vtr_status vtr_trained_model_build(const vtr_trained_model *t, int max_batch, int max_frames,
                                    int max_words, vtr_vse_model *m, vtr_error *err);
+
+/* vtr_trained_model_build for a model of either kind (t->o.kind, match/run_model.h). */
+vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, int max_batch,
+                                       int max_frames, int max_words, vtr_run_model *m,
+                                       vtr_error *err);
 
 /* Frees everything; leaves t zeroed. Safe on a zeroed value. */
 void vtr_trained_model_close(vtr_trained_model *t);

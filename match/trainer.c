@@ -16,14 +16,14 @@
 #include "lib/lines.h"
 #include "lib/log.h"
 #include "lib/optim.h"
-#include "match/encode.h"
+#include "match/run_model.h"
 #include "match/trained_model.h"
 #include "text/word_vectors.h"
 
 typedef struct trainer {
     const vtr_trainer_setup *su;
     const vtr_train_options *o;
-    vtr_vse_model m;
+    vtr_run_model m;       /* either kind (run_model.h) */
     vtr_optimizer optim;
     vtr_batcher train_b, val_b;
     int64_t *order;        /* (n_caps) this epoch's caption order */
@@ -67,7 +67,7 @@ static vtr_status save_last(trainer *t, int64_t epoch, int64_t iteration, vtr_er
                                   .config = t->config_text,
                                   .extra = extra,
                                   .extra_count = sizeof extra / sizeof extra[0]};
-    return vtr_checkpoint_save(t->last_path, &t->m.params, &t->optim, &state, err);
+    return vtr_checkpoint_save(t->last_path, vtr_run_model_params(&t->m), &t->optim, &state, err);
 }
 
 static vtr_status save_best(trainer *t, int epoch, double rsum, vtr_error *err)
@@ -86,7 +86,7 @@ static vtr_status save_best(trainer *t, int epoch, double rsum, vtr_error *err)
                                   .config = t->config_text,
                                   .extra = extra,
                                   .extra_count = sizeof extra / sizeof extra[0]};
-    return vtr_checkpoint_save(t->best_path, &t->m.params, NULL, &state, err);
+    return vtr_checkpoint_save(t->best_path, vtr_run_model_params(&t->m), NULL, &state, err);
 }
 
 /* Parses a metadata string of the resumed checkpoint. */
@@ -142,8 +142,9 @@ static vtr_status resume(trainer *t, int64_t *epoch, int64_t *iteration, vtr_err
         (st = meta_double(&ck, "epoch_loss_sum", &t->loss_sum, err)) ||
         (st = meta_int(&ck, "epoch_steps", &t->loss_steps, err)) ||
         (st = meta_int(&ck, "epoch_negatives_sum", &t->negatives_sum, err)) ||
-        (st = vtr_checkpoint_load_params(&ck, &t->m.params, 0, err)) ||
-        (st = vtr_checkpoint_load_optimizer(&ck, &t->m.params, &t->optim, err)) ||
+        (st = vtr_checkpoint_load_params(&ck, vtr_run_model_params(&t->m), 0, err)) ||
+        (st = vtr_checkpoint_load_optimizer(&ck, vtr_run_model_params(&t->m), &t->optim,
+                                            err)) ||
         (st = vtr_checkpoint_load_state(&ck, &state, err)))
         goto end;
     t->best_epoch = (int)best_epoch;
@@ -166,7 +167,8 @@ static vtr_status start_params(trainer *t, int64_t *word_vectors, vtr_error *err
     if (o->word_vectors[0]) {
         vtr_glove_options go = {.dim = o->model.word_dim};
         vtr_glove_stats gs;
-        if ((st = vtr_glove_load(o->word_vectors, t->su->vocab, &go, t->m.embed_w, &gs, err))) {
+        if ((st = vtr_glove_load(o->word_vectors, t->su->vocab, &go,
+                                 vtr_run_model_word_embedding(&t->m), &gs, err))) {
             vtr_error_context(err, "model.word_vectors");
             return st;
         }
@@ -179,7 +181,7 @@ static vtr_status start_params(trainer *t, int64_t *word_vectors, vtr_error *err
             st = vtr_fail(err, VTR_ERR_INVALID, "%s was trained with another vocabulary (%s) "
                           "than this run's", o->init, init.vocab_path);
         else if (st == VTR_OK)
-            st = vtr_checkpoint_load_params(&init.ck, &t->m.params, 0, err);
+            st = vtr_checkpoint_load_params(&init.ck, vtr_run_model_params(&t->m), 0, err);
         vtr_trained_model_close(&init);
         if (st != VTR_OK)
             vtr_error_context(err, "train.init");
@@ -256,7 +258,7 @@ static void trainer_free(trainer *t)
     vtr_batcher_free(&t->train_b);
     vtr_batcher_free(&t->val_b);
     vtr_optimizer_free(&t->optim);
-    vtr_vse_model_free(&t->m);
+    vtr_run_model_free(&t->m);
     free(t->order);
     free(t->config_text);
     free(t->last_path);
@@ -285,12 +287,11 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     if (vtr_train_iterations_per_epoch(tr->n_caps, o->batch_size, o->drop_last) < 1)
         return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has %d captions, fewer than one "
                         "batch of %d", tr->name, tr->n_caps, o->batch_size);
-    vtr_vse_config mc = vtr_train_model_config(o, su->vocab);
     int max_batch = o->batch_size > o->val_batch_size ? o->batch_size : o->val_batch_size;
     int max_frames = tr->max_frames > va->max_frames ? tr->max_frames : va->max_frames;
     int max_words = tr->max_words > va->max_words ? tr->max_words : va->max_words;
-    if ((st = vtr_vse_model_init(&t->m, &mc, max_batch, max_frames, max_words, err)) ||
-        (st = vtr_optimizer_init(&t->optim, &t->m.params, &o->optim, err)) ||
+    if ((st = vtr_run_model_init(&t->m, o, su->vocab, max_batch, max_frames, max_words, err)) ||
+        (st = vtr_optimizer_init(&t->optim, vtr_run_model_params(&t->m), &o->optim, err)) ||
         (st = vtr_batcher_init(&t->train_b, tr, o->batch_size, err)) ||
         (st = vtr_batcher_init(&t->val_b, va, o->val_batch_size, err)) ||
         (st = vtr_config_dump_string(su->config, &t->config_text, err)))
@@ -312,11 +313,16 @@ static vtr_status finish_epoch(trainer *t, int e, int64_t iters, double train_s,
     const vtr_trainer_setup *su = t->su;
     vtr_train_epoch_info info = {.epoch = e, .train_s = train_s};
     vtr_retrieval_options ro = {.fold_items = o->val_fold_items};
+    if (o->kind == VTR_MODEL_HGR) { /* HGR's protocol: de-duplicated texts, median + 1 */
+        ro.cap_text = t->val_b.split->cap_text;
+        ro.n_texts = t->val_b.split->n_texts;
+        ro.median_no_floor = 1;
+    }
     vtr_status st;
     if (su->on_validate)
         su->on_validate(su->ctx, e);
     double t0 = vtr_now_seconds();
-    if ((st = vtr_evaluate_split(&t->m, &t->val_b, &ro, &info.val, err))) {
+    if ((st = vtr_run_model_evaluate(&t->m, &t->val_b, &ro, &info.val, NULL, err))) {
         vtr_error_context(err, "validation after epoch %d", e);
         return st;
     }
@@ -363,7 +369,7 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
             goto end;
         result->resumed_from_end = epoch >= o->epochs;
     } else {
-        vtr_vse_init_params(&t.m, (uint64_t)o->seed);
+        vtr_run_model_init_params(&t.m, (uint64_t)o->seed);
         if ((st = start_params(&t, &start.word_vectors, err)))
             goto end;
     }
@@ -396,26 +402,29 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
             if ((st = vtr_batcher_pairs(&t.train_b, t.order + first, B,
                                         o->size_augment ? &aug : NULL, err)))
                 goto end;
-            vtr_param_set_zero_grad(&t.m.params);
-            if ((st = vtr_vse_train_step(&t.m, &t.train_b.batch, neg, &loss, err)))
+            vtr_param_set *params = vtr_run_model_params(&t.m);
+            int negatives;
+            vtr_param_set_zero_grad(params);
+            if ((st = vtr_run_model_step(&t.m, &t.train_b, neg, (uint64_t)o->seed, t.step,
+                                         &loss, &negatives, err)))
                 goto end;
             if (!isfinite(loss)) {
                 st = vtr_fail(err, VTR_ERR_INVALID, "loss is %g at epoch %d, step %lld",
                               (double)loss, e, (long long)iteration);
                 goto end;
             }
-            float norm = o->grad_clip > 0.0 ? vtr_clip_grad_norm(&t.m.params, o->grad_clip)
-                                            : vtr_grad_norm(&t.m.params);
+            float norm = o->grad_clip > 0.0 ? vtr_clip_grad_norm(params, o->grad_clip)
+                                            : vtr_grad_norm(params);
             if (!isfinite(norm)) {
                 st = vtr_fail(err, VTR_ERR_INVALID, "gradient norm is %g at epoch %d, step %lld",
                               (double)norm, e, (long long)iteration);
                 goto end;
             }
             double lr = vtr_lr_at(&o->lr, epoch, iteration, iters);
-            vtr_optimizer_step(&t.optim, &t.m.params, lr);
+            vtr_optimizer_step(&t.optim, params, lr);
             t.step++;
             t.loss_sum += (double)loss;
-            t.negatives_sum += t.m.negatives;
+            t.negatives_sum += negatives;
             t.loss_steps++;
             if (su->on_step) {
                 vtr_train_step_info info = {.epoch = e,
@@ -425,7 +434,7 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
                                             .step = t.step,
                                             .loss = loss,
                                             .lr = lr,
-                                            .negatives = t.m.negatives};
+                                            .negatives = negatives};
                 su->on_step(su->ctx, &info);
             }
             if ((su->max_steps > 0 && t.step >= su->max_steps) || (su->stop && *su->stop)) {

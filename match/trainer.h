@@ -1,6 +1,8 @@
-/* The VSE training loop: epochs of shuffled, augmented caption-item batches, the hinge
- * loss with the VSE0 warm-up, AdamW with clipping and the lr schedule, validation after
- * every epoch, checkpoints and a metrics log in a run directory, and exact resume.
+/* The training loop of VSE and HGR models (match/run_model.h): epochs of shuffled,
+ * augmented caption-item batches, the hinge loss with the VSE0 warm-up (HGR: the hardest
+ * negative on the fused score), AdamW or Adam with clipping and the lr schedule,
+ * validation after every epoch (HGR: the fused score under HGR's protocol), checkpoints
+ * and a metrics log in a run directory, and exact resume.
  *
  * Run directory (setup->output_dir, which must exist):
  *   last.safetensors  the whole training state (lib/checkpoint.h): parameters, AdamW
@@ -106,9 +108,9 @@ typedef struct vtr_train_result {
 } vtr_train_result;
 
 /* Trains (or resumes) as set up; the result says where the run stands. Unless resuming,
- * the model is initialized from opt->seed (vtr_vse_init_params), then its word embedding
- * rows from opt->word_vectors (text/word_vectors.h) or all its parameters from the
- * checkpoint opt->init (opened as match/trained_model.h does: a vtr-train checkpoint, or
+ * the model of opt->kind is initialized from opt->seed (vtr_run_model_init_params), then
+ * its word embedding rows from opt->word_vectors (text/word_vectors.h) or all its
+ * parameters from the checkpoint opt->init (opened as match/trained_model.h does: a vtr-train checkpoint, or
  * a converted reference model; its vocabulary must give the words the ids of the run's,
  * else VTR_ERR_INVALID, and its tensors the model's shapes). Fails with
  * VTR_ERR_INVALID for data that does not fit the config (feature dim, too few captions

@@ -25,7 +25,9 @@
 
 static const char usage_text[] =
     "Usage: vtr-eval [OPTION]... --checkpoint CKPT [--ensemble CKPT2]... [CKPT3...]\n"
-    "Embeds the items and captions of a split with a trained VSE model and prints the\n"
+    "Embeds the items and captions of a split with a trained VSE model (or scores every\n"
+    "video-caption pair with an HGR model: the fused score, and --json adds each of its\n"
+    "three levels alone) and prints the\n"
     "retrieval metrics in both directions: R@1, R@5, R@10, median and mean rank (one-based),\n"
     "mAP, nDCG, and RSUM (docs/training.md). With several checkpoints, the ensemble's\n"
     "similarity is the mean of the models' (labelled as an ensemble).\n"
@@ -50,7 +52,9 @@ static const char usage_text[] =
     "      --coco-1k          five (n/1000) folds of 1000 items, metrics averaged (COCO 1K)\n"
     "      --hgr-dedup        HGR's protocol: identical captions are one query and one\n"
     "                         candidate, correct for every item that has it; median rank\n"
-    "                         without the floor\n"
+    "                         without the floor (the default for an HGR model)\n"
+    "      --vse-protocol     an HGR model under the VSE protocol (every caption a query,\n"
+    "                         floor(median) + 1)\n"
     "      --ndcg-at K        nDCG over the first K candidates [whole ranking]\n"
     "      --batch-size N     items or captions per encoding batch [128]\n"
     "      --threads N        OpenMP and BLAS threads [OpenMP's default]\n"
@@ -75,6 +79,7 @@ enum {
     OPT_CONFIG,
     OPT_COCO_1K,
     OPT_HGR_DEDUP,
+    OPT_VSE_PROTOCOL,
     OPT_NDCG_AT,
     OPT_BATCH_SIZE,
     OPT_THREADS,
@@ -97,9 +102,9 @@ static vtr_status embed(const char *path, const vtr_eval_source *src, vtr_eval_m
 {
     vtr_batcher b = {0};
     vtr_status st = vtr_eval_model_open(path, src, m, err);
-    if (st != VTR_OK)
+    if (st != VTR_OK || m->trained.o.kind == VTR_MODEL_HGR) /* HGR: scored pairwise later */
         return st;
-    size_t E = (size_t)m->model.cfg.embed_size;
+    size_t E = (size_t)m->model.vse.cfg.embed_size;
     *items = malloc((size_t)m->split.n_items * E * sizeof **items);
     *captions = malloc((size_t)m->split.n_caps * E * sizeof **captions);
     if (!*items || !*captions)
@@ -108,7 +113,7 @@ static vtr_status embed(const char *path, const vtr_eval_source *src, vtr_eval_m
         return st;
     vtr_progress p;
     vtr_progress_begin(&p, "embedding", (int64_t)m->split.n_items + m->split.n_caps);
-    st = vtr_encode_split(&m->model, &b, *items, *captions, on_progress, &p, err);
+    st = vtr_encode_split(&m->model.vse, &b, *items, *captions, on_progress, &p, err);
     vtr_progress_end(&p);
     vtr_batcher_free(&b);
     if (st != VTR_OK)
@@ -123,7 +128,7 @@ static vtr_status save_embeddings(const char *dir, const vtr_eval_model *m, floa
     vtr_status st = vtr_make_dirs(dir, err);
     if (st != VTR_OK)
         return st;
-    int64_t E = m->model.cfg.embed_size;
+    int64_t E = m->model.vse.cfg.embed_size;
     vtr_tensor t[2] = {{.dtype = VTR_F32, .ndim = 2, .shape = {m->split.n_items, E}, .data = items},
                        {.dtype = VTR_F32, .ndim = 2, .shape = {m->split.n_caps, E},
                         .data = captions}};
@@ -165,6 +170,9 @@ static vtr_status embed_members(const char *const *ckpts, int n_ckpts,
         vtr_status st = embed(ckpts[i], src, m, &embeddings[2 * i], &embeddings[2 * i + 1], err);
         if (st != VTR_OK)
             return st;
+        if (n_ckpts > 1 && m->trained.o.kind == VTR_MODEL_HGR)
+            return vtr_fail(err, VTR_ERR_INVALID, "%s is an HGR model: an ensemble averages "
+                            "the similarities of VSE models only", ckpts[i]);
         const vtr_split *s0 = &members[0].split, *s = &m->split;
         if (s->n_items != s0->n_items || s->n_caps != s0->n_caps ||
             memcmp(s->cap_item, s0->cap_item, sizeof(int) * (size_t)s->n_caps) != 0)
@@ -174,9 +182,25 @@ static vtr_status embed_members(const char *const *ckpts, int n_ckpts,
                             s0->n_caps);
         em[i] = (vtr_embedding_model){.items = embeddings[2 * i],
                                       .captions = embeddings[2 * i + 1],
-                                      .dim = m->model.cfg.embed_size};
+                                      .dim = m->model.vse.cfg.embed_size};
     }
     return VTR_OK;
+}
+
+/* An HGR model's metrics on its split: the fused score, blockwise (match/run_model.h), and
+ * each level alone. */
+static vtr_status score_hgr(vtr_eval_model *m, int batch, const vtr_retrieval_options *ro,
+                            vtr_retrieval_metrics *r, vtr_retrieval_metrics *levels,
+                            vtr_error *err)
+{
+    vtr_batcher b;
+    vtr_status st = vtr_batcher_init(&b, &m->split, batch, err);
+    if (st == VTR_OK)
+        st = vtr_run_model_evaluate(&m->model, &b, ro, r, levels, err);
+    vtr_batcher_free(&b);
+    if (st != VTR_OK)
+        vtr_error_context(err, "%s", m->trained.ck.path);
+    return st;
 }
 
 /* Records the start of the evaluation in the first model's catalog (kind "eval",
@@ -194,10 +218,14 @@ static vtr_status begin_record(const vtr_eval_model *members, const char *const 
     return st;
 }
 
-/* The result as --json prints it (and the catalog records it); NULL when out of memory. */
+static const char *const level_names[3] = {"global", "verb", "noun"};
+
+/* The result as --json prints it (and the catalog records it); NULL when out of memory.
+ * levels: NULL, or HGR's three levels alone (the result itself is the fused score). */
 static json_t *result_json(const char *const *ckpts, int n_ckpts, const char *dataset, bool hgr,
                            const char *split, const vtr_split *s,
-                           const vtr_retrieval_options *ro, const vtr_retrieval_metrics *r)
+                           const vtr_retrieval_options *ro, const vtr_retrieval_metrics *r,
+                           const vtr_retrieval_metrics *levels)
 {
     json_t *list = json_array();
     for (int i = 0; i < n_ckpts; i++)
@@ -208,11 +236,20 @@ static json_t *result_json(const char *const *ckpts, int n_ckpts, const char *da
                                  ro->ndcg_cutoff);
     if (hgr)
         json_object_set_new(protocol, "texts", json_integer(s->n_texts));
-    return json_pack("{s:o, s:b, s:i, s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:f}", "checkpoints",
-                     list, "ensemble", n_ckpts > 1, "models", n_ckpts, "dataset", dataset,
-                     "split", split, "items", s->n_items, "captions", s->n_caps, "protocol",
-                     protocol, "v2t", vtr_retrieval_direction_json(&r->v2t), "t2v",
-                     vtr_retrieval_direction_json(&r->t2v), "rsum", r->rsum);
+    json_t *out = json_pack("{s:o, s:b, s:i, s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:f}",
+                            "checkpoints", list, "ensemble", n_ckpts > 1, "models", n_ckpts,
+                            "dataset", dataset, "split", split, "items", s->n_items, "captions",
+                            s->n_caps, "protocol", protocol, "v2t",
+                            vtr_retrieval_direction_json(&r->v2t), "t2v",
+                            vtr_retrieval_direction_json(&r->t2v), "rsum", r->rsum);
+    if (out && levels) {
+        json_t *lv = json_object();
+        for (int k = 0; k < 3; k++)
+            json_object_set_new(lv, level_names[k], vtr_retrieval_metrics_json(&levels[k]));
+        json_object_set_new(out, "score", json_string("fused"));
+        json_object_set_new(out, "levels", lv);
+    }
+    return out;
 }
 
 static void print_direction(const char *name, const vtr_retrieval_direction *d)
@@ -224,7 +261,8 @@ static void print_direction(const char *name, const vtr_retrieval_direction *d)
 /* The human table of the result. */
 static void print_result(const char *const *ckpts, int n_ckpts, const char *dataset, bool hgr,
                          const char *split, const vtr_split *s,
-                         const vtr_retrieval_options *ro, const vtr_retrieval_metrics *r)
+                         const vtr_retrieval_options *ro, const vtr_retrieval_metrics *r,
+                         const vtr_retrieval_metrics *levels)
 {
     printf("%s, split %s: %d items, %d captions\n", dataset, split, s->n_items, s->n_caps);
     if (n_ckpts == 1) {
@@ -246,9 +284,14 @@ static void print_result(const char *const *ckpts, int n_ckpts, const char *data
         snprintf(ndcg, sizeof ndcg, "nDCG@%d", ro->ndcg_cutoff);
     printf("%-5s %7s %7s %7s %8s %8s %7s %7s\n", "", "R@1", "R@5", "R@10", "medr", "meanr",
            "mAP", ndcg);
+    if (levels)
+        printf("HGR fused score (mean of the global, verb and noun levels):\n");
     print_direction("v2t", &r->v2t);
     print_direction("t2v", &r->t2v);
     printf("RSUM  %.2f\n", r->rsum);
+    for (int k = 0; levels && k < 3; k++)
+        printf("%-6s level alone: v2t R@1 %.2f, t2v R@1 %.2f, RSUM %.2f\n", level_names[k],
+               levels[k].v2t.r1, levels[k].t2v.r1, levels[k].rsum);
 }
 
 int main(int argc, char **argv)
@@ -265,6 +308,7 @@ int main(int argc, char **argv)
         {"set", required_argument, NULL, 's'},
         {"coco-1k", no_argument, NULL, OPT_COCO_1K},
         {"hgr-dedup", no_argument, NULL, OPT_HGR_DEDUP},
+        {"vse-protocol", no_argument, NULL, OPT_VSE_PROTOCOL},
         {"ndcg-at", required_argument, NULL, OPT_NDCG_AT},
         {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
         {"threads", required_argument, NULL, OPT_THREADS},
@@ -282,7 +326,7 @@ int main(int argc, char **argv)
     const char **sets = calloc((size_t)argc, sizeof *sets);
     int n_ckpts = 0, n_owned = 0, n_sets = 0, ndcg_at = 0, threads = 0;
     bool json = false, coco_1k = false, hgr = false, have_checkpoint = false, log_json = false;
-    bool record = true;
+    bool record = true, vse_protocol = false;
     const char *embeddings_dir = NULL;
     vtr_catalog *cat = NULL;
     vtr_run_record rec = {.id = -1};
@@ -322,6 +366,7 @@ int main(int argc, char **argv)
         case 's': sets[n_sets++] = optarg; break;
         case OPT_COCO_1K: coco_1k = true; break;
         case OPT_HGR_DEDUP: hgr = true; break;
+        case OPT_VSE_PROTOCOL: vse_protocol = true; break;
         case OPT_NDCG_AT:
             if (vtr_parse_int(optarg, 1, 1L << 30, &v)) {
                 fprintf(stderr, "vtr-eval: --ndcg-at wants an integer >= 1, got '%s'\n", optarg);
@@ -367,6 +412,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "vtr-eval: no --checkpoint (see --help)\n");
         goto done;
     }
+    if (hgr && vse_protocol) {
+        fprintf(stderr, "vtr-eval: --hgr-dedup or --vse-protocol, not both\n");
+        goto done;
+    }
     if (embeddings_dir && n_ckpts > 1) {
         fprintf(stderr, "vtr-eval: --save-embeddings takes one checkpoint, not an ensemble\n");
         goto done;
@@ -387,11 +436,17 @@ int main(int argc, char **argv)
         goto done;
     }
     vtr_status st = embed_members(ckpts, n_ckpts, &src, members, embeddings, em, &err);
+    bool hgr_model = st == VTR_OK && members[0].trained.o.kind == VTR_MODEL_HGR;
+    if (hgr_model && !vse_protocol)
+        hgr = true; /* HGR's own protocol by default */
+    if (hgr_model && embeddings_dir)
+        st = vtr_fail(&err, VTR_ERR_INVALID, "--save-embeddings: %s is an HGR model, which "
+                      "embeds no single vector per item", ckpts[0]);
     if (st == VTR_OK && embeddings_dir)
         st = save_embeddings(embeddings_dir, &members[0], embeddings[0], embeddings[1], &err);
     if (st == VTR_OK && record)
         st = begin_record(members, ckpts, n_ckpts, &cat, &rec, &err);
-    vtr_retrieval_metrics r;
+    vtr_retrieval_metrics r, levels[3];
     const vtr_split *s = &members[0].split;
     vtr_retrieval_options ro = {.fold_items = coco_1k ? 1000 : 0,
                                 .cap_text = hgr ? s->cap_text : NULL,
@@ -401,7 +456,9 @@ int main(int argc, char **argv)
     if (st == VTR_OK && coco_1k && s->n_items % 1000 != 0)
         st = vtr_fail(&err, VTR_ERR_INVALID, "--coco-1k: split '%s' has %d items, not a "
                       "multiple of 1000", src.split, s->n_items);
-    if (st == VTR_OK)
+    if (st == VTR_OK && hgr_model)
+        st = score_hgr(&members[0], src.batch, &ro, &r, levels, &err);
+    else if (st == VTR_OK)
         st = vtr_retrieval_evaluate_embeddings(em, n_ckpts, s->n_items, s->n_caps, s->cap_item,
                                                &ro, &r, NULL, &err);
     if (st != VTR_OK) {
@@ -410,7 +467,8 @@ int main(int argc, char **argv)
     }
 
     const char *dataset = members[0].trained.o.dataset;
-    out = result_json(ckpts, n_ckpts, dataset, hgr, src.split, s, &ro, &r);
+    out = result_json(ckpts, n_ckpts, dataset, hgr, src.split, s, &ro, &r,
+                      hgr_model ? levels : NULL);
     if (json) {
         char *text = out ? json_dumps(out, VTR_JSON_FLAGS) : NULL;
         if (!text) {
@@ -421,7 +479,8 @@ int main(int argc, char **argv)
         printf("%s\n", text);
         free(text);
     } else {
-        print_result(ckpts, n_ckpts, dataset, hgr, src.split, s, &ro, &r);
+        print_result(ckpts, n_ckpts, dataset, hgr, src.split, s, &ro, &r,
+                     hgr_model ? levels : NULL);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
         vtr_fail(&err, VTR_ERR_IO, "writing the output failed");

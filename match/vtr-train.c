@@ -130,7 +130,9 @@ static void on_data(void *ctx, const vtr_train_data *data)
     vtr_log_info("%s: %d items, %d captions; %s: %d items, %d captions; vocabulary %d "
                  "words (%s)", p->o->train_split, data->train.n_items, data->train.n_caps,
                  p->o->val_split, data->val.n_items, data->val.n_caps,
-                 vtr_vocab_size(data->vocab), data->vocab_built ? "built" : "loaded");
+                 vtr_vocab_size(data->vocab),
+                 data->vocab_built ? "built" : data->vocab_from_catalog ? "from the catalog"
+                                                                        : "loaded");
 }
 
 /* The run is recorded: from now on SIGINT and SIGTERM stop it with its state saved. */

@@ -2,7 +2,8 @@
 # Every dataset config of configs/ trains and evaluates as written against data imported
 # from its release's layout (the fixtures of tests/interop/import_fixtures.py: the HGR
 # release for MSR-VTT and VATEX, SCAN's precomp for COCO and Flickr30K) under the names
-# the configs expect (vtr.db, stores/...), from the working directory the configs are
+# the configs expect (vtr.db, stores/...; the HGR configs also read the release's role
+# graphs and vocabulary), from the working directory the configs are
 # relative to. Only the sizes that the tiny fixtures cannot meet are overridden: the
 # feature width (8), the batch (2), two epochs, and the vocabulary threshold (the
 # fixture's words appear once or twice).
@@ -57,9 +58,24 @@ assert (r["items"], r["captions"]) == want, (r["items"], r["captions"], want)
 for d in ("v2t", "t2v"):
     assert 0 <= r[d]["r1"] <= r[d]["r5"] <= r[d]["r10"] <= 100, r[d]
 assert abs(r["rsum"] - sum(r[d][k] for d in ("v2t", "t2v") for k in ("r1", "r5", "r10"))) < 1e-6
+# HGR: the fused score under HGR's protocol by default, and each level alone
+hgr = "-hgr" in name
+assert r["protocol"]["dedup"] == hgr and ("levels" in r) == hgr, r["protocol"]
+if hgr:
+    assert r["score"] == "fused" and sorted(r["levels"]) == ["global", "noun", "verb"]
+    for lv in r["levels"].values():
+        assert 0 <= lv["rsum"] <= 600, lv
 EOF
 done
-[ "$n" -ge 9 ] || fail "only $n dataset configs"
+# an HGR run stopped after 2 steps and resumed ends with the bytes of the uninterrupted one
+vtr-train "$top/configs/msrvtt-hgr-inf.yaml" --threads 1 --set model.feature_dim=8 \
+    --set train.batch_size=2 --set train.epochs=2 --set data.vocab_threshold=1 \
+    -o runs/hgr-stopped --max-steps 2 \
+    >log 2>&1 || { cat log; fail "hgr stopped run: exit $?"; }
+vtr-train --resume runs/hgr-stopped --threads 1 >log 2>&1 || { cat log; fail "hgr resume: exit $?"; }
+cmp runs/hgr-stopped/last.safetensors runs/msrvtt-hgr-inf/last.safetensors ||
+    fail "hgr resume: last.safetensors differs from the uninterrupted run's"
+[ "$n" -ge 13 ] || fail "only $n dataset configs"
 # evaluated from elsewhere, the checkpoint's relative data paths are explained, and
 # --catalog / --store (as absolute paths) find the data
 mkdir elsewhere && cd elsewhere || exit 1

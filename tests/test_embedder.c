@@ -118,11 +118,11 @@ static void encode_split(const char *ckpt, int b, vtr_eval_model *m, float **ite
     vtr_eval_source src = {.split = "test", .batch = b};
     CHECK_OK(vtr_eval_model_open(ckpt, &src, m, &err));
     CHECK_OK(vtr_batcher_init(&bt, &m->split, src.batch, &err));
-    int64_t E = m->model.cfg.embed_size;
+    int64_t E = m->model.vse.cfg.embed_size;
     *items = malloc((size_t)(m->split.n_items * E) * sizeof **items);
     *caps = malloc((size_t)(m->split.n_caps * E) * sizeof **caps);
     CHECK(*items && *caps);
-    CHECK_OK(vtr_encode_split(&m->model, &bt, *items, *caps, NULL, NULL, &err));
+    CHECK_OK(vtr_encode_split(&m->model.vse, &bt, *items, *caps, NULL, NULL, &err));
     vtr_batcher_free(&bt);
 }
 
@@ -147,7 +147,7 @@ TEST(embedder_gives_the_embeddings_of_the_evaluation_encoder)
     encode_split(ckpt, 1, &m, &items, &caps);
     encode_split(ckpt, 32, &m32, &items32, &caps32);
     const vtr_split *s = &m.split;
-    int64_t E = m.model.cfg.embed_size;
+    int64_t E = m.model.vse.cfg.embed_size;
     CHECK(s->n_caps == 24);
     CHECK(max_abs_diff(items, items32, s->n_items * E) < 1e-5f);
     CHECK(max_abs_diff(caps, caps32, s->n_caps * E) < 1e-5f);

@@ -21,6 +21,7 @@
 #include "lib/version.h"
 #include "match/encode.h"
 #include "match/eval_model.h"
+#include "match/run_model.h"
 #include "match/train_config.h"
 #include "match/train_data.h"
 #include "match/trainer.h"
@@ -122,7 +123,7 @@ static vtr_retrieval_metrics evaluate(const char *ckpt, const char *split, int b
     vtr_eval_source src = {.split = split, .batch = batch};
     CHECK_OK(vtr_eval_model_open(ckpt, &src, &m, &err));
     CHECK_OK(vtr_batcher_init(&b, &m.split, batch, &err));
-    CHECK_OK(vtr_evaluate_split(&m.model, &b, NULL, &r, &err));
+    CHECK_OK(vtr_evaluate_split(&m.model.vse, &b, NULL, &r, &err));
     vtr_batcher_free(&b);
     vtr_eval_model_close(&m);
     return r;
@@ -161,6 +162,31 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
         CHECK_OK(vtr_train_config_new(&cfg, &err));
         CHECK_MSG(vtr_config_load_file(cfg, path, &err) == VTR_OK, "%s", err.msg);
         CHECK_MSG(vtr_train_options_from_config(cfg, &o, &err) == VTR_OK, "%s", err.msg);
+        if (strstr(e->d_name, "-hgr")) {
+            /* HGR (50 epochs, batch 64, Adam 1e-4 constant) and HGR∞ (GPO; 35 epochs,
+             * batch 128, x0.1 for the last 10): REFERENCE.md "HGR ... and HGR∞" */
+            bool inf = strstr(e->d_name, "hgr-inf") != NULL;
+            const vtr_hgr_config *h = &o.hgr;
+            CHECK(o.kind == VTR_MODEL_HGR && o.max_frames == 20 && o.hgr_max_words == 30);
+            CHECK(h->global_pool == (inf ? VTR_HGR_POOL_GPO : VTR_HGR_POOL_ATTENTION));
+            CHECK(h->embed_size == 1024 && h->word_dim == 300 && h->num_roles == 16 &&
+                  h->num_verbs == 4 && h->num_nouns == 6 && h->margin == 0.2f &&
+                  h->sigma == 4.0f && h->video_dropout == 0.2f && h->text_dropout == 0.2f &&
+                  h->gcn_dropout == 0.5f);
+            CHECK(o.model.reduction == VTR_REDUCE_MEAN && o.warmup_epochs == 0 &&
+                  o.negatives == VTR_HINGE_HARDEST_NEGATIVE && !o.size_augment);
+            CHECK(o.optim.kind == VTR_OPTIM_ADAM && o.optim.weight_decay == 0.0 &&
+                  o.grad_clip == 0.0 && o.lr.base_lr == 1e-4);
+            if (inf)
+                CHECK(o.epochs == 35 && o.batch_size == 128 && o.lr.decay == VTR_LR_MULTISTEP &&
+                      o.lr.milestone_count == 1 && o.lr.milestones[0] == 25);
+            else
+                CHECK(o.epochs == 50 && o.batch_size == 64 && o.lr.decay == VTR_LR_CONSTANT);
+            vtr_config_free(cfg);
+            n++;
+            continue;
+        }
+        CHECK(o.kind == VTR_MODEL_VSE);
         vtr_vse_pooler pool = strstr(e->d_name, "vse-inf")  ? VTR_VSE_POOL_GPO
                               : strstr(e->d_name, "adpool") ? VTR_VSE_POOL_ADPOOL
                                                             : VTR_VSE_POOL_MEAN;
@@ -196,7 +222,51 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
         n++;
     }
     closedir(dir);
-    CHECK_MSG(n >= 11, "only %d configs", n);
+    CHECK_MSG(n >= 15, "only %d configs", n);
+}
+
+TEST(train_config_hgr_keys_are_checked)
+{
+    vtr_error err;
+    vtr_train_options o;
+    vtr_config *cfg = NULL;
+    static const char *const base[] = {
+        "data.catalog=c.db", "data.dataset=x", "data.features=f", "data.tokenizer=whitespace",
+        "data.max_frames=20", "model.kind=hgr", "loss.reduction=mean",
+        "loss.warmup_epochs=0", "train.size_augment=false",
+    };
+    CHECK_OK(vtr_train_config_new(&cfg, &err));
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+        CHECK_OK(vtr_config_set(cfg, base[i], &err));
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    CHECK(o.kind == VTR_MODEL_HGR && o.hgr.global_pool == VTR_HGR_POOL_ATTENTION &&
+          o.hgr.num_verbs == 4 && o.hgr.num_nouns == 6 && o.hgr_max_words == 30 &&
+          strcmp(o.catalog_vocab, "hgr") == 0);
+    /* each key HGR fixes, and the keys of its own, fail naming the key */
+    static const char *const bad[][2] = {
+        {"model.kind=clip", "key 'model.kind': unknown model 'clip'"},
+        {"model.global_pool=max", "key 'model.global_pool': unknown pooling 'max'"},
+        {"data.max_frames=0", "key 'data.max_frames': must be in [1, 20] for hgr"},
+        {"data.tokenizer=words", "key 'data.tokenizer': must be whitespace for hgr"},
+        {"data.vocab=v.json", "key 'data.vocab': must be '' for hgr"},
+        {"loss.reduction=sum", "key 'loss.reduction': hgr trains with the hinge loss"},
+        {"loss.warmup_epochs=1", "key 'loss.warmup_epochs': hgr trains on the hardest"},
+        {"train.size_augment=true", "key 'train.size_augment': must be false for hgr"},
+        {"model.gcn_dropout=1.0", "key 'model.gcn_dropout': must be in [0, 1)"},
+        {"model.num_verbs=0", "key 'model.num_verbs': must be in [1, 65536]"},
+        {"model.sigma=0", "key 'model.sigma': must be in (0, 1e4]"},
+        {"model.embed_size=7", "key 'model.embed_size': must be even for hgr"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vtr_config *c = NULL;
+        CHECK_OK(vtr_train_config_new(&c, &err));
+        for (size_t k = 0; k < sizeof base / sizeof base[0]; k++)
+            CHECK_OK(vtr_config_set(c, base[k], &err));
+        CHECK_OK(vtr_config_set(c, bad[i][0], &err));
+        CHECK_FAILS(vtr_train_options_from_config(c, &o, &err), VTR_ERR_INVALID, bad[i][1]);
+        vtr_config_free(c);
+    }
+    vtr_config_free(cfg);
 }
 
 TEST(train_config_errors_name_the_key)
@@ -292,6 +362,162 @@ static const char *small_fixture(void)
         train_fixture_write(dir, &small_spec);
     }
     return dir;
+}
+
+/* The small fixture with HGR's data: caption 0 of item 0 gets a role graph (one verb, one
+ * noun, an edge between them), the others none; the vocabulary "hgr" of the train
+ * captions' words. */
+static const char *hgr_fixture(void)
+{
+    static char dir[512];
+    if (dir[0])
+        return dir;
+    vtr_error err;
+    snprintf(dir, sizeof dir, "%s/hgr", test_tmpdir());
+    make_dir(dir);
+    train_fixture_write(dir, &small_spec);
+    char path[600];
+    snprintf(path, sizeof path, "%s/catalog.db", dir);
+    vtr_catalog *cat = NULL;
+    int64_t ds;
+    vtr_item_ref_list items = {0};
+    vtr_caption_list caps = {0};
+    CHECK_OK(vtr_catalog_open(path, &cat, &err));
+    CHECK_OK(vtr_catalog_find_dataset(cat, "synth", &ds, &err));
+    CHECK_OK(vtr_catalog_split_items(cat, ds, "train", &items, &err));
+    CHECK_OK(vtr_catalog_item_captions(cat, items.items[0].id, &caps, &err));
+    /* "a video of a cat ..." */
+    vtr_tokens toks = {0};
+    CHECK_OK(vtr_tokenize(caps.captions[0].text, VTR_TOKENIZE_WHITESPACE, &toks, &err));
+    CHECK(toks.n >= 5);
+    char graph[1024];
+    snprintf(graph, sizeof graph,
+             "[{\"ROOT\": {\"role\": \"ROOT\", \"spans\": [0], \"words\": [\"%s\"]}, "
+             "\"1\": {\"role\": \"V\", \"spans\": [1], \"words\": [\"%s\"]}, "
+             "\"2\": {\"role\": \"ARG1\", \"spans\": [3, 4], \"words\": [\"%s\", \"%s\"]}}, "
+             "[[\"1\", \"2\", \"ARG1\"]]]",
+             toks.tokens[0], toks.tokens[1], toks.tokens[3], toks.tokens[4]);
+    CHECK_OK(vtr_catalog_set_caption_graph(cat, caps.captions[0].id, graph, &err));
+    const char *words[64] = {"<BOS>", "<EOS>", "<UNK>"};
+    size_t n = 3;
+    for (size_t i = 0; i < toks.n && n < 64; i++) {
+        bool seen = false;
+        for (size_t k = 3; k < n; k++)
+            seen = seen || strcmp(words[k], toks.tokens[i]) == 0;
+        if (!seen)
+            words[n++] = toks.tokens[i];
+    }
+    CHECK_OK(vtr_catalog_put_vocabulary(cat, ds, "hgr", words, n, &err));
+    vtr_tokens_free(&toks);
+    vtr_caption_list_free(&caps);
+    vtr_item_ref_list_free(&items);
+    vtr_catalog_close(cat);
+    return dir;
+}
+
+/* HGR's data (match/train_data.h vtr_split_encode_graphs, the batcher's graph tensors) and
+ * a training step and evaluation through match/run_model.h. */
+TEST(train_hgr_split_graphs_batches_and_model)
+{
+    vtr_error err;
+    const char *dir = hgr_fixture();
+    char cat_path[600], store_path[600];
+    snprintf(cat_path, sizeof cat_path, "%s/catalog.db", dir);
+    snprintf(store_path, sizeof store_path, "%s/features", dir);
+    vtr_train_options o;
+    vtr_config *cfg = NULL;
+    const char *sets[] = {"data.catalog=x", "data.dataset=synth", "data.features=x",
+                          "data.tokenizer=whitespace", "data.max_frames=5", "model.kind=hgr",
+                          "model.feature_dim=32", "model.embed_size=16", "model.word_dim=8",
+                          "loss.reduction=mean", "loss.warmup_epochs=0",
+                          "train.size_augment=false", "train.batch_size=4",
+                          "val.batch_size=4"};
+    CHECK_OK(vtr_train_config_new(&cfg, &err));
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        CHECK_OK(vtr_config_set(cfg, sets[i], &err));
+    char set_cat[700], set_store[700];
+    snprintf(set_cat, sizeof set_cat, "data.catalog=%s", cat_path);
+    snprintf(set_store, sizeof set_store, "data.features=%s", store_path);
+    CHECK_OK(vtr_config_set(cfg, set_cat, &err));
+    CHECK_OK(vtr_config_set(cfg, set_store, &err));
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    vtr_train_data d;
+    CHECK_OK(vtr_train_data_open(&o, NULL, &d, &err));
+    CHECK(d.vocab_from_catalog && vtr_vocab_layout_of(d.vocab) == VTR_VOCAB_HGR);
+    const vtr_split *s = &d.train;
+    CHECK_EQ_INT(s->n_graphless, s->n_caps - 1);
+    CHECK_EQ_INT(d.val.n_graphless, d.val.n_caps);
+    /* caption 0: no BOS / EOS; its graph's tensors; caption 1 the root alone */
+    char first[64];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(s->texts[0], " "), s->texts[0]);
+    CHECK(s->ids[0] > 2 && s->ids[0] == vtr_vocab_id(d.vocab, first));
+    enum { W = 30, NV = 4, NN = 6, N = 11 };
+    CHECK(s->verb_masks[1] == 1 && s->verb_masks[0] == 0 && s->verb_masks[2] == 0);
+    CHECK(s->noun_masks[3] == 1 && s->noun_masks[4] == 1 && s->noun_masks[2] == 0);
+    CHECK_EQ_INT(s->node_roles[0], VTR_ROLE_V);
+    CHECK_EQ_INT(s->node_roles[NV], vtr_role_id("ARG1"));
+    CHECK(s->rel_edges[1 * N + 0] == 0.5f && s->rel_edges[1 * N + 5] == 0.5f &&
+          s->rel_edges[5 * N + 1] == 1.0f && s->rel_edges[0] == 0.0f);
+    for (int k = 0; k < NV * W; k++)
+        CHECK(s->verb_masks[NV * W + k] == 0);
+    for (int k = 0; k < N * N; k++)
+        CHECK(s->rel_edges[N * N + k] == 0.0f);
+
+    /* a batch: caption 0 in slot 1; the masks at the batch's own L */
+    vtr_batcher b;
+    CHECK_OK(vtr_batcher_init(&b, s, 4, &err));
+    int64_t pick[4] = {3, 0, 5, 7};
+    CHECK_OK(vtr_batcher_pairs(&b, pick, 4, NULL, &err));
+    const vtr_hgr_batch *hb = &b.hgr;
+    int L = hb->captions.L;
+    CHECK(hb->B == 4 && hb->captions.B == 4 && hb->T == 5 && L == b.batch.L);
+    CHECK(hb->captions.verb_masks[(1 * NV + 0) * L + 1] == 1);
+    CHECK(hb->captions.noun_masks[(1 * NN + 0) * L + 4] == 1);
+    CHECK_EQ_INT(hb->captions.node_roles[1 * (NV + NN) + NV], vtr_role_id("ARG1"));
+    CHECK(hb->captions.rel_edges[(size_t)1 * N * N + 5 * N + 1] == 1.0f);
+    CHECK_EQ_INT(hb->captions.lengths[1], (int)(s->cap_offsets[1] - s->cap_offsets[0]));
+
+    /* one step of each pooling, then the fused-score evaluation with its levels */
+    for (int gpo = 0; gpo < 2; gpo++) {
+        vtr_train_options og = o;
+        og.hgr.global_pool = gpo ? VTR_HGR_POOL_GPO : VTR_HGR_POOL_ATTENTION;
+        vtr_run_model m;
+        float loss;
+        int negatives;
+        CHECK_OK(vtr_run_model_init(&m, &og, d.vocab, 4, 5, s->max_words > d.val.max_words
+                                    ? s->max_words : d.val.max_words, &err));
+        CHECK(m.kind == VTR_MODEL_HGR && vtr_run_model_feature_dim(&m) == 32);
+        vtr_run_model_init_params(&m, 3);
+        vtr_param_set_zero_grad(vtr_run_model_params(&m));
+        CHECK_OK(vtr_run_model_step(&m, &b, VTR_HINGE_HARDEST_NEGATIVE, 3, 0, &loss, &negatives,
+                                    &err));
+        CHECK(isfinite(loss) && loss > 0.0f && negatives == 1);
+        CHECK(vtr_grad_norm(vtr_run_model_params(&m)) > 0.0f);
+        vtr_batcher vb;
+        CHECK_OK(vtr_batcher_init(&vb, &d.val, 4, &err));
+        vtr_retrieval_metrics r, r2, lv[3];
+        vtr_retrieval_options ro = {.cap_text = d.val.cap_text, .n_texts = d.val.n_texts,
+                                    .median_no_floor = 1};
+        CHECK_OK(vtr_run_model_evaluate(&m, &vb, &ro, &r, lv, &err));
+        CHECK_OK(vtr_run_model_evaluate(&m, &vb, &ro, &r2, NULL, &err));
+        /* with or without the levels, and whatever the metrics' tiles: the same metrics */
+        CHECK(r.rsum == r2.rsum && r.rsum >= 0.0 && r.rsum <= 600.0);
+        CHECK(r.v2t.map == r2.v2t.map && r.t2v.mean_rank == r2.t2v.mean_rank &&
+              r.v2t.ndcg == r2.v2t.ndcg);
+        for (int k = 0; k < 3; k++)
+            CHECK(lv[k].rsum >= 0.0 && lv[k].rsum <= 600.0);
+        vtr_retrieval_options small = ro;
+        small.tile_items = 1;
+        small.tile_caps = 1;
+        CHECK_OK(vtr_run_model_evaluate(&m, &vb, &small, &r2, NULL, &err));
+        CHECK(r2.rsum == r.rsum && r2.t2v.mean_rank == r.t2v.mean_rank &&
+              r2.v2t.map == r.v2t.map && r2.v2t.ndcg == r.v2t.ndcg);
+        vtr_batcher_free(&vb);
+        vtr_run_model_free(&m);
+    }
+    vtr_batcher_free(&b);
+    vtr_train_data_close(&d);
+    vtr_config_free(cfg);
 }
 
 TEST(train_split_load_vocab_and_batches)

@@ -1,0 +1,263 @@
+/* The model of a run, VSE or HGR (run_model.h). */
+#include "run_model.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "match/encode.h"
+
+vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
+                              const vtr_vocab *vocab, int max_batch, int max_frames,
+                              int max_words, vtr_error *err)
+{
+    memset(m, 0, sizeof *m);
+    m->kind = o->kind;
+    if (o->kind == VTR_MODEL_HGR) {
+        vtr_hgr_config c = vtr_train_hgr_config(o, vocab);
+        return vtr_hgr_model_init(&m->hgr, &c, max_batch, max_frames, max_words, err);
+    }
+    vtr_vse_config c = vtr_train_model_config(o, vocab);
+    return vtr_vse_model_init(&m->vse, &c, max_batch, max_frames, max_words, err);
+}
+
+void vtr_run_model_free(vtr_run_model *m)
+{
+    if (!m)
+        return;
+    vtr_vse_model_free(&m->vse);
+    vtr_hgr_model_free(&m->hgr);
+    memset(m, 0, sizeof *m);
+}
+
+vtr_param_set *vtr_run_model_params(vtr_run_model *m)
+{
+    return m->kind == VTR_MODEL_HGR ? &m->hgr.params : &m->vse.params;
+}
+
+float *vtr_run_model_word_embedding(vtr_run_model *m)
+{
+    return m->kind == VTR_MODEL_HGR ? m->hgr.embed_w : m->vse.embed_w;
+}
+
+int vtr_run_model_feature_dim(const vtr_run_model *m)
+{
+    return m->kind == VTR_MODEL_HGR ? m->hgr.cfg.feature_dim : m->vse.cfg.feature_dim;
+}
+
+void vtr_run_model_init_params(vtr_run_model *m, uint64_t seed)
+{
+    if (m->kind == VTR_MODEL_HGR)
+        vtr_hgr_init_params(&m->hgr, seed);
+    else
+        vtr_vse_init_params(&m->vse, seed);
+}
+
+vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_negatives neg,
+                              uint64_t seed, int64_t step, float *loss, int *negatives,
+                              vtr_error *err)
+{
+    vtr_status st;
+    if (m->kind == VTR_MODEL_HGR) {
+        if (!b->split->verb_masks)
+            return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has no role graphs (an HGR "
+                            "model needs vtr_split_encode_graphs)", b->split->name);
+        st = vtr_hgr_train_step(&m->hgr, &b->hgr, seed, (uint64_t)step, loss, err);
+        *negatives = 1; /* the hardest negative */
+        return st;
+    }
+    st = vtr_vse_train_step(&m->vse, &b->batch, neg, loss, err);
+    *negatives = m->vse.negatives;
+    return st;
+}
+
+/* ---- HGR evaluation --------------------------------------------------------------- */
+
+/* A split encoded by an HGR model, and the block scorer's buffers. */
+typedef struct hgr_encoded {
+    vtr_hgr_model *m;
+    const vtr_split *s;
+    size_t T, E, NV, NN; /* T: the split's longest set */
+    float *global, *verb, *noun; /* (n_items, E), (n_items, T, E) x 2 */
+    int *frame_lengths;          /* (n_items) */
+    float *sent, *verbs, *nouns; /* (n_caps, E), (n_caps, NV, E), (n_caps, NN, E) */
+    int *n_verbs, *n_nouns;      /* (n_caps) */
+    /* a block's captions gathered, and its scores (max_batch each side) */
+    float *g_sent, *g_verbs, *g_nouns;
+    int *g_nv, *g_nn;
+    float *fused, *levels;
+} hgr_encoded;
+
+static void hgr_encoded_free(hgr_encoded *h)
+{
+    void *p[] = {h->global, h->verb, h->noun, h->frame_lengths, h->sent, h->verbs,
+                 h->nouns, h->n_verbs, h->n_nouns, h->g_sent, h->g_verbs, h->g_nouns,
+                 h->g_nv, h->g_nn, h->fused, h->levels};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        free(p[i]);
+    memset(h, 0, sizeof *h);
+}
+
+static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, hgr_encoded *h, vtr_error *err)
+{
+    const vtr_split *s = b->split;
+    size_t I = (size_t)s->n_items, C = (size_t)s->n_caps, mb = (size_t)m->max_batch;
+    memset(h, 0, sizeof *h);
+    h->m = m;
+    h->s = s;
+    h->T = (size_t)s->max_frames;
+    h->E = (size_t)m->cfg.embed_size;
+    h->NV = (size_t)m->cfg.num_verbs;
+    h->NN = (size_t)m->cfg.num_nouns;
+    size_t T = h->T, E = h->E, NV = h->NV, NN = h->NN;
+    if (!s->verb_masks)
+        return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has no role graphs", s->name);
+    if (b->max_batch > m->max_batch || s->max_frames > m->max_frames ||
+        s->max_words > m->max_words || b->F != m->cfg.feature_dim)
+        return vtr_fail(err, VTR_ERR_INVALID, "split '%s' (batches of %d, %d frames, %d words, "
+                        "%d features) does not fit the model (%d, %d, %d, %d)", s->name,
+                        b->max_batch, s->max_frames, s->max_words, b->F, m->max_batch,
+                        m->max_frames, m->max_words, m->cfg.feature_dim);
+    h->global = malloc(I * E * sizeof(float));
+    h->verb = calloc(I * T * E, sizeof(float));
+    h->noun = calloc(I * T * E, sizeof(float));
+    h->frame_lengths = malloc(I * sizeof(int));
+    h->sent = malloc(C * E * sizeof(float));
+    h->verbs = malloc(C * NV * E * sizeof(float));
+    h->nouns = malloc(C * NN * E * sizeof(float));
+    h->n_verbs = malloc(C * sizeof(int));
+    h->n_nouns = malloc(C * sizeof(int));
+    h->g_sent = malloc(mb * E * sizeof(float));
+    h->g_verbs = malloc(mb * NV * E * sizeof(float));
+    h->g_nouns = malloc(mb * NN * E * sizeof(float));
+    h->g_nv = malloc(mb * sizeof(int));
+    h->g_nn = malloc(mb * sizeof(int));
+    h->fused = malloc(mb * mb * sizeof(float));
+    h->levels = malloc(3 * mb * mb * sizeof(float));
+    if (!h->global || !h->verb || !h->noun || !h->frame_lengths || !h->sent || !h->verbs ||
+        !h->nouns || !h->n_verbs || !h->n_nouns || !h->g_sent || !h->g_verbs || !h->g_nouns ||
+        !h->g_nv || !h->g_nn || !h->fused || !h->levels)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding split '%s'", s->name);
+    vtr_status st;
+    for (int i = 0; i < s->n_items; i += b->max_batch) {
+        int n = s->n_items - i < b->max_batch ? s->n_items - i : b->max_batch;
+        if ((st = vtr_batcher_items(b, i, n, err)))
+            return st;
+        size_t Tb = (size_t)b->hgr.T;
+        /* the batch's levels (n, Tb, E) land at item i's place, then spread to stride T */
+        float *lv = h->verb + (size_t)i * T * E, *ln = h->noun + (size_t)i * T * E;
+        if ((st = vtr_hgr_encode_videos(m, h->global + (size_t)i * E, lv, ln, b->hgr.frames,
+                                        b->hgr.frame_lengths, n, (int)Tb, err))) {
+            vtr_error_context(err, "split '%s', items %d .. %d", s->name, i, i + n - 1);
+            return st;
+        }
+        for (int k = n - 1; k >= 0; k--) { /* backwards: Tb <= T, slots only move up */
+            float *dv = h->verb + ((size_t)i + (size_t)k) * T * E;
+            float *dn = h->noun + ((size_t)i + (size_t)k) * T * E;
+            memmove(dv, lv + (size_t)k * Tb * E, Tb * E * sizeof(float));
+            memmove(dn, ln + (size_t)k * Tb * E, Tb * E * sizeof(float));
+            memset(dv + Tb * E, 0, (T - Tb) * E * sizeof(float));
+            memset(dn + Tb * E, 0, (T - Tb) * E * sizeof(float));
+            h->frame_lengths[i + k] = b->hgr.frame_lengths[k];
+        }
+    }
+    for (int j = 0; j < s->n_caps; j += b->max_batch) {
+        int n = s->n_caps - j < b->max_batch ? s->n_caps - j : b->max_batch;
+        size_t J = (size_t)j;
+        if ((st = vtr_batcher_captions(b, j, n, err)) ||
+            (st = vtr_hgr_encode_captions(m, h->sent + J * E, h->verbs + J * NV * E,
+                                          h->nouns + J * NN * E, h->n_verbs + J,
+                                          h->n_nouns + J, &b->hgr.captions, err))) {
+            vtr_error_context(err, "split '%s', captions %d .. %d", s->name, j, j + n - 1);
+            return st;
+        }
+    }
+    return VTR_OK;
+}
+
+/* Scores of items item0 .. item0+n_items-1 x captions caps[0 .. n_caps-1], blockwise:
+ * out[0] the fused score, out[1 + k] level k (global, verb, noun); an out that is NULL is
+ * not written. Row a of a matrix starts at out[.] + a * ld. */
+static vtr_status score_tiles(hgr_encoded *h, int item0, int n_items, const int *caps,
+                              int n_caps, float *const out[4], size_t ld, vtr_error *err)
+{
+    int mb = h->m->max_batch;
+    size_t T = h->T, E = h->E, NV = h->NV, NN = h->NN;
+    bool levels = out[1] || out[2] || out[3];
+    for (int c0 = 0; c0 < n_caps; c0 += mb) {
+        int Bc = n_caps - c0 < mb ? n_caps - c0 : mb;
+        for (int c = 0; c < Bc; c++) {
+            size_t j = (size_t)caps[c0 + c];
+            memcpy(h->g_sent + (size_t)c * E, h->sent + j * E, E * sizeof(float));
+            memcpy(h->g_verbs + (size_t)c * NV * E, h->verbs + j * NV * E,
+                   NV * E * sizeof(float));
+            memcpy(h->g_nouns + (size_t)c * NN * E, h->nouns + j * NN * E,
+                   NN * E * sizeof(float));
+            h->g_nv[c] = h->n_verbs[j];
+            h->g_nn[c] = h->n_nouns[j];
+        }
+        for (int v0 = 0; v0 < n_items; v0 += mb) {
+            int Bv = n_items - v0 < mb ? n_items - v0 : mb;
+            size_t v = (size_t)item0 + (size_t)v0, n = (size_t)Bv * (size_t)Bc;
+            vtr_status st = vtr_hgr_score_block(
+                h->m, h->fused, levels ? h->levels : NULL, h->global + v * E,
+                h->verb + v * T * E, h->noun + v * T * E, h->frame_lengths + v, Bv, (int)T,
+                h->g_sent, h->g_verbs, h->g_nouns, h->g_nv, h->g_nn, Bc, err);
+            if (st != VTR_OK)
+                return st;
+            for (int k = 0; k < 4; k++) {
+                const float *src = k == 0 ? h->fused : h->levels + (size_t)(k - 1) * n;
+                for (int a = 0; out[k] && a < Bv; a++)
+                    memcpy(out[k] + (size_t)(v0 + a) * ld + (size_t)c0,
+                           src + (size_t)a * (size_t)Bc, (size_t)Bc * sizeof(float));
+            }
+        }
+    }
+    return VTR_OK;
+}
+
+/* The fused score and, when levels is not NULL, the three levels: each a whole (n_items,
+ * n_caps) matrix computed in one pass over the blocks (items and captions in split order,
+ * max_batch at a time), then evaluated as a precomputed matrix. */
+static vtr_status evaluate_scores(hgr_encoded *h, const vtr_retrieval_options *opt,
+                                  vtr_retrieval_metrics *out, vtr_retrieval_metrics *levels,
+                                  vtr_error *err)
+{
+    const vtr_split *s = h->s;
+    size_t n = (size_t)s->n_items * (size_t)s->n_caps;
+    int n_mats = levels ? 4 : 1;
+    float *all = malloc((size_t)n_mats * n * sizeof(float));
+    int *caps = malloc((size_t)s->n_caps * sizeof *caps);
+    vtr_status st = VTR_OK;
+    if (!all || !caps)
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory for the %d x %d scores of split '%s'",
+                      s->n_items, s->n_caps, s->name);
+    for (int j = 0; st == VTR_OK && j < s->n_caps; j++)
+        caps[j] = j;
+    float *const mats[4] = {all, levels ? all + n : NULL, levels ? all + 2 * n : NULL,
+                            levels ? all + 3 * n : NULL};
+    if (st == VTR_OK)
+        st = score_tiles(h, 0, s->n_items, caps, s->n_caps, mats, (size_t)s->n_caps, err);
+    for (int k = 0; k < n_mats && st == VTR_OK; k++) {
+        vtr_similarity_matrix sm = {.S = mats[k], .ld = s->n_caps};
+        st = vtr_retrieval_evaluate(vtr_similarity_matrix_block, &sm, s->n_items, s->n_caps,
+                                    s->cap_item, opt, k == 0 ? out : &levels[k - 1], NULL, err);
+    }
+    free(all);
+    free(caps);
+    return st;
+}
+
+vtr_status vtr_run_model_evaluate(vtr_run_model *m, vtr_batcher *b,
+                                  const vtr_retrieval_options *opt, vtr_retrieval_metrics *out,
+                                  vtr_retrieval_metrics *levels, vtr_error *err)
+{
+    if (m->kind == VTR_MODEL_VSE)
+        return vtr_evaluate_split(&m->vse, b, opt, out, err);
+    hgr_encoded h;
+    vtr_status st = hgr_encode(&m->hgr, b, &h, err);
+    if (st == VTR_OK)
+        st = evaluate_scores(&h, opt, out, levels, err);
+    hgr_encoded_free(&h);
+    return st;
+}

@@ -1,0 +1,86 @@
+/* The model of a run, of either kind (model.kind: match/vse_model.h's VSE models or
+ * match/hgr_model.h's HGR / HGR∞), behind the few operations the training loop
+ * (match/trainer.h) and evaluation (match/eval_model.h, vtr-eval) use: make it, its
+ * parameter set (optimizer, checkpoints), initialize it, one training step on a batcher's
+ * batch, and the retrieval metrics of a split. So one loop trains both kinds.
+ *
+ * Scores. VSE: the cosine of the item and caption embeddings. HGR: the fused score (the
+ * mean of the global, verb and noun levels, match/hgr_score.h). HGR evaluation encodes
+ * the whole split first (videos: global (E) and per-frame verb and noun levels (T, E);
+ * captions: sentence (E), verb (NV, E) and noun (NN, E) phrases: about 4 (2 T n_items +
+ * (1 + NV + NN) n_caps) E bytes), then scores every video-caption pair through
+ * vtr_hgr_score_block, max_batch videos x max_batch captions a call in split order, into
+ * a whole score matrix (4 bytes a pair; 16 with the three levels: 0.7 and 2.9 GB for
+ * MSR-VTT's test split) that the metrics read. The blocks are always the same, so the
+ * scores (which depend on a block's sizes in their last bits) and the metrics do not
+ * depend on the metrics' tiling.
+ */
+#ifndef VTR_RUN_MODEL_H
+#define VTR_RUN_MODEL_H
+
+#include <stdint.h>
+
+#include "lib/error.h"
+#include "lib/params.h"
+#include "match/hgr_model.h"
+#include "match/hinge_loss.h"
+#include "match/retrieval_metrics.h"
+#include "match/train_config.h"
+#include "match/train_data.h"
+#include "match/vse_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A tagged union: vse is used when kind is VTR_MODEL_VSE, hgr when VTR_MODEL_HGR. */
+typedef struct vtr_run_model {
+    vtr_model_kind kind;
+    vtr_vse_model vse;
+    vtr_hgr_model hgr;
+} vtr_run_model;
+
+/* Makes the model of o's kind (vtr_train_model_config / vtr_train_hgr_config with the
+ * vocabulary's size) for batches of max_batch pairs, max_frames frames and max_words
+ * words; parameters zero. The model's errors; on failure m is zeroed. */
+vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
+                              const vtr_vocab *vocab, int max_batch, int max_frames,
+                              int max_words, vtr_error *err);
+
+/* Frees it; leaves m zeroed. Safe on a zeroed model. */
+void vtr_run_model_free(vtr_run_model *m);
+
+/* Its parameters (all trainable), in the checkpoint's names and order. */
+vtr_param_set *vtr_run_model_params(vtr_run_model *m);
+
+/* The word embedding (vocab_size, word_dim), row-major: GloVe rows go there. */
+float *vtr_run_model_word_embedding(vtr_run_model *m);
+
+/* The feature size it expects. */
+int vtr_run_model_feature_dim(const vtr_run_model *m);
+
+/* Initialization from the seed's streams (vtr_vse_init_params / vtr_hgr_init_params). */
+void vtr_run_model_init_params(vtr_run_model *m, uint64_t seed);
+
+/* One training step on b's last batch (vtr_batcher_pairs; for HGR a split encoded with
+ * its graphs): forward, loss (*loss), backward accumulating into the gradients (zero them
+ * first). neg: VSE's negatives (HGR: always the hardest); seed and step: HGR's dropout
+ * streams (the run's step count, so a resumed run draws the same). *negatives: the
+ * negatives per query the loss used (the hinge's 1 or B-1, ADOPT's K). */
+vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_negatives neg,
+                              uint64_t seed, int64_t step, float *loss, int *negatives,
+                              vtr_error *err);
+
+/* Retrieval metrics of b's split (VSE: vtr_evaluate_split; HGR: the fused score, see the
+ * top). levels: NULL, or (3) the metrics of HGR's global, verb and noun levels alone
+ * (VSE leaves them untouched). The model must have been made for the batcher's batch size
+ * and the split's longest set and caption. */
+vtr_status vtr_run_model_evaluate(vtr_run_model *m, vtr_batcher *b,
+                                  const vtr_retrieval_options *opt, vtr_retrieval_metrics *out,
+                                  vtr_retrieval_metrics *levels, vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
