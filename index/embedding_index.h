@@ -9,7 +9,9 @@
  *   writer.lock         held (flock) by the one writer
  * Every row of every listed segment is an entry; a row whose entry is not live (its item
  * was removed or re-added since) is a tombstone that searches skip. Items usually have one
- * vector; an item may have several (set embeddings), stored as consecutive rows.
+ * vector; an item may have several (HGR's global vector and per-frame level vectors, set
+ * embeddings), stored as consecutive rows; each entry keeps its vector's norm, so a model
+ * whose score depends on lengths (HGR's attended frames) gets its vectors back.
  *
  * Generations. A commit (one SQLite transaction) publishes a new generation: the
  * segments written since the last commit and the tombstones of the items removed or
@@ -44,8 +46,10 @@
 #include "lib/tensor.h"
 
 #define VTR_EMBEDDING_INDEX_FORMAT "vtr-embedding-index"
-/* The SQLite user_version of the schema this code writes (and the newest it reads). */
-#define VTR_EMBEDDING_INDEX_VERSION 1
+/* The SQLite user_version of the schema this code writes (and the newest it reads).
+ * Version 2 records each row's norm; a writer upgrades a version 1 index when it opens it
+ * (its old rows keep no norm), readers read both. */
+#define VTR_EMBEDDING_INDEX_VERSION 2
 
 /* ---- writing ---------------------------------------------------------------------- */
 
@@ -166,6 +170,22 @@ const vtr_topk_matrix *vtr_embedding_index_matrix(const vtr_embedding_index *ix)
 /* Row r (0 <= r < N) as D float32 values in out. VTR_ERR_INVALID when out of range. */
 vtr_status vtr_embedding_index_row(const vtr_embedding_index *ix, int64_t row, float *out,
                                    vtr_error *err);
+
+/* The snapshot's live items, for models that score the several vectors of an item (HGR:
+ * index/embedder.h): n items in row order, item i the rows first[i] .. first[i] +
+ * count[i] - 1; norm (rows) each row's norm before normalization (row r of the matrix
+ * times norm[r] is the vector added, up to float16 rounding), NaN for rows of a version 1
+ * index and tombstones. Read from the manifest on the first call (one pass over the
+ * entries) and kept with ix; the arrays are borrowed until the reader is closed.
+ * VTR_ERR_DB, VTR_ERR_NOMEM, VTR_ERR_FORMAT (an entry outside the listed segments). */
+typedef struct vtr_embedding_index_items {
+    int64_t n;
+    const int64_t *first, *count;
+    const float *norm;
+} vtr_embedding_index_items;
+
+vtr_status vtr_embedding_index_items_read(vtr_embedding_index *ix, vtr_embedding_index_items *out,
+                                          vtr_error *err);
 
 /* The item of row r: *key (malloc'ed, free() it) and *vector (may be NULL) its vector
  * number within the item; *live (may be NULL) false for a tombstone. VTR_ERR_INVALID

@@ -36,11 +36,11 @@ vtr_status vtr_embedding_index_writer_compact(vtr_embedding_index_writer *w, vtr
             VTR_OK ||
         (st = eix_load_segments(w->db, w->dir, w->dim, &old, &missing, err)) != VTR_OK ||
         (st = eix_exec_sql(w->db, w->dir, "CREATE TEMP TABLE compacted (row INTEGER PRIMARY KEY, "
-                           "key TEXT NOT NULL, vector INTEGER NOT NULL)", "staging the rows",
+                           "key TEXT NOT NULL, vector INTEGER NOT NULL, norm REAL)", "staging the rows",
                            err)) != VTR_OK ||
-        (st = eix_prepare(w->db, w->dir, "SELECT segment, row, key, vector FROM entries "
+        (st = eix_prepare(w->db, w->dir, "SELECT segment, row, key, vector, norm FROM entries "
                           "WHERE live = 1 ORDER BY segment, row", &live, err)) != VTR_OK ||
-        (st = eix_prepare(w->db, w->dir, "INSERT INTO temp.compacted VALUES (?1, ?2, ?3)", &keep,
+        (st = eix_prepare(w->db, w->dir, "INSERT INTO temp.compacted VALUES (?1, ?2, ?3, ?4)", &keep,
                           err)) != VTR_OK)
         goto fail;
     /* copy the live rows in order; segments and entries share the (segment, row) order */
@@ -62,6 +62,7 @@ vtr_status vtr_embedding_index_writer_compact(vtr_embedding_index_writer *w, vtr
         sqlite3_bind_int64(keep, 1, n);
         sqlite3_bind_value(keep, 2, sqlite3_column_value(live, 2));
         sqlite3_bind_value(keep, 3, sqlite3_column_value(live, 3));
+        sqlite3_bind_value(keep, 4, sqlite3_column_value(live, 4));
         if ((st = eix_step_done(w->db, w->dir, keep, "staging the rows", err)) != VTR_OK)
             goto fail;
         n++;
@@ -88,7 +89,7 @@ vtr_status vtr_embedding_index_writer_compact(vtr_embedding_index_writer *w, vtr
         snprintf(sql, sizeof sql,
                  "DELETE FROM entries; DELETE FROM segments; "
                  "INSERT INTO segments VALUES (%lld, %lld, %lld); "
-                 "INSERT INTO entries SELECT %lld, row, key, vector, 1 FROM temp.compacted; "
+                 "INSERT INTO entries SELECT %lld, row, key, vector, 1, norm FROM temp.compacted; "
                  "DROP TABLE temp.compacted",
                  (long long)w->seg_id, (long long)n, (long long)w->generation + 1,
                  (long long)w->seg_id);

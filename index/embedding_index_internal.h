@@ -57,9 +57,9 @@ vtr_status eix_step_done(sqlite3 *db, const char *dir, sqlite3_stmt *s, const ch
 /* Checks the format version and meta of an opened index.sqlite: the reader's and the
  * writer's common check (VTR_ERR_FORMAT: not initialized, another application, another
  * format; VTR_ERR_UNSUPPORTED: a newer version). Reads dim, model (malloc'ed, when model
- * is not NULL) and generation. */
+ * is not NULL), generation and the format version (1: entries have no norm column). */
 vtr_status eix_read_meta(sqlite3 *db, const char *dir, int64_t *dim, char **model,
-                         int64_t *generation, vtr_error *err);
+                         int64_t *generation, int64_t *version, vtr_error *err);
 
 /* The listed segments of the current generation, in id order, mapped. */
 typedef struct eix_segment_list {
@@ -98,6 +98,7 @@ struct vtr_embedding_index_writer {
     int64_t *row_key;  /* (n_rows) index into staged */
     int64_t *row_vec;  /* vector number within the item */
     uint8_t *row_live;
+    double *row_norm;  /* the vector's norm before normalization */
     /* every key added or removed since the last commit, with its staged live rows
      * (key_count 0: removed); at commit, their committed rows become tombstones */
     vtr_string_table *staged;

@@ -4,6 +4,7 @@
 #include "embedding_index_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,7 +24,12 @@ struct vtr_embedding_index {
     int64_t *first; /* (n + 1) global row of each segment's row 0 */
     uint64_t *skip;
     int64_t rows, live;
+    int64_t version;
     vtr_topk_matrix matrix;
+    /* vtr_embedding_index_items_read, on its first call */
+    bool items_read;
+    int64_t n_items, *item_first, *item_count;
+    float *norm;
 };
 
 void vtr_embedding_index_close(vtr_embedding_index *ix)
@@ -38,6 +44,9 @@ void vtr_embedding_index_close(vtr_embedding_index *ix)
     free(ix->parts);
     free(ix->first);
     free(ix->skip);
+    free(ix->item_first);
+    free(ix->item_count);
+    free(ix->norm);
     free(ix->model);
     free(ix->dir);
     free(ix);
@@ -77,7 +86,8 @@ static int64_t segment_of_row(const vtr_embedding_index *ix, int64_t r)
 static vtr_status read_snapshot(vtr_embedding_index *ix, bool *missing, vtr_error *err)
 {
     sqlite3_stmt *s = NULL;
-    vtr_status st = eix_read_meta(ix->db, ix->dir, &ix->dim, &ix->model, &ix->generation, err);
+    vtr_status st = eix_read_meta(ix->db, ix->dir, &ix->dim, &ix->model, &ix->generation,
+                                  &ix->version, err);
     if (st == VTR_OK)
         st = eix_load_segments(ix->db, ix->dir, ix->dim, &ix->segs, missing, err);
     if (st != VTR_OK)
@@ -251,6 +261,62 @@ vtr_status vtr_embedding_index_row(const vtr_embedding_index *ix, int64_t row, f
     for (int64_t d = 0; d < ix->dim; d++)
         out[d] = vtr_half_to_float(x[d]);
     return VTR_OK;
+}
+
+vtr_status vtr_embedding_index_items_read(vtr_embedding_index *ix, vtr_embedding_index_items *out,
+                                          vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    sqlite3_stmt *s = NULL;
+    if (ix->items_read)
+        goto done;
+    size_t rows = (size_t)(ix->rows > 0 ? ix->rows : 1);
+    free(ix->item_first); /* from a failed call */
+    free(ix->item_count);
+    free(ix->norm);
+    ix->item_first = malloc(rows * sizeof *ix->item_first);
+    ix->item_count = malloc(rows * sizeof *ix->item_count);
+    ix->norm = malloc(rows * sizeof *ix->norm);
+    if (!ix->item_first || !ix->item_count || !ix->norm)
+        return vtr_fail(err, VTR_ERR_NOMEM, "index %s: out of memory", ix->dir);
+    for (int64_t r = 0; r < ix->rows; r++)
+        ix->norm[r] = NAN;
+    ix->n_items = 0;
+    if ((st = eix_prepare(ix->db, ix->dir,
+                          ix->version < 2 ? "SELECT segment, row, vector, NULL FROM entries "
+                                            "WHERE live = 1 ORDER BY segment, row"
+                                          : "SELECT segment, row, vector, norm FROM entries "
+                                            "WHERE live = 1 ORDER BY segment, row",
+                          &s, err)) != VTR_OK)
+        goto end;
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(s, 0), row = sqlite3_column_int64(s, 1);
+        int64_t si = segment_index(ix, id);
+        if (si < 0 || row < 0 || row >= ix->segs.rows[si]) {
+            st = vtr_fail(err, VTR_ERR_FORMAT, "index %s: entry (segment %lld, row %lld) is "
+                          "outside the listed segments", ix->dir, (long long)id, (long long)row);
+            goto end;
+        }
+        int64_t g = ix->first[si] + row;
+        if (sqlite3_column_int64(s, 2) == 0 || ix->n_items == 0) {
+            ix->item_first[ix->n_items] = g;
+            ix->item_count[ix->n_items++] = 0;
+        }
+        ix->item_count[ix->n_items - 1]++;
+        if (sqlite3_column_type(s, 3) != SQLITE_NULL)
+            ix->norm[g] = (float)sqlite3_column_double(s, 3);
+    }
+    if (rc != SQLITE_DONE) {
+        st = eix_db_fail(ix->db, ix->dir, err, "reading the items");
+        goto end;
+    }
+    ix->items_read = true;
+done:
+    *out = (vtr_embedding_index_items){ix->n_items, ix->item_first, ix->item_count, ix->norm};
+end:
+    sqlite3_finalize(s);
+    return st;
 }
 
 vtr_status vtr_embedding_index_key(vtr_embedding_index *ix, int64_t row, char **key,

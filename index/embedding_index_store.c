@@ -98,11 +98,12 @@ static vtr_status map_segment(const char *dir, const char *path, int64_t rows, i
 }
 
 vtr_status eix_read_meta(sqlite3 *db, const char *dir, int64_t *dim, char **model,
-                         int64_t *generation, vtr_error *err)
+                         int64_t *generation, int64_t *version_out, vtr_error *err)
 {
     int64_t version = 0, app_id = 0;
     vtr_status st = eix_query_int(db, dir, "PRAGMA user_version", "reading the format version",
                                   &version, err);
+    *version_out = version;
     if (st == VTR_OK)
         st = eix_query_int(db, dir, "PRAGMA application_id", "reading the application id", &app_id,
                            err);

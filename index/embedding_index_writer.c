@@ -37,6 +37,7 @@ static const char schema_sql[] =
     "  key TEXT NOT NULL,"
     "  vector INTEGER NOT NULL,"
     "  live INTEGER NOT NULL CHECK (live IN (0, 1)),"
+    "  norm REAL,"
     "  PRIMARY KEY (segment, row)) WITHOUT ROWID;"
     "CREATE UNIQUE INDEX entries_live_key ON entries(key, vector) WHERE live = 1;"
     "CREATE INDEX entries_dead ON entries(segment, row) WHERE live = 0;";
@@ -166,6 +167,7 @@ void vtr_embedding_index_writer_close(vtr_embedding_index_writer *w)
     free(w->row_key);
     free(w->row_vec);
     free(w->row_live);
+    free(w->row_norm);
     free(w->key_first);
     free(w->key_count);
     free(w->convert);
@@ -337,11 +339,19 @@ vtr_status vtr_embedding_index_writer_open(const char *dir, const vtr_embedding_
         goto end;
     /* an existing file is checked before anything is changed in it */
     bool fresh = version == 0 && app_id == 0;
-    if (!fresh && (st = eix_read_meta(w->db, dir, &w->dim, &model, &w->generation, err)) != VTR_OK)
+    if (!fresh && (st = eix_read_meta(w->db, dir, &w->dim, &model, &w->generation, &version,
+                                      err)) != VTR_OK)
         goto end;
     if ((st = eix_exec_sql(w->db, dir, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; "
                            "PRAGMA foreign_keys = ON", "setting up SQLite", err)) != VTR_OK)
         goto end;
+    if (!fresh && version < 2 &&
+        (st = eix_exec_sql(w->db, dir, "BEGIN IMMEDIATE; ALTER TABLE entries ADD COLUMN norm REAL; "
+                           "PRAGMA user_version = 2; COMMIT", "upgrading the index to version 2",
+                           err)) != VTR_OK) {
+        eix_rollback(w->db);
+        goto end;
+    }
     if (fresh) {
         if (opt->dim < 1) {
             st = vtr_fail(err, VTR_ERR_INVALID, "index %s: creating an index needs its "
@@ -350,7 +360,8 @@ vtr_status vtr_embedding_index_writer_open(const char *dir, const vtr_embedding_
         }
         w->dim = opt->dim;
         if ((st = create_schema(w, opt->model, err)) != VTR_OK ||
-            (st = eix_read_meta(w->db, dir, &w->dim, &model, &w->generation, err)) != VTR_OK)
+            (st = eix_read_meta(w->db, dir, &w->dim, &model, &w->generation, &version, err)) !=
+                VTR_OK)
             goto end;
     }
     if (opt->dim != 0 && opt->dim != w->dim) {
@@ -432,7 +443,10 @@ static vtr_status grow(vtr_embedding_index_writer *w, int64_t n, vtr_error *err)
         uint8_t *l = realloc(w->row_live, (size_t)cap);
         if (l)
             w->row_live = l;
-        if (!k || !v || !l)
+        double *nr = realloc(w->row_norm, (size_t)cap * sizeof *nr);
+        if (nr)
+            w->row_norm = nr;
+        if (!k || !v || !l || !nr)
             return vtr_fail(err, VTR_ERR_NOMEM, "index %s: out of memory", w->dir);
         w->cap_rows = cap;
     }
@@ -469,6 +483,7 @@ static vtr_status stage(vtr_embedding_index_writer *w, const char *key, const vt
             ss += x * x;
         }
         double norm = sqrt(ss);
+        w->row_norm[w->n_rows + (r - r0)] = norm;
         for (int64_t d = 0; d < dim; d++)
             w->convert[d] = vtr_float_to_half((float)(tensor_value(t, r * dim + d) / norm));
         if ((st = vtr_write_all(w->seg, w->convert, (size_t)dim * sizeof *w->convert,
@@ -662,7 +677,7 @@ vtr_status vtr_embedding_index_writer_commit(vtr_embedding_index_writer *w, vtr_
             VTR_OK ||
         (st = eix_prepare(w->db, w->dir, "UPDATE entries SET live = 0 WHERE key = ?1 AND live = 1",
                           &kill, err)) != VTR_OK ||
-        (st = eix_prepare(w->db, w->dir, "INSERT INTO entries VALUES (?1, ?2, ?3, ?4, ?5)", &ins,
+        (st = eix_prepare(w->db, w->dir, "INSERT INTO entries VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &ins,
                           err)) != VTR_OK ||
         (st = eix_prepare(w->db, w->dir, "INSERT INTO segments VALUES (?1, ?2, ?3)", &seg, err)) !=
             VTR_OK)
@@ -685,6 +700,7 @@ vtr_status vtr_embedding_index_writer_commit(vtr_embedding_index_writer *w, vtr_
                               SQLITE_STATIC);
             sqlite3_bind_int64(ins, 4, w->row_vec[r]);
             sqlite3_bind_int(ins, 5, w->row_live[r]);
+            sqlite3_bind_double(ins, 6, w->row_norm[r]);
             if ((st = eix_step_done(w->db, w->dir, ins, "recording rows", err)) != VTR_OK)
                 goto fail;
         }

@@ -311,6 +311,30 @@ TEST(add_remove_replace_reopen_compact)
     vtr_embedding_index_close(ix);
 }
 
+/* The snapshot's items: item0 (one vector, version 0) first, then "set" (the vectors of
+ * items 100 .. 103, version 0), with each row's norm. */
+static void check_items(vtr_embedding_index *ix)
+{
+    const int n_set = 4;
+    vtr_error err;
+    vtr_embedding_index_items items;
+    CHECK_OK(vtr_embedding_index_items_read(ix, &items, &err));
+    CHECK_EQ_INT(items.n, 2);
+    CHECK_EQ_INT(items.count[0], 1);
+    CHECK_EQ_INT(items.count[1], n_set);
+    CHECK_EQ_INT(items.first[1] - items.first[0], vtr_embedding_index_rows(ix) - n_set);
+    for (int j = 0; j < 1 + n_set; j++) {
+        float x[DIM];
+        vector_of(j == 0 ? 0 : 100 + j - 1, 0, x);
+        double ss = 0;
+        for (int d = 0; d < DIM; d++)
+            ss += (double)x[d] * x[d];
+        int64_t r = j == 0 ? items.first[0] : items.first[1] + j - 1;
+        CHECK_MSG(fabs(items.norm[r] - sqrt(ss)) <= 1e-6 * sqrt(ss), "row %lld: norm %g, want %g",
+                  (long long)r, items.norm[r], sqrt(ss));
+    }
+}
+
 TEST(multi_vector_item)
 {
     const char *dir = test_path("ix_multi");
@@ -344,6 +368,55 @@ TEST(multi_vector_item)
         CHECK_EQ_INT(vec, j);
         free(k);
     }
+    check_items(ix);
+    vtr_embedding_index_close(ix);
+    /* compaction keeps the norms with their rows */
+    w = open_writer(dir);
+    CHECK_OK(vtr_embedding_index_writer_compact(w, &err));
+    vtr_embedding_index_writer_close(w);
+    CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
+    CHECK_EQ_INT(vtr_embedding_index_rows(ix), 5);
+    check_items(ix);
+    vtr_embedding_index_close(ix);
+}
+
+/* A version 1 index (no norms) is upgraded by the next writer: its old rows have no norm
+ * (NaN), new ones have theirs; readers read both versions. */
+TEST(version_1_index_upgrades)
+{
+    const char *dir = test_path("ix_v1");
+    vtr_error err;
+    vtr_embedding_index_writer *w = open_writer(dir);
+    add_item(w, 0, 0);
+    CHECK_OK(vtr_embedding_index_writer_commit(w, &err));
+    vtr_embedding_index_writer_close(w);
+    /* what version 1 wrote: the same tables without entries.norm */
+    sqlite3 *db;
+    CHECK(sqlite3_open(test_path("ix_v1/index.sqlite"), &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "ALTER TABLE entries DROP COLUMN norm; PRAGMA user_version = 1",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    vtr_embedding_index *ix;
+    vtr_embedding_index_items items;
+    CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
+    CHECK_OK(vtr_embedding_index_items_read(ix, &items, &err));
+    CHECK(items.n == 1 && items.count[0] == 1 && isnan(items.norm[0]));
+    vtr_embedding_index_close(ix);
+    w = open_writer(dir);
+    add_item(w, 1, 0);
+    CHECK_OK(vtr_embedding_index_writer_commit(w, &err));
+    vtr_embedding_index_writer_close(w);
+    CHECK(sqlite3_open(test_path("ix_v1/index.sqlite"), &db) == SQLITE_OK);
+    sqlite3_stmt *s;
+    CHECK(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(s) == SQLITE_ROW);
+    CHECK_EQ_INT(sqlite3_column_int(s, 0), VTR_EMBEDDING_INDEX_VERSION);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
+    CHECK_OK(vtr_embedding_index_items_read(ix, &items, &err));
+    CHECK_EQ_INT(items.n, 2);
+    CHECK(isnan(items.norm[0]) && !isnan(items.norm[1]));
     vtr_embedding_index_close(ix);
 }
 
