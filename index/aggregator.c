@@ -33,6 +33,10 @@ vtr_status vtr_aggregator_new(vtr_embedder *e, vtr_aggregator_emit_fn emit, void
                               vtr_aggregator **out, vtr_error *err)
 {
     *out = NULL;
+    if (vtr_embedder_text_vectors(e) != 1)
+        return vtr_fail(err, VTR_ERR_INVALID, "%s is an HGR model: it gives several vectors per "
+                        "item and text (vtr-index and vtr-search take it); vtr-aggregate writes "
+                        "one vector per item", vtr_embedder_checkpoint(e));
     vtr_aggregator *a = calloc(1, sizeof *a);
     if (!a || !(a->out = malloc((size_t)BATCH_ITEMS * (size_t)vtr_embedder_dim(e) *
                                 sizeof *a->out))) {
@@ -78,7 +82,7 @@ vtr_status vtr_aggregator_flush(vtr_aggregator *a, vtr_error *err)
         const char *texts[BATCH_ITEMS];
         for (int i = 0; i < a->n; i++)
             texts[i] = a->items[i].text;
-        st = vtr_embedder_embed_texts(a->e, a->n, texts, a->out, err);
+        st = vtr_embedder_embed_texts(a->e, a->n, texts, NULL, a->out, NULL, err);
     } else {
         st = vtr_embedder_embed_sets(a->e, a->n, a->counts, a->rows, a->out, err);
     }

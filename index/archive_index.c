@@ -161,7 +161,7 @@ typedef struct indexer {
     float *features;
     size_t features_cap;
     int64_t feature_rows;
-    float *embedding;          /* E */
+    float *embedding;          /* (an item's vectors, E) */
 } indexer;
 
 static int item_key_cmp(const void *a, const void *b)
@@ -260,8 +260,9 @@ static vtr_status process_item(indexer *ix, work_item *w, vtr_error *err)
         return st;
     }
     vtr_tensor t = {.dtype = VTR_F32,
-                    .ndim = 1,
-                    .shape = {vtr_embedder_dim(ix->embedder)},
+                    .ndim = 2,
+                    .shape = {vtr_embedder_item_vectors(ix->embedder, counts[0]),
+                              vtr_embedder_dim(ix->embedder)},
                     .data = ix->embedding};
     st = vtr_embedding_index_writer_add(ix->writer, f->key, &t, &w->error);
     if (st == VTR_ERR_INVALID) /* refused (a key that is not UTF-8, a zero vector) */
@@ -560,7 +561,9 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
     if ((st = vtr_extractor_new(ix->backbone, &xo, keep_features, ix, &ix->extractor, err)) !=
         VTR_OK)
         goto end;
-    ix->embedding = malloc((size_t)vtr_embedder_dim(ix->embedder) * sizeof *ix->embedding);
+    /* an item's vectors: 1, or HGR's 1 + 2 x its kept frames */
+    ix->embedding = malloc((size_t)vtr_embedder_item_vectors(ix->embedder, INT64_MAX) *
+                           (size_t)vtr_embedder_dim(ix->embedder) * sizeof *ix->embedding);
     weights_abs = realpath(weights, NULL);
     ckpt_abs = realpath(o->checkpoint, NULL);
     const char *ckpt_path = ckpt_abs ? ckpt_abs : o->checkpoint;

@@ -1,13 +1,32 @@
-/* A trained VSE model (a vtr-train checkpoint) opened for inference: feature sets and
- * texts in, L2-normalized embeddings out. What vtr-aggregate, vtr-index and vtr-search
- * embed with; vtr-eval's embeddings of a split (match/encode.h) are the same, see below.
+/* A trained model (a vtr-train checkpoint) opened for inference: feature sets and texts
+ * in, embeddings out, and the scores of texts against items. What vtr-aggregate,
+ * vtr-index and vtr-search embed with; vtr-eval's embeddings of a split (match/encode.h)
+ * are the same, see below.
+ *
+ * Vectors. A model gives each item (a set) and each text one or several vectors of E
+ * floats, and says how it scores them (DESIGN.md: "an item may carry several vectors,
+ * and a model says how it scores them"):
+ *   VSE (VSE++, VSE∞, ...)  an item 1 vector, a text 1 vector, both L2-normalized; the
+ *                           score is their inner product (the cosine).
+ *   HGR, HGR∞ (match/hgr_model.h)  an item of n kept frames (n <= data.max_frames) 1 + 2n
+ *                           vectors: the global vector (L2-normalized), then the n
+ *                           verb-level and the n noun-level frame embeddings (as the model
+ *                           gives them, not normalized: the attended frames depend on
+ *                           their lengths); a text 1 + NV + NN vectors: the sentence node
+ *                           (L2-normalized), NV verb and NN noun phrase nodes, and its
+ *                           phrase counts (verbs, nouns); the score is the fused score of
+ *                           the three levels (vtr_hgr_score_block).
+ * vtr_embedding_index stores every vector as a unit row with its norm, so an index gives
+ * back what the score needs (index/text_search.h).
  *
  * The model is opened as vtr-eval opens it (match/trained_model.h: the config stored in
  * the checkpoint, the vocabulary beside it or named by the config) and runs in evaluation
  * mode. Sets and texts are prepared exactly as training prepares them
  * (match/train_data.h): a set longer than the config's data.max_frames keeps the rows
- * round(linspace(0, n-1, max_frames)); a text is tokenized with data.tokenizer and encoded
- * as <start> w1 ... wn <end>, unknown words as <unk>.
+ * round(linspace(0, n-1, max_frames)); a VSE text is tokenized with data.tokenizer and
+ * encoded as <start> w1 ... wn <end>, unknown words as <unk>; an HGR text is encoded with
+ * its role graph as vtr_graph_caption_encode does (a text given without a graph gets the
+ * root alone, so only the global level can match it: its verb and noun levels score 0).
  *
  * Sets are encoded one by one (a batch of one, without padding), so that a set's
  * embedding is a function of the set alone: it does not depend on the other sets of a
@@ -76,25 +95,49 @@ const char *vtr_embedder_checkpoint(const vtr_embedder *e);
  * the first bad value. For programs that check each item before batching it. */
 vtr_status vtr_embedder_check_set(const vtr_embedder *e, const vtr_tensor *t, vtr_error *err);
 
-/* Whether text is one this embedder takes (valid UTF-8: it tokenizes). VTR_ERR_FORMAT
- * ("invalid UTF-8 at byte N") otherwise. */
+/* Whether text is one this embedder takes (valid UTF-8: it tokenizes; HGR: it has a
+ * word). VTR_ERR_FORMAT ("invalid UTF-8 at byte N") or VTR_ERR_INVALID otherwise. */
 vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error *err);
 
+/* The vectors of an item of count >= 1 set rows (VSE: 1; HGR: 1 + 2 min(count, max_frames)),
+ * and of a text (VSE: 1; HGR: 1 + NV + NN). */
+int64_t vtr_embedder_item_vectors(const vtr_embedder *e, int64_t count);
+int64_t vtr_embedder_text_vectors(const vtr_embedder *e);
+
 /* n sets; set i is counts[i] >= 1 rows of F floats, the sets' rows concatenated in rows.
- * out: n x E, L2-normalized. Sets longer than the model's max_frames are subsampled as in
- * training (data.max_frames rule). Any n >= 0 (each set encoded alone, above). Fails with
- * VTR_ERR_INVALID naming the set for a count < 1 or above INT_MAX or a non-finite value in
- * a row it keeps, VTR_ERR_NOMEM; out is then unspecified. */
+ * out: the vectors of each set (vtr_embedder_item_vectors of its count) one set after
+ * another, E floats each (VSE: n x E). Sets longer than the model's max_frames are
+ * subsampled as in training (data.max_frames rule). Any n >= 0 (each set encoded alone,
+ * above). Fails with VTR_ERR_INVALID naming the set for a count < 1 or above INT_MAX or a
+ * non-finite value in a row it keeps, VTR_ERR_NOMEM; out is then unspecified. */
 vtr_status vtr_embedder_embed_sets(vtr_embedder *e, int64_t n, const int64_t *counts,
                                    const float *rows, float *out, vtr_error *err);
 
 /* n captions/queries (NUL-terminated UTF-8), tokenized and encoded as in training, in
- * batches of 32 (above). out: n x E, L2-normalized. A text with no known word still gets an embedding (its words
- * become <unk>, as in training; an empty text is <start> <end>). Fails with
- * VTR_ERR_FORMAT naming the text for invalid UTF-8, VTR_ERR_NOMEM; out is then
+ * batches of 32 (above). out: n x vtr_embedder_text_vectors x E. graphs: NULL, or n role
+ * graphs (the JSON text of one value of sent2rolegraph.augment.json, or NULL for none) of
+ * an HGR model's texts (a VSE model ignores them). phrases: NULL, or n x 2 ints, each
+ * text's verb and noun phrase counts (HGR; 0 for a VSE model). A VSE text with no known
+ * word still gets an embedding (its words become <unk>, as in training; an empty text is
+ * <start> <end>). Fails with VTR_ERR_FORMAT naming the text for invalid UTF-8 or a graph
+ * that does not parse, VTR_ERR_INVALID for an empty HGR text, VTR_ERR_NOMEM; out is then
  * unspecified. */
 vtr_status vtr_embedder_embed_texts(vtr_embedder *e, int64_t n, const char *const *texts,
-                                    float *out, vtr_error *err);
+                                    const char *const *graphs, float *out, int *phrases,
+                                    vtr_error *err);
+
+/* The scores of n_texts embedded texts (texts and phrases as vtr_embedder_embed_texts gives
+ * them; phrases may be NULL for a VSE model) against n_items items (item i has vectors[i]
+ * vectors, the items' vectors one item after another in rows, as vtr_embedder_embed_sets
+ * gives them or an index gives them back): scores (n_texts, n_items); levels, when not
+ * NULL and the model is HGR, (3, n_texts, n_items) the global, verb and noun levels.
+ * HGR scores items in blocks of 32 x 32 texts; a score does not depend on the other
+ * items and texts of the call beyond BLAS's rounding of a block. VTR_ERR_INVALID naming the
+ * item for a vector count the model does not give (VSE: 1; HGR: 1 + 2n, 1 <= n <=
+ * max_frames) or phrase counts out of range; VTR_ERR_NOMEM. */
+vtr_status vtr_embedder_score(vtr_embedder *e, int64_t n_texts, const float *texts,
+                              const int *phrases, int64_t n_items, const int64_t *vectors,
+                              const float *rows, float *scores, float *levels, vtr_error *err);
 
 #ifdef __cplusplus
 }

@@ -36,11 +36,13 @@ vtr_status vtr_embedding_index_writer_compact(vtr_embedding_index_writer *w, vtr
             VTR_OK ||
         (st = eix_load_segments(w->db, w->dir, w->dim, &old, &missing, err)) != VTR_OK ||
         (st = eix_exec_sql(w->db, w->dir, "CREATE TEMP TABLE compacted (row INTEGER PRIMARY KEY, "
-                           "key TEXT NOT NULL, vector INTEGER NOT NULL, norm REAL)", "staging the rows",
+                           "key TEXT NOT NULL, vector INTEGER NOT NULL, norm REAL)",
+                           "staging the rows",
                            err)) != VTR_OK ||
         (st = eix_prepare(w->db, w->dir, "SELECT segment, row, key, vector, norm FROM entries "
                           "WHERE live = 1 ORDER BY segment, row", &live, err)) != VTR_OK ||
-        (st = eix_prepare(w->db, w->dir, "INSERT INTO temp.compacted VALUES (?1, ?2, ?3, ?4)", &keep,
+        (st = eix_prepare(w->db, w->dir, "INSERT INTO temp.compacted VALUES (?1, ?2, ?3, ?4)",
+                          &keep,
                           err)) != VTR_OK)
         goto fail;
     /* copy the live rows in order; segments and entries share the (segment, row) order */

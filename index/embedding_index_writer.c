@@ -677,7 +677,8 @@ vtr_status vtr_embedding_index_writer_commit(vtr_embedding_index_writer *w, vtr_
             VTR_OK ||
         (st = eix_prepare(w->db, w->dir, "UPDATE entries SET live = 0 WHERE key = ?1 AND live = 1",
                           &kill, err)) != VTR_OK ||
-        (st = eix_prepare(w->db, w->dir, "INSERT INTO entries VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &ins,
+        (st = eix_prepare(w->db, w->dir, "INSERT INTO entries VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                          &ins,
                           err)) != VTR_OK ||
         (st = eix_prepare(w->db, w->dir, "INSERT INTO segments VALUES (?1, ?2, ?3)", &seg, err)) !=
             VTR_OK)

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -93,31 +94,233 @@ void vtr_search_results_free(vtr_search_result *results, int64_t n)
     }
 }
 
+/* Items scored per call of vtr_embedder_score on the multi-vector path. */
+#define SCAN_ITEMS 256
+
+/* Whether (s, r) ranks before (best, best_row): higher score first, then lower row; a NaN
+ * score after every number. */
+static bool ranks_before(float s, int64_t r, float best, int64_t best_row)
+{
+    if (isnan(s) || isnan(best))
+        return !isnan(s) || (isnan(best) && r < best_row);
+    return s > best || (s == best && r < best_row);
+}
+
+/* The multi-vector search of n queries: the index's items, the queries' vectors, and each
+ * query's k best so far (rows: the item's first row, -1 for none yet; scores; levels). */
+typedef struct item_scan {
+    vtr_embedder *e;
+    vtr_embedding_index *ix;
+    vtr_embedding_index_items it;
+    int64_t n, k;
+    const float *q;
+    const int *phrases;
+    int64_t *rows;
+    float *scores, *levels;
+    float *vec, *sc, *lv; /* a block's vectors, scores and levels */
+    int64_t *counts;      /* a block's vector counts */
+} item_scan;
+
+/* Scores the items items[0 .. m-1] (m <= SCAN_ITEMS) against queries q0 .. q0+nq-1 and keeps
+ * each query's k best. */
+static vtr_status scan_block(item_scan *s, int64_t q0, int64_t nq, const int64_t *items,
+                             int64_t m, vtr_error *err)
+{
+    size_t E = (size_t)vtr_embedder_dim(s->e), P = (size_t)vtr_embedder_text_vectors(s->e);
+    const vtr_embedding_index_items *it = &s->it;
+    vtr_status st = VTR_OK;
+    float *v = s->vec;
+    for (int64_t j = 0; j < m; j++) {
+        int64_t i = items[j];
+        s->counts[j] = it->count[i];
+        for (int64_t r = it->first[i]; r < it->first[i] + it->count[i]; r++) {
+            if (isnan(it->norm[r]))
+                return vtr_fail(err, VTR_ERR_UNSUPPORTED, "row %lld records no norm (the index "
+                                "was made by an older vtr): build it again", (long long)r);
+            if ((st = vtr_embedding_index_row(s->ix, r, v, err)))
+                return st;
+            for (size_t d = 0; d < E; d++)
+                v[d] *= it->norm[r];
+            v += E;
+        }
+    }
+    if ((st = vtr_embedder_score(s->e, nq, s->q + (size_t)q0 * P * E, s->phrases + 2 * q0, m,
+                                 s->counts, s->vec, s->sc, s->lv, err)))
+        return st;
+    int64_t k = s->k;
+    for (int64_t a = 0; a < nq; a++)
+        for (int64_t j = 0; j < m; j++) {
+            float sc = s->sc[a * m + j];
+            int64_t row = it->first[items[j]], *qr = s->rows + (q0 + a) * k;
+            float *qs = s->scores + (q0 + a) * k, *ql = s->levels + (q0 + a) * k * 3;
+            if (qr[k - 1] >= 0 && !ranks_before(sc, row, qs[k - 1], qr[k - 1]))
+                continue;
+            int64_t p = k - 1; /* shift the worse ones down */
+            while (p > 0 && (qr[p - 1] < 0 || ranks_before(sc, row, qs[p - 1], qr[p - 1]))) {
+                qr[p] = qr[p - 1];
+                qs[p] = qs[p - 1];
+                memcpy(ql + p * 3, ql + (p - 1) * 3, 3 * sizeof *ql);
+                p--;
+            }
+            qr[p] = row;
+            qs[p] = sc;
+            for (int l = 0; l < 3; l++)
+                ql[p * 3 + l] = s->lv[(size_t)l * (size_t)(nq * m) + (size_t)(a * m + j)];
+        }
+    return VTR_OK;
+}
+
+/* The item whose first row is row, by bisection (items are in row order); -1 if none. */
+static int64_t item_of_row(const vtr_embedding_index_items *it, int64_t row)
+{
+    int64_t lo = 0, hi = it->n - 1;
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (it->first[mid] == row)
+            return mid;
+        if (it->first[mid] < row)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* Pre-selection: each query's `preselect` best items by the global level alone, through the
+ * top-k search over the items' first rows (the global vectors); then each query's
+ * candidates are scored. */
+static vtr_status scan_preselected(item_scan *s, int64_t preselect, int64_t *ids,
+                                   int64_t *n_cand, vtr_error *err)
+{
+    const vtr_embedding_index_items *it = &s->it;
+    const vtr_topk_matrix *m = vtr_embedding_index_matrix(s->ix);
+    int64_t N = vtr_embedding_index_rows(s->ix), words = N / 64 + 1;
+    size_t E = (size_t)vtr_embedder_dim(s->e), P = (size_t)vtr_embedder_text_vectors(s->e);
+    size_t nc = (size_t)s->n * (size_t)preselect;
+    uint64_t *skip = malloc((size_t)words * sizeof *skip);
+    float *glob = malloc((size_t)s->n * E * sizeof *glob), *gs = malloc(nc * sizeof *gs);
+    int64_t *cand = malloc(nc * sizeof *cand), found = 0;
+    vtr_status st = VTR_OK;
+    if (!skip || !glob || !gs || !cand) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory pre-selecting %lld items",
+                      (long long)preselect);
+        goto end;
+    }
+    memset(skip, 0xff, (size_t)words * sizeof *skip);
+    for (int64_t i = 0; i < it->n; i++)
+        skip[it->first[i] >> 6] &= ~(UINT64_C(1) << (it->first[i] & 63));
+    for (int64_t q = 0; q < s->n; q++)
+        memcpy(glob + (size_t)q * E, s->q + (size_t)q * P * E, E * sizeof *glob);
+    vtr_topk_matrix globals = *m;
+    globals.skip = skip;
+    vtr_tensor qt = {.dtype = VTR_F32, .ndim = 2, .shape = {s->n, (int64_t)E}, .data = glob};
+    if ((st = vtr_topk_search(&globals, &qt, preselect, NULL, cand, gs, &found, err)))
+        goto end;
+    *n_cand = found;
+    for (int64_t q = 0; st == VTR_OK && q < s->n; q++)
+        for (int64_t j0 = 0; st == VTR_OK && j0 < found; j0 += SCAN_ITEMS) {
+            int64_t mj = found - j0 < SCAN_ITEMS ? found - j0 : SCAN_ITEMS;
+            for (int64_t j = 0; j < mj; j++)
+                ids[j] = item_of_row(it, cand[q * preselect + j0 + j]);
+            st = scan_block(s, q, 1, ids, mj, err);
+        }
+end:
+    free(skip);
+    free(glob);
+    free(gs);
+    free(cand);
+    return st;
+}
+
+/* Models that score several vectors per item (embedder.h): the live items' vectors (rows
+ * times their norms), all of them or each query's pre-selection, scored by the model
+ * against the n embedded queries; the k best items per query kept in rows (the item's
+ * first row), scores and levels (n x k x 3). */
+static vtr_status scan_items(vtr_embedder *e, vtr_embedding_index *ix, int64_t n,
+                             const float *q, const int *phrases, int64_t k, int64_t preselect,
+                             int64_t *rows, float *scores, float *levels, int64_t *live,
+                             vtr_error *err)
+{
+    item_scan s = {.e = e, .ix = ix, .n = n, .k = k, .q = q, .phrases = phrases, .rows = rows,
+                   .scores = scores, .levels = levels};
+    vtr_status st = vtr_embedding_index_items_read(ix, &s.it, err);
+    if (st != VTR_OK)
+        return st;
+    size_t E = (size_t)vtr_embedder_dim(e), nk = (size_t)n * (size_t)k;
+    for (size_t i = 0; i < nk; i++) {
+        rows[i] = -1;
+        scores[i] = -INFINITY;
+    }
+    int64_t max_count = 1;
+    for (int64_t i = 0; i < s.it.n; i++)
+        max_count = s.it.count[i] > max_count ? s.it.count[i] : max_count;
+    bool all = preselect <= 0 || preselect >= s.it.n;
+    int64_t scored = s.it.n; /* the items scored for each query */
+    size_t per_call = all ? (size_t)n : 1;
+    s.vec = malloc(((size_t)SCAN_ITEMS * (size_t)max_count * E +
+                    4 * per_call * SCAN_ITEMS) * sizeof *s.vec);
+    s.counts = malloc(SCAN_ITEMS * sizeof *s.counts);
+    int64_t *ids = malloc(SCAN_ITEMS * sizeof *ids);
+    if (!s.vec || !s.counts || !ids) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory scoring %lld items", (long long)s.it.n);
+        goto end;
+    }
+    s.sc = s.vec + (size_t)SCAN_ITEMS * (size_t)max_count * E;
+    s.lv = s.sc + per_call * SCAN_ITEMS;
+    if (!all) {
+        st = scan_preselected(&s, preselect, ids, &scored, err);
+        goto end;
+    }
+    for (int64_t i0 = 0; st == VTR_OK && i0 < s.it.n; i0 += SCAN_ITEMS) {
+        int64_t m = s.it.n - i0 < SCAN_ITEMS ? s.it.n - i0 : SCAN_ITEMS;
+        for (int64_t j = 0; j < m; j++)
+            ids[j] = i0 + j;
+        st = scan_block(&s, 0, n, ids, m, err);
+    }
+end:
+    free(s.vec);
+    free(s.counts);
+    free(ids);
+    *live = scored < k ? scored : k;
+    return st;
+}
+
 vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix, vtr_catalog *cat,
-                           int64_t dataset_id, int64_t n, const char *const *queries, int64_t k,
-                           vtr_search_result *results, int64_t *found, vtr_error *err)
+                           int64_t dataset_id, int64_t n, const char *const *queries,
+                           const char *const *graphs, int64_t k, int64_t preselect,
+                           vtr_search_result *results, int64_t *found, int *phrases,
+                           vtr_error *err)
 {
     if (n == 0)
         return VTR_OK;
     if (k < 1)
         return vtr_fail(err, VTR_ERR_INVALID, "k = %lld is not >= 1", (long long)k);
-    int64_t E = vtr_embedder_dim(e);
+    int64_t E = vtr_embedder_dim(e), per = vtr_embedder_text_vectors(e);
     size_t nk = (size_t)n * (size_t)k;
-    float *q = malloc((size_t)n * (size_t)E * sizeof *q), *scores = malloc(nk * sizeof *scores);
+    float *q = malloc((size_t)n * (size_t)(per * E) * sizeof *q);
+    float *scores = malloc(nk * sizeof *scores), *levels = malloc(3 * nk * sizeof *levels);
     int64_t *rows = malloc(nk * sizeof *rows);
+    int *ph = malloc(2 * (size_t)n * sizeof *ph);
     vtr_status st = VTR_OK;
     for (size_t i = 0; i < nk; i++)
-        results[i] = (vtr_search_result){.row = -1, .duration_s = -1};
-    if (!q || !scores || !rows) {
+        results[i] = (vtr_search_result){.row = -1, .duration_s = -1,
+                                         .levels = {NAN, NAN, NAN}};
+    if (!q || !scores || !levels || !rows || !ph) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory for %lld queries", (long long)n);
         goto end;
     }
-    if ((st = vtr_embedder_embed_texts(e, n, queries, q, err)))
+    if ((st = vtr_embedder_embed_texts(e, n, queries, graphs, q, ph, err)))
         goto end;
-    vtr_tensor qt = {.dtype = VTR_F32, .ndim = 2, .shape = {n, E}, .data = q};
+    if (phrases)
+        memcpy(phrases, ph, 2 * (size_t)n * sizeof *ph);
     int64_t live;
-    if ((st = vtr_topk_search(vtr_embedding_index_matrix(ix), &qt, k, NULL, rows, scores, &live,
-                              err)))
+    vtr_tensor qt = {.dtype = VTR_F32, .ndim = 2, .shape = {n, E}, .data = q};
+    if (per > 1)
+        st = scan_items(e, ix, n, q, ph, k, preselect, rows, scores, levels, &live, err);
+    else
+        st = vtr_topk_search(vtr_embedding_index_matrix(ix), &qt, k, NULL, rows, scores, &live,
+                             err);
+    if (st)
         goto end;
     for (int64_t i = 0; i < n; i++) {
         if (found)
@@ -126,6 +329,8 @@ vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix, vtr_catalog
             vtr_search_result *r = &results[i * k + j];
             r->row = rows[i * k + j];
             r->score = scores[i * k + j];
+            if (per > 1)
+                memcpy(r->levels, levels + (i * k + j) * 3, sizeof r->levels);
             if ((st = vtr_embedding_index_key(ix, r->row, &r->key, NULL, NULL, err)))
                 goto end;
             if (!cat)
@@ -147,7 +352,9 @@ end:
         vtr_search_results_free(results, (int64_t)nk);
     free(q);
     free(scores);
+    free(levels);
     free(rows);
+    free(ph);
     return st;
 }
 

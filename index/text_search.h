@@ -77,22 +77,37 @@ vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_s
 void vtr_text_searcher_close(vtr_text_searcher *s);
 
 typedef struct vtr_search_result {
-    int64_t row;       /* the index row; -1 past the found results */
-    float score;       /* inner product of the unit query and the float16 row */
+    int64_t row;       /* the index row (an item of several vectors: its first); -1 past
+                          the found results */
+    float score;       /* the model's score: the inner product of the unit query and the
+                          float16 row (VSE), the fused score (HGR) */
+    float levels[3];   /* HGR: the global, verb and noun levels; NaN for a VSE model */
     char *key;         /* the item's key (malloc'ed) */
     char *path;        /* from the catalog, or NULL */
     double duration_s; /* from the catalog, or -1 */
 } vtr_search_result;
 
-/* Embeds the n queries as one batch and finds the k (>= 1) best rows of ix for each:
+/* Embeds the n queries as one batch and finds the k (>= 1) best items of ix for each:
  * results (n x k, query after query) in rank order, found[q] (may be NULL) how many are
- * real (the rest: row -1, key NULL). cat (may be NULL) is a catalog in which items of
- * dataset dataset_id are looked up by key for their path and duration (an item it does
- * not know keeps NULL / -1). Does not check the model (vtr_text_search_check). Fails as
- * the embedder, the top-k search and the index's key lookup do; *results are then freed. */
+ * real (the rest: row -1, key NULL). graphs: NULL, or each query's role graph (JSON text,
+ * or NULL for none; HGR models only, embedder.h); phrases (may be NULL): n x 2, each
+ * query's verb and noun phrase counts (0 and 0: only HGR's global level can match it).
+ * A VSE model's queries are ranked by exact top-k over the index's matrix (index/topk.h).
+ * A model of several vectors per item (HGR) scores items exactly with its own score
+ * (vtr_embedder_score over the rows times their norms, 256 items at a time; an index of
+ * format version 1 has no norms and is refused): every live item when preselect is 0 (or
+ * at least the item count), else each query's preselect best items by the global level
+ * alone (the top-k search over the items' global rows), so that a large index costs a
+ * top-k pass plus preselect items per query; the results are then exact among those.
+ * Ties rank the lower row first. cat (may be NULL) is a catalog in which items of dataset
+ * dataset_id are looked up by key for their path and duration (an item it does not know
+ * keeps NULL / -1). Does not check the model (vtr_text_search_check). Fails as the
+ * embedder, the search and the index's key lookup do; *results are then freed. */
 vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix, vtr_catalog *cat,
-                           int64_t dataset_id, int64_t n, const char *const *queries, int64_t k,
-                           vtr_search_result *results, int64_t *found, vtr_error *err);
+                           int64_t dataset_id, int64_t n, const char *const *queries,
+                           const char *const *graphs, int64_t k, int64_t preselect,
+                           vtr_search_result *results, int64_t *found, int *phrases,
+                           vtr_error *err);
 
 /* Frees the strings of n results. */
 void vtr_search_results_free(vtr_search_result *results, int64_t n);

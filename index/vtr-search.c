@@ -10,6 +10,7 @@
 #include "index/archive_index.h"
 #include "index/embedder.h"
 #include "index/embedding_index.h"
+#include "import/import.h"
 #include "index/text_search.h"
 #include "lib/args.h"
 #include "lib/blas_threads.h"
@@ -17,6 +18,7 @@
 #include "lib/lines.h"
 #include "lib/log.h"
 #include "lib/version.h"
+#include "text/role_graph.h"
 
 static const char usage_text[] =
     "Usage: vtr-search [OPTION]... --index DIR QUERY...\n"
@@ -35,9 +37,15 @@ static const char usage_text[] =
     "      --catalog PATH    catalog giving each item's path and duration\n"
     "                        [DIR/" VTR_ARCHIVE_CATALOG " when present]\n"
     "      --dataset NAME    the items' dataset in the catalog [" VTR_ARCHIVE_DATASET "]\n"
+    "      --graphs FILE     role graphs of the queries (HGR models): a JSON object from\n"
+    "                        query text to its graph, as sent2rolegraph.augment.json\n"
+    "      --preselect N     HGR models: score only each query's N best items by the\n"
+    "                        global level (for large indexes) [0: every item]\n"
     "      --json            one JSON object per query: {\"query\", \"results\": [{\"rank\",\n"
     "                        \"score\", \"key\", \"path\", \"duration\"}]} (path and duration\n"
-    "                        null when unknown)\n"
+    "                        null when unknown); HGR adds the query's \"phrases\" {\"verbs\",\n"
+    "                        \"nouns\"} and each result's \"levels\" {\"global\", \"verb\",\n"
+    "                        \"noun\"}\n"
     "      --threads N       OpenMP and BLAS threads [their defaults]\n"
     "      --log-json        log events as JSON lines on stderr\n"
     "  -h, --help            this text\n"
@@ -45,29 +53,53 @@ static const char usage_text[] =
     "\n"
     "The table gives per query: rank, score (4 decimals), duration in seconds when the\n"
     "catalog knows it, and the item's path (its key when the catalog has none).\n"
+    "An HGR model (HGR, HGR∞) scores each item with the mean of three levels (global,\n"
+    "verb, noun; docs/search.md), shown in three more columns; a query's verb and noun\n"
+    "levels need its role graph (--graphs): without one only the global level matches\n"
+    "it, and the table says so.\n"
     "A query that is not valid UTF-8 is reported on stderr in one line; the others are\n"
     "searched.\n"
     "Exit status: 0 every query searched; 2 some queries failed; 1 bad usage, or the\n"
     "index, model or catalog could not be used.\n";
 
-static void print_table(const char *query, const vtr_search_result *r, int64_t found)
+/* The line that says which levels of an HGR model scored a query. */
+static void print_levels(const int *phrases)
+{
+    if (phrases[0] == 0 && phrases[1] == 0)
+        printf("levels: global only (no role graph: the verb and noun levels score 0)\n");
+    else
+        printf("levels: global, verb (%d phrase%s), noun (%d phrase%s)\n", phrases[0],
+               phrases[0] == 1 ? "" : "s", phrases[1], phrases[1] == 1 ? "" : "s");
+}
+
+static void print_table(const char *query, const vtr_search_result *r, int64_t found,
+                        const int *phrases)
 {
     printf("query: %s\n", query);
+    if (phrases)
+        print_levels(phrases);
     if (found == 0) {
         printf("  (the index is empty)\n");
         return;
     }
-    printf("%5s  %7s  %9s  %s\n", "rank", "score", "duration", "item");
+    printf("%5s  %7s  ", "rank", "score");
+    if (phrases)
+        printf("%7s  %7s  %7s  ", "global", "verb", "noun");
+    printf("%9s  %s\n", "duration", "item");
     for (int64_t j = 0; j < found; j++) {
         char dur[32] = "-";
         if (r[j].duration_s >= 0)
             snprintf(dur, sizeof dur, "%.2fs", r[j].duration_s);
-        printf("%5lld  %7.4f  %9s  %s\n", (long long)(j + 1), (double)r[j].score, dur,
-               r[j].path ? r[j].path : r[j].key);
+        printf("%5lld  %7.4f  ", (long long)(j + 1), (double)r[j].score);
+        if (phrases)
+            printf("%7.4f  %7.4f  %7.4f  ", (double)r[j].levels[0], (double)r[j].levels[1],
+                   (double)r[j].levels[2]);
+        printf("%9s  %s\n", dur, r[j].path ? r[j].path : r[j].key);
     }
 }
 
-static int print_json(const char *query, const vtr_search_result *r, int64_t found)
+static int print_json(const char *query, const vtr_search_result *r, int64_t found,
+                      const int *phrases)
 {
     json_t *list = json_array();
     for (int64_t j = 0; list && j < found; j++) {
@@ -75,12 +107,26 @@ static int print_json(const char *query, const vtr_search_result *r, int64_t fou
                               (double)r[j].score, "key", r[j].key, "path", r[j].path,
                               "duration", r[j].duration_s >= 0 ? json_real(r[j].duration_s)
                                                                : json_null());
+        if (o && phrases &&
+            json_object_set_new(o, "levels", json_pack("{s:f, s:f, s:f}", "global",
+                                                       (double)r[j].levels[0], "verb",
+                                                       (double)r[j].levels[1], "noun",
+                                                       (double)r[j].levels[2])) != 0) {
+            json_decref(o);
+            o = NULL;
+        }
         if (!o || json_array_append_new(list, o) != 0) {
             json_decref(list);
             return -1;
         }
     }
     json_t *out = list ? json_pack("{s:s, s:o}", "query", query, "results", list) : NULL;
+    if (out && phrases &&
+        json_object_set_new(out, "phrases", json_pack("{s:i, s:i}", "verbs", phrases[0],
+                                                      "nouns", phrases[1])) != 0) {
+        json_decref(out);
+        out = NULL;
+    }
     char *text = out ? json_dumps(out, VTR_JSON_FLAGS) : NULL;
     json_decref(out);
     if (!text)
@@ -90,10 +136,27 @@ static int print_json(const char *query, const vtr_search_result *r, int64_t fou
     return 0;
 }
 
+/* The role graph of query text in graphs (NULL: none) as JSON text (*graph, malloc'ed, or
+ * NULL when graphs has none for it), checked to parse. */
+static vtr_status query_graph(const json_t *graphs, const char *text, char **graph,
+                              vtr_error *err)
+{
+    *graph = NULL;
+    const json_t *value = graphs ? json_object_get(graphs, text) : NULL;
+    if (!value)
+        return VTR_OK;
+    vtr_role_graph parsed;
+    vtr_status st = vtr_role_graph_parse(value, text, &parsed, err);
+    vtr_role_graph_free(&parsed);
+    if (st == VTR_OK && !(*graph = json_dumps(value, JSON_COMPACT)))
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    return st;
+}
+
 int main(int argc, char **argv)
 {
-    enum { OPT_VOCAB = 256, OPT_CATALOG, OPT_DATASET, OPT_JSON, OPT_THREADS, OPT_LOG_JSON,
-           OPT_VERSION };
+    enum { OPT_VOCAB = 256, OPT_CATALOG, OPT_DATASET, OPT_GRAPHS, OPT_PRESELECT, OPT_JSON,
+           OPT_THREADS, OPT_LOG_JSON, OPT_VERSION };
     static const struct option options[] = {
         {"index", required_argument, NULL, 'i'},
         {"model", required_argument, NULL, 'm'},
@@ -101,6 +164,8 @@ int main(int argc, char **argv)
         {"queries", required_argument, NULL, 'q'},
         {"catalog", required_argument, NULL, OPT_CATALOG},
         {"dataset", required_argument, NULL, OPT_DATASET},
+        {"graphs", required_argument, NULL, OPT_GRAPHS},
+        {"preselect", required_argument, NULL, OPT_PRESELECT},
         {"json", no_argument, NULL, OPT_JSON},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
@@ -109,10 +174,10 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *index = NULL, *model = NULL, *vocab = NULL, *queries_path = NULL;
-    const char *catalog = NULL, *dataset = NULL;
+    const char *catalog = NULL, *dataset = NULL, *graphs_path = NULL;
     bool json = false, log_json = false;
     int threads = 0, opt;
-    long long k = 10, v;
+    long long k = 10, v, preselect = 0;
     while ((opt = getopt_long(argc, argv, "i:m:k:q:h", options, NULL)) != -1) {
         switch (opt) {
         case 'i': index = optarg; break;
@@ -128,6 +193,14 @@ int main(int argc, char **argv)
         case 'q': queries_path = optarg; break;
         case OPT_CATALOG: catalog = optarg; break;
         case OPT_DATASET: dataset = optarg; break;
+        case OPT_GRAPHS: graphs_path = optarg; break;
+        case OPT_PRESELECT:
+            if (vtr_parse_int(optarg, 0, INT64_MAX / 8, &preselect)) {
+                fprintf(stderr, "vtr-search: --preselect wants an integer >= 0, got '%s'\n",
+                        optarg);
+                return 1;
+            }
+            break;
         case OPT_JSON: json = true; break;
         case OPT_THREADS:
             if (vtr_parse_int(optarg, 1, 4096, &v)) {
@@ -166,6 +239,9 @@ int main(int argc, char **argv)
     vtr_line_list q = {0}, ok = {0};
     vtr_search_result *results = NULL;
     int64_t *found = NULL, failed = 0;
+    json_t *graphs = NULL;
+    char **ok_graphs = NULL;
+    int *phrases = NULL;
 
     /* the index, its model and the catalog */
     vtr_text_searcher_options so = {.index = index, .model = model, .vocab = vocab,
@@ -179,38 +255,57 @@ int main(int argc, char **argv)
     for (int i = optind; i < argc; i++)
         if (vtr_line_list_add(&q, argv[i], &err) != VTR_OK)
             goto fail;
+    if (graphs_path && vtr_import_load_json(graphs_path, &graphs, &err) != VTR_OK)
+        goto fail;
+    if (graphs && !json_is_object(graphs)) {
+        vtr_fail(&err, VTR_ERR_FORMAT, "%s: not a JSON object from query text to role graph",
+                 graphs_path);
+        goto fail;
+    }
+    if (!(ok_graphs = calloc(q.n ? q.n : 1, sizeof *ok_graphs))) {
+        vtr_fail(&err, VTR_ERR_NOMEM, "out of memory for the queries");
+        goto fail;
+    }
     for (size_t i = 0; i < q.n; i++) {
         vtr_error e2;
-        if (vtr_embedder_check_text(ts.e, q.v[i], &e2) != VTR_OK) {
+        char *graph = NULL;
+        if (vtr_embedder_check_text(ts.e, q.v[i], &e2) != VTR_OK ||
+            query_graph(graphs, q.v[i], &graph, &e2) != VTR_OK) {
             char what[32];
             snprintf(what, sizeof what, "query %lld", (long long)(i + 1));
             vtr_log_item_error(what, &e2);
             failed++;
-        } else if (vtr_line_list_add(&ok, q.v[i], &err) != VTR_OK) {
-            goto fail;
+            continue;
         }
+        ok_graphs[ok.n] = graph;
+        if (vtr_line_list_add(&ok, q.v[i], &err) != VTR_OK)
+            goto fail;
     }
 
     /* one batch */
     results = calloc((size_t)(ok.n ? ok.n : 1) * (size_t)k, sizeof *results);
     found = calloc((size_t)(ok.n ? ok.n : 1), sizeof *found);
-    if (!results || !found) {
+    phrases = calloc(2 * (size_t)(ok.n ? ok.n : 1), sizeof *phrases);
+    if (!results || !found || !phrases) {
         vtr_fail(&err, VTR_ERR_NOMEM, "out of memory for the results");
         goto fail;
     }
-    if (vtr_text_search(ts.e, ts.ix, ts.cat, ts.dataset_id, ok.n, (const char *const *)ok.v, k,
-                        results, found, &err) != VTR_OK)
+    if (vtr_text_search(ts.e, ts.ix, ts.cat, ts.dataset_id, ok.n, (const char *const *)ok.v,
+                        (const char *const *)ok_graphs, k, preselect, results, found, phrases,
+                        &err) != VTR_OK)
         goto fail;
+    bool hgr = vtr_embedder_text_vectors(ts.e) > 1;
     for (size_t i = 0; i < ok.n; i++) {
+        const int *ph = hgr ? phrases + 2 * i : NULL;
         if (json) {
-            if (print_json(ok.v[i], results + i * k, found[i]) != 0) {
+            if (print_json(ok.v[i], results + i * k, found[i], ph) != 0) {
                 vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
                 goto fail;
             }
         } else {
             if (i > 0)
                 printf("\n");
-            print_table(ok.v[i], results + i * k, found[i]);
+            print_table(ok.v[i], results + i * k, found[i], ph);
         }
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -226,6 +321,11 @@ end:
         vtr_search_results_free(results, ok.n * k);
     free(results);
     free(found);
+    free(phrases);
+    for (size_t i = 0; ok_graphs && i < ok.n; i++)
+        free(ok_graphs[i]);
+    free(ok_graphs);
+    json_decref(graphs);
     vtr_line_list_free(&q);
     vtr_line_list_free(&ok);
     vtr_text_searcher_close(&ts);

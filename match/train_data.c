@@ -302,14 +302,47 @@ end:
 
 /* ---- HGR: captions with their role graphs ----------------------------------------- */
 
+void vtr_graph_caption_scratch_free(vtr_graph_caption_scratch *sc)
+{
+    vtr_tokens_free(&sc->toks);
+    free(sc->word_ids);
+    memset(sc, 0, sizeof *sc);
+}
+
+vtr_status vtr_graph_caption_encode(vtr_graph_caption_scratch *sc, const vtr_vocab *vocab,
+                                    const vtr_role_graph_shape *shape, const char *text,
+                                    const char *graph, vtr_role_graph_tensors *t, vtr_error *err)
+{
+    vtr_status st = vtr_tokenize(text, VTR_TOKENIZE_WHITESPACE, &sc->toks, err);
+    if (st == VTR_OK && sc->toks.n == 0)
+        st = vtr_fail(err, VTR_ERR_INVALID, "the caption is empty");
+    if (st == VTR_OK && sc->toks.n > sc->word_cap) {
+        int *grown = realloc(sc->word_ids, sc->toks.n * sizeof *grown);
+        if (!grown)
+            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding captions");
+        else {
+            sc->word_ids = grown;
+            sc->word_cap = sc->toks.n;
+        }
+    }
+    size_t n = 0;
+    if (st == VTR_OK)
+        st = vtr_vocab_encode(vocab, sc->toks.tokens, sc->toks.n, false, sc->word_ids, &n, err);
+    vtr_role_graph parsed = {0}; /* no graph: the root alone */
+    if (st == VTR_OK && graph)
+        st = vtr_role_graph_parse_text(graph, strlen(graph), text, &parsed, err);
+    if (st == VTR_OK)
+        st = vtr_role_graph_encode(&parsed, sc->word_ids, n, shape, t, err);
+    vtr_role_graph_free(&parsed);
+    return st;
+}
+
 typedef struct graph_walk {
     vtr_split *s;
     const vtr_vocab *vocab;
     const vtr_role_graph_shape *shape;
     int j;           /* the next caption of the split */
-    vtr_tokens toks;
-    int *word_ids;   /* a caption's ids, grown */
-    size_t word_cap;
+    vtr_graph_caption_scratch sc;
     int32_t *sent_ids; /* (W) */
 } graph_walk;
 
@@ -325,26 +358,6 @@ static vtr_status graph_caption(void *ctx, const vtr_split_caption *c, vtr_error
     if (strcmp(c->key, key) != 0 || strcmp(c->text, s->texts[j]) != 0)
         return vtr_fail(err, VTR_ERR_INVALID, "caption %d of item '%s' is not the catalog's "
                         "(the catalog changed while it was read?)", j, key);
-    vtr_status st = vtr_tokenize(c->text, VTR_TOKENIZE_WHITESPACE, &w->toks, err);
-    if (st == VTR_OK && w->toks.n == 0)
-        st = vtr_fail(err, VTR_ERR_INVALID, "the caption is empty");
-    if (st == VTR_OK && w->toks.n > w->word_cap) {
-        int *grown = realloc(w->word_ids, w->toks.n * sizeof *grown);
-        if (!grown)
-            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding captions");
-        else {
-            w->word_ids = grown;
-            w->word_cap = w->toks.n;
-        }
-    }
-    size_t n = 0;
-    if (st == VTR_OK)
-        st = vtr_vocab_encode(w->vocab, w->toks.tokens, w->toks.n, false, w->word_ids, &n, err);
-    vtr_role_graph graph = {0}; /* no graph: the root alone */
-    if (st == VTR_OK && c->graph)
-        st = vtr_role_graph_parse_text(c->graph, strlen(c->graph), c->text, &graph, err);
-    else if (st == VTR_OK)
-        s->n_graphless++;
     size_t W = (size_t)sh->max_words, NV = (size_t)sh->num_verbs, NN = (size_t)sh->num_nouns;
     size_t N = 1 + NV + NN;
     vtr_role_graph_tensors t = {.sent_ids = w->sent_ids,
@@ -352,13 +365,12 @@ static vtr_status graph_caption(void *ctx, const vtr_split_caption *c, vtr_error
                                 .noun_masks = s->noun_masks + (size_t)j * NN * W,
                                 .node_roles = s->node_roles + (size_t)j * (NV + NN),
                                 .rel_edges = s->rel_edges + (size_t)j * N * N};
-    if (st == VTR_OK)
-        st = vtr_role_graph_encode(&graph, w->word_ids, n, sh, &t, err);
-    vtr_role_graph_free(&graph);
+    vtr_status st = vtr_graph_caption_encode(&w->sc, w->vocab, sh, c->text, c->graph, &t, err);
     if (st != VTR_OK) {
         vtr_error_context(err, "caption %d of item '%s'", j, key);
         return st;
     }
+    s->n_graphless += !c->graph;
     memcpy(s->ids + s->cap_offsets[j], w->sent_ids, (size_t)t.sent_len * sizeof *s->ids);
     s->cap_offsets[j + 1] = s->cap_offsets[j] + t.sent_len;
     if (t.sent_len > s->max_words)
@@ -400,8 +412,7 @@ vtr_status vtr_split_encode_graphs(vtr_split *s, vtr_catalog *cat, const char *d
         st = vtr_fail(err, VTR_ERR_INVALID, "split '%s': the catalog walked %d of its %d "
                       "captions (the catalog changed while it was read?)", s->name, w.j,
                       s->n_caps);
-    vtr_tokens_free(&w.toks);
-    free(w.word_ids);
+    vtr_graph_caption_scratch_free(&w.sc);
     free(w.sent_ids);
     if (st != VTR_OK) {
         vtr_error_context(err, "split '%s'", s->name);

@@ -122,6 +122,25 @@ vtr_status vtr_split_encode_graphs(vtr_split *s, vtr_catalog *cat, const char *d
                                    const vtr_vocab *vocab, const vtr_role_graph_shape *shape,
                                    vtr_error *err);
 
+/* HGR's encoding of one caption, vtr_split_encode_graphs's for each of its captions and
+ * the embedder's for texts (index/embedder.h): the caption's whitespace words as ids of
+ * the HGR vocabulary, cut to shape->max_words, and the tensors of its role graph (graph:
+ * the graph's JSON text, one value of sent2rolegraph.augment.json; NULL: the root alone,
+ * the reference's graph of a caption whose parse found nothing). sc is scratch the caller
+ * keeps between calls (zeroed at first; vtr_graph_caption_scratch_free). VTR_ERR_INVALID
+ * for an empty caption; the tokenizer's and the graph parser's errors (which name the
+ * caption), VTR_ERR_NOMEM. */
+typedef struct vtr_graph_caption_scratch {
+    vtr_tokens toks;
+    int *word_ids;
+    size_t word_cap;
+} vtr_graph_caption_scratch;
+
+vtr_status vtr_graph_caption_encode(vtr_graph_caption_scratch *sc, const vtr_vocab *vocab,
+                                    const vtr_role_graph_shape *shape, const char *text,
+                                    const char *graph, vtr_role_graph_tensors *t, vtr_error *err);
+void vtr_graph_caption_scratch_free(vtr_graph_caption_scratch *sc);
+
 /* The rows kept of a set of n rows under cap: idx gets min(n, cap) (or n when cap is 0)
  * row indices, round(linspace(0, n-1, cap)) when n > cap, else 0 .. n-1. Returns the count. */
 int vtr_frame_subsample(int *idx, int n, int cap);

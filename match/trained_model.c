@@ -107,26 +107,6 @@ fail:
     return st;
 }
 
-vtr_status vtr_trained_model_build(const vtr_trained_model *t, int max_batch, int max_frames,
-                                   int max_words, vtr_vse_model *m, vtr_error *err)
-{
-    memset(m, 0, sizeof *m);
-    if (t->o.kind != VTR_MODEL_VSE)
-        return vtr_fail(err, VTR_ERR_INVALID, "%s is an HGR model: it scores video-caption "
-                        "pairs and embeds no single vector per item", t->ck.path);
-    vtr_status st = vtr_vse_model_init(m, &t->model, max_batch, max_frames, max_words, err);
-    if (st != VTR_OK) {
-        vtr_error_context(err, "%s", t->ck.path);
-        return st;
-    }
-    /* its errors name the checkpoint */
-    st = vtr_checkpoint_load_params(&t->ck, &m->params,
-                                    t->ck.plain ? VTR_CHECKPOINT_ALLOW_EXTRA : 0, err);
-    if (st != VTR_OK)
-        vtr_vse_model_free(m);
-    return st;
-}
-
 vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, int max_batch,
                                        int max_frames, int max_words, vtr_run_model *m,
                                        vtr_error *err)

@@ -1,4 +1,4 @@
-/* A trained VSE model as a checkpoint names it: the checkpoint (mapped), the config that
+/* A trained model as a checkpoint names it: the checkpoint (mapped), the config that
  * rebuilds the model, its typed options, and the vocabulary it was trained with. The one
  * way to open a checkpoint for inference: vtr-eval (match/eval_model.h) and the embedder
  * of vtr-aggregate, vtr-index and vtr-search (index/embedder.h) both start here.
@@ -45,14 +45,10 @@ vtr_status vtr_trained_model_open(const char *ckpt, const char *config_path,
                                   const char *const *sets, int n_sets, const char *vocab_path,
                                   vtr_trained_model *out, vtr_error *err);
 
-/* Makes m (vtr_vse_model_init; an HGR model, which embeds no single vector per item, is
- * VTR_ERR_INVALID) for batches of max_batch items, max_frames set elements and
- * max_words tokens, and loads the checkpoint's parameters into it (a plain state_dict may
- * carry extra tensors). On failure m is zeroed; errors name the checkpoint. */
-vtr_status vtr_trained_model_build(const vtr_trained_model *t, int max_batch, int max_frames,
-                                   int max_words, vtr_vse_model *m, vtr_error *err);
-
-/* vtr_trained_model_build for a model of either kind (t->o.kind, match/run_model.h). */
+/* Makes m, a model of the checkpoint's kind (t->o.kind, match/run_model.h), for batches
+ * of max_batch items, max_frames set elements and max_words tokens, and loads the
+ * checkpoint's parameters into it (a plain state_dict may carry extra tensors). On failure
+ * m is zeroed; errors name the checkpoint. */
 vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, int max_batch,
                                        int max_frames, int max_words, vtr_run_model *m,
                                        vtr_error *err);

@@ -188,16 +188,18 @@ TEST(embedder_gives_the_embeddings_of_the_evaluation_encoder)
     }
 
     /* captions: in one call (one batch), again (the same bytes), then one at a time */
-    CHECK_OK(vtr_embedder_embed_texts(e, s->n_caps, (const char *const *)s->texts, got, &err));
+    CHECK_OK(vtr_embedder_embed_texts(e, s->n_caps, (const char *const *)s->texts, NULL, got,
+                                      NULL, &err));
     CHECK(memcmp(got, caps32, (size_t)(s->n_caps * E) * sizeof *got) == 0);
-    CHECK_OK(vtr_embedder_embed_texts(e, s->n_caps, (const char *const *)s->texts, got + s->n_caps * E,
-                                      &err));
+    CHECK_OK(vtr_embedder_embed_texts(e, s->n_caps, (const char *const *)s->texts, NULL,
+                                      got + s->n_caps * E, NULL, &err));
     CHECK(memcmp(got, got + s->n_caps * E, (size_t)(s->n_caps * E) * sizeof *got) == 0);
     free(caps32);
     for (int j = 0; j < s->n_caps; j++) {
         float one[16];
         CHECK_MSG(fabs(row_norm(got + j * E, E) - 1.0) < 1e-5, "caption %d", j);
-        CHECK_OK(vtr_embedder_embed_texts(e, 1, (const char *const *)&s->texts[j], one, &err));
+        CHECK_OK(vtr_embedder_embed_texts(e, 1, (const char *const *)&s->texts[j], NULL, one,
+                                          NULL, &err));
         CHECK_MSG(memcmp(one, caps + j * E, sizeof one) == 0, "caption %d alone", j);
     }
 
@@ -205,14 +207,14 @@ TEST(embedder_gives_the_embeddings_of_the_evaluation_encoder)
     const char *unknown[3] = {"xyzzy", "plugh", ""};
     float u[3][16];
     for (int k = 0; k < 3; k++) /* one by one: rows of one batch may round apart */
-        CHECK_OK(vtr_embedder_embed_texts(e, 1, &unknown[k], u[k], &err));
+        CHECK_OK(vtr_embedder_embed_texts(e, 1, &unknown[k], NULL, u[k], NULL, &err));
     CHECK(memcmp(u[0], u[1], sizeof u[0]) == 0);
     CHECK(memcmp(u[0], u[2], sizeof u[0]) != 0);
     CHECK(fabs(row_norm(u[0], 16) - 1.0) < 1e-5 && fabs(row_norm(u[2], 16) - 1.0) < 1e-5);
 
     /* 0 inputs: nothing */
     CHECK_OK(vtr_embedder_embed_sets(e, 0, counts, rows, got, &err));
-    CHECK_OK(vtr_embedder_embed_texts(e, 0, unknown, got, &err));
+    CHECK_OK(vtr_embedder_embed_texts(e, 0, unknown, NULL, got, NULL, &err));
 
     vtr_embedder_close(e);
     free(starts);
@@ -231,11 +233,11 @@ static const char *uncapped_checkpoint(const char *ckpt)
     static char out[600];
     vtr_error err;
     vtr_trained_model t;
-    vtr_vse_model m;
+    vtr_run_model m;
     char *cfg_text = NULL, dir[400], vocab[512];
     const char *sets[] = {"data.max_frames=0"};
     CHECK_OK(vtr_trained_model_open(ckpt, NULL, sets, 1, NULL, &t, &err));
-    CHECK_OK(vtr_trained_model_build(&t, 1, 1, 1, &m, &err));
+    CHECK_OK(vtr_trained_model_build_run(&t, 1, 1, 1, &m, &err));
     CHECK_OK(vtr_config_dump_string(t.cfg, &cfg_text, &err));
     emb_path("uncapped", dir, sizeof dir);
     CHECK(mkdir(dir, 0777) == 0);
@@ -243,9 +245,9 @@ static const char *uncapped_checkpoint(const char *ckpt)
     CHECK_OK(vtr_vocab_save_json(t.vocab, vocab, &err));
     snprintf(out, sizeof out, "%s/model.safetensors", dir);
     vtr_checkpoint_state state = {.config = cfg_text};
-    CHECK_OK(vtr_checkpoint_save(out, &m.params, NULL, &state, &err));
+    CHECK_OK(vtr_checkpoint_save(out, vtr_run_model_params(&m), NULL, &state, &err));
     free(cfg_text);
-    vtr_vse_model_free(&m);
+    vtr_run_model_free(&m);
     vtr_trained_model_close(&t);
     return out;
 }
@@ -313,7 +315,8 @@ TEST(embedder_errors_name_the_input)
     CHECK_FAILS(vtr_embedder_embed_sets(e, 3, counts, rows, out, &err), VTR_ERR_INVALID,
                 "set 2: row 0 has a non-finite value");
     const char *bad[2] = {"a cat", "\xff\xfe"};
-    CHECK_FAILS(vtr_embedder_embed_texts(e, 2, bad, out, &err), VTR_ERR_FORMAT, "text 1");
+    CHECK_FAILS(vtr_embedder_embed_texts(e, 2, bad, NULL, out, NULL, &err), VTR_ERR_FORMAT,
+                "text 1");
 
     /* check_set: what a program checks per item */
     vtr_tensor t = {.dtype = VTR_F32, .ndim = 2, .shape = {3, 24}, .data = rows};
@@ -415,7 +418,7 @@ TEST(aggregator_batches_in_order_and_refuses_bad_items_alone)
     CHECK_STR(c.keys[N], "t0");
     float cat[16];
     const char *text = "a video of a cat";
-    CHECK_OK(vtr_embedder_embed_texts(e, 1, &text, cat, &err));
+    CHECK_OK(vtr_embedder_embed_texts(e, 1, &text, NULL, cat, NULL, &err));
     CHECK(memcmp(c.emb[N], cat, sizeof cat) == 0);
 
     /* an emit failure stops it */
