@@ -1,15 +1,50 @@
 #include "set_pooling.h"
 
+#include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #define PARALLEL_MIN 65536
+/* Sets longer than this are sorted by comparison (O(len log len) per dimension); shorter
+ * ones by counting ranks, which vectorizes over the dimensions and wins there. */
+#define RANK_SORT_MAX 64
+
+typedef struct sort_key {
+    float v;
+    int t;
+} sort_key;
+
+/* vtr_sorts_before as a total order: a NaN after every number, NaNs by position. */
+static int compare_desc(const void *pa, const void *pb)
+{
+    const sort_key *a = pa, *b = pb;
+    if (isnan(a->v) || isnan(b->v)) {
+        if (isnan(a->v) != isnan(b->v))
+            return isnan(a->v) ? 1 : -1;
+    } else if (a->v != b->v) {
+        return a->v > b->v ? -1 : 1;
+    }
+    return (a->t > b->t) - (a->t < b->t);
+}
 
 void vtr_set_sort_desc(int *order, const float *x, int len, int D, int k)
 {
-    for (int d0 = 0; d0 < D; d0 += VTR_COLUMN_BLOCK) {
-        int nd = D - d0 < VTR_COLUMN_BLOCK ? D - d0 : VTR_COLUMN_BLOCK;
-        vtr_set_sort_desc_columns(order, x, len, D, k, d0, nd);
+    sort_key *keys = len > RANK_SORT_MAX ? malloc((size_t)len * sizeof *keys) : NULL;
+    if (!keys) { /* a short set, or no memory for the keys: count ranks */
+        for (int d0 = 0; d0 < D; d0 += VTR_COLUMN_BLOCK) {
+            int nd = D - d0 < VTR_COLUMN_BLOCK ? D - d0 : VTR_COLUMN_BLOCK;
+            vtr_set_sort_desc_columns(order, x, len, D, k, d0, nd);
+        }
+        return;
     }
+    for (int d = 0; d < D; d++) {
+        for (int t = 0; t < len; t++)
+            keys[t] = (sort_key){x[(size_t)t * D + d], t};
+        qsort(keys, (size_t)len, sizeof *keys, compare_desc);
+        for (int r = 0; r < k; r++)
+            order[(size_t)r * D + d] = keys[r].t;
+    }
+    free(keys);
 }
 
 void vtr_mean_pool_forward(float *out, const float *inp, const int *lengths, int B, int T, int D)

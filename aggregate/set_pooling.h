@@ -135,9 +135,11 @@ static VTR_HD float vtr_attention_dscore(float w, float dot, float dsum)
 
 /* Per-dimension descending sort of one set x (len, D) (rows of D floats), as the ranks
  * that vtr_sorts_before defines: order (k, D) receives order[r*D + d] = the element of
- * rank r in dimension d, for r < k <= len. O(len^2 D) compares, vectorized over d; sets
- * are short (tens of elements). NaN values give an arbitrary (in-range) order. Used by
- * k-max pooling and GPO. */
+ * rank r in dimension d, for r < k <= len. Short sets (up to 64 elements: frames,
+ * regions, words of a caption) count ranks, O(len^2 D) compares vectorized over d; longer
+ * ones sort each dimension by comparison, O(D len log len) (a 24,000-word text). The
+ * order is the same either way; NaN values give an arbitrary (in-range) order. Used by
+ * k-max pooling, GPO and ADPOOL. The CUDA backend counts ranks per column. */
 void vtr_set_sort_desc(int *order, const float *x, int len, int D, int k);
 
 // inp (B,T,D), lengths (B), out (B,D) = mean over the real elements

@@ -95,8 +95,15 @@ const char *vtr_embedder_checkpoint(const vtr_embedder *e);
  * the first bad value. For programs that check each item before batching it. */
 vtr_status vtr_embedder_check_set(const vtr_embedder *e, const vtr_tensor *t, vtr_error *err);
 
-/* Whether text is one this embedder takes (valid UTF-8: it tokenizes; HGR: it has a
- * word). VTR_ERR_FORMAT ("invalid UTF-8 at byte N") or VTR_ERR_INVALID otherwise. */
+/* The most tokens of a text the programs embed (queries, captions): a longer text is
+ * refused rather than embedded (GPO's cost and memory grow with it: a 24,000-word query
+ * took 35 s and 417 MB). Captions of the datasets have tens of words. */
+#define VTR_EMBEDDER_MAX_TOKENS 1000
+
+/* Whether text is one this embedder takes: valid UTF-8 (it tokenizes), at most
+ * VTR_EMBEDDER_MAX_TOKENS tokens, and (HGR) at least one word. VTR_ERR_FORMAT ("invalid
+ * UTF-8 at byte N") or VTR_ERR_INVALID ("the text has 24000 words; at most 1000")
+ * otherwise. */
 vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error *err);
 
 /* The vectors of an item of count >= 1 set rows (VSE: 1; HGR: 1 + 2 min(count, max_frames)),

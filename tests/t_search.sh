@@ -254,6 +254,14 @@ vtr-search --index "$dir/idx" "a cat" "$(printf 'bad \377')" >"$dir/out" 2>"$dir
 [ $? -eq 2 ] || fail "bad query: exit status"
 one_line "$dir/err" "query 2" "bad query"
 grep -q "query: a cat" "$dir/out" || fail "bad query: the good one is searched"
+# a query of 24,000 words is refused in one line (it took 35 s and 417 MB); 1,000 pass
+long=$($PY -c "print(' '.join(['cat'] * 24000))")
+vtr-search --index "$dir/idx" "a cat" "$long" >"$dir/out" 2>"$dir/err"
+[ $? -eq 2 ] || fail "long query: exit status"
+one_line "$dir/err" "query 2: the text has 24000 words; at most 1000" "long query"
+grep -q "query: a cat" "$dir/out" || fail "long query: the good one is searched"
+vtr-search --index "$dir/idx" "$($PY -c "print(' '.join(['cat'] * 1000))")" -k 1 >/dev/null ||
+    fail "a query of 1000 words"
 # the model moved since the index was made: one line that says so; --model finds it
 mv "$dir/run" "$dir/run-moved"
 vtr-search --index "$dir/idx" "a cat" >"$dir/out" 2>"$dir/err"

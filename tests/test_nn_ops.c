@@ -505,3 +505,34 @@ TEST(set_sort_desc_ties_keep_position_order)
     vtr_set_sort_desc(top2, x, 4, 2, 2);
     CHECK(top2[0] == 1 && top2[2] == 2);
 }
+
+/* Long sets sort by comparison: the order the rank count gives, ties included, and a
+ * NaN keeps the order a permutation. */
+TEST(set_sort_desc_long_sets_sort_as_the_rank_count)
+{
+    enum { LEN = 301, D = 19 };
+    float *x = malloc(sizeof(float) * LEN * D);
+    int *got = malloc(sizeof(int) * LEN * D), *want = malloc(sizeof(int) * LEN * D);
+    CHECK(x && got && want);
+    vtr_rng rng;
+    vtr_rng_init(&rng, 3, 0);
+    for (int i = 0; i < LEN * D; i++) /* few distinct values: many ties */
+        x[i] = (float)(int)(vtr_rng_uniform(&rng) * 40) - 20;
+    vtr_set_sort_desc(got, x, LEN, D, LEN);
+    for (int d0 = 0; d0 < D; d0 += VTR_COLUMN_BLOCK)
+        vtr_set_sort_desc_columns(want, x, LEN, D, LEN, d0,
+                                  D - d0 < VTR_COLUMN_BLOCK ? D - d0 : VTR_COLUMN_BLOCK);
+    CHECK(memcmp(got, want, sizeof(int) * LEN * D) == 0);
+    vtr_set_sort_desc(got, x, LEN, D, 7); /* the first k ranks only */
+    CHECK(memcmp(got, want, sizeof(int) * 7 * D) == 0);
+    x[5 * D + 3] = NAN;
+    vtr_set_sort_desc(got, x, LEN, D, LEN);
+    int seen[LEN] = {0};
+    for (int r = 0; r < LEN; r++)
+        seen[got[r * D + 3]]++;
+    for (int t = 0; t < LEN; t++)
+        CHECK(seen[t] == 1);
+    free(x);
+    free(got);
+    free(want);
+}
