@@ -597,6 +597,11 @@ static vtr_status open_catalog(const char *path, bool create, vtr_catalog **out,
     st = check_application(cat, version, err);
     if (st != VTR_OK)
         goto end;
+    if (!create && version == 0) { /* an empty file, or an empty SQLite database */
+        st = vtr_fail(err, VTR_ERR_FORMAT, "catalog %s is empty, not a vtr catalog (vtr-import "
+                      "fills one)", path);
+        goto end;
+    }
 
     /* foreign_keys is per connection and off by default; read it back, since a SQLite
      * built without them accepts the PRAGMA silently */

@@ -57,7 +57,10 @@ vtr_status vtr_catalog_open(const char *path, vtr_catalog **out, vtr_error *err)
 
 /* The same for a catalog that must exist already (the readers: training, evaluation,
  * search), so that a mistyped path does not leave an empty database behind: a missing
- * file is VTR_ERR_NOT_FOUND "catalog PATH does not exist (vtr-import fills one)". */
+ * file is VTR_ERR_NOT_FOUND "catalog PATH does not exist (vtr-import fills one)", and an
+ * empty file (or an SQLite database without a vtr schema) VTR_ERR_FORMAT, left unchanged:
+ * these programs never write a schema into a file that is not their catalog. An older
+ * vtr catalog is migrated as by vtr_catalog_open. */
 vtr_status vtr_catalog_open_existing(const char *path, vtr_catalog **out, vtr_error *err);
 
 /* Closes the connection, rolling back an open transaction. Safe on NULL. */

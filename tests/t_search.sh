@@ -254,6 +254,15 @@ vtr-search --index "$dir/idx" "a cat" "$(printf 'bad \377')" >"$dir/out" 2>"$dir
 [ $? -eq 2 ] || fail "bad query: exit status"
 one_line "$dir/err" "query 2" "bad query"
 grep -q "query: a cat" "$dir/out" || fail "bad query: the good one is searched"
+# an empty file as the catalog: refused in one line, left empty (no schema written)
+: >"$dir/empty.db"
+vtr-search --index "$dir/idx" --catalog "$dir/empty.db" "a cat" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "empty catalog: exit status"
+one_line "$dir/err" "empty.db is empty, not a vtr catalog" "empty catalog"
+[ ! -s "$dir/empty.db" ] || fail "empty catalog: vtr-search wrote into it"
+vtr-eval -c "$M" --catalog "$dir/empty.db" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "vtr-eval, empty catalog: exit status"
+[ ! -s "$dir/empty.db" ] || fail "empty catalog: vtr-eval wrote into it"
 # a query of 24,000 words is refused in one line (it took 35 s and 417 MB); 1,000 pass
 long=$($PY -c "print(' '.join(['cat'] * 24000))")
 vtr-search --index "$dir/idx" "a cat" "$long" >"$dir/out" 2>"$dir/err"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/catalog.h"
@@ -93,6 +94,22 @@ TEST(catalog_open_existing_creates_nothing)
     CHECK_OK(vtr_catalog_open_existing(path, &cat, &err));
     CHECK(cat != NULL);
     vtr_catalog_close(cat);
+    /* an empty file, and an SQLite database of no schema, stay as they are */
+    const char *empty = db_path("empty.db");
+    FILE *f = fopen(empty, "w");
+    CHECK(f && fclose(f) == 0);
+    CHECK_FAILS(vtr_catalog_open_existing(empty, &cat, &err), VTR_ERR_FORMAT,
+                "empty.db is empty, not a vtr catalog");
+    struct stat sb;
+    CHECK(cat == NULL && stat(empty, &sb) == 0 && sb.st_size == 0);
+    const char *bare = db_path("bare.db");
+    sqlite3 *db;
+    CHECK(sqlite3_open(bare, &db) == SQLITE_OK &&
+          sqlite3_exec(db, "CREATE TABLE notes (x)", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_FAILS(vtr_catalog_open_existing(bare, &cat, &err), VTR_ERR_UNSUPPORTED,
+                "not a vtr catalog");
+    CHECK_STR(raw_query(bare, "SELECT group_concat(name) FROM sqlite_master"), "notes");
 }
 
 TEST(catalog_reopen_keeps_data)
