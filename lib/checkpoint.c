@@ -325,14 +325,11 @@ static void copy_as_float(float *dst, const vtr_tensor *t, size_t numel)
     }
 }
 
-vtr_status vtr_checkpoint_load_params(const vtr_checkpoint *ck, vtr_param_set *ps,
-                                      unsigned flags, vtr_error *err)
+vtr_status vtr_checkpoint_check_params(const vtr_checkpoint *ck, const vtr_param_set *ps,
+                                       unsigned flags, vtr_error *err)
 {
     char a[SHOWN_MAX];
     vtr_status st;
-    if (!ps->finalized)
-        return vtr_fail(err, VTR_ERR_INVALID, "%s: the parameter set is not finalized",
-                        ck->path);
     const vtr_tensor *t;
     for (size_t i = 0; i < ps->count; i++)
         if ((st = find_matching(ck, ps->entries[i].name, &ps->entries[i], true, &t, err)) !=
@@ -355,6 +352,19 @@ vtr_status vtr_checkpoint_load_params(const vtr_checkpoint *ck, vtr_param_set *p
             return vtr_fail(err, VTR_ERR_INVALID, "%s: unexpected tensor '%s' (and %zu more) "
                             "not in the model", ck->path, shown(first, a), extras - 1);
     }
+    return VTR_OK;
+}
+
+vtr_status vtr_checkpoint_load_params(const vtr_checkpoint *ck, vtr_param_set *ps,
+                                      unsigned flags, vtr_error *err)
+{
+    if (!ps->finalized)
+        return vtr_fail(err, VTR_ERR_INVALID, "%s: the parameter set is not finalized",
+                        ck->path);
+    vtr_status st = vtr_checkpoint_check_params(ck, ps, flags, err);
+    if (st != VTR_OK)
+        return st;
+    const vtr_tensor *t;
     for (size_t i = 0; i < ps->count; i++) {
         const vtr_param_entry *e = &ps->entries[i];
         t = vtr_safetensors_find(&ck->st, e->name);

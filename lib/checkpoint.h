@@ -104,6 +104,12 @@ vtr_status vtr_checkpoint_open(const char *path, unsigned flags, vtr_checkpoint 
  * vtr_checkpoint_close. */
 const char *vtr_checkpoint_meta(const vtr_checkpoint *ck, const char *key);
 
+/* The checks of vtr_checkpoint_load_params without the copy, on a set finalized or not
+ * (names and shapes are enough): to check a checkpoint against a model's entries before
+ * the model is allocated. */
+vtr_status vtr_checkpoint_check_params(const vtr_checkpoint *ck, const vtr_param_set *ps,
+                                       unsigned flags, vtr_error *err);
+
 /* Copies the checkpoint's tensors into every entry of ps (finalized): parameters and
  * buffers alike. Each entry must be present with the same shape; an F32 entry takes an
  * F32 tensor (or F16 / BF16, converted), an I64 entry an I64 tensor. Tensors that match

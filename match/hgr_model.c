@@ -190,7 +190,7 @@ static const char *const LEVEL_NAMES[3][2] = {
 
 #define GCN_PREFIX "text_encoder.gcn.layers.0."
 
-static vtr_status add_params(vtr_param_set *ps, const vtr_hgr_config *c, vtr_error *err)
+vtr_status vtr_hgr_model_add_params(vtr_param_set *ps, const vtr_hgr_config *c, vtr_error *err)
 {
     int F = c->feature_dim, E = c->embed_size;
     const char *v = "video_encoder.", *t = "text_encoder.";
@@ -214,7 +214,7 @@ static vtr_status add_params(vtr_param_set *ps, const vtr_hgr_config *c, vtr_err
                                       ndim, shape[0], shape[1], err)))
             return st;
     }
-    return vtr_param_set_finalize(ps, err);
+    return VTR_OK;
 }
 
 static void resolve_pool(vtr_hgr_pool *p, const vtr_param_set *ps, const char *prefix,
@@ -385,7 +385,8 @@ vtr_status vtr_hgr_model_init(vtr_hgr_model *m, const vtr_hgr_config *cfg, int m
     m->max_frames = max_frames;
     m->max_words = max_words;
     vtr_param_set_init(&m->params);
-    if ((st = add_params(&m->params, cfg, err)))
+    if ((st = vtr_hgr_model_add_params(&m->params, cfg, err)) ||
+        (st = vtr_param_set_finalize(&m->params, err)))
         goto fail;
     resolve_params(m);
     size_t bytes = layout_arena(m, NULL);

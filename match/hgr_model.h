@@ -174,6 +174,10 @@ typedef struct vtr_hgr_model {
     void *scratch; /* backward scratch shared by the ops */
 } vtr_hgr_model;
 
+/* Adds the parameter entries of a model of cfg (not finalized, nothing allocated) to ps,
+ * as vtr_vse_model_add_params does for VSE. */
+vtr_status vtr_hgr_model_add_params(vtr_param_set *ps, const vtr_hgr_config *cfg, vtr_error *err);
+
 /* Builds the model for cfg (checked) and at most max_batch videos / captions of max_frames
  * frames and max_words words (all >= 1): the parameter set, every value zero (call
  * vtr_hgr_init_params or load a checkpoint), and the arena. Fails with VTR_ERR_INVALID or

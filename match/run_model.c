@@ -21,6 +21,17 @@ vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
     return vtr_vse_model_init(&m->vse, &c, max_batch, max_frames, max_words, err);
 }
 
+vtr_status vtr_run_model_add_params(vtr_param_set *ps, const vtr_train_options *o,
+                                    const vtr_vocab *vocab, vtr_error *err)
+{
+    if (o->kind == VTR_MODEL_HGR) {
+        vtr_hgr_config c = vtr_train_hgr_config(o, vocab);
+        return vtr_hgr_model_add_params(ps, &c, err);
+    }
+    vtr_vse_config c = vtr_train_model_config(o, vocab);
+    return vtr_vse_model_add_params(ps, &c, err);
+}
+
 void vtr_run_model_free(vtr_run_model *m)
 {
     if (!m)

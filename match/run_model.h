@@ -47,6 +47,11 @@ vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
                               const vtr_vocab *vocab, int max_batch, int max_frames,
                               int max_words, vtr_error *err);
 
+/* The parameter entries of o's model (vtr_vse_model_add_params / vtr_hgr_model_add_params)
+ * added to ps, unfinalized: names and shapes only. */
+vtr_status vtr_run_model_add_params(vtr_param_set *ps, const vtr_train_options *o,
+                                    const vtr_vocab *vocab, vtr_error *err);
+
 /* Frees it; leaves m zeroed. Safe on a zeroed model. */
 void vtr_run_model_free(vtr_run_model *m);
 

@@ -111,14 +111,24 @@ vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, int max_batch
                                        int max_frames, int max_words, vtr_run_model *m,
                                        vtr_error *err)
 {
-    vtr_status st = vtr_run_model_init(m, &t->o, t->vocab, max_batch, max_frames, max_words,
-                                       err);
+    /* the config against the tensors first: a config that disagrees with them must not
+     * size the buffers (an embed_size of 1e11 would fail as "out of memory") */
+    unsigned flags = t->ck.plain ? VTR_CHECKPOINT_ALLOW_EXTRA : 0;
+    vtr_param_set spec;
+    vtr_param_set_init(&spec);
+    vtr_status st = vtr_run_model_add_params(&spec, &t->o, t->vocab, err);
+    if (st == VTR_OK && (st = vtr_checkpoint_check_params(&t->ck, &spec, flags, err)))
+        vtr_error_context(err, "its config does not match its tensors");
+    vtr_param_set_free(&spec);
+    memset(m, 0, sizeof *m);
+    if (st != VTR_OK)
+        return st;
+    st = vtr_run_model_init(m, &t->o, t->vocab, max_batch, max_frames, max_words, err);
     if (st != VTR_OK) {
         vtr_error_context(err, "%s", t->ck.path);
         return st;
     }
-    st = vtr_checkpoint_load_params(&t->ck, vtr_run_model_params(m),
-                                    t->ck.plain ? VTR_CHECKPOINT_ALLOW_EXTRA : 0, err);
+    st = vtr_checkpoint_load_params(&t->ck, vtr_run_model_params(m), flags, err);
     if (st != VTR_OK)
         vtr_run_model_free(m);
     return st;

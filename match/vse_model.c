@@ -254,7 +254,7 @@ static vtr_status pool_add_params(vtr_param_set *ps, const char *prefix,
     return VTR_OK;
 }
 
-static vtr_status add_params(vtr_param_set *ps, const vtr_vse_config *c, vtr_error *err)
+vtr_status vtr_vse_model_add_params(vtr_param_set *ps, const vtr_vse_config *c, vtr_error *err)
 {
     int F = c->feature_dim, E = c->embed_size, M = c->mlp_hidden;
     vtr_status st;
@@ -281,7 +281,7 @@ static vtr_status add_params(vtr_param_set *ps, const vtr_vse_config *c, vtr_err
         (st = vtr_model_param_add_gru(ps, "txt_enc.rnn.", c->word_dim, E, err)) ||
         (st = pool_add_params(ps, "txt_enc.", &c->txt_pool, E, err)))
         return st;
-    return vtr_param_set_finalize(ps, err);
+    return VTR_OK;
 }
 
 /* A pooler's flat parameter block: its first tensor (NULL for a pooler without any). */
@@ -461,7 +461,8 @@ vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int m
     m->img_pool.cfg = cfg->img_pool;
     m->txt_pool.cfg = cfg->txt_pool;
     vtr_param_set_init(&m->params);
-    if ((st = add_params(&m->params, cfg, err)))
+    if ((st = vtr_vse_model_add_params(&m->params, cfg, err)) ||
+        (st = vtr_param_set_finalize(&m->params, err)))
         goto fail;
     resolve_params(m);
 

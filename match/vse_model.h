@@ -194,6 +194,11 @@ typedef struct vtr_vse_model {
     void *scratch, *rnn_scratch;
 } vtr_vse_model;
 
+/* Adds the parameter entries of a model of cfg (names, shapes; not finalized, nothing
+ * allocated) to ps: what vtr_vse_model_init builds, for checking a checkpoint's tensors
+ * against a config before anything is allocated. Fails as vtr_param_set_add does. */
+vtr_status vtr_vse_model_add_params(vtr_param_set *ps, const vtr_vse_config *cfg, vtr_error *err);
+
 /* Builds the model for cfg (checked) and batches of at most max_batch items, max_frames
  * set elements and max_words tokens (all >= 1): the parameter set, finalized with every
  * value zero (call vtr_vse_init_params or load a checkpoint), and the arena. Fails with

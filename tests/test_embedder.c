@@ -252,6 +252,42 @@ static const char *uncapped_checkpoint(const char *ckpt)
     return out;
 }
 
+/* A checkpoint whose stored config disagrees with its tensors (an embed_size of 1048576) is
+ * refused naming the tensor, before the config sizes anything ("out of memory for
+ * 120231123184 floats" before). */
+TEST(trained_model_checks_the_config_against_the_tensors_first)
+{
+    vtr_error err;
+    char dir[400], path[600], vocab[512], *cfg_text = NULL;
+    vtr_trained_model t;
+    vtr_run_model m;
+    CHECK_OK(vtr_trained_model_open(emb_checkpoint(), NULL, NULL, 0, NULL, &t, &err));
+    CHECK_OK(vtr_trained_model_build_run(&t, 1, 1, 1, &m, &err));
+    CHECK_OK(vtr_config_set(t.cfg, "model.embed_size=1048576", &err) == VTR_OK
+                 ? vtr_config_dump_string(t.cfg, &cfg_text, &err)
+                 : VTR_ERR_INVALID);
+    emb_path("mismatch", dir, sizeof dir);
+    CHECK(mkdir(dir, 0777) == 0);
+    snprintf(vocab, sizeof vocab, "%s/%s", dir, VTR_RUN_VOCAB);
+    CHECK_OK(vtr_vocab_save_json(t.vocab, vocab, &err));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    vtr_checkpoint_state state = {.config = cfg_text};
+    CHECK_OK(vtr_checkpoint_save(path, vtr_run_model_params(&m), NULL, &state, &err));
+    free(cfg_text);
+    vtr_run_model_free(&m);
+    vtr_trained_model_close(&t);
+    vtr_trained_model t2;
+    vtr_status st = vtr_trained_model_open(path, NULL, NULL, 0, NULL, &t2, &err);
+    if (st == VTR_OK) {
+        st = vtr_trained_model_build_run(&t2, 1, 1, 1, &m, &err);
+        vtr_trained_model_close(&t2);
+    }
+    CHECK_MSG(st == VTR_ERR_INVALID, "%s", err.msg);
+    CHECK_MSG(strstr(err.msg, "img_enc.fc.weight") && strstr(err.msg, "config") &&
+                  !strstr(err.msg, "memory"),
+              "%s", err.msg);
+}
+
 TEST(embedder_gives_long_and_short_sets_the_same_bytes_alone_or_together)
 {
     vtr_error err;
