@@ -218,6 +218,58 @@ end:
     return st;
 }
 
+/* VTR_ERR_INVALID unless opt gives the dimension a new index needs. */
+static vtr_status check_new_dim(const char *dir, const vtr_embedding_index_options *opt,
+                                vtr_error *err)
+{
+    if (opt->dim < 1)
+        return vtr_fail(err, VTR_ERR_INVALID, "index %s: creating an index needs its "
+                        "dimension (got %lld)", dir, (long long)opt->dim);
+    return VTR_OK;
+}
+
+/* Creates db_path whole or not at all: the schema is written to DB_FILE.tmp (rollback
+ * journal, synchronous commit), which is then renamed into place and the directory
+ * synced. A failure (a full disk) leaves no manifest, so the next writer starts afresh
+ * and readers see no index rather than an uninitialized one. */
+static vtr_status create_manifest(vtr_embedding_index_writer *w, const char *db_path,
+                                  const vtr_embedding_index_options *opt, vtr_error *err)
+{
+    vtr_status st = check_new_dim(w->dir, opt, err);
+    if (st != VTR_OK)
+        return st;
+    size_t n = strlen(db_path) + sizeof ".tmp-journal";
+    char *tmp = malloc(n), *journal = malloc(n);
+    if (!tmp || !journal) {
+        free(tmp);
+        free(journal);
+        return vtr_fail(err, VTR_ERR_NOMEM, "index %s: out of memory", w->dir);
+    }
+    snprintf(tmp, n, "%s.tmp", db_path);
+    snprintf(journal, n, "%s.tmp-journal", db_path);
+    unlink(tmp); /* a killed writer's */
+    unlink(journal);
+    w->dim = opt->dim;
+    if (sqlite3_open_v2(tmp, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK)
+        st = eix_db_fail(w->db, w->dir, err, "creating %s.tmp", DB_FILE);
+    if (st == VTR_OK)
+        st = create_schema(w, opt->model, err);
+    sqlite3_close(w->db);
+    w->db = NULL;
+    if (st == VTR_OK && rename(tmp, db_path) != 0)
+        st = vtr_fail_errno(err, "index %s: renaming %s.tmp", w->dir, DB_FILE);
+    if (st == VTR_OK)
+        st = vtr_sync_dir(w->dir, err);
+    if (st != VTR_OK) {
+        unlink(tmp);
+        unlink(journal);
+    }
+    free(tmp);
+    free(journal);
+    return st;
+}
+
 /* Removes temporary segment files and segment files no generation lists: what a killed
  * writer leaves. Only the writer (holding the lock) calls this. A reader that listed a
  * segment before a compaction dropped it and finds the file gone retries on the newer
@@ -325,8 +377,9 @@ vtr_status vtr_embedding_index_writer_open(const char *dir, const vtr_embedding_
                       "is missing)", dir, DB_FILE);
         goto end;
     }
-    if (sqlite3_open_v2(db_path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
+    if (!exists && (st = create_manifest(w, db_path, opt, err)) != VTR_OK)
+        goto end;
+    if (sqlite3_open_v2(db_path, &w->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
         st = eix_db_fail(w->db, dir, err, "opening %s", DB_FILE);
         goto end;
     }
@@ -337,7 +390,8 @@ vtr_status vtr_embedding_index_writer_open(const char *dir, const vtr_embedding_
         (st = eix_query_int(w->db, dir, "PRAGMA application_id", "reading the application id",
                             &app_id, err)) != VTR_OK)
         goto end;
-    /* an existing file is checked before anything is changed in it */
+    /* an existing file is checked before anything is changed in it; one without a schema
+     * is a creation an older vtr left half done (it created the manifest in place) */
     bool fresh = version == 0 && app_id == 0;
     if (!fresh && (st = eix_read_meta(w->db, dir, &w->dim, &model, &w->generation, &version,
                                       err)) != VTR_OK)
@@ -353,11 +407,8 @@ vtr_status vtr_embedding_index_writer_open(const char *dir, const vtr_embedding_
         goto end;
     }
     if (fresh) {
-        if (opt->dim < 1) {
-            st = vtr_fail(err, VTR_ERR_INVALID, "index %s: creating an index needs its "
-                          "dimension (got %lld)", dir, (long long)opt->dim);
+        if ((st = check_new_dim(dir, opt, err)) != VTR_OK)
             goto end;
-        }
         w->dim = opt->dim;
         if ((st = create_schema(w, opt->model, err)) != VTR_OK ||
             (st = eix_read_meta(w->db, dir, &w->dim, &model, &w->generation, &version, err)) !=

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -518,6 +519,50 @@ static void interrupted_child(const char *dir, const char *step, bool compact)
     CHECK(waitpid(pid, &status, 0) == pid);
     CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d at %s", status,
               step);
+}
+
+/* A disk that fills while an index is created (a file size limit in a child: writes past
+ * it fail as on a full disk) leaves no half-made manifest: readers see no index (they saw
+ * "index.sqlite is not initialized" for ever, and vtr-index with them), and the next
+ * writer creates it. */
+TEST(full_disk_while_creating_leaves_no_index)
+{
+    const char *dir = test_path("ix_full");
+    int failed = 0;
+    for (rlim_t limit = 512; limit <= 32768; limit *= 4) {
+        fflush(NULL);
+        pid_t pid = fork();
+        CHECK(pid >= 0);
+        if (pid == 0) {
+            struct rlimit rl = {limit, limit};
+            signal(SIGXFSZ, SIG_IGN);
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+                _exit(4);
+            vtr_error err;
+            vtr_embedding_index_options opt = {.dim = DIM, .model = "test-model"};
+            vtr_embedding_index_writer *w;
+            _exit(vtr_embedding_index_writer_open(dir, &opt, &w, &err) == VTR_OK ? 0 : 2);
+        }
+        int status;
+        CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+        if (WEXITSTATUS(status) == 0)
+            break; /* the limit let it through */
+        CHECK_MSG(WEXITSTATUS(status) == 2, "child status %d", WEXITSTATUS(status));
+        failed++;
+        vtr_error err;
+        vtr_embedding_index *ix;
+        CHECK_FAILS(vtr_embedding_index_open(dir, &ix, &err), VTR_ERR_IO, "no index.sqlite");
+    }
+    CHECK(failed > 0);
+    vtr_embedding_index_writer *w = open_writer(dir);
+    add_item(w, 0, 0);
+    vtr_error err;
+    CHECK_OK(vtr_embedding_index_writer_commit(w, &err));
+    vtr_embedding_index_writer_close(w);
+    vtr_embedding_index *ix;
+    CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
+    check_item(ix, 0, 0);
+    vtr_embedding_index_close(ix);
 }
 
 TEST(interrupted_commit_keeps_last_generation)
