@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "run_record.h"
 
+#include <errno.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,19 @@ void vtr_run_record_free(vtr_run_record *rec)
 
 /* ---- a training run --------------------------------------------------------------- */
 
+/* VTR_OK when the run directory has its last checkpoint to resume from; else an error
+ * that says why not. */
+static vtr_status check_resumable(const char *dir, const char *last, vtr_error *err)
+{
+    if (access(last, F_OK) == 0)
+        return VTR_OK;
+    if (errno != ENOENT)
+        return vtr_fail_errno(err, "%s", last);
+    return vtr_fail(err, VTR_ERR_INVALID, "%s has no %s to resume from: the run stopped before "
+                    "its first checkpoint (or this is not a run directory); start it again "
+                    "without --resume", dir, VTR_RUN_LAST);
+}
+
 vtr_status vtr_run_dir_config(const char *dir, vtr_config **cfg, vtr_error *err)
 {
     vtr_checkpoint ck = {0};
@@ -99,7 +113,9 @@ vtr_status vtr_run_dir_config(const char *dir, vtr_config **cfg, vtr_error *err)
     *cfg = NULL;
     if (!last)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    st = vtr_checkpoint_open(last, 0, &ck, err);
+    st = check_resumable(dir, last, err);
+    if (st == VTR_OK)
+        st = vtr_checkpoint_open(last, 0, &ck, err);
     free(last);
     if (st != VTR_OK)
         return st;
@@ -151,18 +167,24 @@ end:
     return st;
 }
 
-/* A new run that failed before saving any state leaves nothing to resume: its files go,
- * and the directory with them when nothing else is in it. */
+/* A new run that failed before saving its state (last.safetensors) leaves nothing to
+ * resume: its files go, a best.safetensors saved before the failure too (without
+ * vocab.json beside it no program could use it), and the directory with them when nothing
+ * else is in it. So a run directory is either usable or gone. */
 static void remove_unstarted_run(const char *dir, const run_paths *p)
 {
     if (access(p->last, F_OK) == 0)
         return;
     char *metrics = vtr_path_join(dir, VTR_RUN_METRICS);
+    char *best = vtr_path_join(dir, VTR_RUN_BEST);
     unlink(p->config);
     unlink(p->vocab);
     if (metrics)
         unlink(metrics);
+    if (best)
+        unlink(best);
     free(metrics);
+    free(best);
     rmdir(dir);
 }
 
@@ -200,6 +222,8 @@ vtr_status vtr_run_training(const vtr_training_setup *su, vtr_train_result *res,
                       "--resume %s, or choose another --output", su->dir, su->dir);
         goto end;
     }
+    if (su->resume && (st = check_resumable(su->dir, p.last, err)))
+        goto end;
 
     /* the data (before the run directory is made: a bad path leaves nothing behind); a
      * resumed run reads the vocabulary it was trained with */

@@ -84,6 +84,25 @@ EOF2
 vtr-train "$dir/toy.yaml" -o "$dir/run" --threads 1 2>"$dir/err" || fail "vtr-train: $(cat "$dir/err")"
 M="$dir/run/last.safetensors"
 
+# a disk that fills between a run's best and last checkpoints (a file size limit between
+# their sizes; the signal ignored, so writes fail as on a full disk): the run directory
+# goes whole (best.safetensors stayed without vocab.json: "no vocabulary"); --resume of a
+# directory without last.safetensors says what happened
+big="--threads 1 --set model.embed_size=256 --set train.epochs=1"
+# shellcheck disable=SC2086
+vtr-train "$dir/toy.yaml" -o "$dir/big" $big 2>"$dir/err" || fail "vtr-train big: $(cat "$dir/err")"
+# the mean of the two sizes, in ulimit's POSIX blocks of 512 bytes
+limit=$(( ($(wc -c <"$dir/big/best.safetensors") + $(wc -c <"$dir/big/last.safetensors")) / 1024 ))
+# shellcheck disable=SC2086
+(trap '' XFSZ; ulimit -f "$limit"; exec vtr-train "$dir/toy.yaml" -o "$dir/full" $big) 2>"$dir/err"
+[ $? -eq 1 ] || fail "full disk: exit status: $(cat "$dir/err")"
+[ ! -e "$dir/full" ] || fail "full disk: left behind: $(ls "$dir/full")"
+mkdir "$dir/full"
+vtr-train --resume "$dir/full" 2>"$dir/err"
+[ $? -eq 1 ] || fail "--resume without a checkpoint: exit status"
+one_line "$dir/err" "has no last.safetensors to resume from: the run stopped before its first checkpoint" \
+    "--resume without a checkpoint"
+
 # 3. vtr-aggregate: an NPY dir, the same sets as records on stdin and from the store
 vtr-aggregate --help | grep -q -- '--index DIR' || fail "--help"
 vtr-aggregate --model "$M" "$dir/feats" -o "$dir/dir.vtr" 2>"$dir/err" ||

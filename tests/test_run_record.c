@@ -150,8 +150,8 @@ TEST(run_record_training_writes_records_and_resumes)
     CHECK(strstr(run.result, "\"resumed\":true") && strstr(run.result, "\"steps\":3"));
     vtr_run_free(&run);
     vtr_config *none = NULL;
-    CHECK_FAILS(vtr_run_dir_config(rr_path("rr_runs"), &none, &err), VTR_ERR_IO,
-                "last.safetensors");
+    CHECK_FAILS(vtr_run_dir_config(rr_path("rr_runs"), &none, &err), VTR_ERR_INVALID,
+                "has no last.safetensors to resume from");
     CHECK(none == NULL);
     free(text);
     free(stored_text);
