@@ -16,7 +16,10 @@
 # run: its features are set aside in OUT/gone/ (not deleted) before the store is
 # rebuilt. Parallel: make -j N runs N items at once. With -k a failing item does not
 # stop the others; its messages are kept in OUT/failed/KEY.err and every failed item is
-# listed at the end. Paths must not contain spaces, ':', '%' or '#' (make's limits).
+# listed at the end. File names reach make and the shell: a name make cannot carry in a
+# target (white space and : ; % # $ \ = * ? [ ] ( ) | and control characters) stops make
+# at once with a message naming it; every other name (quotes, backticks, &, <, >, ...)
+# reaches the recipes single-quoted, so no name is ever run as a command.
 #
 # Variables (VAR=value on the command line):
 #   VIDEOS          directories (their VIDEO_EXTS files) and/or video files
@@ -59,6 +62,10 @@ FEATURES_FLAGS ?=
 IMPORT_FLAGS ?=
 VIDEO_EXTS ?= mp4 mkv webm avi mov m4v
 VTR = $(if $(VTR_BIN),$(VTR_BIN)/)
+define vtr_newline
+
+
+endef
 
 vtr_dir_videos := $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),$(sort $(foreach e,$(VIDEO_EXTS),$(wildcard $(v)/*.$(e))))))
 vtr_videos := $(vtr_dir_videos) $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),,$(v))) \
@@ -68,6 +75,16 @@ vtr_split := $(firstword $(foreach v,$(vtr_dir_videos),$(if $(wildcard $(v)),,$(
 ifneq ($(vtr_split),)
 $(error a video file name holds a space (make sees a piece of it: '$(vtr_split)'): make cannot build targets with spaces; rename such files, or index them with vtr-index)
 endif
+# the other characters make cannot carry in a target, found by grep in a file of the
+# names (no name is ever part of a command line)
+vtr_names_file := $(or $(TMPDIR),/tmp)/vtr-names.$(shell echo $$PPID)
+$(file >$(vtr_names_file),$(subst $(subst ,, ),$(vtr_newline),$(strip $(vtr_videos))))
+vtr_unsafe := $(shell LC_ALL=C grep -n '[]:;%\#$$\\=*?[()|[:cntrl:]]' '$(vtr_names_file)' | head -n 1; rm -f '$(vtr_names_file)')
+ifneq ($(vtr_unsafe),)
+$(error video $(word 1,$(subst :, ,$(vtr_unsafe))) of the list holds a character make cannot carry in a target (one of : ; % \# $$ \ = * ? [ ] ( ) | or a control character): '$(patsubst $(word 1,$(subst :, ,$(vtr_unsafe))):%,%,$(vtr_unsafe))'; rename such files, or index them with vtr-index)
+endif
+# a name single-quoted for the shell
+vtr_q = '$(subst ','\'',$(1))'
 vtr_key = $(basename $(notdir $(1)))
 vtr_keys := $(foreach v,$(vtr_videos),$(call vtr_key,$(v)))
 ifneq ($(words $(vtr_keys)),$(words $(sort $(vtr_keys))))
@@ -95,10 +112,6 @@ ANNOTATIONS_STAMP := $(if $(ANNOTATIONS),$(OUT)/stamps/annotations)
 # store out of date.
 KEYS_STAMP := $(OUT)/stamps/keys
 ifneq ($(vtr_building),)
-define vtr_newline
-
-
-endef
 vtr_keys_tmp := $(KEYS_STAMP).$(shell echo $$PPID)
 $(shell mkdir -p $(OUT)/stamps)
 $(file >$(vtr_keys_tmp),$(subst $(subst ,, ),$(vtr_newline),$(sort $(vtr_keys))))
@@ -118,7 +131,7 @@ store: $(STORE_STAMP)
 annotations: $(ANNOTATIONS_STAMP)
 
 list-targets:
-	@$(foreach t,$(FEATURES),echo '$(t)';)
+	@$(foreach t,$(FEATURES),printf '%s\n' $(call vtr_q,$(t));)
 
 failed:
 	@list=$$(for f in $(OUT)/failed/*.err; do [ -f "$$f" ] || continue; k=$${f##*/}; \
@@ -136,14 +149,15 @@ clean-tmp:
 .SECONDEXPANSION:
 $(FEATURES): $(OUT)/features/%.npy: $$(vtr_video_of_$$*) $(WEIGHTS)
 	@mkdir -p $(OUT)/features $(OUT)/tmp $(OUT)/failed
-	@echo "item $*"
-	@tmp=$(OUT)/tmp/$*.$$$$.rec log=$(OUT)/failed/$*.log.$$$$; \
-	{ $(VTR)vtr-decode $(DECODE_FLAGS) -o $$tmp $< && \
-	  $(VTR)vtr-features -w $(WEIGHTS) -a $(ARCH) $(FEATURES_FLAGS) --out-dir $(OUT)/features $$tmp; \
-	} 2>$$log; st=$$?; rm -f $$tmp; cat $$log >&2; \
-	if [ $$st -eq 0 ] && [ -f $@ ]; then rm -f $$log $(OUT)/failed/$*.err; \
-	else [ $$st -ne 0 ] || echo "$*: no features written" | tee -a $$log >&2; \
-	     mv -f $$log $(OUT)/failed/$*.err; exit 1; fi
+	@key=$(call vtr_q,$*); echo "item $$key"
+	@key=$(call vtr_q,$*) video=$(call vtr_q,$<) target=$(call vtr_q,$@); \
+	tmp="$(OUT)/tmp/$$key.$$$$.rec" log="$(OUT)/failed/$$key.log.$$$$"; \
+	{ $(VTR)vtr-decode $(DECODE_FLAGS) -o "$$tmp" "$$video" && \
+	  $(VTR)vtr-features -w $(WEIGHTS) -a $(ARCH) $(FEATURES_FLAGS) --out-dir $(OUT)/features "$$tmp"; \
+	} 2>"$$log"; st=$$?; rm -f "$$tmp"; cat "$$log" >&2; \
+	if [ $$st -eq 0 ] && [ -f "$$target" ]; then rm -f "$$log" "$(OUT)/failed/$$key.err"; \
+	else [ $$st -ne 0 ] || echo "$$key: no features written" | tee -a "$$log" >&2; \
+	     mv -f "$$log" "$(OUT)/failed/$$key.err"; exit 1; fi
 
 # The annotations and the store change the catalog: they run one after the other.
 $(OUT)/stamps/annotations: $(ANNOTATIONS)
@@ -156,11 +170,11 @@ $(OUT)/stamps/annotations: $(ANNOTATIONS)
 $(STORE_STAMP): $(FEATURES) $(ANNOTATIONS_STAMP) $(KEYS_STAMP)
 	@mkdir -p $(@D) $(dir $(STORE))
 	@export LC_ALL=C; ls $(OUT)/features | sed -n 's/\.npy$$//p' | sort | \
-	comm -23 - $(KEYS_STAMP) | while read k; do mkdir -p $(OUT)/gone && \
-	    mv -f $(OUT)/features/$$k.npy $(OUT)/gone/ && \
-	    { [ ! -f $(OUT)/features/$$k.json ] || mv -f $(OUT)/features/$$k.json $(OUT)/gone/; } && \
+	comm -23 - $(KEYS_STAMP) | while IFS= read -r k; do mkdir -p $(OUT)/gone && \
+	    mv -f "$(OUT)/features/$$k.npy" $(OUT)/gone/ && \
+	    { [ ! -f "$(OUT)/features/$$k.json" ] || mv -f "$(OUT)/features/$$k.json" $(OUT)/gone/; } && \
 	    echo "set aside $$k: its video is gone (features in $(OUT)/gone/)"; done; \
 	ls $(OUT)/failed 2>/dev/null | sed -n 's/\.err$$//p' | sort | comm -23 - $(KEYS_STAMP) | \
-	while read k; do rm -f $(OUT)/failed/$$k.err; done
+	while IFS= read -r k; do rm -f "$(OUT)/failed/$$k.err"; done
 	$(VTR)vtr-import npy-dir $(OUT)/features -c $(CATALOG) -d $(DATASET) --store $(STORE) --replace $(IMPORT_FLAGS)
 	@touch $@

@@ -126,6 +126,28 @@ grep -q "a video file name holds a space (make sees a piece of it: '$src/TestVid
     fail "a name with a space: $(cat "$dir/log")"
 rm "$src/TestVideo/my clip.mp4"
 
+# 4c. hostile names: quotes, backticks and redirections are built as names, never run (a
+# name like a`id>X`b.mp4 ran `id`); a name make cannot carry in a target (';', '|') stops
+# make at once with a message naming it, before any recipe
+rm -f X
+cp "$src/TestVideo/video5.mp4" "$src/TestVideo/a\`id>X\`b.mp4"
+cp "$src/TestVideo/video5.mp4" "$src/TestVideo/it's&<more>.mp4"
+pipe_make -j2 >"$dir/log" 2>&1 || fail "hostile names: exit $?: $(cat "$dir/log")"
+[ ! -e X ] && [ ! -e "$out/X" ] || fail "a file name ran a command"
+[ -f "$out/features/a\`id>X\`b.npy" ] && [ -f "$out/features/it's&<more>.npy" ] ||
+    fail "hostile names: features missing: $(ls "$out/features")"
+grep -q "store $out/store: 7 items, 14 rows" "$dir/log" || fail "store with hostile names: $(cat "$dir/log")"
+pipe_make -s list-targets | grep -qxF "$out/features/it's&<more>.npy" || fail "list-targets quoting"
+rm "$src/TestVideo/a\`id>X\`b.mp4" "$src/TestVideo/it's&<more>.mp4"
+for bad in "a;b.mp4" "c'|id>X|'d.mp4"; do
+    cp "$src/TestVideo/video5.mp4" "$src/TestVideo/$bad"
+    pipe_make -n >"$dir/log" 2>&1 && fail "'$bad': exit 0"
+    grep -qF "holds a character make cannot carry in a target" "$dir/log" &&
+        grep -qF "$src/TestVideo/$bad" "$dir/log" || fail "'$bad': $(cat "$dir/log")"
+    [ ! -e X ] || fail "'$bad' ran a command"
+    rm "$src/TestVideo/$bad"
+done
+
 # 5. the Slurm helper: 6 targets in 3 tasks; the task scripts build their shares
 mkdir "$dir/bin"
 cat >"$dir/bin/sbatch" <<EOF
