@@ -154,6 +154,13 @@ static vtr_status read_tensor(builder *b, const char *name, int ndim, const int6
             f[i] = t->dtype == VTR_F16 ? vtr_half_to_float(h) : vtr_bf16_to_float(h);
         }
     }
+    vtr_tensor view = {.dtype = VTR_F32, .ndim = 1, .shape = {(int64_t)n}, .data = f};
+    int64_t bad = vtr_tensor_first_non_finite(&view);
+    if (bad >= 0) {
+        free(f);
+        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: tensor '%s' has a non-finite value "
+                        "(element %lld)", b->what, name, (long long)bad);
+    }
     *out = f;
     return VTR_OK;
 }

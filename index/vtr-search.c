@@ -2,6 +2,7 @@
  * the work is in index/text_search.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,8 @@ static const char usage_text[] =
     "it, and the table says so.\n"
     "A query that is not valid UTF-8 is reported on stderr in one line; the others are\n"
     "searched.\n"
-    "Exit status: 0 every query searched; 2 some queries failed; 1 bad usage, or the\n"
+    "Exit status: 0 every query searched; 2 some queries failed, or a result's score is\n"
+    "not a number (a damaged index: said on stderr, null in --json); 1 bad usage, or the\n"
     "index, model or catalog could not be used.\n";
 
 /* The line that says which levels of an HGR model scored a query. */
@@ -103,8 +105,10 @@ static int print_json(const char *query, const vtr_search_result *r, int64_t fou
 {
     json_t *list = json_array();
     for (int64_t j = 0; list && j < found; j++) {
-        json_t *o = json_pack("{s:I, s:f, s:s, s:s?, s:o}", "rank", (json_int_t)(j + 1), "score",
-                              (double)r[j].score, "key", r[j].key, "path", r[j].path,
+        /* JSON has no NaN: a damaged row's score is null (main reports the row) */
+        json_t *o = json_pack("{s:I, s:o, s:s, s:s?, s:o}", "rank", (json_int_t)(j + 1), "score",
+                              isfinite(r[j].score) ? json_real(r[j].score) : json_null(), "key",
+                              r[j].key, "path", r[j].path,
                               "duration", r[j].duration_s >= 0 ? json_real(r[j].duration_s)
                                                                : json_null());
         if (o && phrases &&
@@ -238,7 +242,7 @@ int main(int argc, char **argv)
     vtr_text_searcher ts = {0};
     vtr_line_list q = {0}, ok = {0};
     vtr_search_result *results = NULL;
-    int64_t *found = NULL, failed = 0;
+    int64_t *found = NULL, failed = 0, damaged = 0;
     json_t *graphs = NULL;
     char **ok_graphs = NULL;
     int *phrases = NULL;
@@ -295,6 +299,16 @@ int main(int argc, char **argv)
                         &err) != VTR_OK)
         goto fail;
     bool hgr = vtr_embedder_text_vectors(ts.e) > 1;
+    for (size_t i = 0; i < ok.n; i++)
+        for (int64_t j = 0; j < found[i]; j++) {
+            const vtr_search_result *r = &results[i * k + j];
+            if (!isfinite(r->score) && !damaged++) {
+                char key[128];
+                fprintf(stderr, "vtr-search: index %s: item %s scores %g (its stored vector is "
+                        "damaged): build the index again\n", index,
+                        vtr_printable(r->key, strlen(r->key), key, sizeof key), (double)r->score);
+            }
+        }
     for (size_t i = 0; i < ok.n; i++) {
         const int *ph = hgr ? phrases + 2 * i : NULL;
         if (json) {
@@ -312,7 +326,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "vtr-search: writing the output failed\n");
         goto end;
     }
-    rc = failed ? 2 : 0;
+    rc = failed || damaged ? 2 : 0;
     goto end;
 fail:
     vtr_log_item_error(NULL, &err);

@@ -331,10 +331,16 @@ vtr_status vtr_checkpoint_check_params(const vtr_checkpoint *ck, const vtr_param
     char a[SHOWN_MAX];
     vtr_status st;
     const vtr_tensor *t;
-    for (size_t i = 0; i < ps->count; i++)
+    for (size_t i = 0; i < ps->count; i++) {
         if ((st = find_matching(ck, ps->entries[i].name, &ps->entries[i], true, &t, err)) !=
             VTR_OK)
             return st;
+        int64_t bad = vtr_tensor_first_non_finite(t);
+        if (bad >= 0)
+            return vtr_fail(err, VTR_ERR_INVALID, "%s: tensor '%s' has a non-finite value "
+                            "(element %lld)", ck->path, shown(ps->entries[i].name, a),
+                            (long long)bad);
+    }
     if (!(flags & VTR_CHECKPOINT_ALLOW_EXTRA)) {
         size_t extras = 0;
         const char *first = NULL;

@@ -117,7 +117,8 @@ vtr_status vtr_checkpoint_check_params(const vtr_checkpoint *ck, const vtr_param
  * tensors of a vtr checkpoint are not extras. Errors, naming the tensor:
  * VTR_ERR_NOT_FOUND "tensor 'x' is missing", VTR_ERR_INVALID "tensor 'x' has shape
  * (4, 3), the model expects (4, 5)" / "... is I32, the model expects F32" /
- * "unexpected tensor 'x' (and N more) not in the model". Gradients are not touched. */
+ * "tensor 'x' has a non-finite value (element 7)" / "unexpected tensor 'x' (and N more)
+ * not in the model". Gradients are not touched. */
 vtr_status vtr_checkpoint_load_params(const vtr_checkpoint *ck, vtr_param_set *ps,
                                       unsigned flags, vtr_error *err);
 

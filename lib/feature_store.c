@@ -271,6 +271,11 @@ static vtr_status add_item(vtr_feature_store_writer *w, const char *key, const v
     if (n > 0 && !rows->data)
         return vtr_fail(err, VTR_ERR_INVALID, "feature store %s: item \"%s\": no data",
                         w->path, shown);
+    int64_t bad = n > 0 ? vtr_tensor_first_non_finite(rows) : -1;
+    if (bad >= 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "feature store %s: item \"%s\": row %lld has a "
+                        "non-finite value (NaN or infinity)", w->path, shown,
+                        (long long)(bad / rows->shape[1]));
 
     /* from here on a failure breaks the writer */
     *refused = false;

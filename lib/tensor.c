@@ -29,6 +29,29 @@ int64_t vtr_tensor_numel(const vtr_tensor *t)
     return n;
 }
 
+int64_t vtr_tensor_first_non_finite(const vtr_tensor *t)
+{
+    int64_t n = vtr_tensor_numel(t);
+    const unsigned char *p = t->data;
+    if (t->dtype == VTR_F32) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u; /* exponent all ones: NaN or infinity */
+            memcpy(&u, p + 4 * i, sizeof u);
+            if ((u & 0x7f800000u) == 0x7f800000u)
+                return i;
+        }
+    } else if (t->dtype == VTR_F16 || t->dtype == VTR_BF16) {
+        uint16_t mask = t->dtype == VTR_F16 ? 0x7c00u : 0x7f80u;
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, sizeof h);
+            if ((h & mask) == mask)
+                return i;
+        }
+    }
+    return -1;
+}
+
 size_t vtr_tensor_nbytes(const vtr_tensor *t)
 {
     return (size_t)vtr_tensor_numel(t) * vtr_dtype_size(t->dtype);

@@ -39,6 +39,12 @@ const char *vtr_dtype_name(vtr_dtype dtype);
 int64_t vtr_tensor_numel(const vtr_tensor *t);
 size_t vtr_tensor_nbytes(const vtr_tensor *t);
 
+/* The index of the first NaN or infinite element of t (float32, float16 or bfloat16; the
+ * data may be unaligned), or -1 when every element is finite or t is of another dtype.
+ * Where values enter (imports, stores, weights, checkpoints) so that a NaN is reported
+ * with its item instead of turning embeddings into NaN. */
+int64_t vtr_tensor_first_non_finite(const vtr_tensor *t);
+
 /* Byte size of an array of this dtype and shape, for parsers of untrusted headers:
  * fails with VTR_ERR_FORMAT on a negative dimension, more than VTR_MAX_DIMS dimensions,
  * or a product that overflows or exceeds `limit` bytes. */

@@ -243,6 +243,27 @@ for i, line in enumerate(lines):
         assert abs(x["score"] - want) < 1e-5, (x, want)
 PYEOF
 
+# a damaged segment (a NaN in a row): --json still prints (null score; it said "out of
+# memory"), one line on stderr names the item, exit 2
+cp -r "$dir/idx" "$dir/nanidx"
+$PY - "$dir/nanidx" <<'PYEOF' || fail "NaN segment"
+import sqlite3, sys
+import numpy as np
+d = sys.argv[1]
+seg = sqlite3.connect(d + "/index.sqlite").execute("SELECT id FROM segments").fetchone()[0]
+m = np.load("%s/seg-%06d.npy" % (d, seg), mmap_mode="r+")
+m[3, 5] = np.nan
+m.flush()
+PYEOF
+vtr-search --index "$dir/nanidx" --model "$M" "a cat" -k 24 --json >"$dir/out" 2>"$dir/err"
+[ $? -eq 2 ] || fail "NaN segment: exit status: $(cat "$dir/err")"
+one_line "$dir/err" "scores nan (its stored vector is damaged): build the index again" "NaN segment"
+$PY -c "
+import json, sys
+o = json.loads(open(sys.argv[1]).read())
+assert sum(r['score'] is None for r in o['results']) == 1, o
+" "$dir/out" || fail "NaN segment: --json: $(cat "$dir/out")"
+
 # --model: the index's own is accepted; another model is refused
 vtr-search "a cat" --index "$dir/idx" --model "$M" -k 1 >/dev/null || fail "--model the same"
 cp -r "$dir/run" "$dir/run2"

@@ -461,6 +461,14 @@ TEST(backbone_rejects_bad_weights)
                 "tensor 'layer1.1.conv2.weight' has shape (64, 64, 1, 1), resnet18 expects "
                 "(64, 64, 3, 3)");
 
+    float nan_var[64];
+    for (int i = 0; i < 64; i++)
+        nan_var[i] = i == 9 ? NAN : 1.0f;
+    vtr_tensor nan_t = {VTR_F32, 1, {64}, nan_var};
+    rewrite_weights(good, bad, NULL, "bn1.running_var", &nan_t, NULL);
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
+                "tensor 'bn1.running_var' has a non-finite value (element 9)");
+
     int64_t ints[64] = {0};
     vtr_tensor int_var = {VTR_I64, 1, {64}, ints};
     rewrite_weights(good, bad, NULL, "bn1.running_var", &int_var, NULL);

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "check.h"
+
+#include <math.h>
 #include "lib/checkpoint.h"
 #include "lib/config.h"
 #include "lib/lr_schedule.h"
@@ -382,6 +384,23 @@ TEST(checkpoint_load_params_errors)
     CHECK_FAILS(vtr_checkpoint_load_params(&ck, &ps, VTR_CHECKPOINT_ALLOW_EXTRA, &err),
                 VTR_ERR_INVALID, "is int64, the model expects float32");
     vtr_param_set_free(&ps);
+
+    /* a NaN in a tensor names the tensor and the element (a NaN model loaded silently) */
+    {
+        const char *nan_path = test_path("nan.safetensors");
+        saved_run n;
+        saved_run_make(&n, NULL);
+        vtr_param_data(&n.ps, "img_enc.fc.bias")[2] = NAN;
+        CHECK_OK(vtr_checkpoint_save(nan_path, &n.ps, NULL, &n.state, &err));
+        vtr_checkpoint nck;
+        CHECK_OK(vtr_checkpoint_open(nan_path, 0, &nck, &err));
+        build_model(&ps, NULL, false);
+        CHECK_FAILS(vtr_checkpoint_load_params(&nck, &ps, 0, &err), VTR_ERR_INVALID,
+                    "tensor 'img_enc.fc.bias' has a non-finite value (element 2)");
+        vtr_param_set_free(&ps);
+        vtr_checkpoint_close(&nck);
+        saved_run_free(&n);
+    }
 
     /* the file has tensors the model lacks: an error unless allowed */
     build_model(&ps, "txt_enc.embed.weight", false);

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "check.h"
+
+#include <math.h>
 #include "lib/feature_store.h"
 #include "lib/npy.h"
 #include "lib/record.h"
@@ -226,6 +228,17 @@ TEST(feature_store_writer_refusals)
                 "contains a tab or a line break");
     CHECK_FAILS(vtr_feature_store_writer_add(w, "caf\xC3", &t, &err), VTR_ERR_INVALID,
                 "not valid UTF-8");
+    /* a NaN or an infinity is refused with its item and row (it turned embeddings NaN) */
+    float nan_rows[2 * DIM] = {0};
+    nan_rows[DIM + 3] = NAN;
+    bad = (vtr_tensor){.dtype = VTR_F32, .ndim = 2, .shape = {2, DIM}, .data = nan_rows};
+    CHECK_FAILS(vtr_feature_store_writer_add(w, "nan", &bad, &err), VTR_ERR_INVALID,
+                "item \"nan\": row 1 has a non-finite value");
+    uint16_t inf_rows[DIM] = {0};
+    inf_rows[5] = 0x7c00; /* float16 +infinity */
+    bad = (vtr_tensor){.dtype = VTR_F16, .ndim = 2, .shape = {1, DIM}, .data = inf_rows};
+    CHECK_FAILS(vtr_feature_store_writer_add(w, "inf", &bad, &err), VTR_ERR_INVALID,
+                "item \"inf\": row 0 has a non-finite value");
     /* the refusals left the writer usable */
     t = item_tensor(2, buf);
     CHECK_OK(vtr_feature_store_writer_add(w, "video2", &t, &err));
