@@ -354,10 +354,16 @@ static vtr_status rewind_to_start(picker *p, vtr_error *err)
 static vtr_status go_back(picker *p, vtr_error *err)
 {
     p->retry = false;
-    if (p->from_start)
+    if (p->from_start) {
+        /* a file cut short is said to be so, not "corrupt" */
+        vtr_status st = p->region_eof ? vtr_video_reader_check_end(p->r, p->region_end, err)
+                                      : VTR_OK;
+        if (st != VTR_OK)
+            return st;
         return vtr_fail(err, VTR_ERR_CODEC,
                         "%s: the frame at %.3f s cannot be decoded (corrupt data?)",
                         vtr_video_reader_path(p->r), seconds(p, p->retry_pts));
+    }
     for (int64_t k = 0; k < p->plan->n_targets; k++)
         if (p->state[k] == CLAIMED)
             p->state[k] = UNCLAIMED;
@@ -482,7 +488,10 @@ static vtr_status pick_timed(picker *p, vtr_error *err)
         if (st != VTR_OK)
             return st;
     }
-    return VTR_OK;
+    /* targets after the last frame of a file that ends early got that frame: a cut file
+     * (its index or header still declaring the full length) is an error, not a run of
+     * copies of its last frame */
+    return p->region_eof ? vtr_video_reader_check_end(p->r, p->region_end, err) : VTR_OK;
 }
 
 static vtr_status pick_frames_mode(picker *p, vtr_error *err)

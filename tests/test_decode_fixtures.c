@@ -2,6 +2,7 @@
 #include "test_decode_fixtures.h"
 
 #include <jansson.h>
+#include <libavformat/avformat.h>
 #include <libavutil/log.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +10,13 @@
 #include "check.h"
 #include "decode/orientation.h"
 
-const char *const fixture_videos[] = {"h264", "mpeg4", "vp9", "vfr", "start", "start_webm",
-                                      "rot90", "rot180", "rot270", "audio", NULL};
+const char *const fixture_videos[] = {"h264",   "mpeg4",  "mpeg4_avi", "divx_avi",
+                                      "vp9",    "vfr",    "start",     "start_webm",
+                                      "rot90",  "rot180", "rot270",    "audio",
+                                      NULL};
 const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", NULL};
 
-static decode_fixture fixtures[16];
+static decode_fixture fixtures[32];
 static int n_fixtures;
 
 void fixture_quiet(void)
@@ -37,6 +40,14 @@ static void describe(decode_fixture *f)
         o->frames = 60;
         o->gop = 12;
         o->b_frames = 2;
+    } else if (!strcmp(n, "mpeg4_avi") || !strcmp(n, "divx_avi")) {
+        /* AVI stores no pts: B-frames are ordered from the picture types; DivX and Xvid
+         * pack them */
+        o->codec = "mpeg4";
+        o->frames = 50;
+        o->gop = 12;
+        o->b_frames = 2;
+        o->packed_b_frames = !strcmp(n, "divx_avi");
     } else if (!strcmp(n, "vp9")) {
         o->frames = 60;
         o->gop = 15;
@@ -83,6 +94,10 @@ static const char *file_name(const char *n)
         return "mpeg4.mp4";
     if (!strcmp(n, "vp9"))
         return "vp9.webm";
+    if (!strcmp(n, "mpeg4_avi"))
+        return "mpeg4.avi";
+    if (!strcmp(n, "divx_avi"))
+        return "divx.avi";
     if (!strcmp(n, "start_webm"))
         return "start.webm";
     if (!strcmp(n, "png"))
@@ -124,6 +139,40 @@ decode_fixture *fixture_get(const char *name)
     f->path = path;
     n_fixtures++;
     return f;
+}
+
+void fixture_remux(const char *src, const char *dst, const char *key, const char *value)
+{
+    AVFormatContext *in = NULL, *out = NULL;
+    CHECK(avformat_open_input(&in, src, NULL, NULL) >= 0);
+    CHECK(avformat_find_stream_info(in, NULL) >= 0);
+    CHECK(avformat_alloc_output_context2(&out, NULL, NULL, dst) >= 0);
+    for (unsigned i = 0; i < in->nb_streams; i++) {
+        AVStream *st = avformat_new_stream(out, NULL);
+        CHECK(st && avcodec_parameters_copy(st->codecpar, in->streams[i]->codecpar) >= 0);
+        st->codecpar->codec_tag = 0;
+        st->time_base = in->streams[i]->time_base;
+        st->avg_frame_rate = in->streams[i]->avg_frame_rate;
+    }
+    AVDictionary *opts = NULL;
+    if (key)
+        av_dict_set(&opts, key, value, 0);
+    CHECK(avio_open(&out->pb, dst, AVIO_FLAG_WRITE) >= 0);
+    CHECK(avformat_write_header(out, &opts) >= 0);
+    av_dict_free(&opts);
+    AVPacket *pkt = av_packet_alloc();
+    CHECK(pkt);
+    while (av_read_frame(in, pkt) >= 0) {
+        int i = pkt->stream_index;
+        av_packet_rescale_ts(pkt, in->streams[i]->time_base, out->streams[i]->time_base);
+        pkt->pos = -1;
+        CHECK(av_interleaved_write_frame(out, pkt) >= 0);
+    }
+    av_packet_free(&pkt);
+    CHECK(av_write_trailer(out) >= 0);
+    CHECK(avio_closep(&out->pb) >= 0);
+    avformat_free_context(out);
+    avformat_close_input(&in);
 }
 
 void fixture_decode(const char *path, const vtr_sampler *s, bool straight,

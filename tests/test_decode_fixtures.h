@@ -18,13 +18,18 @@ typedef struct decode_fixture {
     const char *path;      /* set by fixture_get */
 } decode_fixture;
 
-/* The named fixture, written on first use ("h264", "mpeg4", "vp9", "vfr", "start",
+/* The named fixture, written on first use ("h264", "mpeg4", "mpeg4_avi", "divx_avi", "vp9",
+ * "vfr", "start",
  * "start_webm", "rot90", "rot180", "rot270", "audio", "png", "jpeg", "webp", "bmp"). */
 decode_fixture *fixture_get(const char *name);
 
 /* Every video fixture's name, NULL-terminated. */
 extern const char *const fixture_videos[];
 extern const char *const fixture_images[];
+
+/* Copies src's streams packet by packet into dst (the container from dst's extension),
+ * with one muxer option (key NULL: none), e.g. "movflags" "+faststart". CHECKs success. */
+void fixture_remux(const char *src, const char *dst, const char *key, const char *value);
 
 /* Quiet FFmpeg's own logging (tests read errors from vtr_error only). */
 void fixture_quiet(void);

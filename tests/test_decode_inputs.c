@@ -211,6 +211,69 @@ static char *make_garbled_keyframe(const decode_fixture *f, int k)
     return make_bad_file(f->path, "garbled.mp4", -1, at + size / 4, size / 2);
 }
 
+/* An mp4 of one GOP with its index in front (faststart), cut right after frame k's
+ * packet: the index still declares every frame, the data stops cleanly at a packet. */
+static char *make_cut_indexed_mp4(int k)
+{
+    vtr_synth_options o;
+    vtr_synth_defaults(&o);
+    o.frames = 100;
+    o.gop = 100;
+    char *src = strdup(test_path("one_gop.mp4")), *whole = strdup(test_path("faststart.mp4"));
+    CHECK(src && whole);
+    vtr_error err;
+    vtr_error_clear(&err);
+    CHECK_OK(vtr_synth_write(src, &o, &err));
+    fixture_remux(src, whole, "movflags", "+faststart");
+    vtr_video_reader *r;
+    CHECK_OK(vtr_video_reader_open(whole, 1, &r, &err));
+    AVPacket *pkt = av_packet_alloc();
+    long end = -1;
+    while (end < 0) {
+        bool eof;
+        CHECK_OK(vtr_video_reader_read(r, pkt, &eof, &err));
+        CHECK(!eof);
+        if (fabs(vtr_video_reader_seconds(r, pkt->pts) - vtr_synth_frame_time(&o, k)) < 0.001)
+            end = (long)pkt->pos + pkt->size;
+    }
+    av_packet_free(&pkt);
+    vtr_video_reader_close(r);
+    char *cut = make_bad_file(whole, "cut_indexed.mp4", end, 0, 0);
+    free(src);
+    free(whole);
+    return cut;
+}
+
+/* Issue 16: the data of a file whose index or header declares its full length stops
+ * early. The targets after the last frame must not all get that frame (the same frame
+ * eight times, rc 0): the item fails as truncated. */
+TEST(decode_cut_file_is_not_padded_with_its_last_frame)
+{
+    fixture_quiet();
+    char *path = make_cut_indexed_mp4(20);
+    const vtr_sampler samplers[] = {
+        {.mode = VTR_SAMPLE_FRAMES, .n = 8},
+        {.mode = VTR_SAMPLE_FPS, .fps_num = 2, .fps_den = 1},
+        {.mode = VTR_SAMPLE_ALL},
+        {.mode = VTR_SAMPLE_EVERY, .n = 4},
+        {.mode = VTR_SAMPLE_KEYFRAMES},
+    };
+    for (size_t i = 0; i < sizeof samplers / sizeof samplers[0]; i++) {
+        vtr_decode_options o;
+        vtr_decode_options_defaults(&o);
+        o.sampler = samplers[i];
+        vtr_decoded_item it;
+        vtr_error err;
+        vtr_error_clear(&err);
+        vtr_status st = vtr_decode_item(path, &o, NULL, &it, &err);
+        CHECK_MSG(st == VTR_ERR_FORMAT && strstr(err.msg, "truncated") &&
+                      strstr(err.msg, path),
+                  "sampler %zu: %s: %s", i, vtr_status_name(st),
+                  st == VTR_OK ? "decoded" : err.msg);
+    }
+    free(path);
+}
+
 /* A file whose video stream has a codec this FFmpeg cannot decode: AVS3 in Matroska, or
  * when FFmpeg has an AVS3 decoder, a FourCC nobody knows in AVI. */
 static char *make_unknown_codec_file(const char **needle)
