@@ -204,7 +204,10 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
     }
     r->dec->pkt_timebase = r->st->time_base;
     r->dec->thread_count = threads;
-    r->dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    /* slice threads only: FFmpeg 5.1's frame threads report a damaged frame late or not
+     * at all, and with AV_EF_EXPLODE some damaged streams abort the process (an
+     * assertion in libavcodec/decode.c) */
+    r->dec->thread_type = FF_THREAD_SLICE;
     /* frames the decoder could only guess at (missing references) are not frames */
     r->dec->flags &= ~AV_CODEC_FLAG_OUTPUT_CORRUPT;
     /* damaged data is an error, not something to conceal and deliver */

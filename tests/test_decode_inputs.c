@@ -274,6 +274,37 @@ TEST(decode_cut_file_is_not_padded_with_its_last_frame)
     free(path);
 }
 
+/* A copy of src with `count` bytes inverted from its first video packet on, at positions
+ * a fixed generator picks (issue 16: every such copy of an MPEG-4 AVI aborted vtr-decode). */
+static char *make_flipped_file(const char *src, const char *name, int count)
+{
+    vtr_error err;
+    vtr_error_clear(&err);
+    vtr_video_reader *r;
+    CHECK_OK(vtr_video_reader_open(src, 1, &r, &err));
+    AVPacket *pkt = av_packet_alloc();
+    bool eof;
+    CHECK_OK(vtr_video_reader_read(r, pkt, &eof, &err));
+    CHECK(!eof && pkt->pos >= 0);
+    long from = (long)pkt->pos, size = file_size(src);
+    av_packet_free(&pkt);
+    vtr_video_reader_close(r);
+    char *dst = make_bad_file(src, name, -1, 0, 0);
+    FILE *f = fopen(dst, "r+b");
+    CHECK(f && size > from);
+    uint32_t x = 12345;
+    for (int i = 0; i < count; i++) {
+        x = x * 1664525u + 1013904223u;
+        long at = from + (long)(x % (uint32_t)(size - from));
+        CHECK(fseek(f, at, SEEK_SET) == 0);
+        int ch = fgetc(f);
+        CHECK(ch != EOF && fseek(f, at, SEEK_SET) == 0);
+        fputc(ch ^ 0xff, f);
+    }
+    fclose(f);
+    return dst;
+}
+
 /* A file whose video stream has a codec this FFmpeg cannot decode: AVS3 in Matroska, or
  * when FFmpeg has an AVS3 decoder, a FourCC nobody knows in AVI. */
 static char *make_unknown_codec_file(const char **needle)
@@ -329,7 +360,7 @@ static char *make_audio_only_file(void)
 TEST(decode_bad_inputs_fail_cleanly)
 {
     decode_fixture *h264 = fixture_get("h264"), *vp9 = fixture_get("vp9");
-    decode_fixture *png = fixture_get("png");
+    decode_fixture *png = fixture_get("png"), *avi = fixture_get("mpeg4_avi");
     const char *unknown_codec;
     char *unknown_path = make_unknown_codec_file(&unknown_codec);
     /* every path is strdup'd (test_path's buffers rotate) and freed at the end */
@@ -351,6 +382,9 @@ TEST(decode_bad_inputs_fail_cleanly)
          "Invalid data"},
         /* the slice data of the second keyframe (frame 30) garbled */
         {make_garbled_keyframe(h264, 30), VTR_ERR_CODEC, "decod"},
+        /* inverted bytes in MPEG-4 (FFmpeg 5.1 asserted with frame threads) */
+        {make_flipped_file(avi->path, "flipped.avi", 30),
+         VTR_ERR_CODEC, "decod"},
         {unknown_path, VTR_ERR_UNSUPPORTED, unknown_codec},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
         {strdup(test_tmpdir()), VTR_ERR_IO, "directory"},
@@ -367,12 +401,10 @@ TEST(decode_bad_inputs_fail_cleanly)
             vtr_decode_options o;
             vtr_decode_options_defaults(&o);
             o.sampler = samplers[s];
-            /* One decoder thread: with frame threading the garbled keyframe decoded "ok"
-             * under the 5-frame sampler once in a clean-clone CI run (2026-11-26; not
-             * reproduced in 12 runs under load). Whether frame threading can hide a
-             * corrupt frame is issue 16's (corrupt media, frame threads with
-             * AV_EF_EXPLODE); this test checks the messages and the cleanup. */
-            o.threads = 1;
+            /* several decoder threads: the reader uses slice threads only, so no
+             * damaged frame slips through late (with frame threads the garbled keyframe
+             * once decoded "ok") and the flipped AVI cannot abort the process */
+            o.threads = 4;
             vtr_decoded_item it;
             vtr_error err;
             vtr_error_clear(&err);
