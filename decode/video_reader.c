@@ -507,6 +507,9 @@ vtr_status vtr_video_reader_receive(vtr_video_reader *r, AVFrame *frame, bool *g
         return codec_error(err, r->path, "decoding", ret);
     r->stats.frames_decoded++;
     *got = true;
+    AVFrameSideData *sd = av_frame_get_side_data(frame, AV_FRAME_DATA_DISPLAYMATRIX);
+    if (r->info.is_image && sd && sd->size >= 9 * sizeof(int32_t))
+        r->info.orientation = vtr_orientation_from_matrix((const int32_t *)sd->data);
     return VTR_OK;
 }
 
