@@ -220,6 +220,50 @@ int fixture_index(const vtr_decoded_item *it, int64_t k, int rotation)
     return index;
 }
 
+/* The stored pixel (sx, sy) that EXIF orientation v shows at (x, y). */
+static void exif_source(int v, int x, int y, int w, int h, int *sx, int *sy)
+{
+    switch (v) {
+    case 2: *sx = w - 1 - x; *sy = y; break;
+    case 3: *sx = w - 1 - x; *sy = h - 1 - y; break;
+    case 4: *sx = x; *sy = h - 1 - y; break;
+    case 5: *sx = y; *sy = x; break;                 /* transpose */
+    case 6: *sx = y; *sy = h - 1 - x; break;         /* 90 degrees clockwise */
+    case 7: *sx = w - 1 - y; *sy = h - 1 - x; break; /* transverse */
+    case 8: *sx = w - 1 - y; *sy = x; break;         /* 90 degrees counter-clockwise */
+    default: *sx = x; *sy = y; break;
+    }
+}
+
+void fixture_check_exif_display(const vtr_decoded_item *shown, const uint8_t *stored, int w,
+                                int h, int exif, const char *what)
+{
+    /* clockwise turn per EXIF value; -1: a mirror image (a turn plus a flip, whose
+     * rotation depends on the flip chosen) */
+    static const int turn[9] = {0, 0, -1, 180, -1, -1, 90, -1, 270};
+    CHECK(exif >= 1 && exif <= 8);
+    int dw = (int)shown->frames.shape[2], dh = (int)shown->frames.shape[1];
+    bool turned = exif >= 5;
+    CHECK_MSG(shown->frames.shape[0] == 1 && dw == (turned ? h : w) && dh == (turned ? w : h),
+              "%s (orientation %d): %dx%d shown, %dx%d stored", what, exif, dw, dh, w, h);
+    json_int_t rotation = json_integer_value(json_object_get(shown->meta, "rotation"));
+    bool mirrored = json_boolean_value(json_object_get(shown->meta, "mirrored"));
+    CHECK_MSG(turn[exif] < 0 ? mirrored : !mirrored && rotation == turn[exif],
+              "%s (orientation %d): rotation %lld, mirrored %d", what, exif,
+              (long long)rotation, mirrored);
+    CHECK_EQ_INT(json_integer_value(json_object_get(shown->meta, "source_width")), w);
+    const uint8_t *a = fixture_frame(shown, 0);
+    for (int y = 0; y < dh; y++)
+        for (int x = 0; x < dw; x++) {
+            int sx, sy;
+            exif_source(exif, x, y, w, h, &sx, &sy);
+            CHECK_MSG(memcmp(a + ((size_t)y * dw + x) * 3, stored + ((size_t)sy * w + sx) * 3,
+                             3) == 0,
+                      "%s (orientation %d): shown (%d, %d) is not stored (%d, %d)", what, exif,
+                      x, y, sx, sy);
+        }
+}
+
 int64_t fixture_meta_int(const vtr_decoded_item *it, const char *key, int64_t k)
 {
     json_t *a = json_object_get(it->meta, key);

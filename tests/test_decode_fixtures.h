@@ -46,6 +46,12 @@ size_t fixture_frame_bytes(const vtr_decoded_item *it);
  * counter-clockwise (the synthetic video's display rotation); -1 when unreadable. */
 int fixture_index(const vtr_decoded_item *it, int64_t k, int rotation);
 
+/* Checks a decoded photo (one frame) against the picture as stored (RGB, w x h) for EXIF
+ * orientation `exif` (1-8): its size, its rotation and mirrored metadata, and that pixel
+ * (x, y) shown is the stored pixel EXIF puts there; `what` names it in messages. */
+void fixture_check_exif_display(const vtr_decoded_item *shown, const uint8_t *stored, int w,
+                                int h, int exif, const char *what);
+
 /* meta[key][k] as an integer / a real. */
 int64_t fixture_meta_int(const vtr_decoded_item *it, const char *key, int64_t k);
 double fixture_meta_real(const vtr_decoded_item *it, const char *key, int64_t k);
