@@ -28,9 +28,12 @@ void vtr_decoded_item_free(vtr_decoded_item *item)
 
 /* What the sink fills while frames come out. */
 typedef struct frame_store {
+    const vtr_video_reader *r;
+    const vtr_geometry_request *request;
+    int64_t slots;       /* timed modes: the number of targets */
     vtr_frame_converter *conv;
     vtr_frame_geometry geom;
-    size_t frame_bytes;
+    size_t frame_bytes;  /* 0 until the first frame plans the geometry */
     uint8_t *rgb;        /* capacity frames of frame_bytes */
     int64_t *pts;
     int64_t *index;
@@ -63,11 +66,29 @@ static vtr_status store_reserve(frame_store *s, int64_t n, vtr_error *err)
     return VTR_OK;
 }
 
+/* The output geometry, planned at the first frame: a photo's orientation (EXIF) comes
+ * with its decoded picture (video_reader.h). */
+static vtr_status store_plan(frame_store *s, vtr_error *err)
+{
+    const vtr_video_info *in = vtr_video_reader_info(s->r);
+    const char *path = vtr_video_reader_path(s->r);
+    vtr_status st = vtr_frame_geometry_plan(in->width, in->height, &in->orientation,
+                                            s->request, &s->geom, err);
+    if (st != VTR_OK) {
+        vtr_error_context(err, "%s", path);
+        return st;
+    }
+    s->frame_bytes = (size_t)s->geom.out_w * s->geom.out_h * 3;
+    return store_reserve(s, s->slots, err);
+}
+
 static vtr_status store_frame(void *ctx, const AVFrame *frame, int64_t pts, int64_t frame_index,
                               int64_t first_slot, int64_t n_slots, vtr_error *err)
 {
     frame_store *s = ctx;
-    vtr_status st = store_reserve(s, first_slot + n_slots, err);
+    vtr_status st = s->frame_bytes ? VTR_OK : store_plan(s, err);
+    if (st == VTR_OK)
+        st = store_reserve(s, first_slot + n_slots, err);
     if (st != VTR_OK)
         return st;
     uint8_t *dst = s->rgb + (size_t)first_slot * s->frame_bytes;
@@ -181,12 +202,8 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
     const vtr_video_info *in = vtr_video_reader_info(r);
     if (in->duration < 0 && (st = vtr_video_reader_measure(r, err)) != VTR_OK)
         goto end;
-    if ((st = vtr_frame_geometry_plan(in->width, in->height, &in->orientation, &o->geometry,
-                                      &s.geom, err)) != VTR_OK) {
-        vtr_error_context(err, "%s", path);
-        goto end;
-    }
-    s.frame_bytes = (size_t)s.geom.out_w * s.geom.out_h * 3;
+    s.r = r;
+    s.request = &o->geometry;
     if (!(s.conv = vtr_frame_converter_new())) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
         goto end;
@@ -203,8 +220,7 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
         }
         plan.targets = targets;
         plan.n_targets = n_targets;
-        if ((st = store_reserve(&s, n_targets, err)) != VTR_OK)
-            goto end;
+        s.slots = n_targets;
     }
     if ((st = vtr_pick_frames(r, &plan, store_frame, &s, &delivered, err)) != VTR_OK)
         goto end;

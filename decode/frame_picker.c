@@ -56,6 +56,7 @@ typedef struct picker {
     int64_t check_target; /* after a jump: the target whose frame must be in the region */
 
     bool retry;           /* the region cannot give a picked frame: go back further */
+    bool to_start;        /* ... straight to the start of the file */
     int64_t retry_pts;
     int64_t delivered;    /* frame modes: slots filled */
 } picker;
@@ -147,6 +148,28 @@ static vtr_status read_one(picker *p, vtr_error *err)
         av_packet_free(&pkt);
         return vtr_fail(err, VTR_ERR_FORMAT, "%s: truncated or corrupt data at %.3f s", path,
                         t);
+    }
+    if (!vtr_presentation_order_fits(&p->order, pkt->pts) && !p->from_start) {
+        /* after a jump: a demuxer that lands inside a packet and guesses the timestamps
+         * after it (MPEG program streams): end the region, decode straight from the start */
+        if (!p->retry) {
+            p->retry = true;
+            p->retry_pts = pkt->pts;
+        }
+        p->to_start = true;
+        p->bad_landings = 2;
+        p->region_eof = p->order.complete = true;
+        av_packet_free(&pkt);
+        return VTR_OK;
+    }
+    if (!vtr_presentation_order_fits(&p->order, pkt->pts)) {
+        /* no frame is "the one shown at t" then */
+        double t = seconds(p, pkt->pts);
+        av_packet_free(&pkt);
+        return vtr_fail(err, VTR_ERR_FORMAT,
+                        "%s: the timestamps repeat or go back (to %.3f s): a joined or damaged "
+                        "file",
+                        path, t);
     }
     if (!p->region_started) {
         p->region_started = true;
@@ -344,6 +367,7 @@ static vtr_status drain(picker *p, vtr_error *err)
 
 static vtr_status rewind_to_start(picker *p, vtr_error *err)
 {
+    p->to_start = false;
     vtr_status st = vtr_video_reader_rewind(p->r, err);
     region_reset(p, true);
     return st;
@@ -354,10 +378,16 @@ static vtr_status rewind_to_start(picker *p, vtr_error *err)
 static vtr_status go_back(picker *p, vtr_error *err)
 {
     p->retry = false;
-    if (p->from_start)
+    if (p->from_start) {
+        /* a file cut short is said to be so, not "corrupt" */
+        vtr_status st = p->region_eof ? vtr_video_reader_check_end(p->r, p->region_end, err)
+                                      : VTR_OK;
+        if (st != VTR_OK)
+            return st;
         return vtr_fail(err, VTR_ERR_CODEC,
                         "%s: the frame at %.3f s cannot be decoded (corrupt data?)",
                         vtr_video_reader_path(p->r), seconds(p, p->retry_pts));
+    }
     for (int64_t k = 0; k < p->plan->n_targets; k++)
         if (p->state[k] == CLAIMED)
             p->state[k] = UNCLAIMED;
@@ -368,7 +398,7 @@ static vtr_status go_back(picker *p, vtr_error *err)
     p->check_target = -1;
     vtr_video_reader_flush(p->r);
     int64_t kf, before_ts = p->region_first_ts, before_pos = p->region_first_pos;
-    if (!p->region_started ||
+    if (p->to_start || !p->region_started ||
         !vtr_video_reader_keyframe_preceding(p->r, before_pos, before_ts, &kf) ||
         vtr_video_reader_seek(p->r, kf, err) != VTR_OK)
         return rewind_to_start(p, err);
@@ -482,7 +512,10 @@ static vtr_status pick_timed(picker *p, vtr_error *err)
         if (st != VTR_OK)
             return st;
     }
-    return VTR_OK;
+    /* targets after the last frame of a file that ends early got that frame: a cut file
+     * (its index or header still declaring the full length) is an error, not a run of
+     * copies of its last frame */
+    return p->region_eof ? vtr_video_reader_check_end(p->r, p->region_end, err) : VTR_OK;
 }
 
 static vtr_status pick_frames_mode(picker *p, vtr_error *err)

@@ -43,6 +43,12 @@ static int64_t lower_bound(const vtr_presentation_order *po, int64_t p)
     return lo;
 }
 
+bool vtr_presentation_order_fits(const vtr_presentation_order *po, int64_t pts)
+{
+    int64_t i = upper_bound(po, pts);
+    return (i == 0 || po->pts[i - 1] != pts) && po->count - i <= VTR_MAX_REORDER;
+}
+
 vtr_status vtr_presentation_order_add(vtr_presentation_order *po, int64_t pts, vtr_error *err)
 {
     if (po->count == po->capacity) {

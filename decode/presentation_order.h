@@ -33,6 +33,11 @@ typedef struct vtr_presentation_order {
 void vtr_presentation_order_reset(vtr_presentation_order *po);
 void vtr_presentation_order_free(vtr_presentation_order *po);
 
+/* Whether a packet with this pts can come next: no known frame has the same pts, and
+ * at most VTR_MAX_REORDER known pts are later (else frames already settled would move).
+ * False for timestamps that repeat or go back (files joined end to end, damage). */
+bool vtr_presentation_order_fits(const vtr_presentation_order *po, int64_t pts);
+
 /* Records the pts of one more packet in decode order. */
 vtr_status vtr_presentation_order_add(vtr_presentation_order *po, int64_t pts, vtr_error *err);
 

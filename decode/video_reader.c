@@ -2,10 +2,13 @@
 #include "video_reader.h"
 
 #include <errno.h>
+#include <libavcodec/bsf.h>
 #include <libavutil/display.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "decode/packet_times.h"
 
 struct vtr_video_reader {
     char *path;
@@ -15,6 +18,12 @@ struct vtr_video_reader {
     int stream;
     vtr_video_info info;
     vtr_decode_stats stats;
+    AVBSFContext *unpack;   /* MPEG-4 Part 2: mpeg4_unpack_bframes; NULL otherwise */
+    bool unpack_flushed;    /* the demuxer ended and the filter was told */
+    bool restore_pts;       /* packets pass through times (packet_times.h) */
+    vtr_packet_times times;
+    bool source_eof;        /* no more packets from the demuxer (and the filter) */
+    AVPacket *next;         /* a packet on its way from the demuxer */
 };
 
 static vtr_status codec_error(vtr_error *err, const char *path, const char *what, int ret)
@@ -89,6 +98,35 @@ static void fill_info(vtr_video_reader *r)
     in->format = r->fmt->iformat->name;
 }
 
+/* DivX and Xvid store B-frames "packed" in AVI (a P-frame and the next B-frame in one
+ * packet, an empty N-VOP later); FFmpeg's mpeg4_unpack_bframes filter gives every frame its
+ * own packet again, and passes other MPEG-4 streams through unchanged. */
+static vtr_status open_unpacker(vtr_video_reader *r, vtr_error *err)
+{
+    const AVBitStreamFilter *f = av_bsf_get_by_name("mpeg4_unpack_bframes");
+    if (!f)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                        "%s: this FFmpeg lacks the mpeg4_unpack_bframes filter", r->path);
+    int ret = av_bsf_alloc(f, &r->unpack);
+    if (ret >= 0)
+        ret = avcodec_parameters_copy(r->unpack->par_in, r->st->codecpar);
+    if (ret >= 0) {
+        r->unpack->time_base_in = r->st->time_base;
+        ret = av_bsf_init(r->unpack);
+    }
+    return ret < 0 ? codec_error(err, r->path, "unpacking B-frames", ret) : VTR_OK;
+}
+
+/* After a seek: no packet from before it may come out. */
+static void reset_packets(vtr_video_reader *r)
+{
+    if (r->unpack)
+        av_bsf_flush(r->unpack);
+    r->unpack_flushed = false;
+    vtr_packet_times_reset(&r->times);
+    r->source_eof = false;
+}
+
 vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader **out,
                                  vtr_error *err)
 {
@@ -151,14 +189,25 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
         st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
         goto end;
     }
-    int ret = avcodec_parameters_to_context(r->dec, par);
-    if (ret < 0) {
+    int ret;
+    if (par->codec_id == AV_CODEC_ID_MPEG4 && (st = open_unpacker(r, err)) != VTR_OK)
+        goto end;
+    if ((ret = avcodec_parameters_to_context(r->dec, r->unpack ? r->unpack->par_out : par)) < 0) {
         st = codec_error(err, path, "decoder parameters", ret);
+        goto end;
+    }
+    r->restore_pts = vtr_packet_times_applies(par);
+    vtr_packet_times_init(&r->times, par->codec_id);
+    if (!(r->next = av_packet_alloc())) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
         goto end;
     }
     r->dec->pkt_timebase = r->st->time_base;
     r->dec->thread_count = threads;
-    r->dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    /* slice threads only: FFmpeg 5.1's frame threads report a damaged frame late or not
+     * at all, and with AV_EF_EXPLODE some damaged streams abort the process (an
+     * assertion in libavcodec/decode.c) */
+    r->dec->thread_type = FF_THREAD_SLICE;
     /* frames the decoder could only guess at (missing references) are not frames */
     r->dec->flags &= ~AV_CODEC_FLAG_OUTPUT_CORRUPT;
     /* damaged data is an error, not something to conceal and deliver */
@@ -182,6 +231,9 @@ void vtr_video_reader_close(vtr_video_reader *r)
     if (!r)
         return;
     avcodec_free_context(&r->dec);
+    av_bsf_free(&r->unpack);
+    vtr_packet_times_free(&r->times);
+    av_packet_free(&r->next);
     avformat_close_input(&r->fmt);
     free(r->path);
     free(r);
@@ -212,6 +264,7 @@ vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err)
             if (e && (e->flags & AVINDEX_KEYFRAME)) {
                 if (av_seek_frame(r->fmt, r->stream, e->timestamp, AVSEEK_FLAG_BACKWARD) < 0)
                     start_known = false; /* read it all from the start instead */
+                reset_packets(r);
                 break;
             }
         }
@@ -273,9 +326,9 @@ vtr_status vtr_video_reader_check_end(const vtr_video_reader *r, int64_t end, vt
     return VTR_OK;
 }
 
-vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, vtr_error *err)
+/* The next packet of the video stream from the demuxer; *eof at its end. */
+static vtr_status demux(vtr_video_reader *r, AVPacket *pkt, bool *eof, vtr_error *err)
 {
-    *eof = false;
     for (;;) {
         av_packet_unref(pkt);
         int ret = av_read_frame(r->fmt, pkt);
@@ -289,6 +342,59 @@ vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, 
             r->stats.packets_read++;
             return VTR_OK;
         }
+    }
+}
+
+/* The next packet from the demuxer, through the unpacking filter when there is one. */
+static vtr_status next_source_packet(vtr_video_reader *r, AVPacket *pkt, bool *eof,
+                                     vtr_error *err)
+{
+    *eof = false;
+    if (!r->unpack)
+        return demux(r, pkt, eof, err);
+    for (;;) {
+        av_packet_unref(pkt);
+        int ret = av_bsf_receive_packet(r->unpack, pkt);
+        if (ret >= 0)
+            return VTR_OK;
+        if (ret == AVERROR_EOF) {
+            *eof = true;
+            return VTR_OK;
+        }
+        if (ret != AVERROR(EAGAIN))
+            return codec_error(err, r->path, "unpacking B-frames", ret);
+        bool end = false;
+        vtr_status st = demux(r, r->next, &end, err);
+        if (st != VTR_OK)
+            return st;
+        if (end && r->unpack_flushed) {
+            *eof = true;
+            return VTR_OK;
+        }
+        r->unpack_flushed = end;
+        if ((ret = av_bsf_send_packet(r->unpack, end ? NULL : r->next)) < 0)
+            return codec_error(err, r->path, "unpacking B-frames", ret);
+    }
+}
+
+vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, vtr_error *err)
+{
+    *eof = false;
+    if (!r->restore_pts)
+        return next_source_packet(r, pkt, eof, err);
+    for (;;) {
+        av_packet_unref(pkt);
+        if (vtr_packet_times_pop(&r->times, pkt, r->source_eof))
+            return VTR_OK;
+        if (r->source_eof) {
+            *eof = true;
+            return VTR_OK;
+        }
+        vtr_status st = next_source_packet(r, pkt, &r->source_eof, err);
+        if (st == VTR_OK && !r->source_eof)
+            st = vtr_packet_times_push(&r->times, pkt, err);
+        if (st != VTR_OK)
+            return st;
     }
 }
 
@@ -341,6 +447,7 @@ vtr_status vtr_video_reader_seek(vtr_video_reader *r, int64_t ts, vtr_error *err
     if (ret < 0)
         return vtr_fail(err, VTR_ERR_CODEC, "%s: seeking to %.3f s: %s", r->path,
                         vtr_video_reader_seconds(r, ts), av_err2str(ret));
+    reset_packets(r);
     avcodec_flush_buffers(r->dec);
     return VTR_OK;
 }
@@ -365,6 +472,7 @@ vtr_status vtr_video_reader_rewind(vtr_video_reader *r, vtr_error *err)
                             r->path);
     }
     discard_other_streams(r);
+    reset_packets(r);
     avcodec_flush_buffers(r->dec);
     return VTR_OK;
 }
@@ -399,6 +507,9 @@ vtr_status vtr_video_reader_receive(vtr_video_reader *r, AVFrame *frame, bool *g
         return codec_error(err, r->path, "decoding", ret);
     r->stats.frames_decoded++;
     *got = true;
+    AVFrameSideData *sd = av_frame_get_side_data(frame, AV_FRAME_DATA_DISPLAYMATRIX);
+    if (r->info.is_image && sd && sd->size >= 9 * sizeof(int32_t))
+        r->info.orientation = vtr_orientation_from_matrix((const int32_t *)sd->data);
     return VTR_OK;
 }
 

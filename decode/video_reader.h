@@ -28,7 +28,10 @@ typedef struct vtr_video_info {
                               declares it; -1 unknown (see vtr_video_reader_measure) */
     double fps;            /* average frame rate; 0 when unknown (and for images) */
     int64_t nb_frames;     /* frame count the container declares; 0 when unknown */
-    vtr_orientation orientation; /* from the display matrix */
+    vtr_orientation orientation; /* from the display matrix: a video's (stream side data)
+                                    at open; a photo's (its EXIF orientation, which
+                                    FFmpeg's JPEG decoder exports with the picture) once
+                                    its frame is decoded (vtr_video_reader_receive) */
     const char *codec;     /* decoder name ("h264", "vp9", "png", ...) */
     const char *format;    /* demuxer name ("mov,mp4,m4a,3gp,3g2,mj2", "png_pipe", ...) */
     bool is_image;
@@ -104,7 +107,8 @@ vtr_status vtr_video_reader_send(vtr_video_reader *r, const AVPacket *pkt, bool 
                                  vtr_error *err);
 
 /* Takes the next decoded frame into frame (unreferenced first); *got is false when the
- * decoder needs more input or is drained. */
+ * decoder needs more input or is drained. An image's frame sets info.orientation from
+ * its display matrix (EXIF). */
 vtr_status vtr_video_reader_receive(vtr_video_reader *r, AVFrame *frame, bool *got,
                                     vtr_error *err);
 

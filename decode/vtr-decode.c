@@ -63,7 +63,7 @@ static const char usage_text[] =
     "      --audio-rate HZ   sample rate [16000]\n"
     "\n"
     "Other:\n"
-    "      --threads N       decoder threads, 0 = one per core [0]\n"
+    "      --threads N       decoder (slice) threads, 0 = one per core [0]\n"
     "      --log-json        log events as JSON lines on stderr\n"
     "  -v, --verbose         let FFmpeg print its own warnings\n"
     "  -h, --help            this text\n"

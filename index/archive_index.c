@@ -162,6 +162,7 @@ typedef struct indexer {
     size_t features_cap;
     int64_t feature_rows;
     float *embedding;          /* (an item's vectors, E) */
+    const work_item *marked;   /* the item recorded in progress (see mark_in_progress) */
 } indexer;
 
 static int item_key_cmp(const void *a, const void *b)
@@ -224,9 +225,12 @@ static vtr_status process_item(indexer *ix, work_item *w, vtr_error *err)
 {
     const vtr_archive_file *f = w->file;
     vtr_decoded_item item = {0};
-    vtr_error_clear(&w->error);
     w->duration = -1;
-    vtr_status st = vtr_decode_item(f->path, &ix->decode, NULL, &item, &w->error);
+    vtr_status st;
+    if (w->outcome == VTR_ARCHIVE_FAILED)
+        goto failed; /* the last run died on it: w->error says so (plan) */
+    vtr_error_clear(&w->error);
+    st = vtr_decode_item(f->path, &ix->decode, NULL, &item, &w->error);
     if (st == VTR_ERR_NOMEM) {
         *err = w->error;
         return st;
@@ -291,32 +295,74 @@ static char *catalog_path(const indexer *ix, const vtr_archive_file *f)
     return abs ? abs : strdup(f->path);
 }
 
+/* The catalog row of one file (in the caller's transaction). */
+static vtr_status record_item(indexer *ix, const vtr_archive_file *f, double duration,
+                              vtr_item_status status, const char *error, vtr_error *err)
+{
+    char *path = catalog_path(ix, f);
+    if (!path)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    vtr_item it = {.dataset_id = ix->dataset,
+                   .key = f->key,
+                   .path = path,
+                   .size_bytes = f->size,
+                   .mtime_ns = f->mtime_ns,
+                   .duration_s = duration,
+                   .status = status,
+                   .error = error};
+    vtr_status st = vtr_catalog_upsert_item(ix->catalog, &it, NULL, err);
+    free(path);
+    return st;
+}
+
 /* Records a batch's outcomes in the catalog, in one transaction. */
 static vtr_status record_batch(indexer *ix, const work_item *batch, size_t n, vtr_error *err)
 {
     vtr_status st = vtr_catalog_begin(ix->catalog, err);
     for (size_t i = 0; i < n && st == VTR_OK; i++) {
         const work_item *w = &batch[i];
-        char *path = catalog_path(ix, w->file);
-        if (!path) {
-            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-            break;
-        }
         bool failed = w->outcome == VTR_ARCHIVE_FAILED;
-        vtr_item it = {.dataset_id = ix->dataset,
-                       .key = w->file->key,
-                       .path = path,
-                       .size_bytes = w->file->size,
-                       .mtime_ns = w->file->mtime_ns,
-                       .duration_s = w->duration,
-                       .status = failed ? VTR_ITEM_FAILED : VTR_ITEM_OK,
-                       .error = failed ? w->error.msg : NULL};
-        st = vtr_catalog_upsert_item(ix->catalog, &it, NULL, err);
-        free(path);
+        st = record_item(ix, w->file, w->duration, failed ? VTR_ITEM_FAILED : VTR_ITEM_OK,
+                         failed ? w->error.msg : NULL, err);
     }
+    if (st == VTR_OK && (st = vtr_catalog_commit(ix->catalog, err)) == VTR_OK)
+        ix->marked = NULL; /* its mark is replaced by its outcome */
+    if (st != VTR_OK)
+        vtr_catalog_rollback(ix->catalog, NULL);
+    return st;
+}
+
+/* Decoding a file runs FFmpeg on whatever the file holds, and a library can crash the
+ * process. So before an item's work the catalog records it "pending" with this reason,
+ * and the item done before it goes back to plain "pending" (its batch is not committed
+ * yet: a rerun redoes it). A run that dies leaves exactly one item marked; the next run
+ * records it failed with the reason instead of dying on it again (plan). */
+#define IN_PROGRESS "vtr-index stopped while processing this file (it crashed or was killed)"
+
+/* A run that stops with an error of its own (not the item's) takes the mark back. */
+static void clear_mark(indexer *ix)
+{
+    vtr_error ignored;
+    if (vtr_catalog_begin(ix->catalog, &ignored) != VTR_OK)
+        return;
+    if (record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, &ignored) == VTR_OK &&
+        vtr_catalog_commit(ix->catalog, &ignored) == VTR_OK)
+        ix->marked = NULL;
+    else
+        vtr_catalog_rollback(ix->catalog, NULL);
+}
+
+static vtr_status mark_in_progress(indexer *ix, const work_item *w, vtr_error *err)
+{
+    vtr_status st = vtr_catalog_begin(ix->catalog, err);
+    if (st == VTR_OK && ix->marked)
+        st = record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, err);
     if (st == VTR_OK)
-        return vtr_catalog_commit(ix->catalog, err);
-    vtr_catalog_rollback(ix->catalog, NULL);
+        st = record_item(ix, w->file, -1, VTR_ITEM_PENDING, IN_PROGRESS, err);
+    if (st == VTR_OK && (st = vtr_catalog_commit(ix->catalog, err)) == VTR_OK)
+        ix->marked = w;
+    if (st != VTR_OK)
+        vtr_catalog_rollback(ix->catalog, NULL);
     return st;
 }
 
@@ -640,6 +686,15 @@ static vtr_status plan(indexer *ix, work_item **out, size_t *n_out, vtr_error *e
             p.skipped_failed++;
             continue;
         }
+        if (same && k->status == VTR_ITEM_PENDING && k->error &&
+            !strcmp(k->error, IN_PROGRESS) && !ix->o->retry_failed) {
+            /* the last run died on this file: a failure, not a file to die on again */
+            work_item *w = &work[n++];
+            *w = (work_item){.file = f, .known = k, .outcome = VTR_ARCHIVE_FAILED};
+            vtr_fail(&w->error, VTR_ERR_FORMAT, "%s: %s; --retry-failed tries it again",
+                     f->path, IN_PROGRESS);
+            continue;
+        }
         work[n++] = (work_item){.file = f, .known = k};
         if (k)
             p.updated++;
@@ -702,7 +757,9 @@ vtr_status vtr_archive_index_update(const vtr_archive_options *o, vtr_archive_st
             end = n_work;
         for (size_t i = start; i < end; i++) {
             work_item *w = &work[i];
-            if ((st = process_item(&ix, w, err)) != VTR_OK) {
+            if ((w->outcome != VTR_ARCHIVE_FAILED &&
+                 (st = mark_in_progress(&ix, w, err)) != VTR_OK) ||
+                (st = process_item(&ix, w, err)) != VTR_OK) {
                 vtr_error_context(err, "%s", w->file->key);
                 goto end;
             }
@@ -721,6 +778,8 @@ vtr_status vtr_archive_index_update(const vtr_archive_options *o, vtr_archive_st
     }
     st = maybe_compact(&ix, err);
 end:
+    if (st != VTR_OK && ix.marked)
+        clear_mark(&ix);
     if (stats)
         *stats = ix.stats;
     free(work);

@@ -21,7 +21,11 @@
  * retry_failed). A new file, a file whose size or mtime changed, and an item left
  * "pending" are (re)done: the new embedding replaces the old row. An item of the catalog
  * that the source no longer has is removed from the index and the catalog. A file that
- * fails is recorded "failed" with its reason; an embedding it had is removed.
+ * fails is recorded "failed" with its reason; an embedding it had is removed. Before a
+ * file is decoded the catalog marks it "pending" with the error "vtr-index stopped while
+ * processing this file (it crashed or was killed)": a run that dies (a crash in FFmpeg, a
+ * kill) leaves that mark on the one file it was on, and the next run records that file
+ * "failed" with this reason (unless retry_failed) instead of dying on it again.
  *
  * Interruptions. Work is committed in batches of commit_items items: first the index
  * (one generation), then the catalog (one transaction). A run killed at any point leaves

@@ -196,10 +196,11 @@ kill -9 $pid 2>/dev/null || fail "vtr-index finished before it could be killed"
 wait $pid 2>/dev/null
 killed_at=$(generation "$dir/ik")
 [ "$(dump "$dir/ik" | wc -l)" -lt 10 ] || fail "the killed run had finished"
-# bad.mp4 fails again unless the killed run had recorded it already
-$IX "$A" --index "$dir/ik" 2>"$dir/err7"
+# the file the kill interrupted counts as one that killed the run (section 10):
+# --retry-failed redoes it (and bad.mp4, which fails again)
+$IX "$A" --index "$dir/ik" --retry-failed 2>"$dir/err7"
 rc=$?
-[ $rc -eq 2 ] || [ $rc -eq 0 ] || fail "rerun after the kill: exit $rc $(cat "$dir/err7")"
+[ $rc -eq 2 ] || fail "rerun after the kill: exit $rc $(cat "$dir/err7")"
 dump "$dir/ik" | cmp -s - "$dir/d6" ||
     fail "killed (at generation $killed_at) and rerun: not the content of the incremental index"
 ls "$dir/ik" | grep -q '\.tmp' && fail "temporary files left after the rerun"
@@ -306,4 +307,40 @@ paths = [p for (p,) in db.execute("SELECT path FROM items")]
 assert len(paths) == 11 and all(p.startswith(sys.argv[1] + "/moved/") for p in paths), paths' \
     "$(cd "$dir" && pwd -P)" || fail "catalog paths after the move"
 dump "$dir/ix" | cmp -s - "$dir/d6" || fail "the move changed the index"
+
+# ---- 10. a file that kills vtr-index (issue 16: FFmpeg aborted on a damaged file, and every
+# rerun died on it again): the catalog marks a file before its decoding, so the run after
+# the death records it failed, with the reason, and indexes the rest ------------------------
+vtr-synth --frames 1500 --gop 1500 --size 320x240 "$dir/slow.mp4" || fail "slow.mp4"
+printf 'a\t%s\nz\t%s\n' "$dir/moved/a.mp4" "$dir/slow.mp4" >"$dir/crash.txt"
+$IX "$dir/crash.txt" --weights "$dir/w.safetensors" --index "$dir/ic" 2>/dev/null &
+pid=$!
+# stand-in for a crash: SIGKILL once z is marked in progress, while it is decoded
+$PY - "$dir/ic" <<'EOF' || fail "z was never marked in progress"
+import sqlite3, sys, time
+for _ in range(1500):
+    try:
+        db = sqlite3.connect("file:%s/catalog.sqlite?mode=ro" % sys.argv[1], uri=True)
+        row = db.execute("SELECT status, error FROM items WHERE key = 'z'").fetchone()
+        db.close()
+        if row and row[0] == "pending" and "stopped while processing" in (row[1] or ""):
+            sys.exit(0)
+    except sqlite3.OperationalError:
+        pass
+    time.sleep(0.02)
+sys.exit(1)
+EOF
+kill -9 $pid 2>/dev/null || fail "vtr-index finished before it could be killed"
+wait $pid 2>/dev/null
+$IX "$dir/crash.txt" --index "$dir/ic" 2>"$dir/err10"
+rc=$?
+[ $rc -eq 2 ] || fail "rerun after the death: exit $rc $(cat "$dir/err10")"
+grep -q "^vtr-index: z: .*slow.mp4: vtr-index stopped while processing this file" "$dir/err10" ||
+    fail "rerun after the death: $(cat "$dir/err10")"
+catalog "$dir/ic" | grep -q '^a ok ' || fail "a after the death: $(catalog "$dir/ic")"
+catalog "$dir/ic" | grep -q '^z failed .*stopped while processing' ||
+    fail "z after the death: $(catalog "$dir/ic")"
+$IX "$dir/crash.txt" --index "$dir/ic" 2>"$dir/err11" || fail "third run: $(cat "$dir/err11")"
+grep -q '0 added, 0 updated, 0 removed, 0 failed, 1 unchanged, 1 skipped' "$dir/err11" ||
+    fail "third run: $(cat "$dir/err11")"
 echo "ok"

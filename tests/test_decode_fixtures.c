@@ -2,6 +2,7 @@
 #include "test_decode_fixtures.h"
 
 #include <jansson.h>
+#include <libavformat/avformat.h>
 #include <libavutil/log.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +10,13 @@
 #include "check.h"
 #include "decode/orientation.h"
 
-const char *const fixture_videos[] = {"h264", "mpeg4", "vp9", "vfr", "start", "start_webm",
-                                      "rot90", "rot180", "rot270", "audio", NULL};
+const char *const fixture_videos[] = {"h264",   "mpeg4",  "mpeg4_avi", "divx_avi",
+                                      "vp9",    "vfr",    "start",     "start_webm",
+                                      "rot90",  "rot180", "rot270",    "audio",
+                                      NULL};
 const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", NULL};
 
-static decode_fixture fixtures[16];
+static decode_fixture fixtures[32];
 static int n_fixtures;
 
 void fixture_quiet(void)
@@ -37,6 +40,14 @@ static void describe(decode_fixture *f)
         o->frames = 60;
         o->gop = 12;
         o->b_frames = 2;
+    } else if (!strcmp(n, "mpeg4_avi") || !strcmp(n, "divx_avi")) {
+        /* AVI stores no pts: B-frames are ordered from the picture types; DivX and Xvid
+         * pack them */
+        o->codec = "mpeg4";
+        o->frames = 50;
+        o->gop = 12;
+        o->b_frames = 2;
+        o->packed_b_frames = !strcmp(n, "divx_avi");
     } else if (!strcmp(n, "vp9")) {
         o->frames = 60;
         o->gop = 15;
@@ -83,6 +94,10 @@ static const char *file_name(const char *n)
         return "mpeg4.mp4";
     if (!strcmp(n, "vp9"))
         return "vp9.webm";
+    if (!strcmp(n, "mpeg4_avi"))
+        return "mpeg4.avi";
+    if (!strcmp(n, "divx_avi"))
+        return "divx.avi";
     if (!strcmp(n, "start_webm"))
         return "start.webm";
     if (!strcmp(n, "png"))
@@ -124,6 +139,40 @@ decode_fixture *fixture_get(const char *name)
     f->path = path;
     n_fixtures++;
     return f;
+}
+
+void fixture_remux(const char *src, const char *dst, const char *key, const char *value)
+{
+    AVFormatContext *in = NULL, *out = NULL;
+    CHECK(avformat_open_input(&in, src, NULL, NULL) >= 0);
+    CHECK(avformat_find_stream_info(in, NULL) >= 0);
+    CHECK(avformat_alloc_output_context2(&out, NULL, NULL, dst) >= 0);
+    for (unsigned i = 0; i < in->nb_streams; i++) {
+        AVStream *st = avformat_new_stream(out, NULL);
+        CHECK(st && avcodec_parameters_copy(st->codecpar, in->streams[i]->codecpar) >= 0);
+        st->codecpar->codec_tag = 0;
+        st->time_base = in->streams[i]->time_base;
+        st->avg_frame_rate = in->streams[i]->avg_frame_rate;
+    }
+    AVDictionary *opts = NULL;
+    if (key)
+        av_dict_set(&opts, key, value, 0);
+    CHECK(avio_open(&out->pb, dst, AVIO_FLAG_WRITE) >= 0);
+    CHECK(avformat_write_header(out, &opts) >= 0);
+    av_dict_free(&opts);
+    AVPacket *pkt = av_packet_alloc();
+    CHECK(pkt);
+    while (av_read_frame(in, pkt) >= 0) {
+        int i = pkt->stream_index;
+        av_packet_rescale_ts(pkt, in->streams[i]->time_base, out->streams[i]->time_base);
+        pkt->pos = -1;
+        CHECK(av_interleaved_write_frame(out, pkt) >= 0);
+    }
+    av_packet_free(&pkt);
+    CHECK(av_write_trailer(out) >= 0);
+    CHECK(avio_closep(&out->pb) >= 0);
+    avformat_free_context(out);
+    avformat_close_input(&in);
 }
 
 void fixture_decode(const char *path, const vtr_sampler *s, bool straight,
@@ -169,6 +218,50 @@ int fixture_index(const vtr_decoded_item *it, int64_t k, int rotation)
     int index = vtr_synth_read_index(coded, cw, ch, (size_t)cw * 3);
     free(coded);
     return index;
+}
+
+/* The stored pixel (sx, sy) that EXIF orientation v shows at (x, y). */
+static void exif_source(int v, int x, int y, int w, int h, int *sx, int *sy)
+{
+    switch (v) {
+    case 2: *sx = w - 1 - x; *sy = y; break;
+    case 3: *sx = w - 1 - x; *sy = h - 1 - y; break;
+    case 4: *sx = x; *sy = h - 1 - y; break;
+    case 5: *sx = y; *sy = x; break;                 /* transpose */
+    case 6: *sx = y; *sy = h - 1 - x; break;         /* 90 degrees clockwise */
+    case 7: *sx = w - 1 - y; *sy = h - 1 - x; break; /* transverse */
+    case 8: *sx = w - 1 - y; *sy = x; break;         /* 90 degrees counter-clockwise */
+    default: *sx = x; *sy = y; break;
+    }
+}
+
+void fixture_check_exif_display(const vtr_decoded_item *shown, const uint8_t *stored, int w,
+                                int h, int exif, const char *what)
+{
+    /* clockwise turn per EXIF value; -1: a mirror image (a turn plus a flip, whose
+     * rotation depends on the flip chosen) */
+    static const int turn[9] = {0, 0, -1, 180, -1, -1, 90, -1, 270};
+    CHECK(exif >= 1 && exif <= 8);
+    int dw = (int)shown->frames.shape[2], dh = (int)shown->frames.shape[1];
+    bool turned = exif >= 5;
+    CHECK_MSG(shown->frames.shape[0] == 1 && dw == (turned ? h : w) && dh == (turned ? w : h),
+              "%s (orientation %d): %dx%d shown, %dx%d stored", what, exif, dw, dh, w, h);
+    json_int_t rotation = json_integer_value(json_object_get(shown->meta, "rotation"));
+    bool mirrored = json_boolean_value(json_object_get(shown->meta, "mirrored"));
+    CHECK_MSG(turn[exif] < 0 ? mirrored : !mirrored && rotation == turn[exif],
+              "%s (orientation %d): rotation %lld, mirrored %d", what, exif,
+              (long long)rotation, mirrored);
+    CHECK_EQ_INT(json_integer_value(json_object_get(shown->meta, "source_width")), w);
+    const uint8_t *a = fixture_frame(shown, 0);
+    for (int y = 0; y < dh; y++)
+        for (int x = 0; x < dw; x++) {
+            int sx, sy;
+            exif_source(exif, x, y, w, h, &sx, &sy);
+            CHECK_MSG(memcmp(a + ((size_t)y * dw + x) * 3, stored + ((size_t)sy * w + sx) * 3,
+                             3) == 0,
+                      "%s (orientation %d): shown (%d, %d) is not stored (%d, %d)", what, exif,
+                      x, y, sx, sy);
+        }
 }
 
 int64_t fixture_meta_int(const vtr_decoded_item *it, const char *key, int64_t k)

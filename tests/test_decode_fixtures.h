@@ -18,13 +18,18 @@ typedef struct decode_fixture {
     const char *path;      /* set by fixture_get */
 } decode_fixture;
 
-/* The named fixture, written on first use ("h264", "mpeg4", "vp9", "vfr", "start",
+/* The named fixture, written on first use ("h264", "mpeg4", "mpeg4_avi", "divx_avi", "vp9",
+ * "vfr", "start",
  * "start_webm", "rot90", "rot180", "rot270", "audio", "png", "jpeg", "webp", "bmp"). */
 decode_fixture *fixture_get(const char *name);
 
 /* Every video fixture's name, NULL-terminated. */
 extern const char *const fixture_videos[];
 extern const char *const fixture_images[];
+
+/* Copies src's streams packet by packet into dst (the container from dst's extension),
+ * with one muxer option (key NULL: none), e.g. "movflags" "+faststart". CHECKs success. */
+void fixture_remux(const char *src, const char *dst, const char *key, const char *value);
 
 /* Quiet FFmpeg's own logging (tests read errors from vtr_error only). */
 void fixture_quiet(void);
@@ -40,6 +45,12 @@ size_t fixture_frame_bytes(const vtr_decoded_item *it);
 /* The index drawn into frame k, after turning the picture back by `rotation` degrees
  * counter-clockwise (the synthetic video's display rotation); -1 when unreadable. */
 int fixture_index(const vtr_decoded_item *it, int64_t k, int rotation);
+
+/* Checks a decoded photo (one frame) against the picture as stored (RGB, w x h) for EXIF
+ * orientation `exif` (1-8): its size, its rotation and mirrored metadata, and that pixel
+ * (x, y) shown is the stored pixel EXIF puts there; `what` names it in messages. */
+void fixture_check_exif_display(const vtr_decoded_item *shown, const uint8_t *stored, int w,
+                                int h, int exif, const char *what);
 
 /* meta[key][k] as an integer / a real. */
 int64_t fixture_meta_int(const vtr_decoded_item *it, const char *key, int64_t k);

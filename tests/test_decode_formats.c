@@ -203,6 +203,8 @@ static void check_all_modes(const char *name)
 
 TEST(decode_h264_bframes_long_gop) { check_all_modes("h264"); }
 TEST(decode_mpeg4_open_gop) { check_all_modes("mpeg4"); }
+TEST(decode_mpeg4_bframes_avi) { check_all_modes("mpeg4_avi"); }
+TEST(decode_divx_packed_bframes_avi) { check_all_modes("divx_avi"); }
 TEST(decode_vp9_webm) { check_all_modes("vp9"); }
 TEST(decode_variable_frame_rate) { check_all_modes("vfr"); }
 TEST(decode_start_offset_mp4) { check_all_modes("start"); }

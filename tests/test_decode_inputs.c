@@ -74,6 +74,58 @@ TEST(decode_images_are_single_frame_videos)
     }
 }
 
+/* A copy of a JPEG with an APP1 EXIF segment holding only Orientation = value, right
+ * after the SOI marker (what a phone writes instead of turning the pixels). */
+static char *make_exif_jpeg(const char *src, int value)
+{
+    static const uint8_t head[] = {
+        0xFF, 0xE1, 0x00, 0x22, 'E', 'x', 'i', 'f', 0, 0,  /* APP1, length 34, "Exif" */
+        'I', 'I', 0x2A, 0x00, 0x08, 0x00, 0x00, 0x00,      /* TIFF, little-endian, IFD0 at 8 */
+        0x01, 0x00,                                        /* one entry */
+        0x12, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00,    /* 0x0112 Orientation, SHORT, 1 */
+        0x00, 0x00, 0x00, 0x00,                            /* value (set below) */
+        0x00, 0x00, 0x00, 0x00,                            /* no next IFD */
+    };
+    uint8_t app1[sizeof head];
+    memcpy(app1, head, sizeof head);
+    app1[28] = (uint8_t)value;
+    char name[32];
+    snprintf(name, sizeof name, "exif%d.jpg", value);
+    char *dst = strdup(test_path(name));
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    CHECK(dst && in && out);
+    CHECK(fgetc(in) == 0xFF && fgetc(in) == 0xD8);
+    fputc(0xFF, out);
+    fputc(0xD8, out);
+    fwrite(app1, 1, sizeof app1, out);
+    int ch;
+    while ((ch = fgetc(in)) != EOF)
+        fputc(ch, out);
+    fclose(in);
+    CHECK(fclose(out) == 0);
+    return dst;
+}
+
+/* Issue 16: a photo with an EXIF orientation is shown turned (and mirrored) as EXIF says,
+ * and the metadata records it like a video's rotation. */
+TEST(decode_photo_exif_orientation)
+{
+    decode_fixture *f = fixture_get("jpeg");
+    vtr_sampler all = {.mode = VTR_SAMPLE_ALL};
+    vtr_decoded_item stored;
+    fixture_decode(f->path, &all, false, NULL, &stored);
+    int w = (int)stored.frames.shape[2], h = (int)stored.frames.shape[1];
+    for (int v = 1; v <= 8; v++) {
+        char *path = make_exif_jpeg(f->path, v);
+        vtr_decoded_item it;
+        fixture_decode(path, &all, false, NULL, &it);
+        fixture_check_exif_display(&it, fixture_frame(&stored, 0), w, h, v, path);
+        vtr_decoded_item_free(&it);
+        free(path);
+    }
+    vtr_decoded_item_free(&stored);
+}
+
 /* Mono samples of a WAV or FLAC file; their count and the rate. */
 static float *read_sound(const char *path, int64_t *n, int *rate)
 {
@@ -211,6 +263,100 @@ static char *make_garbled_keyframe(const decode_fixture *f, int k)
     return make_bad_file(f->path, "garbled.mp4", -1, at + size / 4, size / 2);
 }
 
+/* An mp4 of one GOP with its index in front (faststart), cut right after frame k's
+ * packet: the index still declares every frame, the data stops cleanly at a packet. */
+static char *make_cut_indexed_mp4(int k)
+{
+    vtr_synth_options o;
+    vtr_synth_defaults(&o);
+    o.frames = 100;
+    o.gop = 100;
+    char *src = strdup(test_path("one_gop.mp4")), *whole = strdup(test_path("faststart.mp4"));
+    CHECK(src && whole);
+    vtr_error err;
+    vtr_error_clear(&err);
+    CHECK_OK(vtr_synth_write(src, &o, &err));
+    fixture_remux(src, whole, "movflags", "+faststart");
+    vtr_video_reader *r;
+    CHECK_OK(vtr_video_reader_open(whole, 1, &r, &err));
+    AVPacket *pkt = av_packet_alloc();
+    long end = -1;
+    while (end < 0) {
+        bool eof;
+        CHECK_OK(vtr_video_reader_read(r, pkt, &eof, &err));
+        CHECK(!eof);
+        if (fabs(vtr_video_reader_seconds(r, pkt->pts) - vtr_synth_frame_time(&o, k)) < 0.001)
+            end = (long)pkt->pos + pkt->size;
+    }
+    av_packet_free(&pkt);
+    vtr_video_reader_close(r);
+    char *cut = make_bad_file(whole, "cut_indexed.mp4", end, 0, 0);
+    free(src);
+    free(whole);
+    return cut;
+}
+
+/* Issue 16: the data of a file whose index or header declares its full length stops
+ * early. The targets after the last frame must not all get that frame (the same frame
+ * eight times, rc 0): the item fails as truncated. */
+TEST(decode_cut_file_is_not_padded_with_its_last_frame)
+{
+    fixture_quiet();
+    char *path = make_cut_indexed_mp4(20);
+    const vtr_sampler samplers[] = {
+        {.mode = VTR_SAMPLE_FRAMES, .n = 8},
+        {.mode = VTR_SAMPLE_FPS, .fps_num = 2, .fps_den = 1},
+        {.mode = VTR_SAMPLE_ALL},
+        {.mode = VTR_SAMPLE_EVERY, .n = 4},
+        {.mode = VTR_SAMPLE_KEYFRAMES},
+    };
+    for (size_t i = 0; i < sizeof samplers / sizeof samplers[0]; i++) {
+        vtr_decode_options o;
+        vtr_decode_options_defaults(&o);
+        o.sampler = samplers[i];
+        vtr_decoded_item it;
+        vtr_error err;
+        vtr_error_clear(&err);
+        vtr_status st = vtr_decode_item(path, &o, NULL, &it, &err);
+        CHECK_MSG(st == VTR_ERR_FORMAT && strstr(err.msg, "truncated") &&
+                      strstr(err.msg, path),
+                  "sampler %zu: %s: %s", i, vtr_status_name(st),
+                  st == VTR_OK ? "decoded" : err.msg);
+    }
+    free(path);
+}
+
+/* A copy of src with `count` bytes inverted from its first video packet on, at positions
+ * a fixed generator picks (issue 16: every such copy of an MPEG-4 AVI aborted vtr-decode). */
+static char *make_flipped_file(const char *src, const char *name, int count)
+{
+    vtr_error err;
+    vtr_error_clear(&err);
+    vtr_video_reader *r;
+    CHECK_OK(vtr_video_reader_open(src, 1, &r, &err));
+    AVPacket *pkt = av_packet_alloc();
+    bool eof;
+    CHECK_OK(vtr_video_reader_read(r, pkt, &eof, &err));
+    CHECK(!eof && pkt->pos >= 0);
+    long from = (long)pkt->pos, size = file_size(src);
+    av_packet_free(&pkt);
+    vtr_video_reader_close(r);
+    char *dst = make_bad_file(src, name, -1, 0, 0);
+    FILE *f = fopen(dst, "r+b");
+    CHECK(f && size > from);
+    uint32_t x = 12345;
+    for (int i = 0; i < count; i++) {
+        x = x * 1664525u + 1013904223u;
+        long at = from + (long)(x % (uint32_t)(size - from));
+        CHECK(fseek(f, at, SEEK_SET) == 0);
+        int ch = fgetc(f);
+        CHECK(ch != EOF && fseek(f, at, SEEK_SET) == 0);
+        fputc(ch ^ 0xff, f);
+    }
+    fclose(f);
+    return dst;
+}
+
 /* A file whose video stream has a codec this FFmpeg cannot decode: AVS3 in Matroska, or
  * when FFmpeg has an AVS3 decoder, a FourCC nobody knows in AVI. */
 static char *make_unknown_codec_file(const char **needle)
@@ -266,7 +412,7 @@ static char *make_audio_only_file(void)
 TEST(decode_bad_inputs_fail_cleanly)
 {
     decode_fixture *h264 = fixture_get("h264"), *vp9 = fixture_get("vp9");
-    decode_fixture *png = fixture_get("png");
+    decode_fixture *png = fixture_get("png"), *avi = fixture_get("mpeg4_avi");
     const char *unknown_codec;
     char *unknown_path = make_unknown_codec_file(&unknown_codec);
     /* every path is strdup'd (test_path's buffers rotate) and freed at the end */
@@ -288,6 +434,9 @@ TEST(decode_bad_inputs_fail_cleanly)
          "Invalid data"},
         /* the slice data of the second keyframe (frame 30) garbled */
         {make_garbled_keyframe(h264, 30), VTR_ERR_CODEC, "decod"},
+        /* inverted bytes in MPEG-4 (FFmpeg 5.1 asserted with frame threads) */
+        {make_flipped_file(avi->path, "flipped.avi", 30),
+         VTR_ERR_CODEC, "decod"},
         {unknown_path, VTR_ERR_UNSUPPORTED, unknown_codec},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
         {strdup(test_tmpdir()), VTR_ERR_IO, "directory"},
@@ -304,12 +453,10 @@ TEST(decode_bad_inputs_fail_cleanly)
             vtr_decode_options o;
             vtr_decode_options_defaults(&o);
             o.sampler = samplers[s];
-            /* One decoder thread: with frame threading the garbled keyframe decoded "ok"
-             * under the 5-frame sampler once in a clean-clone CI run (2026-11-26; not
-             * reproduced in 12 runs under load). Whether frame threading can hide a
-             * corrupt frame is issue 16's (corrupt media, frame threads with
-             * AV_EF_EXPLODE); this test checks the messages and the cleanup. */
-            o.threads = 1;
+            /* several decoder threads: the reader uses slice threads only, so no
+             * damaged frame slips through late (with frame threads the garbled keyframe
+             * once decoded "ok") and the flipped AVI cannot abort the process */
+            o.threads = 4;
             vtr_decoded_item it;
             vtr_error err;
             vtr_error_clear(&err);

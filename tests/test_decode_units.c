@@ -109,6 +109,11 @@ TEST(decode_presentation_order_reordering)
     CHECK_EQ_INT(at, 120);
     CHECK(!vtr_presentation_order_at(&po, -1, &at));
     CHECK_EQ_INT(vtr_presentation_order_rank(&po, 120), 6);
+    /* a new pts fits unless it repeats or 17 known pts are later (a frame settled) */
+    CHECK(vtr_presentation_order_fits(&po, 345));
+    CHECK(!vtr_presentation_order_fits(&po, 120));
+    CHECK(vtr_presentation_order_fits(&po, 25));  /* 16 known pts are later */
+    CHECK(!vtr_presentation_order_fits(&po, 5)); /* 17 are */
     po.complete = true;
     CHECK(vtr_presentation_order_settled(&po, 1000));
     CHECK_EQ_INT(vtr_presentation_order_next(&po, 400), INT64_MAX);

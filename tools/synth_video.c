@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "decode/packet_times.h"
 #include "lib/file.h"
 
 /* ---- the index pattern ---------------------------------------------------------- */
@@ -226,6 +227,9 @@ static vtr_status check_options(const char *path, const vtr_synth_options *o, co
                                 i);
     if (o->start_time < 0)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: negative start time", path);
+    if (o->packed_b_frames && (strcmp(codec, "mpeg4") || o->pts))
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "%s: packed B-frames need MPEG-4 at a constant frame rate", path);
     if (o->audio_channels < 1 || o->audio_channels > 2)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: 1 or 2 audio channels", path);
     return VTR_OK;
@@ -248,6 +252,11 @@ typedef struct synth {
     struct SwsContext *rgb_sws; /* rgb -> yuv */
     int64_t audio_next;  /* next audio sample to encode, counted from the first */
     int64_t audio_total; /* samples to encode */
+    /* packed B-frames: the reference frame waiting for the B-frame it is packed with,
+     * whether an N-VOP is owed for the last packed one, packets written */
+    AVPacket *held;
+    bool nvop_owed;
+    int64_t chunks;
 } synth;
 
 static vtr_status codec_error(vtr_error *err, const char *path, const char *what, int ret)
@@ -459,6 +468,95 @@ static vtr_status setup_audio(synth *s, vtr_error *err)
     return VTR_OK;
 }
 
+/* ---- packed B-frames ------------------------------------------------------------ */
+
+/* Writes one AVI chunk holding a (size a) and b (size b, may be 0): the next display
+ * slot. The first chunk carries the DivX user data that marks the stream as packed. */
+static vtr_status write_chunk(synth *s, const uint8_t *a, int na, const uint8_t *b, int nb,
+                              bool key, vtr_error *err)
+{
+    static const uint8_t divx[] = {0, 0, 1, 0xB2, 'D', 'i', 'v', 'X', '5', '0', '3',
+                                   'b', '1', '3', '9', '3', 'p'};
+    int at = -1; /* before the first VOP start code of the first chunk */
+    for (int i = 0; s->chunks == 0 && i + 3 < na && at < 0; i++)
+        if (!a[i] && !a[i + 1] && a[i + 2] == 1 && a[i + 3] == 0xB6)
+            at = i;
+    int extra = at >= 0 ? (int)sizeof divx : 0;
+    AVPacket *pkt = av_packet_alloc();
+    int ret = pkt ? av_new_packet(pkt, na + nb + extra) : AVERROR(ENOMEM);
+    if (ret < 0) {
+        av_packet_free(&pkt);
+        return codec_error(err, s->path, "packing B-frames", ret);
+    }
+    int head = at >= 0 ? at : na;
+    memcpy(pkt->data, a, (size_t)head);
+    if (extra)
+        memcpy(pkt->data + head, divx, sizeof divx);
+    memcpy(pkt->data + head + extra, a + head, (size_t)(na - head));
+    if (nb)
+        memcpy(pkt->data + na + extra, b, (size_t)nb);
+    AVRational vtb = video_time_base(s->o);
+    pkt->pts = pkt->dts = av_rescale_q(frame_pts(s->o, 0) + s->chunks, vtb, s->vst->time_base);
+    pkt->duration = av_rescale_q(1, vtb, s->vst->time_base);
+    pkt->flags = key ? AV_PKT_FLAG_KEY : 0;
+    pkt->stream_index = s->vst->index;
+    s->chunks++;
+    ret = av_interleaved_write_frame(s->oc, pkt);
+    av_packet_free(&pkt);
+    return ret < 0 ? codec_error(err, s->path, "writing a packet", ret) : VTR_OK;
+}
+
+/* The N-VOP that fills the display slot of a packed P-frame: a P-VOP header with
+ * vop_coded 0, its time increment as wide as the encoder's (log2 of its time base). */
+static vtr_status write_nvop(synth *s, vtr_error *err)
+{
+    int bits = av_log2(s->venc->time_base.den - 1) + 1;
+    uint8_t v[8] = {0, 0, 1, 0xB6};
+    /* 01 P, 0 modulo time base, 1 marker, increment 0, 1 marker, 0 vop_coded, then the
+     * stuffing 0 1...1 to the byte boundary */
+    uint32_t word = 0x5u << (32 - 4); /* 0101 */
+    int n = 4 + bits;
+    word |= 0x2u << (32 - n - 2); /* 10 */
+    n += 2;
+    int stuff = 8 - n % 8;
+    word |= ((1u << (stuff - 1)) - 1) << (32 - n - stuff);
+    n += stuff;
+    for (int i = 0; i < n / 8; i++)
+        v[4 + i] = (uint8_t)(word >> (24 - 8 * i));
+    return write_chunk(s, v, 4 + n / 8, NULL, 0, false, err);
+}
+
+/* Takes the encoder's packets in decode order (I0 P3 B1 B2 P6 B4 B5 ...) and writes one
+ * per display slot: I0 | P3 B1 | B2 | N-VOP | P6 B4 | B5 | N-VOP; pkt NULL: the end. */
+static vtr_status write_packed(synth *s, AVPacket *pkt, vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    bool b = pkt && vtr_packet_is_b_picture(AV_CODEC_ID_MPEG4, pkt);
+    if (!b && s->held) {
+        st = write_chunk(s, s->held->data, s->held->size, NULL, 0,
+                         s->held->flags & AV_PKT_FLAG_KEY, err);
+        av_packet_free(&s->held);
+    }
+    if (st == VTR_OK && !b && s->nvop_owed) {
+        st = write_nvop(s, err);
+        s->nvop_owed = false;
+    }
+    if (st != VTR_OK || !pkt)
+        return st;
+    if (!b) {
+        if (!(s->held = av_packet_clone(pkt)))
+            return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
+        return VTR_OK;
+    }
+    if (!s->held)
+        return write_chunk(s, pkt->data, pkt->size, NULL, 0, false, err);
+    st = write_chunk(s, s->held->data, s->held->size, pkt->data, pkt->size,
+                     s->held->flags & AV_PKT_FLAG_KEY, err);
+    av_packet_free(&s->held);
+    s->nvop_owed = true;
+    return st;
+}
+
 /* Sends frame (NULL: flush) to enc and writes every packet that comes out. */
 static vtr_status encode(synth *s, AVCodecContext *enc, AVStream *stream, AVFrame *frame,
                          vtr_error *err)
@@ -491,6 +589,13 @@ static vtr_status encode(synth *s, AVCodecContext *enc, AVStream *stream, AVFram
             }
             if (i >= 0 && i < s->o->frames)
                 s->pkt->duration = frame_duration(s->o, i);
+        }
+        if (enc == s->venc && s->o->packed_b_frames) {
+            vtr_status st = write_packed(s, s->pkt, err);
+            av_packet_unref(s->pkt);
+            if (st != VTR_OK)
+                return st;
+            continue;
         }
         av_packet_rescale_ts(s->pkt, enc->time_base, stream->time_base);
         s->pkt->stream_index = stream->index;
@@ -653,6 +758,8 @@ static vtr_status write_video(synth *s, const char *codec, vtr_error *err)
     }
     if ((st = encode(s, s->venc, s->vst, NULL, err)) != VTR_OK)
         goto end;
+    if (o->packed_b_frames && (st = write_packed(s, NULL, err)) != VTR_OK)
+        goto end;
     if (audio) {
         if ((st = encode_audio_until(s, s->audio_total, err)) != VTR_OK ||
             (st = encode(s, s->aenc, s->ast, NULL, err)) != VTR_OK)
@@ -705,6 +812,7 @@ end:
     av_frame_free(&s.audio);
     av_frame_free(&s.rgb);
     av_packet_free(&s.pkt);
+    av_packet_free(&s.held);
     sws_freeContext(s.sws);
     sws_freeContext(s.rgb_sws);
     avformat_free_context(s.oc);

@@ -43,6 +43,10 @@ typedef struct vtr_synth_options {
     int gop;                 /* keyframe interval in frames (default 12) */
     int b_frames;            /* consecutive B-frames (default 0; VP9 has none) */
     bool closed_gop;         /* MPEG-4: no B-frame references across a keyframe */
+    bool packed_b_frames;    /* MPEG-4, constant rate: B-frames packed as DivX 5 and Xvid
+                                store them in AVI (each P-frame and the B-frame after it
+                                in one packet, an empty N-VOP after the run of B-frames;
+                                every packet one display slot) */
     double start_time;       /* seconds added to every timestamp (CFR: rounded to frames) */
     int rotation;            /* 0, 90, 180 or 270: clockwise display rotation */
     const char *audio_codec; /* NULL or "none", "aac", "opus", "vorbis" */
