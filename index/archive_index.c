@@ -756,6 +756,11 @@ vtr_status vtr_archive_index_update(const vtr_archive_options *o, vtr_archive_st
         if (end > n_work)
             end = n_work;
         for (size_t i = start; i < end; i++) {
+            if (o->stop && *o->stop) { /* what is done so far is committed below */
+                ix.stats.stopped = true;
+                end = i;
+                break;
+            }
             work_item *w = &work[i];
             if ((w->outcome != VTR_ARCHIVE_FAILED &&
                  (st = mark_in_progress(&ix, w, err)) != VTR_OK) ||
@@ -773,7 +778,8 @@ vtr_status vtr_archive_index_update(const vtr_archive_options *o, vtr_archive_st
         }
         /* the index first: a crash before the catalog's commit only redoes this batch */
         if ((st = commit_index(&ix, err)) != VTR_OK ||
-            (st = record_batch(&ix, work + start, end - start, err)) != VTR_OK)
+            (st = record_batch(&ix, work + start, end - start, err)) != VTR_OK ||
+            ix.stats.stopped)
             goto end;
     }
     st = maybe_compact(&ix, err);

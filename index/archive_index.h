@@ -25,7 +25,9 @@
  * file is decoded the catalog marks it "pending" with the error "vtr-index stopped while
  * processing this file (it crashed or was killed)": a run that dies (a crash in FFmpeg, a
  * kill) leaves that mark on the one file it was on, and the next run records that file
- * "failed" with this reason (unless retry_failed) instead of dying on it again.
+ * "failed" with this reason (unless retry_failed) instead of dying on it again. A run
+ * stopped through o->stop (vtr-index's SIGINT / SIGTERM) finishes the file it is on and
+ * leaves no mark.
  *
  * Interruptions. Work is committed in batches of commit_items items: first the index
  * (one generation), then the catalog (one transaction). A run killed at any point leaves
@@ -47,6 +49,7 @@
 #ifndef VTR_ARCHIVE_INDEX_H
 #define VTR_ARCHIVE_INDEX_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -84,6 +87,7 @@ typedef struct vtr_archive_stats {
     int64_t removed;        /* dropped: no longer in the source */
     int64_t commits;        /* index generations published by this run */
     bool compacted;         /* the index was compacted at the end */
+    bool stopped;           /* o->stop ended the run early (the work done is committed) */
 } vtr_archive_stats;
 
 /* Called after each item is processed (err: the cause, for VTR_ARCHIVE_FAILED only; NULL
@@ -112,6 +116,9 @@ typedef struct vtr_archive_options {
     vtr_archive_plan_fn on_plan; /* may be NULL */
     vtr_archive_item_fn on_item; /* may be NULL */
     void *ctx;
+    /* NULL, or a flag (set by a signal handler) that stops the run before its next item:
+     * the items done are committed, no file is left marked, stats->stopped is set */
+    const volatile sig_atomic_t *stop;
 } vtr_archive_options;
 
 /* source, index_dir and checkpoint NULL; device CPU; frames 0, resize and crop -1 (the

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <libavutil/log.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +56,19 @@ static const char usage_text[] =
     "A file that cannot be indexed (unreadable, not a video, corrupt) is reported on\n"
     "stderr in one line naming it and the cause; the others still finish. At the end a\n"
     "summary line gives the counts.\n"
-    "Exit status: 0 every file indexed (or unchanged); 2 some files failed in this run;\n"
-    "1 bad usage, or a fatal error (model, backbone, index or catalog unusable, another\n"
-    "model's index); what was committed before it stays.\n";
+    "SIGINT or SIGTERM stops the run after the file it is on, committing the work done\n"
+    "(a second one ends it at once); a rerun goes on from there.\n"
+    "Exit status: 0 every file indexed (or unchanged); 2 some files failed in this run, or\n"
+    "it was stopped by a signal; 1 bad usage, or a fatal error (model, backbone, index or\n"
+    "catalog unusable, another model's index); what was committed before it stays.\n";
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
 
 typedef struct reporter {
     vtr_progress progress;
@@ -212,6 +223,14 @@ int main(int argc, char **argv)
     o.on_plan = on_plan;
     o.on_item = on_item;
     o.ctx = &r;
+    o.stop = &stop_requested;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second signal ends the program at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     vtr_archive_stats s;
     vtr_status st = vtr_archive_index_update(&o, &s, &err);
     if (r.begun)
@@ -233,5 +252,8 @@ int main(int argc, char **argv)
                            "compacted", s.compacted);
     vtr_log_event("indexed", ev);
     json_decref(ev);
-    return s.failed ? 2 : 0;
+    if (s.stopped)
+        vtr_log_info("%s: stopped by a signal; the work done is committed, and a rerun goes on "
+                     "from there", o.index_dir);
+    return s.failed || s.stopped ? 2 : 0;
 }

@@ -205,6 +205,27 @@ dump "$dir/ik" | cmp -s - "$dir/d6" ||
     fail "killed (at generation $killed_at) and rerun: not the content of the incremental index"
 ls "$dir/ik" | grep -q '\.tmp' && fail "temporary files left after the rerun"
 
+# ---- 6a. stopped with SIGINT (Ctrl-C): the work done is committed, exit 2, no file is
+# marked as one that killed the run; a plain rerun finishes with the same content
+$IX "$A" --weights "$dir/w.safetensors" --index "$dir/iint" --commit-every 1 2>"$dir/err6a" &
+pid=$!
+i=0
+while [ $i -lt 600 ]; do
+    [ -f "$dir/iint/index.sqlite" ] && [ "$(generation "$dir/iint" 2>/dev/null)" -ge 2 ] 2>/dev/null && break
+    sleep 0.05
+    i=$((i + 1))
+done
+kill -INT $pid 2>/dev/null || fail "vtr-index finished before SIGINT"
+wait $pid
+rc=$?
+[ $rc -eq 2 ] && grep -q 'stopped by a signal; the work done is committed' "$dir/err6a" ||
+    fail "SIGINT: exit $rc: $(cat "$dir/err6a")"
+[ "$(dump "$dir/iint" | wc -l)" -lt 10 ] || fail "the interrupted run had finished"
+$IX "$A" --index "$dir/iint" 2>"$dir/err6b"
+! grep -q 'stopped while processing' "$dir/err6b" ||
+    fail "rerun after SIGINT: a file was marked as one that killed the run: $(cat "$dir/err6b")"
+dump "$dir/iint" | cmp -s - "$dir/d6" || fail "stopped by SIGINT and rerun: not the same content"
+
 # ---- 7. a reader queries while vtr-index writes -------------------------------------------
 $IX "$A" --weights "$dir/w.safetensors" --index "$dir/ir" --commit-every 1 2>/dev/null &
 pid=$!
