@@ -415,32 +415,38 @@ static const char *hgr_fixture(void)
     return dir;
 }
 
+/* The config of a small HGR run on hgr_fixture() plus one more key=value (NULL: none);
+ * the options point into *cfg (free it after). */
+static void hgr_fixture_options(const char *extra, vtr_config **cfg, vtr_train_options *o)
+{
+    vtr_error err;
+    const char *dir = hgr_fixture();
+    const char *sets[] = {"data.dataset=synth", "data.tokenizer=whitespace",
+                          "data.max_frames=5", "model.kind=hgr", "model.feature_dim=32",
+                          "model.embed_size=16", "model.word_dim=8", "loss.reduction=mean",
+                          "loss.warmup_epochs=0", "train.size_augment=false",
+                          "train.batch_size=4", "val.batch_size=4"};
+    CHECK_OK(vtr_train_config_new(cfg, &err));
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        CHECK_OK(vtr_config_set(*cfg, sets[i], &err));
+    char set_cat[700], set_store[700];
+    snprintf(set_cat, sizeof set_cat, "data.catalog=%s/catalog.db", dir);
+    snprintf(set_store, sizeof set_store, "data.features=%s/features", dir);
+    CHECK_OK(vtr_config_set(*cfg, set_cat, &err));
+    CHECK_OK(vtr_config_set(*cfg, set_store, &err));
+    if (extra)
+        CHECK_OK(vtr_config_set(*cfg, extra, &err));
+    CHECK_OK(vtr_train_options_from_config(*cfg, o, &err));
+}
+
 /* HGR's data (match/train_data.h vtr_split_encode_graphs, the batcher's graph tensors) and
  * a training step and evaluation through match/run_model.h. */
 TEST(train_hgr_split_graphs_batches_and_model)
 {
     vtr_error err;
-    const char *dir = hgr_fixture();
-    char cat_path[600], store_path[600];
-    snprintf(cat_path, sizeof cat_path, "%s/catalog.db", dir);
-    snprintf(store_path, sizeof store_path, "%s/features", dir);
     vtr_train_options o;
     vtr_config *cfg = NULL;
-    const char *sets[] = {"data.catalog=x", "data.dataset=synth", "data.features=x",
-                          "data.tokenizer=whitespace", "data.max_frames=5", "model.kind=hgr",
-                          "model.feature_dim=32", "model.embed_size=16", "model.word_dim=8",
-                          "loss.reduction=mean", "loss.warmup_epochs=0",
-                          "train.size_augment=false", "train.batch_size=4",
-                          "val.batch_size=4"};
-    CHECK_OK(vtr_train_config_new(&cfg, &err));
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
-        CHECK_OK(vtr_config_set(cfg, sets[i], &err));
-    char set_cat[700], set_store[700];
-    snprintf(set_cat, sizeof set_cat, "data.catalog=%s", cat_path);
-    snprintf(set_store, sizeof set_store, "data.features=%s", store_path);
-    CHECK_OK(vtr_config_set(cfg, set_cat, &err));
-    CHECK_OK(vtr_config_set(cfg, set_store, &err));
-    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    hgr_fixture_options(NULL, &cfg, &o);
     vtr_train_data d;
     CHECK_OK(vtr_train_data_open(&o, NULL, &d, &err));
     CHECK(d.vocab_from_catalog && vtr_vocab_layout_of(d.vocab) == VTR_VOCAB_HGR);
@@ -520,6 +526,49 @@ TEST(train_hgr_split_graphs_batches_and_model)
     vtr_config_free(cfg);
 }
 
+/* data.catalog_vocab '': an HGR vocabulary built from the training captions' whitespace
+ * words (o.vocab_threshold), not the catalog's; the graphs encode with it. */
+TEST(train_hgr_vocab_built_from_training_captions)
+{
+    vtr_error err;
+    vtr_train_options o;
+    vtr_config *cfg = NULL;
+    hgr_fixture_options("data.catalog_vocab=''", &cfg, &o);
+    CHECK_STR(o.catalog_vocab, "");
+    o.vocab_threshold = 20; /* drops some of the fixture's words */
+    vtr_train_data d;
+    CHECK_OK(vtr_train_data_open(&o, NULL, &d, &err));
+    CHECK(d.vocab_built && !d.vocab_from_catalog);
+    CHECK_EQ_INT(vtr_vocab_layout_of(d.vocab), VTR_VOCAB_HGR);
+    CHECK_STR(vtr_vocab_word(d.vocab, 0), "<BOS>");
+    CHECK_STR(vtr_vocab_word(d.vocab, 2), "<UNK>");
+    /* the words of the training captions seen 20 times or more, and no other */
+    vtr_vocab_counter *c = vtr_vocab_counter_new();
+    vtr_tokens toks = {0};
+    for (int j = 0; j < d.train.n_caps; j++) {
+        CHECK_OK(vtr_tokenize(d.train.texts[j], VTR_TOKENIZE_WHITESPACE, &toks, &err));
+        CHECK_OK(vtr_vocab_counter_add(c, toks.tokens, toks.n, &err));
+    }
+    for (int j = 0; j < d.train.n_caps; j++) {
+        CHECK_OK(vtr_tokenize(d.train.texts[j], VTR_TOKENIZE_WHITESPACE, &toks, &err));
+        for (size_t i = 0; i < toks.n; i++)
+            CHECK((vtr_vocab_id(d.vocab, toks.tokens[i]) > 2) ==
+                  (vtr_vocab_counter_count(c, toks.tokens[i]) >= 20));
+    }
+    int kept = vtr_vocab_size(d.vocab) - 3;
+    CHECK(kept > 0 && kept < vtr_vocab_counter_distinct(c));
+    /* caption 0 (with its graph) encodes through it: its first word's id */
+    char first[64];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(d.train.texts[0], " "), d.train.texts[0]);
+    int want = vtr_vocab_id(d.vocab, first);
+    CHECK_EQ_INT(d.train.ids[0], want >= 0 ? want : 2);
+    CHECK(d.train.verb_masks[1] == 1);
+    vtr_tokens_free(&toks);
+    vtr_vocab_counter_free(c);
+    vtr_train_data_close(&d);
+    vtr_config_free(cfg);
+}
+
 TEST(train_split_load_vocab_and_batches)
 {
     vtr_error err;
@@ -543,7 +592,7 @@ TEST(train_split_load_vocab_and_batches)
             CHECK((s.cap_text[j] == s.cap_text[k]) == (strcmp(s.texts[j], s.texts[k]) == 0));
     CHECK(s.n_texts <= 6 * 5);
 
-    CHECK_OK(vtr_split_build_vocab(&s, VTR_TOKENIZE_WORDS, 1, &vocab, &err));
+    CHECK_OK(vtr_split_build_vocab(&s, VTR_TOKENIZE_WORDS, 1, VTR_VOCAB_VSE, &vocab, &err));
     CHECK(vtr_vocab_id(vocab, "cat") > 3 && vtr_vocab_id(vocab, "video") > 3);
     CHECK_EQ_INT(vtr_vocab_special_ids(vocab).mask, vtr_vocab_size(vocab) - 1);
     CHECK_OK(vtr_split_encode_captions(&s, vocab, VTR_TOKENIZE_WORDS, &err));
