@@ -215,10 +215,6 @@ static vtr_status hgr_options(const vtr_config *cfg, vtr_train_options *o, vtr_e
         return vtr_config_fail(cfg, o->model.loss != VTR_VSE_LOSS_HINGE ? "loss.type" :
                                "loss.reduction", err, "hgr trains with the hinge loss averaged "
                                "over the batch: set loss.type hinge, loss.reduction mean");
-    if (o->warmup_epochs != 0 || o->negatives != VTR_HINGE_HARDEST_NEGATIVE)
-        return vtr_config_fail(cfg, o->warmup_epochs ? "loss.warmup_epochs" : "loss.negatives",
-                               err, "hgr trains on the hardest negative from the first step: "
-                               "set loss.warmup_epochs 0, loss.negatives hardest");
     if (o->size_augment)
         return vtr_config_fail(cfg, "train.size_augment", err, "must be false for hgr (the "
                                "role graphs index the caption's words)");

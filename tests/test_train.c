@@ -242,6 +242,13 @@ TEST(train_config_hgr_keys_are_checked)
     CHECK(o.kind == VTR_MODEL_HGR && o.hgr.global_pool == VTR_HGR_POOL_ATTENTION &&
           o.hgr.num_verbs == 4 && o.hgr.num_nouns == 6 && o.hgr_max_words == 30 &&
           strcmp(o.catalog_vocab, "hgr") == 0);
+    /* the hinge's negatives are the VSE models' keys (HGR's own: the hardest from the
+     * first step; the demo trains with all of them) */
+    CHECK(o.negatives == VTR_HINGE_HARDEST_NEGATIVE && o.warmup_epochs == 0);
+    CHECK_OK(vtr_config_set(cfg, "loss.negatives=all", &err));
+    CHECK_OK(vtr_config_set(cfg, "loss.warmup_epochs=2", &err));
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    CHECK(o.negatives == VTR_HINGE_ALL_NEGATIVES && o.warmup_epochs == 2);
     /* each key HGR fixes, and the keys of its own, fail naming the key */
     static const char *const bad[][2] = {
         {"model.kind=clip", "key 'model.kind': unknown model 'clip'"},
@@ -250,7 +257,6 @@ TEST(train_config_hgr_keys_are_checked)
         {"data.tokenizer=words", "key 'data.tokenizer': must be whitespace for hgr"},
         {"data.vocab=v.json", "key 'data.vocab': must be '' for hgr"},
         {"loss.reduction=sum", "key 'loss.reduction': hgr trains with the hinge loss"},
-        {"loss.warmup_epochs=1", "key 'loss.warmup_epochs': hgr trains on the hardest"},
         {"train.size_augment=true", "key 'train.size_augment': must be false for hgr"},
         {"model.gcn_dropout=1.0", "key 'model.gcn_dropout': must be in [0, 1)"},
         {"model.num_verbs=0", "key 'model.num_verbs': must be in [1, 65536]"},
