@@ -663,8 +663,9 @@ static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float 
 
 /* ---- the public calls -------------------------------------------------------------- */
 
-vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch, uint64_t seed,
-                              uint64_t step, float *loss, vtr_error *err)
+vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch,
+                              vtr_hinge_negatives negatives, uint64_t seed, uint64_t step,
+                              float *loss, vtr_error *err)
 {
     const vtr_hgr_config *c = &m->cfg;
     int B = batch->B, T = batch->T;
@@ -673,6 +674,9 @@ vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch, uint
         return vtr_fail(err, VTR_ERR_INVALID,
                         "hgr model: a training batch needs at least 2 pairs (negatives), got %d",
                         B);
+    if (negatives != VTR_HINGE_ALL_NEGATIVES && negatives != VTR_HINGE_HARDEST_NEGATIVE)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr model: negatives = %d is no hinge mode",
+                        (int)negatives);
     if (batch->captions.B != B)
         return vtr_fail(err, VTR_ERR_INVALID, "hgr model: %d videos but %d captions", B,
                         batch->captions.B);
@@ -684,11 +688,10 @@ vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch, uint
     caption_forward(m, &batch->captions, c->text_dropout, c->gcn_dropout, seed, step);
     scores_forward(m, m->vid_glob_n, m->vid_level[1], m->vid_level[2], batch->frame_lengths, B, T,
                    m->sent_n, m->verbs, m->nouns, m->n_verbs, m->n_nouns, B);
-    *loss = vtr_hinge_loss_forward(m->s_fused, B, c->margin, VTR_HINGE_HARDEST_NEGATIVE,
-                                   VTR_REDUCE_MEAN);
+    *loss = vtr_hinge_loss_forward(m->s_fused, B, c->margin, negatives, VTR_REDUCE_MEAN);
 
     memset(m->ds_fused, 0, sizeof(float) * B * B);
-    vtr_hinge_loss_backward(m->ds_fused, 1.0f, m->s_fused, B, c->margin, VTR_HINGE_HARDEST_NEGATIVE,
+    vtr_hinge_loss_backward(m->ds_fused, 1.0f, m->s_fused, B, c->margin, negatives,
                             VTR_REDUCE_MEAN);
     scores_backward(m, batch->frame_lengths, B, T);
     video_backward(m, batch->frame_lengths, B, T, c->video_dropout, seed, step);

@@ -16,9 +16,10 @@
  *           match/phrase_attention.h over the first n_verbs / n_nouns phrases (n = the
  *           count of non-empty spans, as the reference's sequence_mask of it); fused =
  *           their mean (match/hgr_score.h)
- *   loss    hinge on the fused score, margin, hardest negative, both directions, averaged
- *           over the batch (match/hinge_loss.h, VTR_REDUCE_MEAN). The reference trains
- *           with Adam (lr 1e-4) without gradient clipping.
+ *   loss    hinge on the fused score, margin, hardest negative (the reference; all
+ *           negatives when the caller asks), both directions, averaged over the batch
+ *           (match/hinge_loss.h, VTR_REDUCE_MEAN). The reference trains with Adam
+ *           (lr 1e-4) without gradient clipping.
  *
  * Cosines: the global level l2-normalizes both sides (lib/norm.h, x / (|x| + 1e-8)) and
  * takes dot products; the reference divides by sqrt(|x|^2 + 1e-18): the two differ by a
@@ -61,6 +62,7 @@
 #include "lib/nn.h"
 #include "lib/params.h"
 #include "match/caption_bigru.h"
+#include "match/hinge_loss.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -196,12 +198,13 @@ void vtr_hgr_model_free(vtr_hgr_model *m);
 void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed);
 
 /* One training step's forward and backward: encoders in training mode (dropout from
- * (seed, 8 * step + site)), the three level scores, the fused score, the loss (*loss) and
- * the backward pass, which ACCUMULATES into m->params.grad (zero it first). The caller
- * then steps the optimizer. Fails with VTR_ERR_INVALID (sizes, lengths, ids, roles)
- * before anything changes. */
-vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch, uint64_t seed,
-                              uint64_t step, float *loss, vtr_error *err);
+ * (seed, 8 * step + site)), the three level scores, the fused score, the loss (*loss; the
+ * hinge over the hardest or over all negatives) and the backward pass, which ACCUMULATES
+ * into m->params.grad (zero it first). The caller then steps the optimizer. Fails with
+ * VTR_ERR_INVALID (sizes, lengths, ids, roles, negatives) before anything changes. */
+vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch,
+                              vtr_hinge_negatives negatives, uint64_t seed, uint64_t step,
+                              float *loss, vtr_error *err);
 
 /* The floating-point operations of the matrix products of one vtr_hgr_train_step on batch
  * (2 per multiply-add; for a FLOP floor): the three level Linears over the real frames

@@ -73,8 +73,8 @@ vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_
         if (!b->split->verb_masks)
             return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has no role graphs (an HGR "
                             "model needs vtr_split_encode_graphs)", b->split->name);
-        st = vtr_hgr_train_step(&m->hgr, &b->hgr, seed, (uint64_t)step, loss, err);
-        *negatives = 1; /* the hardest negative */
+        st = vtr_hgr_train_step(&m->hgr, &b->hgr, neg, seed, (uint64_t)step, loss, err);
+        *negatives = neg == VTR_HINGE_ALL_NEGATIVES ? b->hgr.B - 1 : 1;
         return st;
     }
     st = vtr_vse_train_step(&m->vse, &b->batch, neg, loss, err);

@@ -69,7 +69,7 @@ void vtr_run_model_init_params(vtr_run_model *m, uint64_t seed);
 
 /* One training step on b's last batch (vtr_batcher_pairs; for HGR a split encoded with
  * its graphs): forward, loss (*loss), backward accumulating into the gradients (zero them
- * first). neg: VSE's negatives (HGR: always the hardest); seed and step: HGR's dropout
+ * first). neg: the hinge's negatives (all or the hardest); seed and step: HGR's dropout
  * streams (the run's step count, so a resumed run draws the same). *negatives: the
  * negatives per query the loss used (the hinge's 1 or B-1, ADOPT's K). */
 vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_negatives neg,

@@ -21,7 +21,8 @@ const vtr_config_field vtr_train_schema[] = {
     {"data.max_frames", VTR_CONFIG_INT, "0",
      "> 0: keep round(linspace(0, n-1, N)) of longer sets; 0: every row (HGR: 1 .. 20)"},
     {"data.catalog_vocab", VTR_CONFIG_STRING, "hgr",
-     "model.kind hgr: the catalog's vocabulary of the dataset (vtr-import hgr stores 'hgr')"},
+     "model.kind hgr: the catalog's vocabulary of the dataset (vtr-import hgr stores 'hgr'); "
+     "'' builds one from the training captions with data.vocab_threshold"},
 
     {"model.kind", VTR_CONFIG_STRING, "vse",
      "vse (VSE++ / VSE∞ / ADOPT) or hgr (HGR / HGR∞: hierarchical graph reasoning)"},
@@ -205,9 +206,8 @@ static vtr_status hgr_options(const vtr_config *cfg, vtr_train_options *o, vtr_e
                                VTR_HGR_MAX_FRAMES, o->max_frames);
     if (o->vocab[0])
         return vtr_config_fail(cfg, "data.vocab", err, "must be '' for hgr: the vocabulary is "
-                               "the catalog's (data.catalog_vocab)");
-    if (!o->catalog_vocab[0])
-        return vtr_config_fail(cfg, "data.catalog_vocab", err, "must not be empty");
+                               "the catalog's (data.catalog_vocab) or built from the training "
+                               "captions (data.catalog_vocab '')");
     if (o->tokenizer != VTR_TOKENIZE_WHITESPACE)
         return vtr_config_fail(cfg, "data.tokenizer", err, "must be whitespace for hgr (the "
                                "role graphs index the caption's whitespace words)");
@@ -215,10 +215,6 @@ static vtr_status hgr_options(const vtr_config *cfg, vtr_train_options *o, vtr_e
         return vtr_config_fail(cfg, o->model.loss != VTR_VSE_LOSS_HINGE ? "loss.type" :
                                "loss.reduction", err, "hgr trains with the hinge loss averaged "
                                "over the batch: set loss.type hinge, loss.reduction mean");
-    if (o->warmup_epochs != 0 || o->negatives != VTR_HINGE_HARDEST_NEGATIVE)
-        return vtr_config_fail(cfg, o->warmup_epochs ? "loss.warmup_epochs" : "loss.negatives",
-                               err, "hgr trains on the hardest negative from the first step: "
-                               "set loss.warmup_epochs 0, loss.negatives hardest");
     if (o->size_augment)
         return vtr_config_fail(cfg, "train.size_augment", err, "must be false for hgr (the "
                                "role graphs index the caption's words)");

@@ -66,7 +66,8 @@ typedef struct vtr_train_options {
     vtr_hgr_config hgr;       /* hgr: model.global_pool, the role and dropout keys, the
                                  shared keys above */
     int hgr_max_words;        /* hgr: words kept per caption (model.max_words, 30) */
-    const char *catalog_vocab; /* hgr: the catalog's vocabulary (data.catalog_vocab) */
+    const char *catalog_vocab; /* hgr: the catalog's vocabulary (data.catalog_vocab); '':
+                                * built from the training captions */
     const char *word_vectors; /* GloVe file for the word embedding rows; "" = none */
     const char *init;         /* checkpoint whose parameters start the run; "" = none */
 

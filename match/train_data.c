@@ -220,7 +220,7 @@ void vtr_split_truncate(vtr_split *s, int n)
 }
 
 vtr_status vtr_split_build_vocab(const vtr_split *s, vtr_tokenizer_mode mode, int64_t threshold,
-                                 vtr_vocab **out, vtr_error *err)
+                                 vtr_vocab_layout layout, vtr_vocab **out, vtr_error *err)
 {
     vtr_tokens toks = {0};
     vtr_status st = VTR_OK;
@@ -236,7 +236,7 @@ vtr_status vtr_split_build_vocab(const vtr_split *s, vtr_tokenizer_mode mode, in
             vtr_error_context(err, "caption %d of item '%s'", j, s->keys[s->cap_item[j]]);
     }
     if (st == VTR_OK)
-        st = vtr_vocab_build(counter, threshold, VTR_VOCAB_FIRST_SEEN, out, err);
+        st = vtr_vocab_build(counter, threshold, VTR_VOCAB_FIRST_SEEN, layout, out, err);
     vtr_tokens_free(&toks);
     vtr_vocab_counter_free(counter);
     return st;
@@ -684,13 +684,28 @@ void vtr_train_data_close(vtr_train_data *d)
     memset(d, 0, sizeof *d);
 }
 
-/* HGR's vocabulary (the run's file, else the catalog's) and caption encoding. */
+/* The vocabulary of the training split's captions (data.vocab_threshold), in layout. */
+static vtr_status build_vocab(const vtr_train_options *o, vtr_vocab_layout layout,
+                              vtr_train_data *d, vtr_error *err)
+{
+    vtr_status st = vtr_split_build_vocab(&d->train, o->tokenizer, o->vocab_threshold, layout,
+                                          &d->vocab, err);
+    d->vocab_built = true;
+    if (st != VTR_OK)
+        vtr_error_context(err, "building the vocabulary");
+    return st;
+}
+
+/* HGR's vocabulary (the run's file, else the catalog's, else built from the training
+ * captions) and caption encoding. */
 static vtr_status open_hgr(const vtr_train_options *o, const char *vocab_path,
                            vtr_train_data *d, vtr_error *err)
 {
     vtr_status st;
     if (vocab_path) {
         st = vtr_run_vocab_load(vocab_path, &d->vocab, err);
+    } else if (!o->catalog_vocab[0]) {
+        st = build_vocab(o, VTR_VOCAB_HGR, d, err);
     } else {
         int64_t dataset_id;
         vtr_word_list words = {0};
@@ -791,14 +806,8 @@ vtr_status vtr_train_data_open(const vtr_train_options *o, const char *vocab_pat
             goto fail;
         return VTR_OK;
     }
-    if (vocab_path) {
-        st = vtr_vocab_load_json(vocab_path, &d->vocab, err);
-    } else {
-        st = vtr_split_build_vocab(&d->train, o->tokenizer, o->vocab_threshold, &d->vocab, err);
-        d->vocab_built = true;
-        if (st != VTR_OK)
-            vtr_error_context(err, "building the vocabulary");
-    }
+    st = vocab_path ? vtr_vocab_load_json(vocab_path, &d->vocab, err)
+                    : build_vocab(o, VTR_VOCAB_VSE, d, err);
     if (st != VTR_OK)
         goto fail;
     if ((st = vtr_split_encode_captions(&d->train, d->vocab, o->tokenizer, err)) ||

@@ -9,9 +9,9 @@
  * Captions are tokenized (text/tokenizer.h) and encoded with a VSE vocabulary
  * (text/vocab.h) as <start> w1 ... wn <end>; the vocabulary is loaded from a reference
  * JSON or built from the training captions (vtr_split_build_vocab). HGR instead encodes
- * each caption's whitespace words with the catalog's HGR vocabulary, with its role graph's
- * tensors (vtr_split_encode_graphs), and the same batcher hands them out as a
- * vtr_hgr_batch beside the vtr_vse_batch.
+ * each caption's whitespace words with an HGR vocabulary (the catalog's, or one built from
+ * the training captions), with its role graph's tensors (vtr_split_encode_graphs), and the
+ * same batcher hands them out as a vtr_hgr_batch beside the vtr_vse_batch.
  *
  * Batches (vtr_batcher) are padded as the model wants them (match/vse_model.h): frames
  * (B,T,F) float32 with zero rows after each set's length, ids (B,L) with 0 (<pad>) after
@@ -98,10 +98,11 @@ void vtr_split_free(vtr_split *s);
  * split has no more than n. Call before encoding the captions. */
 void vtr_split_truncate(vtr_split *s, int n);
 
-/* A VSE vocabulary of the split's caption words seen at least threshold times, in the
- * order in which they first occur (the reference's build_vocab). */
+/* A vocabulary of the given layout (text/vocab.h) of the split's caption words seen at
+ * least threshold times, in the order in which they first occur (the reference's
+ * build_vocab). */
 vtr_status vtr_split_build_vocab(const vtr_split *s, vtr_tokenizer_mode mode, int64_t threshold,
-                                 vtr_vocab **out, vtr_error *err);
+                                 vtr_vocab_layout layout, vtr_vocab **out, vtr_error *err);
 
 /* Tokenizes and encodes every caption: <start> words <end>, unknown words as <unk>.
  * Replaces an earlier encoding. VTR_ERR_INVALID for a vocabulary that is not of the VSE
@@ -207,8 +208,10 @@ typedef struct vtr_train_data {
 
 /* Opens o->catalog and o->features, loads the training and validation splits (the latter
  * cut to o->val_max_items). HGR (o->kind): the vocabulary is vocab_path (a run's own, an
- * HGR word list, match/trained_model.h) or the catalog's o->catalog_vocab, and both
- * splits are encoded with their role graphs (vtr_split_encode_graphs). VSE: loads the
+ * HGR word list, match/trained_model.h), else the catalog's o->catalog_vocab, or, when
+ * that is empty, one built from the training captions' whitespace words with
+ * o->vocab_threshold; both splits are encoded with their role graphs
+ * (vtr_split_encode_graphs). VSE: loads the
  * vocabulary from vocab_path (a reference JSON; NULL: o->vocab, or, when that is empty,
  * builds it from the training captions with o->vocab_threshold) and encodes both splits'
  * captions. Errors carry the failing step's context ("training split: ..."). On failure

@@ -179,7 +179,7 @@ static void parity(vtr_hgr_global_pool pool, const char *prefix)
     load_batch(&f);
     float loss;
     vtr_param_set_zero_grad(&m.params);
-    CHECK_OK(vtr_hgr_train_step(&m, &f.batch, 1, 0, &loss, &err));
+    CHECK_OK(vtr_hgr_train_step(&m, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 1, 0, &loss, &err));
 #define PARITY(fixture, buffer, n)                                                                 \
     do {                                                                                           \
         snprintf(name, sizeof name, "hgr/%s%s", prefix, fixture);                                  \
@@ -257,7 +257,7 @@ static float step_loss(vtr_hgr_model *m, const vtr_hgr_batch *batch)
 {
     vtr_error err;
     float loss;
-    CHECK_OK(vtr_hgr_train_step(m, batch, 3, 7, &loss, &err));
+    CHECK_OK(vtr_hgr_train_step(m, batch, VTR_HINGE_HARDEST_NEGATIVE, 3, 7, &loss, &err));
     return loss;
 }
 
@@ -360,11 +360,11 @@ TEST(hgr_dropout_draws_from_seed_and_step)
     fixture_batch f;
     load_batch(&f);
     float la, lb, lc;
-    CHECK_OK(vtr_hgr_train_step(&a, &f.batch, 9, 2, &la, &err));
-    CHECK_OK(vtr_hgr_train_step(&b, &f.batch, 9, 2, &lb, &err));
+    CHECK_OK(vtr_hgr_train_step(&a, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 9, 2, &la, &err));
+    CHECK_OK(vtr_hgr_train_step(&b, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 9, 2, &lb, &err));
     CHECK(memcmp(&la, &lb, sizeof la) == 0);
     CHECK(memcmp(a.params.grad, b.params.grad, sizeof(float) * a.params.n_trainable) == 0);
-    CHECK_OK(vtr_hgr_train_step(&b, &f.batch, 9, 3, &lc, &err));
+    CHECK_OK(vtr_hgr_train_step(&b, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 9, 3, &lc, &err));
     CHECK(la != lc);
     vtr_hgr_config off = small_config(VTR_HGR_POOL_ATTENTION, 0.0f);
     vtr_hgr_model c;
@@ -380,6 +380,36 @@ TEST(hgr_dropout_draws_from_seed_and_step)
     vtr_hgr_model_free(&c);
 }
 
+TEST(hgr_all_negatives_take_the_hinge_over_every_negative)
+{
+    /* the same forward; the loss and the fused score's gradient are the hinge's over all
+     * negatives (match/hinge_loss.h), the rest of the backward is the one checked above */
+    vtr_error err;
+    vtr_hgr_config cfg = small_config(VTR_HGR_POOL_GPO, 0.2f);
+    vtr_hgr_model m;
+    CHECK_OK(vtr_hgr_model_init(&m, &cfg, PB, PT, PL, &err));
+    vtr_hgr_init_params(&m, 5);
+    fixture_batch f;
+    load_batch(&f);
+    float hardest, all, fused[PB * PB], want[PB * PB] = {0};
+    CHECK_OK(vtr_hgr_train_step(&m, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 9, 2, &hardest, &err));
+    memcpy(fused, m.s_fused, sizeof fused);
+    vtr_param_set_zero_grad(&m.params);
+    CHECK_OK(vtr_hgr_train_step(&m, &f.batch, VTR_HINGE_ALL_NEGATIVES, 9, 2, &all, &err));
+    CHECK(memcmp(fused, m.s_fused, sizeof fused) == 0);
+    CHECK(all ==
+          vtr_hinge_loss_forward(fused, PB, cfg.margin, VTR_HINGE_ALL_NEGATIVES, VTR_REDUCE_MEAN));
+    CHECK(all > hardest);
+    vtr_hinge_loss_backward(want, 1.0f, fused, PB, cfg.margin, VTR_HINGE_ALL_NEGATIVES,
+                            VTR_REDUCE_MEAN);
+    CHECK(memcmp(want, m.ds_fused, sizeof want) == 0);
+    CHECK(vtr_grad_norm(&m.params) > 0.0f);
+    CHECK_FAILS(vtr_hgr_train_step(&m, &f.batch, (vtr_hinge_negatives)5, 9, 2, &all, &err),
+                VTR_ERR_INVALID, "negatives = 5");
+    free_batch(&f);
+    vtr_hgr_model_free(&m);
+}
+
 /* ---- determinism, sampling, errors ---- */
 
 static void adam_steps(vtr_hgr_model *m, const vtr_hgr_batch *batch, int steps, double lr,
@@ -392,7 +422,8 @@ static void adam_steps(vtr_hgr_model *m, const vtr_hgr_batch *batch, int steps, 
     for (int i = 0; i < steps; i++) {
         float loss;
         vtr_param_set_zero_grad(&m->params);
-        CHECK_OK(vtr_hgr_train_step(m, batch, 42, (uint64_t)i, &loss, &err));
+        CHECK_OK(
+            vtr_hgr_train_step(m, batch, VTR_HINGE_HARDEST_NEGATIVE, 42, (uint64_t)i, &loss, &err));
         CHECK(isfinite(loss));
         if (i == 0 && first)
             *first = loss;
@@ -441,8 +472,8 @@ TEST(hgr_batches_smaller_than_the_arena_give_the_same_step)
     fixture_batch f;
     load_batch(&f);
     float la, lb;
-    CHECK_OK(vtr_hgr_train_step(&a, &f.batch, 4, 1, &la, &err));
-    CHECK_OK(vtr_hgr_train_step(&b, &f.batch, 4, 1, &lb, &err));
+    CHECK_OK(vtr_hgr_train_step(&a, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 4, 1, &la, &err));
+    CHECK_OK(vtr_hgr_train_step(&b, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 4, 1, &lb, &err));
     CHECK(fabsf(la - lb) <= 1e-6f * fabsf(la));
     float scale = 0.0f, diff = 0.0f;
     for (size_t i = 0; i < a.params.n_trainable; i++) {
@@ -527,15 +558,19 @@ TEST(hgr_config_and_argument_errors)
     float loss;
     vtr_hgr_batch bad = f.batch;
     bad.T = PT + 1;
-    CHECK_FAILS(vtr_hgr_train_step(&m, &bad, 0, 0, &loss, &err), VTR_ERR_INVALID, "frames");
+    CHECK_FAILS(vtr_hgr_train_step(&m, &bad, VTR_HINGE_HARDEST_NEGATIVE, 0, 0, &loss, &err),
+                VTR_ERR_INVALID, "frames");
     bad = f.batch;
     bad.captions.B = 3;
-    CHECK_FAILS(vtr_hgr_train_step(&m, &bad, 0, 0, &loss, &err), VTR_ERR_INVALID, "captions");
+    CHECK_FAILS(vtr_hgr_train_step(&m, &bad, VTR_HINGE_HARDEST_NEGATIVE, 0, 0, &loss, &err),
+                VTR_ERR_INVALID, "captions");
     f.node_roles[3] = 16;
-    CHECK_FAILS(vtr_hgr_train_step(&m, &f.batch, 0, 0, &loss, &err), VTR_ERR_INVALID, "roles");
+    CHECK_FAILS(vtr_hgr_train_step(&m, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 0, 0, &loss, &err),
+                VTR_ERR_INVALID, "roles");
     f.node_roles[3] = 1;
     f.ids[2] = PV;
-    CHECK_FAILS(vtr_hgr_train_step(&m, &f.batch, 0, 0, &loss, &err), VTR_ERR_INVALID, "caption 0");
+    CHECK_FAILS(vtr_hgr_train_step(&m, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 0, 0, &loss, &err),
+                VTR_ERR_INVALID, "caption 0");
     free_batch(&f);
     vtr_hgr_model_free(&m);
 }

@@ -162,6 +162,28 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
         CHECK_OK(vtr_train_config_new(&cfg, &err));
         CHECK_MSG(vtr_config_load_file(cfg, path, &err) == VTR_OK, "%s", err.msg);
         CHECK_MSG(vtr_train_options_from_config(cfg, &o, &err) == VTR_OK, "%s", err.msg);
+        bool demo = strncmp(e->d_name, "demo-", 5) == 0;
+        if (demo) {
+            /* make demo's small settings (pipeline/demo.sh): ResNet-18 features; HGR's
+             * vocabulary built from the training captions, all negatives as the VSE ones */
+            CHECK(o.model.feature_dim == 512 && o.model.embed_size == 128 &&
+                  o.model.margin == 0.2f && o.epochs == 36 && o.batch_size == 32 &&
+                  o.negatives == VTR_HINGE_ALL_NEGATIVES);
+            if (strstr(e->d_name, "-hgr")) {
+                bool inf = strstr(e->d_name, "hgr-inf") != NULL;
+                CHECK(o.kind == VTR_MODEL_HGR && o.catalog_vocab[0] == '\0' &&
+                      o.vocab_threshold == 4 && o.max_frames == 10);
+                CHECK(o.hgr.global_pool == (inf ? VTR_HGR_POOL_GPO : VTR_HGR_POOL_ATTENTION));
+            } else {
+                vtr_vse_pooler pool = strstr(e->d_name, "vse-inf") ? VTR_VSE_POOL_GPO
+                                                                   : VTR_VSE_POOL_MEAN;
+                CHECK(o.kind == VTR_MODEL_VSE && o.model.img_pool.kind == pool &&
+                      o.model.txt_pool.kind == pool);
+            }
+            vtr_config_free(cfg);
+            n++;
+            continue;
+        }
         if (strstr(e->d_name, "-hgr")) {
             /* HGR (50 epochs, batch 64, Adam 1e-4 constant) and HGR∞ (GPO; 35 epochs,
              * batch 128, x0.1 for the last 10): REFERENCE.md "HGR ... and HGR∞" */
@@ -191,13 +213,6 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
                               : strstr(e->d_name, "adpool") ? VTR_VSE_POOL_ADPOOL
                                                             : VTR_VSE_POOL_MEAN;
         CHECK(o.model.img_pool.kind == pool && o.model.txt_pool.kind == pool);
-        if (!strncmp(e->d_name, "demo-", 5)) {
-            /* make demo's small settings (pipeline/demo.sh): ResNet-18 features */
-            CHECK(o.model.feature_dim == 512 && o.model.margin == 0.2f);
-            vtr_config_free(cfg);
-            n++;
-            continue;
-        }
         /* the papers' settings (REFERENCE.md; ADOPT: paper 003, no warm-up epoch, the
          * mean over the batch, tau 0.05, K from eq. 6) */
         bool adopt = strstr(e->d_name, "adopt") != NULL;
@@ -222,7 +237,7 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
         n++;
     }
     closedir(dir);
-    CHECK_MSG(n >= 15, "only %d configs", n);
+    CHECK_MSG(n >= 17, "only %d configs", n);
 }
 
 TEST(train_config_hgr_keys_are_checked)
@@ -242,6 +257,13 @@ TEST(train_config_hgr_keys_are_checked)
     CHECK(o.kind == VTR_MODEL_HGR && o.hgr.global_pool == VTR_HGR_POOL_ATTENTION &&
           o.hgr.num_verbs == 4 && o.hgr.num_nouns == 6 && o.hgr_max_words == 30 &&
           strcmp(o.catalog_vocab, "hgr") == 0);
+    /* the hinge's negatives are the VSE models' keys (HGR's own: the hardest from the
+     * first step; the demo trains with all of them) */
+    CHECK(o.negatives == VTR_HINGE_HARDEST_NEGATIVE && o.warmup_epochs == 0);
+    CHECK_OK(vtr_config_set(cfg, "loss.negatives=all", &err));
+    CHECK_OK(vtr_config_set(cfg, "loss.warmup_epochs=2", &err));
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    CHECK(o.negatives == VTR_HINGE_ALL_NEGATIVES && o.warmup_epochs == 2);
     /* each key HGR fixes, and the keys of its own, fail naming the key */
     static const char *const bad[][2] = {
         {"model.kind=clip", "key 'model.kind': unknown model 'clip'"},
@@ -250,7 +272,6 @@ TEST(train_config_hgr_keys_are_checked)
         {"data.tokenizer=words", "key 'data.tokenizer': must be whitespace for hgr"},
         {"data.vocab=v.json", "key 'data.vocab': must be '' for hgr"},
         {"loss.reduction=sum", "key 'loss.reduction': hgr trains with the hinge loss"},
-        {"loss.warmup_epochs=1", "key 'loss.warmup_epochs': hgr trains on the hardest"},
         {"train.size_augment=true", "key 'train.size_augment': must be false for hgr"},
         {"model.gcn_dropout=1.0", "key 'model.gcn_dropout': must be in [0, 1)"},
         {"model.num_verbs=0", "key 'model.num_verbs': must be in [1, 65536]"},
@@ -415,32 +436,38 @@ static const char *hgr_fixture(void)
     return dir;
 }
 
+/* The config of a small HGR run on hgr_fixture() plus one more key=value (NULL: none);
+ * the options point into *cfg (free it after). */
+static void hgr_fixture_options(const char *extra, vtr_config **cfg, vtr_train_options *o)
+{
+    vtr_error err;
+    const char *dir = hgr_fixture();
+    const char *sets[] = {"data.dataset=synth", "data.tokenizer=whitespace",
+                          "data.max_frames=5", "model.kind=hgr", "model.feature_dim=32",
+                          "model.embed_size=16", "model.word_dim=8", "loss.reduction=mean",
+                          "loss.warmup_epochs=0", "train.size_augment=false",
+                          "train.batch_size=4", "val.batch_size=4"};
+    CHECK_OK(vtr_train_config_new(cfg, &err));
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        CHECK_OK(vtr_config_set(*cfg, sets[i], &err));
+    char set_cat[700], set_store[700];
+    snprintf(set_cat, sizeof set_cat, "data.catalog=%s/catalog.db", dir);
+    snprintf(set_store, sizeof set_store, "data.features=%s/features", dir);
+    CHECK_OK(vtr_config_set(*cfg, set_cat, &err));
+    CHECK_OK(vtr_config_set(*cfg, set_store, &err));
+    if (extra)
+        CHECK_OK(vtr_config_set(*cfg, extra, &err));
+    CHECK_OK(vtr_train_options_from_config(*cfg, o, &err));
+}
+
 /* HGR's data (match/train_data.h vtr_split_encode_graphs, the batcher's graph tensors) and
  * a training step and evaluation through match/run_model.h. */
 TEST(train_hgr_split_graphs_batches_and_model)
 {
     vtr_error err;
-    const char *dir = hgr_fixture();
-    char cat_path[600], store_path[600];
-    snprintf(cat_path, sizeof cat_path, "%s/catalog.db", dir);
-    snprintf(store_path, sizeof store_path, "%s/features", dir);
     vtr_train_options o;
     vtr_config *cfg = NULL;
-    const char *sets[] = {"data.catalog=x", "data.dataset=synth", "data.features=x",
-                          "data.tokenizer=whitespace", "data.max_frames=5", "model.kind=hgr",
-                          "model.feature_dim=32", "model.embed_size=16", "model.word_dim=8",
-                          "loss.reduction=mean", "loss.warmup_epochs=0",
-                          "train.size_augment=false", "train.batch_size=4",
-                          "val.batch_size=4"};
-    CHECK_OK(vtr_train_config_new(&cfg, &err));
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
-        CHECK_OK(vtr_config_set(cfg, sets[i], &err));
-    char set_cat[700], set_store[700];
-    snprintf(set_cat, sizeof set_cat, "data.catalog=%s", cat_path);
-    snprintf(set_store, sizeof set_store, "data.features=%s", store_path);
-    CHECK_OK(vtr_config_set(cfg, set_cat, &err));
-    CHECK_OK(vtr_config_set(cfg, set_store, &err));
-    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    hgr_fixture_options(NULL, &cfg, &o);
     vtr_train_data d;
     CHECK_OK(vtr_train_data_open(&o, NULL, &d, &err));
     CHECK(d.vocab_from_catalog && vtr_vocab_layout_of(d.vocab) == VTR_VOCAB_HGR);
@@ -520,6 +547,49 @@ TEST(train_hgr_split_graphs_batches_and_model)
     vtr_config_free(cfg);
 }
 
+/* data.catalog_vocab '': an HGR vocabulary built from the training captions' whitespace
+ * words (o.vocab_threshold), not the catalog's; the graphs encode with it. */
+TEST(train_hgr_vocab_built_from_training_captions)
+{
+    vtr_error err;
+    vtr_train_options o;
+    vtr_config *cfg = NULL;
+    hgr_fixture_options("data.catalog_vocab=''", &cfg, &o);
+    CHECK_STR(o.catalog_vocab, "");
+    o.vocab_threshold = 20; /* drops some of the fixture's words */
+    vtr_train_data d;
+    CHECK_OK(vtr_train_data_open(&o, NULL, &d, &err));
+    CHECK(d.vocab_built && !d.vocab_from_catalog);
+    CHECK_EQ_INT(vtr_vocab_layout_of(d.vocab), VTR_VOCAB_HGR);
+    CHECK_STR(vtr_vocab_word(d.vocab, 0), "<BOS>");
+    CHECK_STR(vtr_vocab_word(d.vocab, 2), "<UNK>");
+    /* the words of the training captions seen 20 times or more, and no other */
+    vtr_vocab_counter *c = vtr_vocab_counter_new();
+    vtr_tokens toks = {0};
+    for (int j = 0; j < d.train.n_caps; j++) {
+        CHECK_OK(vtr_tokenize(d.train.texts[j], VTR_TOKENIZE_WHITESPACE, &toks, &err));
+        CHECK_OK(vtr_vocab_counter_add(c, toks.tokens, toks.n, &err));
+    }
+    for (int j = 0; j < d.train.n_caps; j++) {
+        CHECK_OK(vtr_tokenize(d.train.texts[j], VTR_TOKENIZE_WHITESPACE, &toks, &err));
+        for (size_t i = 0; i < toks.n; i++)
+            CHECK((vtr_vocab_id(d.vocab, toks.tokens[i]) > 2) ==
+                  (vtr_vocab_counter_count(c, toks.tokens[i]) >= 20));
+    }
+    int kept = vtr_vocab_size(d.vocab) - 3;
+    CHECK(kept > 0 && kept < vtr_vocab_counter_distinct(c));
+    /* caption 0 (with its graph) encodes through it: its first word's id */
+    char first[64];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(d.train.texts[0], " "), d.train.texts[0]);
+    int want = vtr_vocab_id(d.vocab, first);
+    CHECK_EQ_INT(d.train.ids[0], want >= 0 ? want : 2);
+    CHECK(d.train.verb_masks[1] == 1);
+    vtr_tokens_free(&toks);
+    vtr_vocab_counter_free(c);
+    vtr_train_data_close(&d);
+    vtr_config_free(cfg);
+}
+
 TEST(train_split_load_vocab_and_batches)
 {
     vtr_error err;
@@ -543,7 +613,7 @@ TEST(train_split_load_vocab_and_batches)
             CHECK((s.cap_text[j] == s.cap_text[k]) == (strcmp(s.texts[j], s.texts[k]) == 0));
     CHECK(s.n_texts <= 6 * 5);
 
-    CHECK_OK(vtr_split_build_vocab(&s, VTR_TOKENIZE_WORDS, 1, &vocab, &err));
+    CHECK_OK(vtr_split_build_vocab(&s, VTR_TOKENIZE_WORDS, 1, VTR_VOCAB_VSE, &vocab, &err));
     CHECK(vtr_vocab_id(vocab, "cat") > 3 && vtr_vocab_id(vocab, "video") > 3);
     CHECK_EQ_INT(vtr_vocab_special_ids(vocab).mask, vtr_vocab_size(vocab) - 1);
     CHECK_OK(vtr_split_encode_captions(&s, vocab, VTR_TOKENIZE_WORDS, &err));

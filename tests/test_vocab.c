@@ -67,7 +67,7 @@ TEST(vocab_build_threshold_first_seen)
 
     vtr_vocab *v;
     /* count >= 2, in first-seen order */
-    CHECK_OK(vtr_vocab_build(c, 2, VTR_VOCAB_FIRST_SEEN, &v, &err));
+    CHECK_OK(vtr_vocab_build(c, 2, VTR_VOCAB_FIRST_SEEN, VTR_VOCAB_VSE, &v, &err));
     static const char *const want[] = {"<pad>", "<start>", "<end>", "<unk>", "a", "dog",
                                        "the", ".", "cat", "sleeps", "<mask>"};
     CHECK_EQ_INT(vtr_vocab_size(v), 11);
@@ -88,15 +88,15 @@ TEST(vocab_build_threshold_first_seen)
     vtr_vocab_free(v);
 
     /* the reference threshold 4 keeps "a" and "." only */
-    CHECK_OK(vtr_vocab_build(c, 4, VTR_VOCAB_FIRST_SEEN, &v, &err));
+    CHECK_OK(vtr_vocab_build(c, 4, VTR_VOCAB_FIRST_SEEN, VTR_VOCAB_VSE, &v, &err));
     CHECK_EQ_INT(vtr_vocab_size(v), 7);
     CHECK_STR(vtr_vocab_word(v, 4), "a");
     CHECK_STR(vtr_vocab_word(v, 5), ".");
     CHECK_STR(vtr_vocab_word(v, 6), "<mask>");
     vtr_vocab_free(v);
 
-    CHECK_FAILS(vtr_vocab_build(c, 0, VTR_VOCAB_FIRST_SEEN, &v, &err), VTR_ERR_INVALID,
-                "threshold 0");
+    CHECK_FAILS(vtr_vocab_build(c, 0, VTR_VOCAB_FIRST_SEEN, VTR_VOCAB_VSE, &v, &err),
+                VTR_ERR_INVALID, "threshold 0");
     CHECK(v == NULL);
     vtr_vocab_counter_free(c);
 }
@@ -107,7 +107,7 @@ TEST(vocab_build_by_count_ties_bytewise)
     vtr_vocab_counter *c = count_captions(captions, 5);
     vtr_vocab *v;
     /* counts: . 5, a 4, cat 3, dog 3, the 3, sleeps 2 (ties byte-wise) */
-    CHECK_OK(vtr_vocab_build(c, 2, VTR_VOCAB_BY_COUNT, &v, &err));
+    CHECK_OK(vtr_vocab_build(c, 2, VTR_VOCAB_BY_COUNT, VTR_VOCAB_VSE, &v, &err));
     static const char *const want[] = {".", "a", "cat", "dog", "the", "sleeps", "<mask>"};
     CHECK_EQ_INT(vtr_vocab_size(v), 11);
     for (int i = 0; i < 7; i++)
@@ -115,16 +115,56 @@ TEST(vocab_build_by_count_ties_bytewise)
     vtr_vocab_free(v);
     vtr_vocab_counter_free(c);
 
-    /* a word that spells a special token is not added twice; <mask> stays last */
+    /* a word that spells a special token of the layout is not added twice; in the VSE
+     * layout <mask> stays last (HGR's specials are words there, and VSE's in HGR's) */
     c = vtr_vocab_counter_new();
-    const char *toks[] = {"<unk>", "<mask>", "x", "<unk>", "<mask>", "x"};
+    const char *toks[] = {"<unk>", "<mask>", "x", "<UNK>", "<BOS>", "<unk>"};
     CHECK_OK(vtr_vocab_counter_add(c, toks, 6, &err));
-    CHECK_OK(vtr_vocab_build(c, 1, VTR_VOCAB_FIRST_SEEN, &v, &err));
-    CHECK_EQ_INT(vtr_vocab_size(v), 6);
-    CHECK_EQ_INT(vtr_vocab_id(v, "<unk>"), 3);
-    CHECK_EQ_INT(vtr_vocab_id(v, "x"), 4);
-    CHECK_EQ_INT(vtr_vocab_id(v, "<mask>"), 5);
+    /* the ids of toks[0 .. 4] and the size, per layout */
+    static const struct {
+        vtr_vocab_layout layout;
+        int ids[5], size;
+    } layouts[] = {{VTR_VOCAB_VSE, {3, 7, 4, 5, 6}, 8}, {VTR_VOCAB_HGR, {3, 4, 5, 2, 0}, 6}};
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(vtr_vocab_build(c, 1, VTR_VOCAB_FIRST_SEEN, layouts[k].layout, &v, &err));
+        CHECK_EQ_INT(vtr_vocab_size(v), layouts[k].size);
+        for (int i = 0; i < 5; i++)
+            CHECK_EQ_INT(vtr_vocab_id(v, toks[i]), layouts[k].ids[i]);
+        vtr_vocab_free(v);
+    }
+    vtr_vocab_counter_free(c);
+}
+
+/* HGR's layout for a dataset without a released vocabulary (data.catalog_vocab ''): BOS,
+ * EOS, UNK at 0, 1, 2, the words, no <mask>; the result reads back as HGR vocabularies
+ * from files and the catalog do. */
+TEST(vocab_build_hgr_layout)
+{
+    vtr_error err;
+    vtr_vocab_counter *c = count_captions(captions, 5);
+    vtr_vocab *v, *back;
+    CHECK_OK(vtr_vocab_build(c, 2, VTR_VOCAB_FIRST_SEEN, VTR_VOCAB_HGR, &v, &err));
+    static const char *const want[] = {"<BOS>", "<EOS>", "<UNK>", "a",     "dog",
+                                       "the",   ".",     "cat",   "sleeps"};
+    CHECK_EQ_INT(vtr_vocab_size(v), 9);
+    for (int i = 0; i < 9; i++)
+        CHECK_STR(vtr_vocab_word(v, i), want[i]);
+    CHECK_EQ_INT(vtr_vocab_layout_of(v), VTR_VOCAB_HGR);
+    vtr_vocab_specials sp = vtr_vocab_special_ids(v);
+    CHECK(sp.pad == -1 && sp.start == 0 && sp.end == 1 && sp.unk == 2 && sp.mask == -1);
+    /* HGR encodes the words alone; an unknown one is UNK */
+    const char *toks[] = {"a", "zebra", "sleeps"};
+    int ids[3];
+    size_t n;
+    CHECK_OK(vtr_vocab_encode(v, toks, 3, false, ids, &n, &err));
+    CHECK(n == 3 && ids[0] == 3 && ids[1] == 2 && ids[2] == 8);
+    CHECK_OK(vtr_vocab_hgr_from_words(want, 9, "want", &back, &err));
+    CHECK(vtr_vocab_same(v, back));
+    vtr_vocab_free(back);
     vtr_vocab_free(v);
+    CHECK_FAILS(vtr_vocab_build(c, 1, VTR_VOCAB_FIRST_SEEN, (vtr_vocab_layout)7, &v, &err),
+                VTR_ERR_INVALID, "unknown vocabulary layout 7");
+    CHECK(v == NULL);
     vtr_vocab_counter_free(c);
 }
 
@@ -133,7 +173,7 @@ TEST(vocab_encode_wraps_and_maps_unknown)
     vtr_error err;
     vtr_vocab_counter *c = count_captions(captions, 5);
     vtr_vocab *v;
-    CHECK_OK(vtr_vocab_build(c, 2, VTR_VOCAB_FIRST_SEEN, &v, &err));
+    CHECK_OK(vtr_vocab_build(c, 2, VTR_VOCAB_FIRST_SEEN, VTR_VOCAB_VSE, &v, &err));
     vtr_tokens t = {0};
     CHECK_OK(vtr_tokenize("The zebra and a dog.", VTR_TOKENIZE_WORDS, &t, &err));
     int ids[16];
@@ -163,7 +203,7 @@ TEST(vocab_json_round_trip_python)
     vtr_vocab_counter *c = vtr_vocab_counter_new();
     CHECK_OK(vtr_vocab_counter_add(c, words, 6, &err));
     vtr_vocab *v, *back;
-    CHECK_OK(vtr_vocab_build(c, 1, VTR_VOCAB_FIRST_SEEN, &v, &err));
+    CHECK_OK(vtr_vocab_build(c, 1, VTR_VOCAB_FIRST_SEEN, VTR_VOCAB_VSE, &v, &err));
     const char *path = test_path("vocab.json");
     CHECK_OK(vtr_vocab_save_json(v, path, &err));
 
@@ -396,7 +436,7 @@ static vtr_vocab *glove_vocab(void)
     vtr_vocab_counter *c = vtr_vocab_counter_new();
     CHECK_OK(vtr_vocab_counter_add(c, words, 5, &err));
     vtr_vocab *v;
-    CHECK_OK(vtr_vocab_build(c, 1, VTR_VOCAB_FIRST_SEEN, &v, &err));
+    CHECK_OK(vtr_vocab_build(c, 1, VTR_VOCAB_FIRST_SEEN, VTR_VOCAB_VSE, &v, &err));
     vtr_vocab_counter_free(c);
     return v;
 }

@@ -28,6 +28,12 @@ static const char *const vse_specials[] = {VTR_VOCAB_PAD, VTR_VOCAB_START, VTR_V
                                            VTR_VOCAB_UNK};
 #define N_VSE_SPECIALS 4
 
+/* HGR's special tokens in id order, as its release names them (word2int.json), and their
+ * ids: no pad (HGR pads with EOS), start BOS, end EOS, unk UNK, no mask. */
+static const char *const hgr_specials[] = {"<BOS>", "<EOS>", "<UNK>"};
+#define N_HGR_SPECIALS 3
+static const vtr_vocab_specials hgr_special_ids = {-1, 0, 1, 2, -1};
+
 /* ---- reading ---- */
 
 int vtr_vocab_size(const vtr_vocab *vocab)
@@ -203,7 +209,8 @@ static int by_count(const void *pa, const void *pb)
 }
 
 vtr_status vtr_vocab_build(const vtr_vocab_counter *counter, int64_t threshold,
-                           vtr_vocab_order order, vtr_vocab **out, vtr_error *err)
+                           vtr_vocab_order order, vtr_vocab_layout layout, vtr_vocab **out,
+                           vtr_error *err)
 {
     *out = NULL;
     if (threshold < 1)
@@ -211,18 +218,23 @@ vtr_status vtr_vocab_build(const vtr_vocab_counter *counter, int64_t threshold,
                         (long long)threshold);
     if (order != VTR_VOCAB_FIRST_SEEN && order != VTR_VOCAB_BY_COUNT)
         return vtr_fail(err, VTR_ERR_INVALID, "unknown vocabulary order %d", (int)order);
+    if (layout != VTR_VOCAB_VSE && layout != VTR_VOCAB_HGR)
+        return vtr_fail(err, VTR_ERR_INVALID, "unknown vocabulary layout %d", (int)layout);
+    bool vse = layout == VTR_VOCAB_VSE;
+    const char *const *specials = vse ? vse_specials : hgr_specials;
+    int n_specials = vse ? N_VSE_SPECIALS : N_HGR_SPECIALS;
     vtr_status st = VTR_OK;
     ranked *kept = NULL;
-    vtr_vocab *v = vocab_new(VTR_VOCAB_VSE);
+    vtr_vocab *v = vocab_new(layout);
     if (!v) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "vocabulary: out of memory");
         goto end;
     }
-    for (int i = 0; i < N_VSE_SPECIALS && st == VTR_OK; i++)
-        st = add_word(v, vse_specials[i], strlen(vse_specials[i]), NULL, NULL, err);
+    for (int i = 0; i < n_specials && st == VTR_OK; i++)
+        st = add_word(v, specials[i], strlen(specials[i]), NULL, NULL, err);
     if (st != VTR_OK)
         goto end;
-    v->specials = (vtr_vocab_specials){0, 1, 2, 3, -1};
+    v->specials = vse ? (vtr_vocab_specials){0, 1, 2, 3, -1} : hgr_special_ids;
 
     int64_t distinct = vtr_string_table_count(counter->words), n = 0;
     kept = malloc((size_t)(distinct ? distinct : 1) * sizeof *kept);
@@ -240,9 +252,9 @@ vtr_status vtr_vocab_build(const vtr_vocab_counter *counter, int64_t threshold,
     if (order == VTR_VOCAB_BY_COUNT)
         qsort(kept, (size_t)n, sizeof *kept, by_count);
     for (int64_t i = 0; i < n && st == VTR_OK; i++)
-        if (strcmp(kept[i].word, VTR_VOCAB_MASK) != 0) /* <mask> stays the last id */
+        if (!vse || strcmp(kept[i].word, VTR_VOCAB_MASK) != 0) /* <mask> stays the last id */
             st = add_word(v, kept[i].word, kept[i].len, NULL, NULL, err);
-    if (st == VTR_OK)
+    if (st == VTR_OK && vse)
         st = add_word(v, VTR_VOCAB_MASK, strlen(VTR_VOCAB_MASK), &v->specials.mask, NULL, err);
 end:
     free(kept);
@@ -447,14 +459,13 @@ end:
  * vtr fixes them at 0, 1, 2. The two agree unless a file names one at another id. */
 static vtr_status check_hgr_specials(const vtr_vocab *v, const char *source, vtr_error *err)
 {
-    static const char *const names[] = {"<BOS>", "<EOS>", "<UNK>"};
-    for (int want = 0; want < 3; want++) {
-        int id = vtr_vocab_id(v, names[want]);
+    for (int want = 0; want < N_HGR_SPECIALS; want++) {
+        int id = vtr_vocab_id(v, hgr_specials[want]);
         if (id >= 0 && id != want)
             return vtr_fail(err, VTR_ERR_FORMAT,
                             "vocab %s: \"%s\" has id %d, but HGR's ids are BOS/EOS/UNK = "
                             "0/1/2 (its reader would take %d)",
-                            source, names[want], id, id);
+                            source, hgr_specials[want], id, id);
     }
     return VTR_OK;
 }
@@ -517,7 +528,7 @@ vtr_status vtr_vocab_load_hgr(const char *word2int_path, vtr_vocab **out, vtr_er
         st = add_word(v, by_id[id], lens[id], NULL, NULL, err);
     if (st != VTR_OK)
         goto end;
-    v->specials = (vtr_vocab_specials){-1, 0, 1, 2, -1};
+    v->specials = hgr_special_ids;
     st = check_hgr_specials(v, path, err);
 end:
     free(by_id);
@@ -556,7 +567,7 @@ vtr_status vtr_vocab_hgr_from_words(const char *const *words, size_t n, const ch
             st = vtr_fail(err, VTR_ERR_FORMAT, "vocab %s: \"%s\" is both word %d and word %zu",
                           source, vtr_printable(words[i], len, shown, sizeof shown), id, i);
     }
-    v->specials = (vtr_vocab_specials){-1, 0, 1, 2, -1};
+    v->specials = hgr_special_ids;
     if (st == VTR_OK)
         st = check_hgr_specials(v, source, err);
     if (st != VTR_OK) {

@@ -10,9 +10,11 @@
  *                  word ids only, without BOS/EOS.
  * Unknown words map to the unk id in both.
  *
- * Building (VTR_VOCAB_VSE): count the tokens of every training caption
- * (vtr_vocab_counter_add), then keep the words seen at least `threshold` times (the
- * reference uses 4). Word ids follow one of two deterministic orders:
+ * Building: count the tokens of every training caption (vtr_vocab_counter_add), then keep
+ * the words seen at least `threshold` times (the reference uses 4), after the layout's
+ * special tokens (VTR_VOCAB_HGR: "<BOS>" "<EOS>" "<UNK>", the names of HGR's release, for a
+ * dataset whose release has no vocabulary). Word ids follow one of two deterministic
+ * orders:
  *   VTR_VOCAB_FIRST_SEEN  the order in which the words first occur in the captions. This
  *                         is what the reference's build_vocab produces (it iterates a
  *                         Python Counter, which keeps insertion order), so the same
@@ -20,8 +22,8 @@
  *   VTR_VOCAB_BY_COUNT    most frequent first, ties broken by byte-wise comparison of
  *                         the words (shorter first when one is a prefix of the other).
  * A counted word that spells a special token ("<unk>", possible in pre-tokenized text) is
- * not added a second time, as the reference's add_word does; "<mask>" is not added
- * before the end either, so that <mask> stays the last id.
+ * not added a second time, as the reference's add_word does; in the VSE layout "<mask>"
+ * is not added before the end either, so that <mask> stays the last id.
  *
  * Files:
  *   the reference JSON (vocab.py serialize_vocab / deserialize_vocab):
@@ -111,10 +113,12 @@ typedef enum vtr_vocab_order {
     VTR_VOCAB_BY_COUNT,   /* most frequent first, ties byte-wise */
 } vtr_vocab_order;
 
-/* A VTR_VOCAB_VSE vocabulary of the words counted at least threshold (>= 1) times, in
- * the given order. *out is NULL on failure. */
+/* A vocabulary of the given layout of the words counted at least threshold (>= 1) times,
+ * in the given order: VTR_VOCAB_VSE <pad> <start> <end> <unk>, the words, <mask>;
+ * VTR_VOCAB_HGR <BOS> <EOS> <UNK> (ids 0, 1, 2), the words. *out is NULL on failure. */
 vtr_status vtr_vocab_build(const vtr_vocab_counter *counter, int64_t threshold,
-                           vtr_vocab_order order, vtr_vocab **out, vtr_error *err);
+                           vtr_vocab_order order, vtr_vocab_layout layout, vtr_vocab **out,
+                           vtr_error *err);
 
 /* ---- files ------------------------------------------------------------------------ */
 

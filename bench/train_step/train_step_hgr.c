@@ -200,7 +200,8 @@ static vtr_status run(int warmup, int nsteps, int dropout, const bench_data *d, 
         make_batch(sb, d, s);
         double t0 = now();
         vtr_param_set_zero_grad(&m.params);
-        if ((st = vtr_hgr_train_step(&m, &sb->batch, SEED, (uint64_t)s, &losses[s], err)))
+        if ((st = vtr_hgr_train_step(&m, &sb->batch, VTR_HINGE_HARDEST_NEGATIVE, SEED, (uint64_t)s,
+                                     &losses[s], err)))
             goto end;
         vtr_optimizer_step(&opt, &m.params, LR);
         times[s] = now() - t0;
