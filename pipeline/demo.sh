@@ -17,7 +17,10 @@
 #      caption a query; HGR by its fused score); one table next to chance;
 #   7. vtr-index indexes the archive with the VSE∞ model (the truncated file is recorded as
 #      failed), and a second run shows that nothing is redone;
-#   8. vtr-search runs three example queries and prints the ranked clips.
+#   8. vtr-search runs three example queries and prints the ranked clips;
+#   9. vtr-index indexes the archive again with the HGR∞ model (each clip keeps its global
+#      vector and per-frame level vectors), and vtr-search ranks the clips for a caption by
+#      the fused score, with the caption's role graph (--graphs) and without.
 #
 # VTR_DEMO_CLIPS sets the number of clips (default 300), VTR_DEMO_DIR the output
 # directory (default demo-out/), VTR_DEMO_SEED the seed of the archive and the backbone
@@ -172,5 +175,19 @@ for q in "a red circle" "a small green triangle appears briefly" "a blue star mo
     echo
 done
 rm -f "$out/search.txt"
+
+stage "9. vtr-index + vtr-search with HGR∞: the fused score of three levels"
+set +e
+vtr-index "$a" --model "$out/runs/hgr-inf/best.safetensors" --index "$out/index-hgr" \
+    -w "$out/resnet18-random.safetensors" -a resnet18 --frames 10 --resize 0 --crop 0
+status=$?
+set -e
+[ "$status" -eq 2 ] || { echo "demo: expected exit status 2 for the broken file" >&2; exit 1; }
+q=$(first_caption video1)
+echo "a caption with its role graph (the graph vtr-synth wrote for it), then the same text"
+echo "without one (only the global level can match it):"
+vtr-search "$q" --index "$out/index-hgr" --graphs "$a/sent2rolegraph.augment.json" -k 5
+echo
+vtr-search "$q" --index "$out/index-hgr" -k 5
 
 echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"

@@ -118,4 +118,13 @@ grep -q 'vtr-index exit status: 0' "$dir/log" || fail "second vtr-index run did 
 # every clip is searchable: the first query's table has 5 ranked rows naming clips
 [ "$(grep -c 'video[0-9]*\.mp4' "$dir/log")" -ge 15 ] || fail "searches did not list clips"
 grep -q '^query: a red circle' "$dir/log" || fail "no search output"
+# the HGR∞ index: every clip but the broken one; a caption searched with its role graph is
+# scored by all three levels, without one by the global level alone
+grep -q "index-hgr: 120 added, 0 updated, 0 removed, 1 failed" "$dir/log" ||
+    fail "the HGR index: $(grep 'index-hgr' "$dir/log")"
+grep -q '^levels: global, verb ([1-9] phrases*), noun ([1-9] phrases*)$' "$dir/log" ||
+    fail "HGR search with a role graph: $(sed -n '/== 9\./,$p' "$dir/log")"
+grep -q '^levels: global only (no role graph' "$dir/log" || fail "HGR search without a graph"
+[ "$(sed -n '/== 9\./,$p' "$dir/log" | grep -Ec '^ +[1-5] +-?0\.[0-9]{4} +-?0\.[0-9]{4} +-?0\.[0-9]{4} +-?0\.[0-9]{4} .*video[0-9]+\.mp4$')" -eq 10 ] ||
+    fail "HGR search tables: $(sed -n '/== 9\./,$p' "$dir/log")"
 echo "ok: text -> video R@10 and RSUM, $(cat "$dir/learned")"
