@@ -129,33 +129,47 @@ static bool shift_invariant(const char *name)
            strstr(name, "edge_attn_key.bias") != NULL;
 }
 
+/* Adam (eps 1e-8) steps an element by about lr * g / (|g| + eps) at its first step: where
+ * |g| is within ADAM_NOISE_GRAD (10 eps) of zero, the float32 rounding of the gradient
+ * moves the step by lr * eps * dg / (|g| + eps)^2. HGR∞'s text_encoder.rnn.weight_ih_l0
+ * has one such element, (0, 6): its gradient, -3.954e-8 in float64, is a sum of 25 terms
+ * whose magnitudes add up to 8.5e-4 (a 21,555-fold cancellation); PyTorch's float32 gives
+ * -3.950e-8, vtr's -3.982e-8 (the gradient of the BiGRU's output, rounded to float32
+ * alike on both sides, 3.8e-8 and 4.4e-8 from float64 at most, carries most of that), and
+ * the two Adam steps differ by 1.3e-5 (4.9e-5 of the tensor's scale). Such elements are
+ * held to the noise bound; Adam itself is checked on the reference's own gradients. */
+#define ADAM_NOISE_GRAD 1e-7
+
 /* Relative error (nn_parity_check's measure) of each parameter tensor of got against the
- * same slice of the flat fixture; fails above PARITY_TOL; returns the largest. The
- * shift-invariant tensors are checked against `noise` instead: |got - ref| <= noise. */
+ * same slice of the flat fixture; fails above tol; returns the largest. Noise elements are
+ * checked against `noise` instead, |got - ref| <= noise: every element of the
+ * shift-invariant tensors and, when ref_grad is given, each element whose ref_grad is
+ * under ADAM_NOISE_GRAD in magnitude. */
 static double parity_per_tensor(const vtr_param_set *ps, const float *got, const char *fixture,
-                                const char *what, double noise)
+                                const char *what, double tol, double noise, const float *ref_grad)
 {
     float *ref = nn_fixture_floats(fixture, ps->n_trainable);
     double worst = 0.0;
     for (size_t i = 0; i < ps->count; i++) {
         const vtr_param_entry *e = &ps->entries[i];
-        double diff = 0.0, scale = 1e-6;
+        bool all_noise = shift_invariant(e->name);
+        double diff = 0.0, noise_diff = 0.0, scale = 1e-6;
         for (size_t k = 0; k < e->numel; k++) {
-            diff = fmax(diff, fabs((double)got[e->offset + k] - ref[e->offset + k]));
-            scale = fmax(scale, fabs((double)ref[e->offset + k]));
+            size_t j = e->offset + k;
+            double d = fabs((double)got[j] - ref[j]);
+            scale = fmax(scale, fabs((double)ref[j]));
+            if (all_noise || (ref_grad && fabs((double)ref_grad[j]) < ADAM_NOISE_GRAD))
+                noise_diff = fmax(noise_diff, d);
+            else
+                diff = fmax(diff, d);
         }
-        if (shift_invariant(e->name)) {
-            if (getenv("VTR_TEST_VERBOSE"))
-                printf("    parity %-8s %-44s absolute error %.2e (gradient 0: noise)\n", what,
-                       e->name, diff);
-            CHECK_MSG(diff <= noise, "%s of %s: differs by %g (noise bound %g)", what, e->name,
-                      diff, noise);
-            continue;
-        }
-        double rel = diff / scale;
         if (getenv("VTR_TEST_VERBOSE"))
-            printf("    parity %-8s %-44s relative error %.2e\n", what, e->name, rel);
-        CHECK_MSG(rel <= PARITY_TOL, "parity %s of %s: relative error %.3g", what, e->name, rel);
+            printf("    parity %-8s %-44s relative error %.2e, noise elements %.2e\n", what,
+                   e->name, diff / scale, noise_diff);
+        CHECK_MSG(noise_diff <= noise, "%s of %s: differs by %g (noise bound %g)", what, e->name,
+                  noise_diff, noise);
+        double rel = diff / scale;
+        CHECK_MSG(rel <= tol, "parity %s of %s: relative error %.3g", what, e->name, rel);
         worst = fmax(worst, rel);
     }
     free(ref);
@@ -197,7 +211,7 @@ static void parity(vtr_hgr_global_pool pool, const char *prefix)
     PARITY("s_fused", m.s_fused, PB * PB);
     PARITY("loss", &loss, 1);
     snprintf(name, sizeof name, "hgr/%sgrads", prefix);
-    parity_per_tensor(&m.params, m.params.grad, name, "grad", 1e-6);
+    parity_per_tensor(&m.params, m.params.grad, name, "grad", PARITY_TOL, 1e-6, NULL);
 
     /* inference: the encoders and the block scorer give the step's numbers */
     float global[PB * PE], verb[PB * PT * PE], noun[PB * PT * PE];
@@ -229,14 +243,30 @@ static void parity(vtr_hgr_global_pool pool, const char *prefix)
             CHECK(fabsf(part[v * 2 + c] - fused[(v + 1) * PB + c + 2]) <= 1e-6f);
 #undef PARITY
 
-    /* one Adam step (lr 1e-2) from these gradients */
+    /* one Adam step (lr 1e-2) from these gradients: 1e-5 of each tensor's scale (measured:
+     * 5.2e-7 at most), the elements of near-zero gradient within 2 lr */
     vtr_optimizer opt;
     vtr_optim_hparams hp = vtr_optim_defaults(VTR_OPTIM_ADAM);
+    snprintf(name, sizeof name, "hgr/%sgrads", prefix);
+    float *ref_grad = nn_fixture_floats(name, m.params.n_trainable);
+    size_t nbytes = sizeof(float) * m.params.n_trainable;
+    float *before = malloc(nbytes);
+    CHECK(before != NULL);
+    memcpy(before, m.params.data, nbytes);
     CHECK_OK(vtr_optimizer_init(&opt, &m.params, &hp, &err));
     vtr_optimizer_step(&opt, &m.params, 1e-2);
     snprintf(name, sizeof name, "hgr/%sparams_adam", prefix);
-    parity_per_tensor(&m.params, m.params.data, name, "adam", 2e-2); /* 2 lr */
+    parity_per_tensor(&m.params, m.params.data, name, "adam", 1e-5, 2e-2, ref_grad); /* 2 lr */
     vtr_optimizer_free(&opt);
+    /* the same step from the reference's gradients: Adam alone, to 1e-6 and within 1e-7
+     * where the gradient is noise (measured: the same bytes as torch.optim.Adam's) */
+    memcpy(m.params.data, before, nbytes);
+    memcpy(m.params.grad, ref_grad, nbytes);
+    CHECK_OK(vtr_optimizer_init(&opt, &m.params, &hp, &err));
+    vtr_optimizer_step(&opt, &m.params, 1e-2);
+    parity_per_tensor(&m.params, m.params.data, name, "adam-ref", 1e-6, 1e-7, NULL);
+    vtr_optimizer_free(&opt);
+    free(before), free(ref_grad);
     free_batch(&f);
     vtr_hgr_model_free(&m);
 }
