@@ -759,22 +759,11 @@ vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, co
 
 /* ---- FLOP count ------------------------------------------------------------------- */
 
-/* A one-layer BiGRU D -> H over ntok real steps of B sequences: both directions' input
- * products, hidden products after each sequence's first step, their backward products
- * (dh, dW_hh, dW_ih) and, with dinp, the input gradient. */
-static double bigru_step_flops(double ntok, double B, double D, double H, bool dinp)
-{
-    double gates = 3 * H;
-    double fwd = 2 * ntok * D * gates + 2 * (ntok - B) * H * gates;
-    double bwd = 2 * (ntok - B) * gates * H + 2 * ntok * gates * H + 2 * ntok * gates * D;
-    return 2 * (fwd + bwd + (dinp ? 2 * ntok * gates * D : 0));
-}
-
 static double global_pool_flops(const vtr_hgr_config *c, double B, double T, double ntok)
 {
     if (c->global_pool != VTR_HGR_POOL_GPO)
         return 0; /* attention pooling: dot products */
-    return bigru_step_flops(ntok, B, c->gpo_pe, c->gpo_hidden, false) +
+    return vtr_gru_train_flops(ntok, B, c->gpo_pe, c->gpo_hidden, 2, false) +
            3 * 2 * B * T * c->gpo_hidden;
 }
 
@@ -793,15 +782,24 @@ double vtr_hgr_train_step_flops(const vtr_hgr_model *m, const vtr_hgr_batch *bat
     }
     double flops = 3 * 2 * (2 * frames * F * E); /* level Linears: forward, dW */
     flops += global_pool_flops(c, B, T, frames) + global_pool_flops(c, B, L, words);
-    flops += bigru_step_flops(words, B, W, E, true);
-    /* GCN: query and key (E -> E/2), context (E -> E) over B*N rows, forward, dx, dW;
-     * per caption q kᵀ, a x forward, their two gradients each */
-    flops += 3 * 2 * B * N * E * (2 * G + E);
+    flops += vtr_gru_train_flops(words, B, W, E, 2, true);
+    /* GCN: query (E -> E/2) and context (E -> E) over the attending rows, key over the
+     * attended rows, forward, dx, dW; per caption q kᵀ, a x forward, their two gradients */
+    int attending, attended;
+    vtr_attn_gcn_count_edge_rows(&attending, &attended, cap->rel_edges, batch->B, (int)N);
+    flops += 3 * 2 * E * ((double)attending * (G + E) + (double)attended * G);
     flops += B * 3 * 2 * N * N * (G + E);
     flops += 3 * 2 * B * B * E; /* global cosines */
     for (int k = 0; k < 2; k++) {
-        double P = k == 0 ? c->num_verbs : c->num_nouns;
-        flops += 3 * 2 * (B * P) * (B * T) * E + 2 * frames_sq * E;
+        int P = k == 0 ? c->num_verbs : c->num_nouns;
+        const uint8_t *masks = k == 0 ? cap->verb_masks : cap->noun_masks;
+        double valid = 0;
+        for (int b = 0; b < batch->B; b++) {
+            int n;
+            count_phrases(&n, masks + (size_t)b * P * cap->L, 1, P, cap->L);
+            valid += n;
+        }
+        flops += 3 * 2 * valid * (B * T) * E + 2 * frames_sq * E;
     }
     return flops;
 }

@@ -202,13 +202,15 @@ vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch, uint
 /* The floating-point operations of the matrix products of one vtr_hgr_train_step on batch
  * (2 per multiply-add; for a FLOP floor): the three level Linears over the real frames
  * (forward and weight gradient; the frames take no gradient), the BiGRU over the real words
- * (input and hidden products, their weight and input gradients), GPO's BiGRU and scorer
- * (HGR∞; attention pooling is dot products, not counted), the GCN's query, key and
- * context Linears over the B x N nodes (forward, both gradients) and its per-caption
- * N x N attention products, the global cosines (B,B) with both gradients, and each
- * phrase level's frame-phrase product (B*P, B*T) with its two gradients plus the
- * backward's per-video (len, len) x (len, E) product. Element-wise work, norms, softmaxes,
- * span max and the phrase attention's Gram matrix (loops, not BLAS) are not counted. */
+ * (input and hidden products, their weight and input gradients; no hidden products at a
+ * sequence's first step, whose state is 0), GPO's BiGRU and scorer (HGR∞; attention
+ * pooling is dot products, not counted), the GCN's query and context Linears over the nodes
+ * with an edge and its key Linear over the nodes an edge points to (forward, both
+ * gradients; lib/graph_attention.h) and its per-caption N x N attention products, the
+ * global cosines (B,B) with both gradients, and each phrase level's frame-phrase product
+ * (valid phrases, B*T) with its two gradients plus the backward's per-video (len, len) x
+ * (len, E) product. Element-wise work, norms, softmaxes, span max and the phrase
+ * attention's Gram matrix (loops, not BLAS) are not counted. */
 double vtr_hgr_train_step_flops(const vtr_hgr_model *m, const vtr_hgr_batch *batch);
 
 /* Inference encoding of B <= max_batch videos (T <= max_frames): global (B,E)

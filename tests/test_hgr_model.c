@@ -488,7 +488,9 @@ TEST(hgr_batches_smaller_than_the_arena_give_the_same_step)
 TEST(hgr_train_step_flops_count_the_products)
 {
     /* HGR (attention pooling), F 6, E 4 (GCN F 2), W 3, 4 verbs, 6 nouns (11 nodes); 2 pairs,
-     * frame lengths (3, 2) of T 3, caption lengths (4, 1) of L 4 */
+     * frame lengths (3, 2) of T 3, caption lengths (4, 1) of L 4. Caption 0: verbs at words
+     * 0 and 1, nouns at 1, 2, 3, edges root -> each verb, verb 0 <-> nouns 0 and 1, verb 1
+     * <-> noun 2 (rel[target][source]); caption 1: two nouns at word 0, no verb, no edge. */
     vtr_error err;
     vtr_hgr_config cfg = vtr_hgr_config_default(10, VTR_HGR_POOL_ATTENTION);
     cfg.feature_dim = 6;
@@ -497,23 +499,35 @@ TEST(hgr_train_step_flops_count_the_products)
     vtr_hgr_model m;
     CHECK_OK(vtr_hgr_model_init(&m, &cfg, 2, 3, 4, &err));
     int fl[2] = {3, 2}, cl[2] = {4, 1};
+    uint8_t verb_masks[2 * NV * 4] = {0}, noun_masks[2 * NN * 4] = {0};
+    float rel[2 * NODES * NODES] = {0};
+    verb_masks[0 * 4 + 0] = verb_masks[1 * 4 + 1] = 1;
+    noun_masks[0 * 4 + 1] = noun_masks[1 * 4 + 2] = noun_masks[2 * 4 + 3] = 1;
+    noun_masks[(NN + 0) * 4 + 0] = noun_masks[(NN + 1) * 4 + 0] = 1;
+    static const int edges[][2] = {{1, 0}, {2, 0}, {1, 5}, {5, 1}, {1, 6}, {6, 1}, {2, 7}, {7, 2}};
+    for (int e = 0; e < 8; e++)
+        rel[edges[e][0] * NODES + edges[e][1]] = 1.0f;
     vtr_hgr_batch b = {.B = 2, .T = 3, .frame_lengths = fl};
     b.captions.B = 2;
     b.captions.L = 4;
     b.captions.lengths = cl;
+    b.captions.verb_masks = verb_masks;
+    b.captions.noun_masks = noun_masks;
+    b.captions.rel_edges = rel;
     double levels = 3 * (2 * 5 * 6 * 4) * 2; /* 5 real frames: forward, dW; no dx */
     /* BiGRU per direction, gates 12: W_ih over 5 words (forward, dW, dx), W_hh over the 3
-     * steps after the first (forward, dh), dW_hh over 5 */
-    double rnn = 2 * (2 * 5 * 3 * 12 * 3 + 2 * 3 * 4 * 12 * 2 + 2 * 5 * 12 * 4);
-    double gcn = 3 * (2 * 22 * 4 * 2) * 2 /* query, key over 2 x 11 nodes, 3 products */
-                 + 3 * (2 * 22 * 4 * 4)   /* context */
+     * steps after the first (forward, dh, dW_hh) */
+    double rnn = 2 * (2 * 5 * 3 * 12 * 3 + 2 * 3 * 4 * 12 * 3);
+    double gcn = 3 * (2 * 5 * 4 * 2)      /* query over the 5 attending nodes, 3 products */
+                 + 3 * (2 * 6 * 4 * 2)    /* key over the 6 attended nodes */
+                 + 3 * (2 * 5 * 4 * 4)    /* context over the attending nodes */
                  + 2 * 3 * (2 * 11 * 11 * 2 + 2 * 11 * 11 * 4); /* q kᵀ, a x; gradients */
     double cosine = 3 * 2 * 2 * 2 * 4;
-    double phrases = 3 * 2 * 8 * 6 * 4    /* verbs: (2*4, 2*3) x 4 */
-                     + 3 * 2 * 12 * 6 * 4 /* nouns: (2*6, 2*3) x 4 */
+    double phrases = 3 * 2 * 2 * 6 * 4    /* verbs: 2 valid x (2*3) x 4 */
+                     + 3 * 2 * 5 * 6 * 4  /* nouns: 5 valid x (2*3) x 4 */
                      + 2 * (2 * 13 * 4);  /* per video len^2 x 4, both levels */
     double want = levels + rnn + gcn + cosine + phrases;
-    CHECK(want == 21832.0);
+    CHECK(want == 16360.0);
     double got = vtr_hgr_train_step_flops(&m, &b);
     CHECK_MSG(fabs(got - want) <= 1e-9 * want, "flops %.0f, expected %.0f", got, want);
     vtr_hgr_model_free(&m);
