@@ -263,6 +263,11 @@ void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed)
         vtr_rng_init(&rng, seed, (uint64_t)i);
         if (strcmp(name, "text_encoder.embedding.we.weight") == 0) {
             vtr_model_fill_uniform(x, e->numel, 0.1f, &rng);
+        } else if (strncmp(name, "text_encoder.rnn.weight_", 24) == 0) {
+            /* the reference's SentEncoder.init_weights */
+            vtr_model_fill_orthogonal(x, (int)e->shape[0], (int)e->shape[1], &rng, m->scratch);
+        } else if (strncmp(name, "text_encoder.rnn.bias_", 22) == 0) {
+            memset(x, 0, sizeof(float) * e->numel);
         } else if (strcmp(name, "text_encoder.role_embedding.weight") == 0) {
             for (size_t k = 0; k < e->numel; k++)
                 x[k] = vtr_rng_normal(&rng);
@@ -361,6 +366,9 @@ static size_t layout_arena(vtr_hgr_model *m, char *base)
     scratch = max_size(scratch, vtr_attn_gcn_scratch_size(Bi, N, Ei, Ei / 2));
     scratch = max_size(scratch, vtr_role_span_pool_scratch_size(Bi, P, Ei));
     scratch = max_size(scratch, vtr_phrase_attention_scratch_size(Bi, Bi, Ti, P, Ei));
+    /* vtr_hgr_init_params orthogonalizes the BiGRU's (3E, W) and (3E, E) weights there */
+    scratch = max_size(scratch, sizeof(double) * vtr_model_orthogonal_scratch_size(3 * Ei, Wi));
+    scratch = max_size(scratch, sizeof(double) * vtr_model_orthogonal_scratch_size(3 * Ei, Ei));
     m->scratch = vtr_arena_carve(base, &off, scratch);
     m->bigru.scratch[0] = m->scratch;
     m->bigru.scratch[1] = vtr_arena_carve(base, &off, rnn_scratch);

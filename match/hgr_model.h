@@ -184,11 +184,13 @@ vtr_status vtr_hgr_model_init(vtr_hgr_model *m, const vtr_hgr_config *cfg, int m
 /* Frees the parameters and the arena; leaves m zeroed. Safe on a zeroed or freed model. */
 void vtr_hgr_model_free(vtr_hgr_model *m);
 
-/* Initialization from lib/rng.h streams of seed (tensor i from stream i): Linear weights
- * and biases uniform(±1/sqrt(fan_in)) (PyTorch's default), GRU tensors uniform(±1/sqrt(E))
- * (the reference uses orthogonal GRU weights and zero GRU biases), word embedding
- * uniform(±0.1) (the reference loads GloVe: the caller overwrites it), role embedding
- * normal(0,1) (nn.Embedding's default), LayerNorm weight 1 and bias 0. Gradients zeroed. */
+/* Initialization from lib/rng.h streams of seed (tensor i from stream i): the text BiGRU's
+ * weights orthogonal and its biases 0, as the reference's SentEncoder.init_weights
+ * (nn.init.orthogonal_ of each whole (3E, in) weight: orthonormal columns; QR in the
+ * arena's scratch, match/model_params.h), Linear weights and biases and GPO's GRU (HGR∞)
+ * uniform(±1/sqrt(fan_in)) (PyTorch's default), word embedding uniform(±0.1) (the
+ * reference loads GloVe: the caller overwrites it), role embedding normal(0,1)
+ * (nn.Embedding's default), LayerNorm weight 1 and bias 0. Gradients zeroed. */
 void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed);
 
 /* One training step's forward and backward: encoders in training mode (dropout from

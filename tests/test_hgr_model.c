@@ -12,6 +12,7 @@
 #include "gradcheck.h"
 #include "lib/optim.h"
 #include "match/hgr_model.h"
+#include "match/model_params.h"
 
 enum { PB = 4, PT = 5, PF = 24, PE = 16, PW = 8, PV = 40, PL = 9, NV = 4, NN = 6, NODES = 11 };
 
@@ -408,6 +409,91 @@ TEST(hgr_dropout_draws_from_seed_and_step)
     vtr_hgr_model_free(&a);
     vtr_hgr_model_free(&b);
     vtr_hgr_model_free(&c);
+}
+
+/* ---- initialization ---- */
+
+/* The largest |(x xᵀ - I)_ij| over the rows of x (rows, cols) when wide, or |(xᵀ x - I)_ij|
+ * over its columns when tall, in double. */
+static double orthonormality_error(const float *x, int rows, int cols)
+{
+    int tall = rows >= cols, n = tall ? cols : rows, k = tall ? rows : cols;
+    double worst = 0.0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++) {
+            double dot = 0.0;
+            for (int t = 0; t < k; t++)
+                dot += tall ? (double)x[(size_t)t * cols + i] * x[(size_t)t * cols + j]
+                            : (double)x[(size_t)i * cols + t] * x[(size_t)j * cols + t];
+            worst = fmax(worst, fabs(dot - (i == j ? 1.0 : 0.0)));
+        }
+    return worst;
+}
+
+TEST(model_fill_orthogonal_gives_orthonormal_rows_or_columns)
+{
+    /* nn.init.orthogonal_'s shapes: tall (HGR's (3E, W) at the released sizes), square,
+     * wide; the same stream gives the same bytes */
+    static const int shapes[][2] = {{3072, 300}, {7, 7}, {5, 12}};
+    for (int s = 0; s < 3; s++) {
+        int rows = shapes[s][0], cols = shapes[s][1];
+        size_t n = (size_t)rows * cols;
+        float *x = nn_alloc_floats(n), *y = nn_alloc_floats(n);
+        double *scratch = malloc(sizeof(double) * vtr_model_orthogonal_scratch_size(rows, cols));
+        CHECK(scratch != NULL);
+        vtr_rng rng;
+        vtr_rng_init(&rng, 21, 4);
+        vtr_model_fill_orthogonal(x, rows, cols, &rng, scratch);
+        double e = orthonormality_error(x, rows, cols);
+        CHECK_MSG(e <= 1e-6, "(%d, %d): orthonormality error %g", rows, cols, e);
+        vtr_rng_init(&rng, 21, 4);
+        vtr_model_fill_orthogonal(y, rows, cols, &rng, scratch);
+        CHECK(memcmp(x, y, sizeof(float) * n) == 0);
+        free(x), free(y), free(scratch);
+    }
+}
+
+TEST(hgr_init_follows_the_reference)
+{
+    /* the text BiGRU's weights orthogonal ((3E, in): orthonormal columns), its biases 0;
+     * GPO's GRU (HGR∞) keeps PyTorch's default uniform(±1/sqrt(hidden)); another seed
+     * another orthogonal matrix (the same seed's same bytes: hgr_training_is_deterministic) */
+    vtr_error err;
+    for (int g = 0; g < 2; g++) {
+        vtr_hgr_config cfg = small_config(g ? VTR_HGR_POOL_GPO : VTR_HGR_POOL_ATTENTION, 0.0f);
+        vtr_hgr_model m;
+        CHECK_OK(vtr_hgr_model_init(&m, &cfg, PB, PT, PL, &err));
+        vtr_hgr_init_params(&m, 31);
+        int weights = 0, biases = 0;
+        for (size_t i = 0; i < m.params.count; i++) {
+            const vtr_param_entry *e = &m.params.entries[i];
+            const float *x = m.params.data + e->offset;
+            if (strncmp(e->name, "text_encoder.rnn.weight_", 24) == 0) {
+                CHECK_EQ_INT((int)e->shape[0], 3 * PE);
+                double err_o = orthonormality_error(x, (int)e->shape[0], (int)e->shape[1]);
+                CHECK_MSG(err_o <= 1e-6, "%s: orthonormality error %g", e->name, err_o);
+                weights++;
+            } else if (strncmp(e->name, "text_encoder.rnn.bias_", 22) == 0) {
+                for (size_t k = 0; k < e->numel; k++)
+                    CHECK(x[k] == 0.0f);
+                biases++;
+            } else if (strstr(e->name, "gpool.gru.")) {
+                float bound = 1.0f / sqrtf((float)cfg.gpo_hidden);
+                for (size_t k = 0; k < e->numel; k++)
+                    CHECK(fabsf(x[k]) <= bound);
+                if (e->ndim == 2)
+                    CHECK(orthonormality_error(x, (int)e->shape[0], (int)e->shape[1]) > 1e-2);
+            }
+        }
+        CHECK_EQ_INT(weights, 4);
+        CHECK_EQ_INT(biases, 4);
+        const float *w = vtr_param_data(&m.params, "text_encoder.rnn.weight_hh_l0");
+        float before[3 * PE * PE];
+        memcpy(before, w, sizeof before);
+        vtr_hgr_init_params(&m, 32);
+        CHECK(memcmp(before, w, sizeof before) != 0);
+        vtr_hgr_model_free(&m);
+    }
 }
 
 /* ---- determinism, sampling, errors ---- */
