@@ -203,8 +203,8 @@ static void linear_rows_forward(float *y, const float *x, const int *list, int n
 // part: dx (rows,C) += at the rows in list (or NULL), dweight +=, dbias += (or NULL); xp
 // (n,C), yp (n,OC), zp (n,C)
 static void linear_rows_backward(float *dx, float *dweight, float *dbias, const float *dy,
-                                 const float *x, const int *list, int n, const float *weight,
-                                 int C, int OC, float *xp, float *yp, float *zp)
+                                 const float *x, const int *list, int n, const float *weight, int C,
+                                 int OC, float *xp, float *yp, float *zp)
 {
     vtr_embedding_forward(xp, list, x, n, C);
     vtr_embedding_forward(yp, list, dy, n, OC);
@@ -300,8 +300,7 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
     // the context Linear over the attending rows: the others' agg is 0, and their dagg meets
     // only their attention rows, which are 0
     memset(dagg, 0, sizeof(float) * n);
-    linear_rows_backward(dagg, dw.ctx_w, NULL, dctx, agg, attending, na, w.ctx_w, D, D, xp, yp,
-                         zp);
+    linear_rows_backward(dagg, dw.ctx_w, NULL, dctx, agg, attending, na, w.ctx_w, D, D, xp, yp, zp);
     // agg_b = a_b x_b: da_b (N,N) = dagg_b x_bᵀ, dx_b += a_bᵀ dagg_b
     for (int b = 0; b < B; b++) {
         size_t bd = (size_t)b * N * D, bn = (size_t)b * N * N;

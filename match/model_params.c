@@ -11,8 +11,8 @@
  * which configure requires, exports them). */
 void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work,
              const int *lwork, int *info);
-void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda,
-             const double *tau, double *work, const int *lwork, int *info);
+void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau,
+             double *work, const int *lwork, int *info);
 
 /* The QR's workspace per column: LAPACK's blocked code wants n * block size, and 64
  * covers the block sizes it picks. */
@@ -104,7 +104,6 @@ void vtr_model_fill_orthogonal(float *x, int rows, int cols, vtr_rng *rng, doubl
     dorgqr_(&m, &n, &n, a, &m, tau, work, &lwork, &info);
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++)
-            x[(size_t)r * cols + c] =
-                (float)(tall ? a[(size_t)r + (size_t)c * m] * sign[c]
-                             : a[(size_t)c + (size_t)r * m] * sign[r]);
+            x[(size_t)r * cols + c] = (float)(tall ? a[(size_t)r + (size_t)c * m] * sign[c]
+                                                   : a[(size_t)c + (size_t)r * m] * sign[r]);
 }

@@ -604,14 +604,14 @@ TEST(hgr_train_step_flops_count_the_products)
     /* BiGRU per direction, gates 12: W_ih over 5 words (forward, dW, dx), W_hh over the 3
      * steps after the first (forward, dh, dW_hh) */
     double rnn = 2 * (2 * 5 * 3 * 12 * 3 + 2 * 3 * 4 * 12 * 3);
-    double gcn = 3 * (2 * 5 * 4 * 2)      /* query over the 5 attending nodes, 3 products */
-                 + 3 * (2 * 6 * 4 * 2)    /* key over the 6 attended nodes */
-                 + 3 * (2 * 5 * 4 * 4)    /* context over the attending nodes */
+    double gcn = 3 * (2 * 5 * 4 * 2)   /* query over the 5 attending nodes, 3 products */
+                 + 3 * (2 * 6 * 4 * 2) /* key over the 6 attended nodes */
+                 + 3 * (2 * 5 * 4 * 4) /* context over the attending nodes */
                  + 2 * 3 * (2 * 11 * 11 * 2 + 2 * 11 * 11 * 4); /* q kᵀ, a x; gradients */
     double cosine = 3 * 2 * 2 * 2 * 4;
-    double phrases = 3 * 2 * 2 * 6 * 4    /* verbs: 2 valid x (2*3) x 4 */
-                     + 3 * 2 * 5 * 6 * 4  /* nouns: 5 valid x (2*3) x 4 */
-                     + 2 * (2 * 13 * 4);  /* per video len^2 x 4, both levels */
+    double phrases = 3 * 2 * 2 * 6 * 4   /* verbs: 2 valid x (2*3) x 4 */
+                     + 3 * 2 * 5 * 6 * 4 /* nouns: 5 valid x (2*3) x 4 */
+                     + 2 * (2 * 13 * 4); /* per video len^2 x 4, both levels */
     double want = levels + rnn + gcn + cosine + phrases;
     CHECK(want == 16360.0);
     double got = vtr_hgr_train_step_flops(&m, &b);
