@@ -63,6 +63,7 @@ void vtr_sigmoid_backward(float *dinp, const float *dout, const float *out, size
 static void dropout_apply(float *dst, const float *src, size_t n, float p, uint64_t seed,
                           uint64_t stream, int accumulate)
 {
+    const vtr_dropout_scale s = vtr_dropout_scale_of(p);
     size_t blocks = (n + 3) / 4;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN / 4)
     for (size_t blk = 0; blk < blocks; blk++) {
@@ -70,7 +71,7 @@ static void dropout_apply(float *dst, const float *src, size_t n, float p, uint6
         vtr_philox_block(seed, stream, blk, words);
         for (size_t k = 0; k < 4 && blk * 4 + k < n; k++) {
             size_t i = blk * 4 + k;
-            float v = src[i] * vtr_dropout_multiplier(vtr_u32_to_unit_float(words[k]), p);
+            float v = src[i] * vtr_dropout_multiplier(words[k], s);
             dst[i] = accumulate ? dst[i] + v : v;
         }
     }

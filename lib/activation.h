@@ -60,15 +60,28 @@ static VTR_HD float vtr_tanh_grad(float y)
     return 1.0f - y * y;
 }
 
-/* Dropout's multiplier for an element whose draw is u: 0 when u < p, else 1 / (1 - p).
- * Element i's draw is vtr_philox_uniform_at(seed, stream, i). */
-static VTR_HD float vtr_dropout_multiplier(float u, float p)
+/* Dropout with probability p, as two constants computed once per call: an element whose
+ * draw u = vtr_u32_to_unit_float(word) is below p is zeroed, the others are scaled by
+ * 1 / (1 - p). u < p exactly when (float)(word >> 8) < p * 2^24 (both sides exact), which
+ * the multiplier below tests without a branch or a division per element. */
+typedef struct vtr_dropout_scale {
+    float threshold; /* p * 2^24 */
+    float keep;      /* 1 / (1 - p); 1 when p <= 0 (nothing dropped), 0 when p >= 1 */
+} vtr_dropout_scale;
+
+static VTR_HD vtr_dropout_scale vtr_dropout_scale_of(float p)
 {
-    if (p <= 0.0f)
-        return 1.0f;
-    if (p >= 1.0f)
-        return 0.0f;
-    return u < p ? 0.0f : 1.0f / (1.0f - p);
+    vtr_dropout_scale s = {p * 16777216.0f, p <= 0.0f   ? 1.0f
+                                            : p >= 1.0f ? 0.0f
+                                                        : 1.0f / (1.0f - p)};
+    return s;
+}
+
+/* The multiplier of an element whose draw is word (vtr_philox_word_at(seed, stream, i) for
+ * element i): 0 or s.keep. */
+static VTR_HD float vtr_dropout_multiplier(uint32_t word, vtr_dropout_scale s)
+{
+    return (float)(word >> 8) < s.threshold ? 0.0f : s.keep;
 }
 
 // inp (n), out (n)

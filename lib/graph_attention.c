@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "activation.h"
+#include "embedding.h"
 #include "linear.h"
 #include "norm.h"
 #include "softmax.h"
@@ -11,14 +12,50 @@
 /* Elements below which a loop stays on one thread (the fork costs more than it saves). */
 #define PARALLEL_MIN 32768
 
-/* The workspace's regions, in order, all float:
+/* Only some rows need the three Linears: a row without an edge has an all-zero attention
+ * row, so no score reads its query and its context a x is 0 (c = 0 Wcᵀ = 0); a row no edge
+ * points to is a key no score reads. The query and context Linears run over the attending
+ * rows (those with an edge), packed, and the key Linear over the attended rows (those an
+ * edge points to); the other rows of q, k and c are 0, as the full products would give.
+ * In HGR the root, the padded phrase slots and the nouns of a verbless caption attend to
+ * nothing: about half of the B*N rows. */
+
+/* The workspace's regions, in order:
  *   q, k (B,N,F); attn (B,N,N) the attention a; agg (B,N,D) a x, the context layer's input;
- *   resid (B,N,D) x + dropout(c), the LayerNorm's input; mean, rstd (B,N) its statistics */
-enum { WS_Q, WS_K, WS_ATTN, WS_AGG, WS_RESID, WS_MEAN, WS_RSTD, WS_REGIONS };
+ *   resid (B,N,D) x + dropout(c), the LayerNorm's input; mean, rstd (B,N) its statistics;
+ *   xp, yp (B*N,D) a Linear's packed rows in and out;
+ *   attending, attended (B*N) int: the rows with an edge, the rows an edge points to, each
+ *   list ascending, then its count (int) */
+enum {
+    WS_Q,
+    WS_K,
+    WS_ATTN,
+    WS_AGG,
+    WS_RESID,
+    WS_MEAN,
+    WS_RSTD,
+    WS_XP,
+    WS_YP,
+    WS_ATTENDING,
+    WS_ATTENDED,
+    WS_REGIONS
+};
 
 /* The scratch's regions, in order, all float: the gradients of resid, c and agg (B,N,D),
- * of a and of the scores (B,N,N), of q and k (B,N,F) */
-enum { SC_DRESID, SC_DCTX, SC_DAGG, SC_DATTN, SC_DSCORE, SC_DQ, SC_DK, SC_REGIONS };
+ * of a and of the scores (B,N,N), of q and k (B,N,F); xp, yp, zp (B*N,D) packed rows */
+enum {
+    SC_DRESID,
+    SC_DCTX,
+    SC_DAGG,
+    SC_DATTN,
+    SC_DSCORE,
+    SC_DQ,
+    SC_DK,
+    SC_XP,
+    SC_YP,
+    SC_ZP,
+    SC_REGIONS
+};
 
 /* Byte offsets of n regions of floats[i] floats, back to back, each 64-byte aligned:
  * offset (n + 1), offset[n] the total. */
@@ -32,16 +69,17 @@ static void regions_layout(size_t *offset, const size_t *floats, int n)
 static void workspace_layout(size_t offset[WS_REGIONS + 1], int B, int N, int D, int F)
 {
     size_t rows = (size_t)B * N;
-    const size_t floats[WS_REGIONS] = {rows * F, rows * F, rows * N, rows * D,
-                                       rows * D, rows,     rows};
+    /* the int regions are counted as floats: both are 4 bytes */
+    const size_t floats[WS_REGIONS] = {rows * F, rows * F, rows * N, rows * D, rows * D, rows,
+                                       rows,     rows * D, rows * D, rows + 1, rows + 1};
     regions_layout(offset, floats, WS_REGIONS);
 }
 
 static void scratch_layout(size_t offset[SC_REGIONS + 1], int B, int N, int D, int F)
 {
     size_t rows = (size_t)B * N;
-    const size_t floats[SC_REGIONS] = {rows * D, rows * D, rows * D, rows * N,
-                                       rows * N, rows * F, rows * F};
+    const size_t floats[SC_REGIONS] = {rows * D, rows * D, rows * D, rows * N, rows * N,
+                                       rows * F, rows * F, rows * D, rows * D, rows * D};
     regions_layout(offset, floats, SC_REGIONS);
 }
 
@@ -116,6 +154,67 @@ static attn_gcn_params params_of(const float *buf, int D, int F)
     return r;
 }
 
+/* The attending rows (an edge in their rel row) and the attended rows (an edge in their
+ * rel column) of B graphs of N nodes: their counts, and with lists not NULL the rows as
+ * ascending indices into (B*N). */
+static void edge_rows(int *attending, int *attended, int *n_attending, int *n_attended,
+                      const float *rel_edges, int B, int N)
+{
+    int na = 0, nd = 0;
+    for (int b = 0; b < B; b++) {
+        const float *rel = rel_edges + (size_t)b * N * N;
+        for (int i = 0; i < N; i++) {
+            int row = 0, column = 0;
+            for (int j = 0; j < N; j++) {
+                row |= rel[i * N + j] != 0.0f;
+                column |= rel[j * N + i] != 0.0f;
+            }
+            if (row && attending)
+                attending[na] = b * N + i;
+            if (column && attended)
+                attended[nd] = b * N + i;
+            na += row;
+            nd += column;
+        }
+    }
+    *n_attending = na;
+    *n_attended = nd;
+}
+
+void vtr_attn_gcn_count_edge_rows(int *n_attending, int *n_attended, const float *rel_edges, int B,
+                                  int N)
+{
+    edge_rows(NULL, NULL, n_attending, n_attended, rel_edges, B, N);
+}
+
+// y (rows,OC) = the Linear (weight (OC,C), bias or NULL) of the n rows `list` of x
+// (rows,C), 0 at the other rows; xp (n,C), yp (n,OC) packing buffers
+static void linear_rows_forward(float *y, const float *x, const int *list, int n, int rows,
+                                const float *weight, const float *bias, int C, int OC, float *xp,
+                                float *yp)
+{
+    vtr_embedding_forward(xp, list, x, n, C); /* gathers the rows */
+    vtr_linear_forward(yp, xp, weight, bias, n, C, OC);
+    memset(y, 0, sizeof(float) * (size_t)rows * OC);
+    vtr_embedding_backward(y, yp, list, n, OC); /* scatters them */
+}
+
+// the backward of linear_rows_forward for dy (rows,OC), whose rows not in list take no
+// part: dx (rows,C) += at the rows in list (or NULL), dweight +=, dbias += (or NULL); xp
+// (n,C), yp (n,OC), zp (n,C)
+static void linear_rows_backward(float *dx, float *dweight, float *dbias, const float *dy,
+                                 const float *x, const int *list, int n, const float *weight, int C,
+                                 int OC, float *xp, float *yp, float *zp)
+{
+    vtr_embedding_forward(xp, list, x, n, C);
+    vtr_embedding_forward(yp, list, dy, n, OC);
+    if (dx)
+        memset(zp, 0, sizeof(float) * (size_t)n * C);
+    vtr_linear_backward(dx ? zp : NULL, dweight, dbias, yp, xp, weight, n, C, OC);
+    if (dx)
+        vtr_embedding_backward(dx, zp, list, n, C);
+}
+
 void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const float *rel_edges,
                           const float *params, int B, int N, int D, int F, float p, uint64_t seed,
                           uint64_t stream)
@@ -127,12 +226,16 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
     float *attn = (float *)(ws + l[WS_ATTN]), *agg = (float *)(ws + l[WS_AGG]);
     float *resid = (float *)(ws + l[WS_RESID]);
     float *mean = (float *)(ws + l[WS_MEAN]), *rstd = (float *)(ws + l[WS_RSTD]);
+    float *xp = (float *)(ws + l[WS_XP]), *yp = (float *)(ws + l[WS_YP]);
+    int *attending = (int *)(ws + l[WS_ATTENDING]), *attended = (int *)(ws + l[WS_ATTENDED]);
     attn_gcn_params w = params_of(params, D, F);
     int rows = B * N;
     size_t n = (size_t)rows * D;
 
-    vtr_linear_forward(q, x, w.query_w, w.query_b, rows, D, F);
-    vtr_linear_forward(k, x, w.key_w, w.key_b, rows, D, F);
+    edge_rows(attending, attended, &attending[rows], &attended[rows], rel_edges, B, N);
+    int na = attending[rows], nd = attended[rows];
+    linear_rows_forward(q, x, attending, na, rows, w.query_w, w.query_b, D, F, xp, yp);
+    linear_rows_forward(k, x, attended, nd, rows, w.key_w, w.key_b, D, F, xp, yp);
     // scores (N,N) of item b = q_b k_bᵀ / sqrt(F), written into attn, then the softmax in place
     float scale = 1.0f / sqrtf((float)F);
     for (int b = 0; b < B; b++) {
@@ -150,8 +253,8 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, D, N, 1.0f,
                     attn + (size_t)b * N * N, N, x + bd, D, 0.0f, agg + bd, D);
     }
-    // c = agg Wcᵀ, held in out until the LayerNorm writes it
-    vtr_linear_forward(out, agg, w.ctx_w, NULL, rows, D, D);
+    // c = agg Wcᵀ (0 at the rows without an edge), held in out until the LayerNorm writes it
+    linear_rows_forward(out, agg, attending, na, rows, w.ctx_w, NULL, D, D, xp, yp);
     vtr_dropout_forward(out, out, n, p, seed, stream);
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
@@ -176,8 +279,12 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
     float *dagg = (float *)(s + sl[SC_DAGG]), *dattn = (float *)(s + sl[SC_DATTN]);
     float *dscore = (float *)(s + sl[SC_DSCORE]), *dq = (float *)(s + sl[SC_DQ]);
     float *dk = (float *)(s + sl[SC_DK]);
+    float *xp = (float *)(s + sl[SC_XP]), *yp = (float *)(s + sl[SC_YP]);
+    float *zp = (float *)(s + sl[SC_ZP]);
+    const int *attending = (const int *)(ws + l[WS_ATTENDING]);
+    const int *attended = (const int *)(ws + l[WS_ATTENDED]);
     attn_gcn_params w = params_of(params, D, F), dw = params_of(dparams, D, F);
-    int rows = B * N;
+    int rows = B * N, na = attending[rows], nd = attended[rows];
     size_t n = (size_t)rows * D;
 
     memset(dresid, 0, sizeof(float) * n);
@@ -190,8 +297,10 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
     }
     memset(dctx, 0, sizeof(float) * n);
     vtr_dropout_backward(dctx, dresid, n, p, seed, stream);
+    // the context Linear over the attending rows: the others' agg is 0, and their dagg meets
+    // only their attention rows, which are 0
     memset(dagg, 0, sizeof(float) * n);
-    vtr_linear_backward(dagg, dw.ctx_w, NULL, dctx, agg, w.ctx_w, rows, D, D);
+    linear_rows_backward(dagg, dw.ctx_w, NULL, dctx, agg, attending, na, w.ctx_w, D, D, xp, yp, zp);
     // agg_b = a_b x_b: da_b (N,N) = dagg_b x_bᵀ, dx_b += a_bᵀ dagg_b
     for (int b = 0; b < B; b++) {
         size_t bd = (size_t)b * N * D, bn = (size_t)b * N * N;
@@ -213,6 +322,8 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, F, N, scale, dscore + bn, N, q + bf,
                     F, 0.0f, dk + bf, F);
     }
-    vtr_linear_backward(dx, dw.query_w, dw.query_b, dq, x, w.query_w, rows, D, F);
-    vtr_linear_backward(dx, dw.key_w, dw.key_b, dk, x, w.key_w, rows, D, F);
+    // dq is 0 at the rows without an edge, dk at the rows no edge points to
+    linear_rows_backward(dx, dw.query_w, dw.query_b, dq, x, attending, na, w.query_w, D, F, xp, yp,
+                         zp);
+    linear_rows_backward(dx, dw.key_w, dw.key_b, dk, x, attended, nd, w.key_w, D, F, xp, yp, zp);
 }

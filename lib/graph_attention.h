@@ -12,6 +12,8 @@
  *   c = (a x) Wcᵀ                                                   (B,N,D)
  *   out = LayerNorm(x + dropout(c)), over D, eps VTR_LAYERNORM_EPS  (B,N,D)
  * The attention weights multiply x itself: there is no value projection. In HGR F = D/2.
+ * The Linears skip the rows whose result no later step reads (a row without an edge needs
+ * no query and has c = 0; a row no edge points to needs no key): the same numbers.
  *
  * Parameters, one flat buffer (gradients alike), in the reference's named_parameters()
  * order, each in PyTorch's layout (the tensor enum below, vtr_attn_gcn_param_offset,
@@ -86,6 +88,12 @@ const char *vtr_attn_gcn_param_name(vtr_attn_gcn_tensor tensor);
 /* Writes a tensor's shape (PyTorch layout) to shape (2) and returns its ndim (1 or 2). */
 int vtr_attn_gcn_param_shape(int D, int F, vtr_attn_gcn_tensor tensor, int64_t *shape);
 
+/* How many of the B*N rows the Linears run over (the top of this file): *n_attending rows
+ * have an edge in their row of rel_edges (B,N,N) (query and context), *n_attended in their
+ * column (key). For FLOP counts. */
+void vtr_attn_gcn_count_edge_rows(int *n_attending, int *n_attended, const float *rel_edges, int B,
+                                  int N);
+
 /* Bytes of the workspace that forward fills and backward reads. */
 size_t vtr_attn_gcn_workspace_size(int B, int N, int D, int F);
 
@@ -94,7 +102,8 @@ size_t vtr_attn_gcn_scratch_size(int B, int N, int D, int F);
 
 // x (B,N,D) node features, rel_edges (B,N,N) (only != 0 matters), params
 // (vtr_attn_gcn_param_count), out (B,N,D); workspace (vtr_attn_gcn_workspace_size) keeps
-// q, k, the attention (B,N,N), the LayerNorm input and statistics for backward. Dropout p in
+// q, k, the attention (B,N,N), the LayerNorm input and statistics and the rows with edges
+// for backward. Dropout p in
 // [0, 1) of the context with (seed, stream), as the top of this file says.
 void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const float *rel_edges,
                           const float *params, int B, int N, int D, int F, float p, uint64_t seed,

@@ -90,6 +90,14 @@ const char *vtr_gru_param_name(int direction, vtr_gru_tensor tensor)
     return names[direction != 0][tensor];
 }
 
+double vtr_gru_train_flops(double ntok, double B, double D, double H, int num_directions, bool dinp)
+{
+    double gates = 3 * H;
+    double input = 2 * ntok * D * gates * (dinp ? 3 : 2);
+    double hidden = 2 * (ntok - B) * H * gates * 3;
+    return num_directions * (input + hidden);
+}
+
 size_t vtr_gru_workspace_size(int B, int T, int D, int H, int num_directions)
 {
     return workspace_layout_of(B, T, D, H, num_directions).total;
@@ -278,9 +286,13 @@ void vtr_gru_backward(float *dinp, float *dparams, void *scratch, const float *d
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nact, H, 3 * H, 1.0f,
                             dhg + packed * 3 * H, 3 * H, w_hh, H, 1.0f, dh, H);
         }
-        // dW_hh (3H,H) += dhgᵀ (3H,total) · hprev (total,H), over the packed rows
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * H, H, (int)total, 1.0f, dhg, 3 * H,
-                    hprev, H, 1.0f, dw_hh, H);
+        // dW_hh (3H,H) += dhgᵀ (3H,total) · hprev (total,H), over the packed rows after
+        // step 0's, whose hprev is the zero h0
+        size_t first_step = (size_t)active_at(order, lengths, B, 0);
+        if (total > first_step)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * H, H,
+                        (int)(total - first_step), 1.0f, dhg + first_step * 3 * H, 3 * H,
+                        hprev + first_step * H, H, 1.0f, dw_hh, H);
         vtr_bias_backward(db_hh, dhg, (int)total, 3 * H);
         // dW_ih (3H,D) += dxgᵀ (3H,total) · xpack (total,D), over the real positions
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * H, D, (int)total, 1.0f, dxg, 3 * H,

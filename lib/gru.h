@@ -22,6 +22,7 @@
 #define VTR_GRU_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "activation.h"
@@ -80,6 +81,14 @@ size_t vtr_gru_param_offset(int D, int H, int direction, vtr_gru_tensor tensor);
 
 /* PyTorch's name of a tensor: "weight_ih_l0", ..., "bias_hh_l0_reverse". */
 const char *vtr_gru_param_name(int direction, vtr_gru_tensor tensor);
+
+/* The floating-point operations of the matrix products of one forward and backward
+ * (2 per multiply-add; for a FLOP floor) over ntok real positions of B sequences, per
+ * direction: the input product x · W_ihᵀ and dW_ih over every real position, the hidden
+ * products (h · W_hhᵀ, dh += dg · W_hh, dW_hh) over the positions after each sequence's
+ * first (whose state is the zero h0), and with dinp the input gradient. */
+double vtr_gru_train_flops(double ntok, double B, double D, double H, int num_directions,
+                           bool dinp);
 
 /* Bytes of the workspace that forward fills and backward reads. */
 size_t vtr_gru_workspace_size(int B, int T, int D, int H, int num_directions);

@@ -66,13 +66,20 @@ static VTR_HD float vtr_u32_to_unit_float(uint32_t x)
     return (float)(x >> 8) * (1.0f / 16777216.0f);
 }
 
-/* Element i of (seed, stream) as a uniform float in [0, 1): word i % 4 of block i / 4.
- * The same value vtr_rng_uniform returns as its i-th draw on a fresh generator. */
-static VTR_HD float vtr_philox_uniform_at(uint64_t seed, uint64_t stream, uint64_t i)
+/* Word i of (seed, stream): word i % 4 of block i / 4. */
+static VTR_HD uint32_t vtr_philox_word_at(uint64_t seed, uint64_t stream, uint64_t i)
 {
     uint32_t out[4];
     vtr_philox_block(seed, stream, i / 4, out);
-    return vtr_u32_to_unit_float(out[i % 4]);
+    return out[i % 4];
+}
+
+/* Element i of (seed, stream) as a uniform float in [0, 1): word i as
+ * vtr_u32_to_unit_float turns it. The same value vtr_rng_uniform returns as its i-th draw
+ * on a fresh generator. */
+static VTR_HD float vtr_philox_uniform_at(uint64_t seed, uint64_t stream, uint64_t i)
+{
+    return vtr_u32_to_unit_float(vtr_philox_word_at(seed, stream, i));
 }
 
 void vtr_rng_init(vtr_rng *rng, uint64_t seed, uint64_t stream);

@@ -18,6 +18,9 @@
  * against wider products), not a measurement. */
 #define DIRECTIONS_PARALLEL_MAX_THREADS 4
 
+/* Below this many elements an elementwise loop stays on one thread. */
+#define PARALLEL_MIN 65536
+
 /* Whether the two directions run at the same time; if so the BLAS thread count becomes 1
  * and *saved gets the previous one for directions_end. */
 static bool directions_begin(int *saved)
@@ -67,6 +70,7 @@ void vtr_caption_bigru_forward(float *out, vtr_caption_bigru *g, const float *in
         vtr_gru_forward(outs[d], g->workspace[d], inps[d], lengths, params + d * per_dir, B, L, W,
                         E, 1, VTR_GRU_AVERAGE);
     directions_end(parallel, saved);
+#pragma omp parallel for schedule(static) if ((long)B * L * E > PARALLEL_MIN)
     for (int b = 0; b < B; b++) {
         int len = lengths[b];
         for (int t = 0; t < len; t++) {
@@ -85,8 +89,9 @@ void vtr_caption_bigru_backward(float *dinp, float *dparams, vtr_caption_bigru *
     size_t per_dir = vtr_gru_param_count(W, E, 1);
     // each direction's output gradient is half of the average's, the reverse one in its
     // own order (out_rev, no longer needed, holds it)
-    size_t n = (size_t)B * L * E;
-    for (size_t i = 0; i < n; i++)
+    long n = (long)B * L * E;
+#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+    for (long i = 0; i < n; i++)
         dout[i] *= 0.5f;
     reverse_rows(g->out_rev, dout, lengths, B, L, E);
     memset(g->dinp_rev, 0, sizeof(float) * (size_t)B * L * W);
@@ -99,6 +104,7 @@ void vtr_caption_bigru_backward(float *dinp, float *dparams, vtr_caption_bigru *
         vtr_gru_backward(dinps[d], dparams + d * per_dir, g->scratch[d], douts[d], inps[d], lengths,
                          params + d * per_dir, g->workspace[d], B, L, W, E, 1, VTR_GRU_AVERAGE);
     directions_end(parallel, saved);
+#pragma omp parallel for schedule(static) if ((long)B * L * W > PARALLEL_MIN)
     for (int b = 0; b < B; b++) {
         int len = lengths[b];
         for (int t = 0; t < len; t++) {

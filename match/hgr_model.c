@@ -263,6 +263,11 @@ void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed)
         vtr_rng_init(&rng, seed, (uint64_t)i);
         if (strcmp(name, "text_encoder.embedding.we.weight") == 0) {
             vtr_model_fill_uniform(x, e->numel, 0.1f, &rng);
+        } else if (strncmp(name, "text_encoder.rnn.weight_", 24) == 0) {
+            /* the reference's SentEncoder.init_weights */
+            vtr_model_fill_orthogonal(x, (int)e->shape[0], (int)e->shape[1], &rng, m->scratch);
+        } else if (strncmp(name, "text_encoder.rnn.bias_", 22) == 0) {
+            memset(x, 0, sizeof(float) * e->numel);
         } else if (strcmp(name, "text_encoder.role_embedding.weight") == 0) {
             for (size_t k = 0; k < e->numel; k++)
                 x[k] = vtr_rng_normal(&rng);
@@ -361,6 +366,9 @@ static size_t layout_arena(vtr_hgr_model *m, char *base)
     scratch = max_size(scratch, vtr_attn_gcn_scratch_size(Bi, N, Ei, Ei / 2));
     scratch = max_size(scratch, vtr_role_span_pool_scratch_size(Bi, P, Ei));
     scratch = max_size(scratch, vtr_phrase_attention_scratch_size(Bi, Bi, Ti, P, Ei));
+    /* vtr_hgr_init_params orthogonalizes the BiGRU's (3E, W) and (3E, E) weights there */
+    scratch = max_size(scratch, sizeof(double) * vtr_model_orthogonal_scratch_size(3 * Ei, Wi));
+    scratch = max_size(scratch, sizeof(double) * vtr_model_orthogonal_scratch_size(3 * Ei, Ei));
     m->scratch = vtr_arena_carve(base, &off, scratch);
     m->bigru.scratch[0] = m->scratch;
     m->bigru.scratch[1] = vtr_arena_carve(base, &off, rnn_scratch);
@@ -763,22 +771,11 @@ vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, co
 
 /* ---- FLOP count ------------------------------------------------------------------- */
 
-/* A one-layer BiGRU D -> H over ntok real steps of B sequences: both directions' input
- * products, hidden products after each sequence's first step, their backward products
- * (dh, dW_hh, dW_ih) and, with dinp, the input gradient. */
-static double bigru_step_flops(double ntok, double B, double D, double H, bool dinp)
-{
-    double gates = 3 * H;
-    double fwd = 2 * ntok * D * gates + 2 * (ntok - B) * H * gates;
-    double bwd = 2 * (ntok - B) * gates * H + 2 * ntok * gates * H + 2 * ntok * gates * D;
-    return 2 * (fwd + bwd + (dinp ? 2 * ntok * gates * D : 0));
-}
-
 static double global_pool_flops(const vtr_hgr_config *c, double B, double T, double ntok)
 {
     if (c->global_pool != VTR_HGR_POOL_GPO)
         return 0; /* attention pooling: dot products */
-    return bigru_step_flops(ntok, B, c->gpo_pe, c->gpo_hidden, false) +
+    return vtr_gru_train_flops(ntok, B, c->gpo_pe, c->gpo_hidden, 2, false) +
            3 * 2 * B * T * c->gpo_hidden;
 }
 
@@ -797,15 +794,24 @@ double vtr_hgr_train_step_flops(const vtr_hgr_model *m, const vtr_hgr_batch *bat
     }
     double flops = 3 * 2 * (2 * frames * F * E); /* level Linears: forward, dW */
     flops += global_pool_flops(c, B, T, frames) + global_pool_flops(c, B, L, words);
-    flops += bigru_step_flops(words, B, W, E, true);
-    /* GCN: query and key (E -> E/2), context (E -> E) over B*N rows, forward, dx, dW;
-     * per caption q kᵀ, a x forward, their two gradients each */
-    flops += 3 * 2 * B * N * E * (2 * G + E);
+    flops += vtr_gru_train_flops(words, B, W, E, 2, true);
+    /* GCN: query (E -> E/2) and context (E -> E) over the attending rows, key over the
+     * attended rows, forward, dx, dW; per caption q kᵀ, a x forward, their two gradients */
+    int attending, attended;
+    vtr_attn_gcn_count_edge_rows(&attending, &attended, cap->rel_edges, batch->B, (int)N);
+    flops += 3 * 2 * E * ((double)attending * (G + E) + (double)attended * G);
     flops += B * 3 * 2 * N * N * (G + E);
     flops += 3 * 2 * B * B * E; /* global cosines */
     for (int k = 0; k < 2; k++) {
-        double P = k == 0 ? c->num_verbs : c->num_nouns;
-        flops += 3 * 2 * (B * P) * (B * T) * E + 2 * frames_sq * E;
+        int P = k == 0 ? c->num_verbs : c->num_nouns;
+        const uint8_t *masks = k == 0 ? cap->verb_masks : cap->noun_masks;
+        double valid = 0;
+        for (int b = 0; b < batch->B; b++) {
+            int n;
+            count_phrases(&n, masks + (size_t)b * P * cap->L, 1, P, cap->L);
+            valid += n;
+        }
+        flops += 3 * 2 * valid * (B * T) * E + 2 * frames_sq * E;
     }
     return flops;
 }

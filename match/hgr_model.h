@@ -190,11 +190,13 @@ vtr_status vtr_hgr_model_init(vtr_hgr_model *m, const vtr_hgr_config *cfg, int m
 /* Frees the parameters and the arena; leaves m zeroed. Safe on a zeroed or freed model. */
 void vtr_hgr_model_free(vtr_hgr_model *m);
 
-/* Initialization from lib/rng.h streams of seed (tensor i from stream i): Linear weights
- * and biases uniform(±1/sqrt(fan_in)) (PyTorch's default), GRU tensors uniform(±1/sqrt(E))
- * (the reference uses orthogonal GRU weights and zero GRU biases), word embedding
- * uniform(±0.1) (the reference loads GloVe: the caller overwrites it), role embedding
- * normal(0,1) (nn.Embedding's default), LayerNorm weight 1 and bias 0. Gradients zeroed. */
+/* Initialization from lib/rng.h streams of seed (tensor i from stream i): the text BiGRU's
+ * weights orthogonal and its biases 0, as the reference's SentEncoder.init_weights
+ * (nn.init.orthogonal_ of each whole (3E, in) weight: orthonormal columns; QR in the
+ * arena's scratch, match/model_params.h), Linear weights and biases and GPO's GRU (HGR∞)
+ * uniform(±1/sqrt(fan_in)) (PyTorch's default), word embedding uniform(±0.1) (the
+ * reference loads GloVe: the caller overwrites it), role embedding normal(0,1)
+ * (nn.Embedding's default), LayerNorm weight 1 and bias 0. Gradients zeroed. */
 void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed);
 
 /* One training step's forward and backward: encoders in training mode (dropout from
@@ -209,13 +211,15 @@ vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch,
 /* The floating-point operations of the matrix products of one vtr_hgr_train_step on batch
  * (2 per multiply-add; for a FLOP floor): the three level Linears over the real frames
  * (forward and weight gradient; the frames take no gradient), the BiGRU over the real words
- * (input and hidden products, their weight and input gradients), GPO's BiGRU and scorer
- * (HGR∞; attention pooling is dot products, not counted), the GCN's query, key and
- * context Linears over the B x N nodes (forward, both gradients) and its per-caption
- * N x N attention products, the global cosines (B,B) with both gradients, and each
- * phrase level's frame-phrase product (B*P, B*T) with its two gradients plus the
- * backward's per-video (len, len) x (len, E) product. Element-wise work, norms, softmaxes,
- * span max and the phrase attention's Gram matrix (loops, not BLAS) are not counted. */
+ * (input and hidden products, their weight and input gradients; no hidden products at a
+ * sequence's first step, whose state is 0), GPO's BiGRU and scorer (HGR∞; attention
+ * pooling is dot products, not counted), the GCN's query and context Linears over the nodes
+ * with an edge and its key Linear over the nodes an edge points to (forward, both
+ * gradients; lib/graph_attention.h) and its per-caption N x N attention products, the
+ * global cosines (B,B) with both gradients, and each phrase level's frame-phrase product
+ * (valid phrases, B*T) with its two gradients plus the backward's per-video (len, len) x
+ * (len, E) product. Element-wise work, norms, softmaxes, span max and the phrase
+ * attention's Gram matrix (loops, not BLAS) are not counted. */
 double vtr_hgr_train_step_flops(const vtr_hgr_model *m, const vtr_hgr_batch *batch);
 
 /* Inference encoding of B <= max_batch videos (T <= max_frames): global (B,E)

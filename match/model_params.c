@@ -7,6 +7,17 @@
 
 #include "lib/gru.h"
 
+/* LAPACK's Householder QR and the forming of its Q (Fortran calling convention; OpenBLAS,
+ * which configure requires, exports them). */
+void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work,
+             const int *lwork, int *info);
+void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau,
+             double *work, const int *lwork, int *info);
+
+/* The QR's workspace per column: LAPACK's blocked code wants n * block size, and 64
+ * covers the block sizes it picks. */
+#define QR_WORK_PER_COLUMN 64
+
 vtr_status vtr_model_param_add(vtr_param_set *ps, const char *prefix, const char *name,
                                vtr_dtype dtype, bool trainable, int ndim, int64_t d0, int64_t d1,
                                vtr_error *err)
@@ -68,4 +79,31 @@ void vtr_model_fill_default(const vtr_param_set *ps, size_t i, vtr_rng *rng)
     else
         fan_in = (double)ps->entries[i - 1].shape[1];
     vtr_model_fill_uniform(x, e->numel, (float)(1.0 / sqrt(fan_in)), rng);
+}
+
+size_t vtr_model_orthogonal_scratch_size(int rows, int cols)
+{
+    size_t m = (size_t)(rows > cols ? rows : cols), n = (size_t)(rows > cols ? cols : rows);
+    return m * n + 2 * n /* tau, signs */ + n * QR_WORK_PER_COLUMN;
+}
+
+void vtr_model_fill_orthogonal(float *x, int rows, int cols, vtr_rng *rng, double *scratch)
+{
+    /* a (m,n), m >= n, column-major: x when rows >= cols, else xᵀ (PyTorch transposes a
+     * wide tensor before its QR and Q after) */
+    int tall = rows >= cols, m = tall ? rows : cols, n = tall ? cols : rows;
+    int lwork = n * QR_WORK_PER_COLUMN, info;
+    double *a = scratch, *tau = a + (size_t)m * n, *sign = tau + n, *work = sign + n;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            a[tall ? (size_t)r + (size_t)c * m : (size_t)c + (size_t)r * m] = vtr_rng_normal(rng);
+    /* info reports illegal arguments only, which these are not */
+    dgeqrf_(&m, &n, a, &m, tau, work, &lwork, &info);
+    for (int j = 0; j < n; j++) /* R's diagonal's signs (a zero has probability 0) */
+        sign[j] = a[(size_t)j + (size_t)j * m] < 0.0 ? -1.0 : 1.0;
+    dorgqr_(&m, &n, &n, a, &m, tau, work, &lwork, &info);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            x[(size_t)r * cols + c] = (float)(tall ? a[(size_t)r + (size_t)c * m] * sign[c]
+                                                   : a[(size_t)c + (size_t)r * m] * sign[r]);
 }

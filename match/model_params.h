@@ -1,6 +1,7 @@
 /* Building a model's parameter set (lib/params.h) under the reference's state_dict names,
  * shared by the matching models (vse_model.h, hgr_model.h): one tensor, a GRU's four
- * tensors per direction, a GPO's block; and the uniform fill of their initializations.
+ * tensors per direction, a GPO's block; and the uniform and orthogonal fills of their
+ * initializations.
  */
 #ifndef VTR_MODEL_PARAMS_H
 #define VTR_MODEL_PARAMS_H
@@ -42,6 +43,17 @@ void vtr_model_fill_uniform(float *x, size_t n, float bound, vtr_rng *rng);
  * uniform(±1/sqrt(in)), or a Linear bias (1-D) uniform(±1/sqrt(in)) of its weight, the
  * entry before it. */
 void vtr_model_fill_default(const vtr_param_set *ps, size_t i, vtr_rng *rng);
+
+/* Doubles of vtr_model_fill_orthogonal's scratch for a (rows, cols) tensor. */
+size_t vtr_model_orthogonal_scratch_size(int rows, int cols);
+
+/* nn.init.orthogonal_ (gain 1) of x, a (rows, cols) row-major tensor: a Gaussian matrix
+ * from rng (row-major order), its QR decomposition (of the transpose when rows < cols), Q's
+ * columns signed by R's diagonal, as PyTorch does; so x has orthonormal columns when rows >=
+ * cols (xᵀ x = I) and orthonormal rows when rows < cols (x xᵀ = I). The QR runs in double
+ * (LAPACK's dgeqrf and dorgqr, which OpenBLAS exports) and the result is rounded to float.
+ * scratch: vtr_model_orthogonal_scratch_size(rows, cols) doubles. */
+void vtr_model_fill_orthogonal(float *x, int rows, int cols, vtr_rng *rng, double *scratch);
 
 #ifdef __cplusplus
 }

@@ -3,26 +3,33 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "lib/embedding.h"
+
 /* Workspace, written by the forward (floats):
- *   g        (Bc*P, Bv*T)  frame-phrase cosines, row (c, p), column (v, t)
+ *   g        (Bc*P, Bv*T)  frame-phrase cosines, row (c, p), column (v, t); 0 in the rows
+ *                          of the phrases past n_phrases
  *   w        (Bc*P, Bv*T)  attention weights, the same layout, 0 at padded frames
  *   gram     (Bv,T,T)      frames' Gram matrices in double (the real len x len block)
  *   nv       (Bv*T)        frames' cosine norms sqrt(|x|^2 + 1e-18)
  *   np       (Bc*P)        phrases' cosine norms sqrt(|x|^2 + 1e-18)
  *   pnorm    (Bc*P)        max(|phrase|, 1e-10), the final l2norm's
  *   cnorm, att_norm, sim (Bv,Bc,P): the clamped cosines' norm, |attended|, the phrase's sim
+ *   valid    (Bc*P + 1)    int: the rows (c, p) of the valid phrases, ascending, then their
+ *                          count nr; the products run over these rows only
+ *   packed   (Bc*P, D)     the valid phrases' rows, packed
  * Scratch of the backward (floats):
  *   dg       (Bc*P, Bv*T)  d/d g, then d/d R (R = phrases · vidᵀ)
  *   dw       (Bv*Bc, T)    one row per pair, vtr_phrase_attention_backward_one's scratch
  *   du_coef, dgram_coef, gg (Bv,Bc,P): the pair's coefficients; gg = sum_t dg g
  *   M        (Bv,T,T)      sum over (c, p) of dgram_coef w wᵀ
- *   dnv      (Bv*T), dnp (Bc*P): the norms' coefficients */
+ *   dnv      (Bv*T), dnp (Bc*P): the norms' coefficients
+ *   dg_packed (Bc*P, Bv*T), dp_packed (Bc*P, D): the valid rows of dg, and their dphrases */
 typedef struct {
-    size_t g, w, gram, nv, np, pnorm, cnorm, att_norm, sim, total;
+    size_t g, w, gram, nv, np, pnorm, cnorm, att_norm, sim, valid, packed, total;
 } workspace_layout;
 
 typedef struct {
-    size_t dg, dw, du_coef, dgram_coef, gg, M, dnv, dnp, total;
+    size_t dg, dw, du_coef, dgram_coef, gg, M, dnv, dnp, dg_packed, dp_packed, total;
 } scratch_layout;
 
 static size_t floats(size_t n)
@@ -30,7 +37,7 @@ static size_t floats(size_t n)
     return vtr_workspace_align(sizeof(float) * n);
 }
 
-static workspace_layout workspace_layout_of(int Bv, int Bc, int T, int P)
+static workspace_layout workspace_layout_of(int Bv, int Bc, int T, int P, int D)
 {
     size_t big = (size_t)Bc * P * Bv * T, pairs = (size_t)Bv * Bc * P;
     workspace_layout l;
@@ -43,11 +50,13 @@ static workspace_layout workspace_layout_of(int Bv, int Bc, int T, int P)
     l.cnorm = l.pnorm + floats((size_t)Bc * P);
     l.att_norm = l.cnorm + floats(pairs);
     l.sim = l.att_norm + floats(pairs);
-    l.total = l.sim + floats(pairs);
+    l.valid = l.sim + floats(pairs);
+    l.packed = l.valid + vtr_workspace_align(sizeof(int) * ((size_t)Bc * P + 1));
+    l.total = l.packed + floats((size_t)Bc * P * D);
     return l;
 }
 
-static scratch_layout scratch_layout_of(int Bv, int Bc, int T, int P)
+static scratch_layout scratch_layout_of(int Bv, int Bc, int T, int P, int D)
 {
     size_t big = (size_t)Bc * P * Bv * T, pairs = (size_t)Bv * Bc * P;
     scratch_layout l;
@@ -59,20 +68,20 @@ static scratch_layout scratch_layout_of(int Bv, int Bc, int T, int P)
     l.M = l.gg + floats(pairs);
     l.dnv = l.M + floats((size_t)Bv * T * T);
     l.dnp = l.dnv + floats((size_t)Bv * T);
-    l.total = l.dnp + floats((size_t)Bc * P);
+    l.dg_packed = l.dnp + floats((size_t)Bc * P);
+    l.dp_packed = l.dg_packed + floats(big);
+    l.total = l.dp_packed + floats((size_t)Bc * P * D);
     return l;
 }
 
 size_t vtr_phrase_attention_workspace_size(int Bv, int Bc, int T, int P, int D)
 {
-    (void)D;
-    return workspace_layout_of(Bv, Bc, T, P).total;
+    return workspace_layout_of(Bv, Bc, T, P, D).total;
 }
 
 size_t vtr_phrase_attention_scratch_size(int Bv, int Bc, int T, int P, int D)
 {
-    (void)D;
-    return scratch_layout_of(Bv, Bc, T, P).total;
+    return scratch_layout_of(Bv, Bc, T, P, D).total;
 }
 
 #define REGION(base, offset) ((float *)((char *)(base) + (offset)))
@@ -101,20 +110,31 @@ void vtr_phrase_attention_score_forward(float *scores, void *workspace, const fl
                                         const int *n_phrases, int Bv, int Bc, int T, int P, int D,
                                         float sigma)
 {
-    workspace_layout l = workspace_layout_of(Bv, Bc, T, P);
+    workspace_layout l = workspace_layout_of(Bv, Bc, T, P, D);
     float *g = REGION(workspace, l.g), *w = REGION(workspace, l.w);
     double *gram = (double *)((char *)workspace + l.gram);
     float *nv = REGION(workspace, l.nv);
     float *np = REGION(workspace, l.np), *pnorm = REGION(workspace, l.pnorm);
     float *cnorm = REGION(workspace, l.cnorm), *att_norm = REGION(workspace, l.att_norm);
-    float *sim = REGION(workspace, l.sim);
+    float *sim = REGION(workspace, l.sim), *packed = REGION(workspace, l.packed);
+    int *valid = (int *)((char *)workspace + l.valid);
     long VT = (long)Bv * T, CP = (long)Bc * P;
 
     row_norms(nv, NULL, vid, VT, D);
     row_norms(np, pnorm, phrases, CP, D);
-    /* all frame-phrase products of the block, then cosine_sim's division */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)CP, (int)VT, D, 1.0f, phrases, D,
-                vid, D, 0.0f, g, (int)VT);
+    /* the frame-phrase products of the block's valid phrases (packed; w holds them until
+     * the weights are written), then cosine_sim's division */
+    int nr = 0;
+    for (int c = 0; c < Bc; c++)
+        for (int p = 0; p < n_phrases[c]; p++)
+            valid[nr++] = c * P + p;
+    valid[CP] = nr;
+    vtr_embedding_forward(packed, valid, phrases, nr, D);
+    if (nr > 0)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, (int)VT, D, 1.0f, packed, D, vid,
+                    D, 0.0f, w, (int)VT);
+    memset(g, 0, sizeof(float) * (size_t)CP * VT);
+    vtr_embedding_backward(g, w, valid, nr, (int)VT);
 #pragma omp parallel for schedule(static) if (CP * VT > 65536)
     for (long cp = 0; cp < CP; cp++)
         for (long vt = 0; vt < VT; vt++)
@@ -166,19 +186,23 @@ void vtr_phrase_attention_score_backward(float *dvid, float *dphrases, void *scr
 {
     if (!dvid && !dphrases)
         return;
-    workspace_layout l = workspace_layout_of(Bv, Bc, T, P);
+    workspace_layout l = workspace_layout_of(Bv, Bc, T, P, D);
     const float *g = CREGION(workspace, l.g), *w = CREGION(workspace, l.w);
     const double *gram = (const double *)((const char *)workspace + l.gram);
     const float *nv = CREGION(workspace, l.nv);
     const float *np = CREGION(workspace, l.np), *pnorm = CREGION(workspace, l.pnorm);
     const float *cnorm = CREGION(workspace, l.cnorm);
     const float *att_norm = CREGION(workspace, l.att_norm), *sim = CREGION(workspace, l.sim);
-    scratch_layout s = scratch_layout_of(Bv, Bc, T, P);
+    const float *packed = CREGION(workspace, l.packed);
+    const int *valid = (const int *)((const char *)workspace + l.valid);
+    scratch_layout s = scratch_layout_of(Bv, Bc, T, P, D);
     float *dg = REGION(scratch, s.dg), *dw = REGION(scratch, s.dw);
     float *du_coef = REGION(scratch, s.du_coef), *dgram_coef = REGION(scratch, s.dgram_coef);
     float *gg = REGION(scratch, s.gg), *M = REGION(scratch, s.M);
     float *dnv = REGION(scratch, s.dnv), *dnp = REGION(scratch, s.dnp);
+    float *dg_packed = REGION(scratch, s.dg_packed), *dp_packed = REGION(scratch, s.dp_packed);
     long VT = (long)Bv * T, CP = (long)Bc * P;
+    int nr = valid[CP];
 
     /* 1. per pair: d/d g and the pair's coefficients */
 #pragma omp parallel for collapse(2) schedule(static) if ((long)Bv * Bc * P * T > 4096)
@@ -261,10 +285,12 @@ void vtr_phrase_attention_score_backward(float *dvid, float *dphrases, void *scr
         }
     }
 
-    /* 4. through R = phrases · vidᵀ and the norms */
+    /* 4. through R = phrases · vidᵀ (the valid rows: dg is 0 in the others) and the norms */
+    vtr_embedding_forward(dg_packed, valid, dg, nr, (int)VT);
     if (dvid) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)VT, D, (int)CP, 1.0f, dg,
-                    (int)VT, phrases, D, 1.0f, dvid, D);
+        if (nr > 0)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)VT, D, nr, 1.0f, dg_packed,
+                        (int)VT, packed, D, 1.0f, dvid, D);
 #pragma omp parallel for schedule(static) if (VT * D > 65536)
         for (long vt = 0; vt < VT; vt++)
             if ((int)(vt % T) < vid_lengths[vt / T])
@@ -278,8 +304,10 @@ void vtr_phrase_attention_score_backward(float *dvid, float *dphrases, void *scr
         }
     }
     if (dphrases) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)CP, D, (int)VT, 1.0f, dg,
-                    (int)VT, vid, D, 1.0f, dphrases, D);
+        if (nr > 0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, D, (int)VT, 1.0f, dg_packed,
+                        (int)VT, vid, D, 0.0f, dp_packed, D);
+        vtr_embedding_backward(dphrases, dp_packed, valid, nr, D);
 #pragma omp parallel for schedule(static) if (CP * D > 65536)
         for (long cp = 0; cp < CP; cp++)
             for (int d = 0; d < D; d++)

@@ -204,21 +204,6 @@ static void pool_backward(vtr_vse_pool *p, float *dinp, void *scratch, const flo
     }
 }
 
-/* Matrix-product FLOPs of a bidirectional GRU's forward and backward (lib/gru.c) over B
- * items of ntok real positions in all: input projections over the real positions, one
- * hidden product per step after the first over the items still running, the weight
- * gradients, and the input gradient when wanted. */
-static double gru_flops(double ntok, double B, double D, double H, bool dinp)
-{
-    double per_dir = 2 * ntok * D * 3 * H         /* x · W_ihᵀ */
-                     + 2 * (ntok - B) * H * 3 * H /* h · W_hhᵀ, steps after the first */
-                     + 2 * (ntok - B) * 3 * H * H /* dh += dg · W_hh */
-                     + 2 * ntok * 3 * H * H       /* dW_hh */
-                     + 2 * ntok * 3 * H * D       /* dW_ih */
-                     + (dinp ? 2 * ntok * 3 * H * D : 0);
-    return 2 * per_dir;
-}
-
 static double pool_flops(const vtr_vse_pool_config *p, double B, double T, double ntok)
 {
     switch (p->kind) {
@@ -227,7 +212,8 @@ static double pool_flops(const vtr_vse_pool_config *p, double B, double T, doubl
     case VTR_VSE_POOL_GPO:
         /* the BiGRU over the encodings (no input gradient) and the scorer (forward, input
          * and weight gradients) */
-        return gru_flops(ntok, B, p->gpo_pe, p->gpo_hidden, false) + 3 * 2 * B * T * p->gpo_hidden;
+        return vtr_gru_train_flops(ntok, B, p->gpo_pe, p->gpo_hidden, 2, false) +
+               3 * 2 * B * T * p->gpo_hidden;
     }
     return 0;
 }
@@ -761,7 +747,7 @@ double vtr_vse_train_step_flops(const vtr_vse_model *m, const vtr_vse_batch *bat
         flops += 2 * (2 * frames * F * E); /* fc over the real rows */
     }
     flops += pool_flops(&c->img_pool, B, T, frames);
-    flops += gru_flops(tokens, B, W, E, true);
+    flops += vtr_gru_train_flops(tokens, B, W, E, 2, true);
     flops += pool_flops(&c->txt_pool, B, L, tokens);
     flops += 3 * (2 * B * B * E); /* S and both of its gradients */
     return flops;

@@ -12,6 +12,7 @@
 #include "gradcheck.h"
 #include "lib/optim.h"
 #include "match/hgr_model.h"
+#include "match/model_params.h"
 
 enum { PB = 4, PT = 5, PF = 24, PE = 16, PW = 8, PV = 40, PL = 9, NV = 4, NN = 6, NODES = 11 };
 
@@ -129,33 +130,47 @@ static bool shift_invariant(const char *name)
            strstr(name, "edge_attn_key.bias") != NULL;
 }
 
+/* Adam (eps 1e-8) steps an element by about lr * g / (|g| + eps) at its first step: where
+ * |g| is within ADAM_NOISE_GRAD (10 eps) of zero, the float32 rounding of the gradient
+ * moves the step by lr * eps * dg / (|g| + eps)^2. HGR∞'s text_encoder.rnn.weight_ih_l0
+ * has one such element, (0, 6): its gradient, -3.954e-8 in float64, is a sum of 25 terms
+ * whose magnitudes add up to 8.5e-4 (a 21,555-fold cancellation); PyTorch's float32 gives
+ * -3.950e-8, vtr's -3.982e-8 (the gradient of the BiGRU's output, rounded to float32
+ * alike on both sides, 3.8e-8 and 4.4e-8 from float64 at most, carries most of that), and
+ * the two Adam steps differ by 1.3e-5 (4.9e-5 of the tensor's scale). Such elements are
+ * held to the noise bound; Adam itself is checked on the reference's own gradients. */
+#define ADAM_NOISE_GRAD 1e-7
+
 /* Relative error (nn_parity_check's measure) of each parameter tensor of got against the
- * same slice of the flat fixture; fails above PARITY_TOL; returns the largest. The
- * shift-invariant tensors are checked against `noise` instead: |got - ref| <= noise. */
+ * same slice of the flat fixture; fails above tol; returns the largest. Noise elements are
+ * checked against `noise` instead, |got - ref| <= noise: every element of the
+ * shift-invariant tensors and, when ref_grad is given, each element whose ref_grad is
+ * under ADAM_NOISE_GRAD in magnitude. */
 static double parity_per_tensor(const vtr_param_set *ps, const float *got, const char *fixture,
-                                const char *what, double noise)
+                                const char *what, double tol, double noise, const float *ref_grad)
 {
     float *ref = nn_fixture_floats(fixture, ps->n_trainable);
     double worst = 0.0;
     for (size_t i = 0; i < ps->count; i++) {
         const vtr_param_entry *e = &ps->entries[i];
-        double diff = 0.0, scale = 1e-6;
+        bool all_noise = shift_invariant(e->name);
+        double diff = 0.0, noise_diff = 0.0, scale = 1e-6;
         for (size_t k = 0; k < e->numel; k++) {
-            diff = fmax(diff, fabs((double)got[e->offset + k] - ref[e->offset + k]));
-            scale = fmax(scale, fabs((double)ref[e->offset + k]));
+            size_t j = e->offset + k;
+            double d = fabs((double)got[j] - ref[j]);
+            scale = fmax(scale, fabs((double)ref[j]));
+            if (all_noise || (ref_grad && fabs((double)ref_grad[j]) < ADAM_NOISE_GRAD))
+                noise_diff = fmax(noise_diff, d);
+            else
+                diff = fmax(diff, d);
         }
-        if (shift_invariant(e->name)) {
-            if (getenv("VTR_TEST_VERBOSE"))
-                printf("    parity %-8s %-44s absolute error %.2e (gradient 0: noise)\n", what,
-                       e->name, diff);
-            CHECK_MSG(diff <= noise, "%s of %s: differs by %g (noise bound %g)", what, e->name,
-                      diff, noise);
-            continue;
-        }
-        double rel = diff / scale;
         if (getenv("VTR_TEST_VERBOSE"))
-            printf("    parity %-8s %-44s relative error %.2e\n", what, e->name, rel);
-        CHECK_MSG(rel <= PARITY_TOL, "parity %s of %s: relative error %.3g", what, e->name, rel);
+            printf("    parity %-8s %-44s relative error %.2e, noise elements %.2e\n", what,
+                   e->name, diff / scale, noise_diff);
+        CHECK_MSG(noise_diff <= noise, "%s of %s: differs by %g (noise bound %g)", what, e->name,
+                  noise_diff, noise);
+        double rel = diff / scale;
+        CHECK_MSG(rel <= tol, "parity %s of %s: relative error %.3g", what, e->name, rel);
         worst = fmax(worst, rel);
     }
     free(ref);
@@ -197,7 +212,7 @@ static void parity(vtr_hgr_global_pool pool, const char *prefix)
     PARITY("s_fused", m.s_fused, PB * PB);
     PARITY("loss", &loss, 1);
     snprintf(name, sizeof name, "hgr/%sgrads", prefix);
-    parity_per_tensor(&m.params, m.params.grad, name, "grad", 1e-6);
+    parity_per_tensor(&m.params, m.params.grad, name, "grad", PARITY_TOL, 1e-6, NULL);
 
     /* inference: the encoders and the block scorer give the step's numbers */
     float global[PB * PE], verb[PB * PT * PE], noun[PB * PT * PE];
@@ -229,14 +244,30 @@ static void parity(vtr_hgr_global_pool pool, const char *prefix)
             CHECK(fabsf(part[v * 2 + c] - fused[(v + 1) * PB + c + 2]) <= 1e-6f);
 #undef PARITY
 
-    /* one Adam step (lr 1e-2) from these gradients */
+    /* one Adam step (lr 1e-2) from these gradients: 1e-5 of each tensor's scale (measured:
+     * 5.2e-7 at most), the elements of near-zero gradient within 2 lr */
     vtr_optimizer opt;
     vtr_optim_hparams hp = vtr_optim_defaults(VTR_OPTIM_ADAM);
+    snprintf(name, sizeof name, "hgr/%sgrads", prefix);
+    float *ref_grad = nn_fixture_floats(name, m.params.n_trainable);
+    size_t nbytes = sizeof(float) * m.params.n_trainable;
+    float *before = malloc(nbytes);
+    CHECK(before != NULL);
+    memcpy(before, m.params.data, nbytes);
     CHECK_OK(vtr_optimizer_init(&opt, &m.params, &hp, &err));
     vtr_optimizer_step(&opt, &m.params, 1e-2);
     snprintf(name, sizeof name, "hgr/%sparams_adam", prefix);
-    parity_per_tensor(&m.params, m.params.data, name, "adam", 2e-2); /* 2 lr */
+    parity_per_tensor(&m.params, m.params.data, name, "adam", 1e-5, 2e-2, ref_grad); /* 2 lr */
     vtr_optimizer_free(&opt);
+    /* the same step from the reference's gradients: Adam alone, to 1e-6 and within 1e-7
+     * where the gradient is noise (measured: the same bytes as torch.optim.Adam's) */
+    memcpy(m.params.data, before, nbytes);
+    memcpy(m.params.grad, ref_grad, nbytes);
+    CHECK_OK(vtr_optimizer_init(&opt, &m.params, &hp, &err));
+    vtr_optimizer_step(&opt, &m.params, 1e-2);
+    parity_per_tensor(&m.params, m.params.data, name, "adam-ref", 1e-6, 1e-7, NULL);
+    vtr_optimizer_free(&opt);
+    free(before), free(ref_grad);
     free_batch(&f);
     vtr_hgr_model_free(&m);
 }
@@ -410,6 +441,91 @@ TEST(hgr_all_negatives_take_the_hinge_over_every_negative)
     vtr_hgr_model_free(&m);
 }
 
+/* ---- initialization ---- */
+
+/* The largest |(x xᵀ - I)_ij| over the rows of x (rows, cols) when wide, or |(xᵀ x - I)_ij|
+ * over its columns when tall, in double. */
+static double orthonormality_error(const float *x, int rows, int cols)
+{
+    int tall = rows >= cols, n = tall ? cols : rows, k = tall ? rows : cols;
+    double worst = 0.0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++) {
+            double dot = 0.0;
+            for (int t = 0; t < k; t++)
+                dot += tall ? (double)x[(size_t)t * cols + i] * x[(size_t)t * cols + j]
+                            : (double)x[(size_t)i * cols + t] * x[(size_t)j * cols + t];
+            worst = fmax(worst, fabs(dot - (i == j ? 1.0 : 0.0)));
+        }
+    return worst;
+}
+
+TEST(model_fill_orthogonal_gives_orthonormal_rows_or_columns)
+{
+    /* nn.init.orthogonal_'s shapes: tall (HGR's (3E, W) at the released sizes), square,
+     * wide; the same stream gives the same bytes */
+    static const int shapes[][2] = {{3072, 300}, {7, 7}, {5, 12}};
+    for (int s = 0; s < 3; s++) {
+        int rows = shapes[s][0], cols = shapes[s][1];
+        size_t n = (size_t)rows * cols;
+        float *x = nn_alloc_floats(n), *y = nn_alloc_floats(n);
+        double *scratch = malloc(sizeof(double) * vtr_model_orthogonal_scratch_size(rows, cols));
+        CHECK(scratch != NULL);
+        vtr_rng rng;
+        vtr_rng_init(&rng, 21, 4);
+        vtr_model_fill_orthogonal(x, rows, cols, &rng, scratch);
+        double e = orthonormality_error(x, rows, cols);
+        CHECK_MSG(e <= 1e-6, "(%d, %d): orthonormality error %g", rows, cols, e);
+        vtr_rng_init(&rng, 21, 4);
+        vtr_model_fill_orthogonal(y, rows, cols, &rng, scratch);
+        CHECK(memcmp(x, y, sizeof(float) * n) == 0);
+        free(x), free(y), free(scratch);
+    }
+}
+
+TEST(hgr_init_follows_the_reference)
+{
+    /* the text BiGRU's weights orthogonal ((3E, in): orthonormal columns), its biases 0;
+     * GPO's GRU (HGR∞) keeps PyTorch's default uniform(±1/sqrt(hidden)); another seed
+     * another orthogonal matrix (the same seed's same bytes: hgr_training_is_deterministic) */
+    vtr_error err;
+    for (int g = 0; g < 2; g++) {
+        vtr_hgr_config cfg = small_config(g ? VTR_HGR_POOL_GPO : VTR_HGR_POOL_ATTENTION, 0.0f);
+        vtr_hgr_model m;
+        CHECK_OK(vtr_hgr_model_init(&m, &cfg, PB, PT, PL, &err));
+        vtr_hgr_init_params(&m, 31);
+        int weights = 0, biases = 0;
+        for (size_t i = 0; i < m.params.count; i++) {
+            const vtr_param_entry *e = &m.params.entries[i];
+            const float *x = m.params.data + e->offset;
+            if (strncmp(e->name, "text_encoder.rnn.weight_", 24) == 0) {
+                CHECK_EQ_INT((int)e->shape[0], 3 * PE);
+                double err_o = orthonormality_error(x, (int)e->shape[0], (int)e->shape[1]);
+                CHECK_MSG(err_o <= 1e-6, "%s: orthonormality error %g", e->name, err_o);
+                weights++;
+            } else if (strncmp(e->name, "text_encoder.rnn.bias_", 22) == 0) {
+                for (size_t k = 0; k < e->numel; k++)
+                    CHECK(x[k] == 0.0f);
+                biases++;
+            } else if (strstr(e->name, "gpool.gru.")) {
+                float bound = 1.0f / sqrtf((float)cfg.gpo_hidden);
+                for (size_t k = 0; k < e->numel; k++)
+                    CHECK(fabsf(x[k]) <= bound);
+                if (e->ndim == 2)
+                    CHECK(orthonormality_error(x, (int)e->shape[0], (int)e->shape[1]) > 1e-2);
+            }
+        }
+        CHECK_EQ_INT(weights, 4);
+        CHECK_EQ_INT(biases, 4);
+        const float *w = vtr_param_data(&m.params, "text_encoder.rnn.weight_hh_l0");
+        float before[3 * PE * PE];
+        memcpy(before, w, sizeof before);
+        vtr_hgr_init_params(&m, 32);
+        CHECK(memcmp(before, w, sizeof before) != 0);
+        vtr_hgr_model_free(&m);
+    }
+}
+
 /* ---- determinism, sampling, errors ---- */
 
 static void adam_steps(vtr_hgr_model *m, const vtr_hgr_batch *batch, int steps, double lr,
@@ -489,7 +605,9 @@ TEST(hgr_batches_smaller_than_the_arena_give_the_same_step)
 TEST(hgr_train_step_flops_count_the_products)
 {
     /* HGR (attention pooling), F 6, E 4 (GCN F 2), W 3, 4 verbs, 6 nouns (11 nodes); 2 pairs,
-     * frame lengths (3, 2) of T 3, caption lengths (4, 1) of L 4 */
+     * frame lengths (3, 2) of T 3, caption lengths (4, 1) of L 4. Caption 0: verbs at words
+     * 0 and 1, nouns at 1, 2, 3, edges root -> each verb, verb 0 <-> nouns 0 and 1, verb 1
+     * <-> noun 2 (rel[target][source]); caption 1: two nouns at word 0, no verb, no edge. */
     vtr_error err;
     vtr_hgr_config cfg = vtr_hgr_config_default(10, VTR_HGR_POOL_ATTENTION);
     cfg.feature_dim = 6;
@@ -498,23 +616,35 @@ TEST(hgr_train_step_flops_count_the_products)
     vtr_hgr_model m;
     CHECK_OK(vtr_hgr_model_init(&m, &cfg, 2, 3, 4, &err));
     int fl[2] = {3, 2}, cl[2] = {4, 1};
+    uint8_t verb_masks[2 * NV * 4] = {0}, noun_masks[2 * NN * 4] = {0};
+    float rel[2 * NODES * NODES] = {0};
+    verb_masks[0 * 4 + 0] = verb_masks[1 * 4 + 1] = 1;
+    noun_masks[0 * 4 + 1] = noun_masks[1 * 4 + 2] = noun_masks[2 * 4 + 3] = 1;
+    noun_masks[(NN + 0) * 4 + 0] = noun_masks[(NN + 1) * 4 + 0] = 1;
+    static const int edges[][2] = {{1, 0}, {2, 0}, {1, 5}, {5, 1}, {1, 6}, {6, 1}, {2, 7}, {7, 2}};
+    for (int e = 0; e < 8; e++)
+        rel[edges[e][0] * NODES + edges[e][1]] = 1.0f;
     vtr_hgr_batch b = {.B = 2, .T = 3, .frame_lengths = fl};
     b.captions.B = 2;
     b.captions.L = 4;
     b.captions.lengths = cl;
+    b.captions.verb_masks = verb_masks;
+    b.captions.noun_masks = noun_masks;
+    b.captions.rel_edges = rel;
     double levels = 3 * (2 * 5 * 6 * 4) * 2; /* 5 real frames: forward, dW; no dx */
     /* BiGRU per direction, gates 12: W_ih over 5 words (forward, dW, dx), W_hh over the 3
-     * steps after the first (forward, dh), dW_hh over 5 */
-    double rnn = 2 * (2 * 5 * 3 * 12 * 3 + 2 * 3 * 4 * 12 * 2 + 2 * 5 * 12 * 4);
-    double gcn = 3 * (2 * 22 * 4 * 2) * 2 /* query, key over 2 x 11 nodes, 3 products */
-                 + 3 * (2 * 22 * 4 * 4)   /* context */
+     * steps after the first (forward, dh, dW_hh) */
+    double rnn = 2 * (2 * 5 * 3 * 12 * 3 + 2 * 3 * 4 * 12 * 3);
+    double gcn = 3 * (2 * 5 * 4 * 2)   /* query over the 5 attending nodes, 3 products */
+                 + 3 * (2 * 6 * 4 * 2) /* key over the 6 attended nodes */
+                 + 3 * (2 * 5 * 4 * 4) /* context over the attending nodes */
                  + 2 * 3 * (2 * 11 * 11 * 2 + 2 * 11 * 11 * 4); /* q kᵀ, a x; gradients */
     double cosine = 3 * 2 * 2 * 2 * 4;
-    double phrases = 3 * 2 * 8 * 6 * 4    /* verbs: (2*4, 2*3) x 4 */
-                     + 3 * 2 * 12 * 6 * 4 /* nouns: (2*6, 2*3) x 4 */
-                     + 2 * (2 * 13 * 4);  /* per video len^2 x 4, both levels */
+    double phrases = 3 * 2 * 2 * 6 * 4   /* verbs: 2 valid x (2*3) x 4 */
+                     + 3 * 2 * 5 * 6 * 4 /* nouns: 5 valid x (2*3) x 4 */
+                     + 2 * (2 * 13 * 4); /* per video len^2 x 4, both levels */
     double want = levels + rnn + gcn + cosine + phrases;
-    CHECK(want == 21832.0);
+    CHECK(want == 16360.0);
     double got = vtr_hgr_train_step_flops(&m, &b);
     CHECK_MSG(fabs(got - want) <= 1e-9 * want, "flops %.0f, expected %.0f", got, want);
     vtr_hgr_model_free(&m);

@@ -474,11 +474,10 @@ TEST(vse_train_step_flops_count_the_products)
     vtr_vse_batch b = {.B = 2, .T = 3, .frame_lengths = fl, .L = 4, .caption_lengths = cl};
     double fc = 2 * 2 * 5.0 * 2048 * 1024;
     /* GRUs: input projections over the 5 real positions (not the padded 6 or 8) */
-    double H = 1024, rnn_dir = 2 * 5 * 300 * 3 * H * 3 /* W_ih: forward, dW, dinp */
-                               + 2 * 3 * H * 3 * H * 2 /* hidden: 3 steps after the first */
-                               + 2 * 5 * 3 * H * H;    /* dW_hh */
-    double g = 32,
-           gpo_gru = 2 * (2 * 5 * 32 * 3 * g * 2 + 2 * 3 * g * 3 * g * 2 + 2 * 5 * 3 * g * g);
+    double H = 1024, rnn_dir = 2 * 5 * 300 * 3 * H * 3  /* W_ih: forward, dW, dinp */
+                               + 2 * 3 * H * 3 * H * 3; /* hidden, 3 steps after the first:
+                                                           forward, dh, dW_hh */
+    double g = 32, gpo_gru = 2 * (2 * 5 * 32 * 3 * g * 2 + 2 * 3 * g * 3 * g * 3);
     double gpo_img = gpo_gru + 3 * 2 * 6 * g, gpo_txt = gpo_gru + 3 * 2 * 8 * g; /* scorer */
     double sim = 3 * 2 * 4 * 1024.0;
     double want = fc + 2 * rnn_dir + gpo_img + gpo_txt + sim;
