@@ -6,7 +6,8 @@
 #include <libavutil/display.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "lib/file.h"
 
 #include "decode/packet_times.h"
 
@@ -131,15 +132,13 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
                                  vtr_error *err)
 {
     *out = NULL;
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return vtr_fail_errno(err, "%s", path);
-    if (S_ISDIR(sb.st_mode))
-        return vtr_fail(err, VTR_ERR_IO, "%s: is a directory", path);
-    if (S_ISREG(sb.st_mode) && sb.st_size == 0)
+    int64_t size;
+    vtr_status st = vtr_regular_file(path, &size, err); /* a FIFO would block FFmpeg */
+    if (st != VTR_OK)
+        return st;
+    if (size == 0)
         return vtr_fail(err, VTR_ERR_FORMAT, "%s: empty file", path);
 
-    vtr_status st = VTR_OK;
     vtr_video_reader *r = calloc(1, sizeof *r);
     if (!r || !(r->path = strdup(path))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);

@@ -12,7 +12,8 @@
 #include <sndfile.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "lib/file.h"
 
 #define LOGMEL_MAX_WINDOW (1 << 20)
 #define LOGMEL_MAX_MELS 1024
@@ -314,17 +315,14 @@ void vtr_audio_samples_free(vtr_audio_samples *a)
 vtr_status vtr_audio_read(const char *path, vtr_audio_samples *out, vtr_error *err)
 {
     *out = (vtr_audio_samples){0};
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return vtr_fail_errno(err, "%s", path);
-    if (S_ISDIR(sb.st_mode))
-        return vtr_fail(err, VTR_ERR_IO, "%s: is a directory", path);
+    vtr_status st = vtr_regular_file(path, NULL, err); /* a FIFO would block libsndfile */
+    if (st != VTR_OK)
+        return st;
     SF_INFO info = {0};
     SNDFILE *sf = sf_open(path, SFM_READ, &info);
     if (!sf)
         return vtr_fail(err, VTR_ERR_FORMAT, "%s: not an audio file libsndfile reads: %s", path,
                         sf_strerror(NULL));
-    vtr_status st = VTR_OK;
     float *chunk = NULL, *samples = NULL;
     const sf_count_t chunk_frames = 4096;
     /* a limit that keeps n * channels and the byte counts far from overflow */

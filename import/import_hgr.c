@@ -188,6 +188,9 @@ static vtr_status open_features(hgr_set *s, vtr_hgr_features kind, vtr_error *er
         return vtr_fail(err, VTR_ERR_NOT_FOUND, "%s: missing (features of %s)", s->features_path,
                         strrchr(s->names_path, '/') + 1);
     if (kind == VTR_HGR_FRAMES) {
+        vtr_status st = vtr_regular_file(s->features_path, NULL, err); /* HDF5 would block */
+        if (st != VTR_OK)
+            return st;
         if (H5Fis_hdf5(s->features_path) <= 0 ||
             (s->h5 = H5Fopen(s->features_path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
             return vtr_fail(err, VTR_ERR_FORMAT, "%s: not an HDF5 file", s->features_path);

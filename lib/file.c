@@ -9,34 +9,73 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The refusal of a path whose stat is sb, or VTR_OK for a regular file. */
+static vtr_status check_regular(const char *path, const struct stat *sb, vtr_error *err)
+{
+    if (S_ISREG(sb->st_mode))
+        return VTR_OK;
+    if (S_ISDIR(sb->st_mode))
+        return vtr_fail(err, VTR_ERR_IO, "%s: is a directory", path);
+    const char *kind = S_ISFIFO(sb->st_mode)   ? "a FIFO"
+                       : S_ISCHR(sb->st_mode)  ? "a character device"
+                       : S_ISBLK(sb->st_mode)  ? "a block device"
+                       : S_ISSOCK(sb->st_mode) ? "a socket"
+                                               : "of an unknown kind";
+    return vtr_fail(err, VTR_ERR_IO, "%s: not a regular file (%s)", path, kind);
+}
+
+vtr_status vtr_regular_file(const char *path, int64_t *size, vtr_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return vtr_fail_errno(err, "%s", path);
+    vtr_status st = check_regular(path, &sb, err);
+    if (st == VTR_OK && size)
+        *size = (int64_t)sb.st_size;
+    return st;
+}
+
+vtr_status vtr_open_regular(const char *path, int *fd, int64_t *size, vtr_error *err)
+{
+    *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (*fd < 0)
+        return vtr_fail_errno(err, "%s", path);
+    struct stat sb;
+    vtr_status st = fstat(*fd, &sb) == 0 ? check_regular(path, &sb, err)
+                                        : vtr_fail_errno(err, "%s", path);
+    int flags;
+    if (st == VTR_OK && ((flags = fcntl(*fd, F_GETFL)) < 0 ||
+                         fcntl(*fd, F_SETFL, flags & ~O_NONBLOCK) != 0))
+        st = vtr_fail_errno(err, "%s", path);
+    if (st != VTR_OK) {
+        close(*fd);
+        *fd = -1;
+        return st;
+    }
+    if (size)
+        *size = (int64_t)sb.st_size;
+    return VTR_OK;
+}
+
 vtr_status vtr_map_file(const char *path, vtr_mapped_file *out, vtr_error *err)
 {
     out->data = NULL;
     out->size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return vtr_fail_errno(err, "%s", path);
-    vtr_status st = VTR_OK;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        st = vtr_fail_errno(err, "%s", path);
+    int fd;
+    int64_t size;
+    vtr_status st = vtr_open_regular(path, &fd, &size, err);
+    if (st != VTR_OK || size == 0)
         goto end;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = vtr_fail(err, VTR_ERR_IO, "%s: not a regular file", path);
-        goto end;
-    }
-    if (sb.st_size == 0)
-        goto end;
-    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
         st = vtr_fail_errno(err, "%s: mmap", path);
         goto end;
     }
     out->data = p;
-    out->size = (size_t)sb.st_size;
+    out->size = (size_t)size;
 end:
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     return st;
 }
 

@@ -7,6 +7,7 @@
 #ifndef VTR_FILE_H
 #define VTR_FILE_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "error.h"
@@ -16,7 +17,22 @@ typedef struct vtr_mapped_file {
     size_t size;
 } vtr_mapped_file;
 
-/* Maps `path` read-only. On failure `out` is left empty and err names the path. */
+/* Inputs that are read as whole files (videos, images, audio, weights, NPY, safetensors,
+ * index segments) must be regular files: a FIFO waits for a writer and a device such as
+ * /dev/zero never ends. Streams (manifests, record streams, queries) are read with stdio
+ * and may be pipes.
+ *
+ * vtr_regular_file checks path with stat before a library (FFmpeg, libsndfile, HDF5) opens
+ * it by name; vtr_open_regular opens it itself (O_NONBLOCK, so that a FIFO does not block
+ * the open, then fstat, so that what is read is what was checked) and returns a blocking
+ * read-only descriptor. Both fail with VTR_ERR_IO naming path: "PATH: <strerror>", "PATH: is
+ * a directory", "PATH: not a regular file (a FIFO)" (a character device, a block device, a
+ * socket). *size (may be NULL) receives the file's size in bytes. */
+vtr_status vtr_regular_file(const char *path, int64_t *size, vtr_error *err);
+vtr_status vtr_open_regular(const char *path, int *fd, int64_t *size, vtr_error *err);
+
+/* Maps `path` (vtr_open_regular) read-only. On failure `out` is left empty and err names
+ * the path. */
 vtr_status vtr_map_file(const char *path, vtr_mapped_file *out, vtr_error *err);
 
 /* Unmaps; safe on an empty or already-unmapped value. */

@@ -1,9 +1,13 @@
+#define _POSIX_C_SOURCE 200809L /* fdopen */
 #include "hash.h"
 
 #include <libavutil/hash.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include "file.h"
 
 #define READ_CHUNK (1 << 20)
 
@@ -13,9 +17,15 @@ vtr_status vtr_file_sha256(const char *path, char hex[VTR_SHA256_HEX_SIZE], vtr_
     vtr_status st = VTR_OK;
     struct AVHashContext *ctx = NULL;
     uint8_t *buf = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return vtr_fail_errno(err, "%s", path);
+    int fd;
+    if ((st = vtr_open_regular(path, &fd, NULL, err)) != VTR_OK)
+        return st;
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        st = vtr_fail_errno(err, "%s", path);
+        close(fd);
+        return st;
+    }
     buf = malloc(READ_CHUNK);
     if (!buf || av_hash_alloc(&ctx, "SHA256") < 0) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory for hashing", path);

@@ -11,7 +11,8 @@
 
 /* Hashes the bytes of the file at path (read in chunks, so any size) and writes the
  * SHA-256 digest as 64 lowercase hex digits and a NUL into hex. Fails with VTR_ERR_IO
- * naming the path when it cannot be opened or read; hex is then the empty string. */
+ * naming the path when it cannot be opened or read, or is not a regular file
+ * (vtr_open_regular: /dev/zero would never end); hex is then the empty string. */
 vtr_status vtr_file_sha256(const char *path, char hex[VTR_SHA256_HEX_SIZE], vtr_error *err);
 
 #endif

@@ -72,6 +72,17 @@ vtr-decode -o "$dir/none.rec" "$dir/empty.mp4" 2>"$dir/err"
 [ $? -eq 2 ] || fail "only bad items: expected exit 2"
 grep -q "empty.mp4: empty file" "$dir/err" || fail "empty file: $(cat "$dir/err")"
 
+# 6b. a FIFO is refused, not opened (which would wait for a writer for ever); a device too
+mkfifo "$dir/pipe.mp4" || fail "mkfifo"
+timeout 20 vtr-decode --frames 2 -o "$dir/fifo.rec" "$dir/pipe.mp4" /dev/zero "$dir/c.png" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] || fail "a FIFO and a device: exit $rc, expected 2: $(cat "$dir/err")"
+[ "$(wc -l <"$dir/err")" -eq 2 ] &&
+    grep -q "^vtr-decode: pipe: $dir/pipe.mp4: not a regular file (a FIFO)\$" "$dir/err" &&
+    grep -q "^vtr-decode: zero: /dev/zero: not a regular file (a character device)\$" "$dir/err" ||
+    fail "a FIFO and a device: $(cat "$dir/err")"
+vtr-inspect --json "$dir/fifo.rec" | grep -q '"key":"c"' || fail "a FIFO: the good item"
+
 # 7. usage errors: exit 1
 for args in "--frames 2 --fps 1 $dir/a.mp4" "--mean 0,0,0 $dir/a.mp4" \
     "--audio $dir/x.wav $dir/a.mp4 $dir/b.webm" "--size 12 $dir/a.mp4" "--frames 0 $dir/a.mp4" \

@@ -122,6 +122,15 @@ grep -q "tensor 'layer2.1.conv1.weight' has shape (128, 128, 1, 1), resnet18 exp
 [ "$(wc -l <"$dir/err")" -eq 1 ] || fail "expected one line: $(cat "$dir/err")"
 vtr-features -w "$dir/w.safetensors" -a resnet50 "$dir/frames.rec" >/dev/null 2>"$dir/err"
 [ $? -eq 1 ] && grep -q "resnet50 expects" "$dir/err" || fail "resnet18 weights as resnet50"
+# weights that are a device or a FIFO: refused at once, not read for ever or waited on
+mkfifo "$dir/w.fifo" || fail "mkfifo"
+for w in /dev/zero "$dir/w.fifo"; do
+    timeout 20 vtr-features -w "$w" -a resnet18 "$dir/frames.rec" >/dev/null 2>"$dir/err"
+    rc=$?
+    [ $rc -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+        grep -q "^vtr-features: $w: not a regular file (a [a-zA-Z ]*)\$" "$dir/err" ||
+        fail "weights $w: exit $rc: $(cat "$dir/err")"
+done
 
 # 7. usage
 vtr-features --help | grep -q -- '--weights' || fail "--help"

@@ -91,6 +91,13 @@ grep -q "^vtr-features: nowhere: .*nowhere.flac: No such file" "$dir/err" ||
 [ -f "$dir/npy2/low.npy" ] && [ -f "$dir/npy2/high.npy" ] && [ ! -e "$dir/npy2/junk.npy" ] ||
     fail "the good files were not all written: $(ls "$dir/npy2")"
 cmp -s "$dir/npy/low.npy" "$dir/npy2/low.npy" || fail "a second run differs"
+# a FIFO is refused at once (libsndfile would wait for a writer for ever)
+mkfifo "$dir/pipe.wav" || fail "mkfifo"
+timeout 20 vtr-features --audio -o "$dir/fifo.rec" "$dir/pipe.wav" "$dir/wav/low.wav" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+    grep -q "^vtr-features: pipe: $dir/pipe.wav: not a regular file (a FIFO)\$" "$dir/err" ||
+    fail "a FIFO: exit $rc: $(cat "$dir/err")"
 
 # 3. usage: the modes' options do not mix; bad values
 for args in "--audio -w $dir/w.safetensors $dir/wav" "--audio --grid $dir/wav" "--mels 40 -w x" \

@@ -318,6 +318,15 @@ dump "$dir/ik" >"$dir/dk"
     $PY -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1] + "/ik/catalog.sqlite")
 assert [p for (p,) in db.execute("SELECT path FROM items")] == [sys.argv[2]]' \
         "$dir" "$(cd "$A" && pwd -P)/a.mp4" || fail "keyed manifest catalog: $(catalog "$dir/ik")"
+# a FIFO in a manifest fails alone, at once (opening it would wait for a writer for ever)
+mkfifo "$dir/pipe.mp4" || fail "mkfifo"
+printf '%s\n%s\n' "$dir/pipe.mp4" "$A/a.mp4" >"$dir/fifo.txt"
+timeout 120 $IX "$dir/fifo.txt" --weights "$dir/w.safetensors" --index "$dir/if" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "^vtr-index: $dir/pipe.mp4: not a regular file (a FIFO)\$" "$dir/err" &&
+    grep -q '1 added, 0 updated, 0 removed, 1 failed' "$dir/err" ||
+    fail "a FIFO in a manifest: exit $rc: $(cat "$dir/err")"
+[ "$(dump "$dir/if" | cut -d' ' -f1)" = "$A/a.mp4" ] || fail "a FIFO in a manifest: the good file"
 # ---- 9. the archive moved: nothing redone, the catalog's paths follow ----------------------
 mv "$A" "$dir/moved"
 $IX "$dir/moved" --index "$dir/ix" 2>"$dir/err" || fail "moved archive: $(cat "$dir/err")"

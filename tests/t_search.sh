@@ -286,6 +286,12 @@ mkdir "$dir/notindex" && echo junk >"$dir/notindex/index.sqlite"
 vtr-search "a cat" --index "$dir/notindex" >/dev/null 2>"$dir/err"
 [ $? -eq 1 ] || fail "junk index: exit status"
 one_line "$dir/err" "notindex" "junk index"
+# a segment that is a FIFO: refused at once, not waited on
+cp -r "$dir/idx" "$dir/fifoidx" && seg=$(ls "$dir"/fifoidx/seg-*.npy) && rm "$seg" &&
+    mkfifo "$seg" || fail "FIFO segment"
+timeout 20 vtr-search "a cat" --index "$dir/fifoidx" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "FIFO segment: exit status: $(cat "$dir/err")"
+one_line "$dir/err" "$seg: not a regular file (a FIFO)" "FIFO segment"
 vtr-search "a cat" >/dev/null 2>"$dir/err"
 [ $? -eq 1 ] || fail "no --index: exit status"
 vtr-search --index "$dir/idx" "a cat" -k 0 >/dev/null 2>"$dir/err"

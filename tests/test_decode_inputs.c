@@ -440,6 +440,7 @@ TEST(decode_bad_inputs_fail_cleanly)
         {unknown_path, VTR_ERR_UNSUPPORTED, unknown_codec},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
         {strdup(test_tmpdir()), VTR_ERR_IO, "directory"},
+        {strdup("/dev/null"), VTR_ERR_IO, "not a regular file (a character device)"},
     };
     const size_t n_cases = sizeof cases / sizeof cases[0];
     const vtr_sampler samplers[] = {

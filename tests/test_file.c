@@ -2,9 +2,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "lib/file.h"
+#include "lib/hash.h"
 
 TEST(atomic_write_replaces_a_file_whole)
 {
@@ -69,4 +71,43 @@ TEST(make_dirs_creates_missing_parents)
     CHECK_FAILS(vtr_make_dirs(path, &err), VTR_ERR_IO, "made/file: Not a directory");
     CHECK_FAILS(vtr_make_dirs(test_path("made/file"), &err), VTR_ERR_IO,
                 "made/file: Not a directory");
+}
+
+/* Inputs read as whole files refuse what is not a regular file: a FIFO would block the
+ * open (or the read) until a writer comes, /dev/zero never ends. The alarm ends the run
+ * instead of hanging it if the refusal breaks. */
+TEST(whole_file_inputs_refuse_fifos_and_devices)
+{
+    vtr_error err;
+    const char *fifo = test_path("in.fifo");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    alarm(20);
+    int64_t size = -1;
+    int fd;
+    CHECK_FAILS(vtr_regular_file(fifo, &size, &err), VTR_ERR_IO,
+                "in.fifo: not a regular file (a FIFO)");
+    CHECK_FAILS(vtr_open_regular(fifo, &fd, &size, &err), VTR_ERR_IO,
+                "not a regular file (a FIFO)");
+    CHECK(fd == -1);
+    vtr_mapped_file m;
+    CHECK_FAILS(vtr_map_file(fifo, &m, &err), VTR_ERR_IO, "in.fifo: not a regular file (a FIFO)");
+    CHECK(m.data == NULL);
+    CHECK_FAILS(vtr_regular_file("/dev/zero", NULL, &err), VTR_ERR_IO,
+                "/dev/zero: not a regular file (a character device)");
+    char hex[VTR_SHA256_HEX_SIZE];
+    CHECK_FAILS(vtr_file_sha256("/dev/zero", hex, &err), VTR_ERR_IO, "a character device");
+    CHECK_FAILS(vtr_file_sha256(fifo, hex, &err), VTR_ERR_IO, "a FIFO");
+    CHECK_FAILS(vtr_regular_file(test_tmpdir(), NULL, &err), VTR_ERR_IO, "is a directory");
+    alarm(0);
+
+    const char *path = test_path("in.bin");
+    FILE *fp = fopen(path, "w");
+    fputs("12345", fp);
+    fclose(fp);
+    CHECK_OK(vtr_regular_file(path, &size, &err));
+    CHECK_EQ_INT(size, 5);
+    CHECK_OK(vtr_open_regular(path, &fd, &size, &err));
+    char buf[8];
+    CHECK(size == 5 && read(fd, buf, sizeof buf) == 5); /* blocking again, reads the file */
+    close(fd);
 }

@@ -570,7 +570,7 @@ TEST(npy_empty_missing_and_directory)
     CHECK_FAILS(vtr_npy_load(path, &f, &err), VTR_ERR_IO, path);
     CHECK(strstr(err.msg, "No such file or directory"));
 
-    CHECK_FAILS(vtr_npy_load(test_tmpdir(), &f, &err), VTR_ERR_IO, "not a regular file");
+    CHECK_FAILS(vtr_npy_load(test_tmpdir(), &f, &err), VTR_ERR_IO, "is a directory");
 }
 
 /* numpy's own bytes for a small array, checked in as a literal: vtr reads them and writes
