@@ -21,6 +21,28 @@ char *vtr_key_from_path(const char *path)
     return strndup(base, len);
 }
 
+vtr_status vtr_key_check_file_name(const char *key, const char *where, vtr_error *err)
+{
+    size_t len = strlen(key);
+    const char *why = NULL;
+    if (len == 0)
+        why = "it is empty";
+    else if (strchr(key, '/'))
+        why = "it holds a '/'";
+    else if (!strcmp(key, ".") || !strcmp(key, ".."))
+        why = "it names a directory";
+    else if (len > VTR_KEY_FILE_NAME_MAX)
+        why = "it is too long";
+    if (!why)
+        return VTR_OK;
+    char shown[96];
+    return vtr_fail(err, VTR_ERR_INVALID,
+                    "key '%s' cannot name a file in %s: %s (at most %d bytes, no '/', not '.' "
+                    "or '..')",
+                    vtr_printable(key, len, shown, sizeof shown), where, why,
+                    VTR_KEY_FILE_NAME_MAX);
+}
+
 vtr_status vtr_keyed_files_add(vtr_keyed_files *l, const char *key, const char *path,
                                vtr_error *err)
 {

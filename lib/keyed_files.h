@@ -22,6 +22,17 @@ typedef struct vtr_keyed_files {
  * malloc'd; NULL when out of memory. */
 char *vtr_key_from_path(const char *path);
 
+/* The longest key that names files: KEY.json and its temporary name KEY.json.tmp.PID stay
+ * within the 255 bytes a file name may have. */
+#define VTR_KEY_FILE_NAME_MAX 200
+
+/* The one check of a key that becomes a file name in an output directory (DIR/KEY.npy of
+ * --out-dir, DIR/KEY.wav of --audio-dir), so that no key writes (or removes) outside DIR:
+ * not empty, no '/', not "." or "..", at most VTR_KEY_FILE_NAME_MAX bytes (a C string holds
+ * no NUL). VTR_ERR_INVALID "key 'KEY' cannot name a file in WHERE: <why>" otherwise (KEY
+ * escaped with vtr_printable; WHERE names the directory's option, e.g. "--audio-dir"). */
+vtr_status vtr_key_check_file_name(const char *key, const char *where, vtr_error *err);
+
 /* Appends (key, path); key NULL takes vtr_key_from_path(path). VTR_ERR_NOMEM only. */
 vtr_status vtr_keyed_files_add(vtr_keyed_files *l, const char *key, const char *path,
                                vtr_error *err);

@@ -11,16 +11,17 @@
 #include <unistd.h>
 
 #include "lib/file.h"
+#include "lib/keyed_files.h"
 #include "lib/npy.h"
 
 vtr_status vtr_npy_item_save(const char *dir, const char *key, const vtr_tensor *t,
                              const json_t *meta, vtr_error *err)
 {
-    if (!key[0] || strchr(key, '/') || !strcmp(key, ".") || !strcmp(key, ".."))
-        return vtr_fail(err, VTR_ERR_INVALID, "key '%s' cannot name a file in --out-dir", key);
+    vtr_status st = vtr_key_check_file_name(key, "--out-dir", err);
+    if (st != VTR_OK)
+        return st;
     size_t n = strlen(dir) + strlen(key) + 8;
     char *npy = malloc(n), *js = malloc(n);
-    vtr_status st = VTR_OK;
     if (!npy || !js) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;

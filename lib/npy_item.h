@@ -12,8 +12,8 @@
 #include "lib/npy.h"
 #include "lib/tensor.h"
 
-/* Writes both files atomically, both or neither. The key must name a file in dir (no '/',
- * not "." or ".."): VTR_ERR_INVALID otherwise. */
+/* Writes both files atomically, both or neither. The key must name a file in dir
+ * (vtr_key_check_file_name): VTR_ERR_INVALID otherwise. */
 vtr_status vtr_npy_item_save(const char *dir, const char *key, const vtr_tensor *t,
                              const json_t *meta, vtr_error *err);
 

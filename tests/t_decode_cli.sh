@@ -62,6 +62,23 @@ vtr-decode --frames 1 --audio "$dir/single.wav" -o "$dir/single.rec" "$dir/a.mp4
     fail "--audio: exit $?"
 [ -s "$dir/single.wav" ] || fail "no single.wav"
 
+# 4b. a key that cannot name a file in --audio-dir fails its item before anything is
+#     written: nothing outside the directory is written or removed
+mkdir -p "$dir/deep" && echo precious >"$dir/victim.wav"
+printf '../../victim\t%s\nclip_a\t%s\n' "$dir/a.mp4" "$dir/a.mp4" >"$dir/escape.tsv"
+printf '../../victim\t%s\n' "$dir/b.webm" >"$dir/escape2.tsv"
+vtr-decode --frames 1 --audio-dir "$dir/deep/aud" -m "$dir/escape.tsv" -o "$dir/esc.rec" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+    grep -q "key '../../victim' cannot name a file in --audio-dir" "$dir/err" ||
+    fail "a key with '/' in --audio-dir: exit $rc: $(cat "$dir/err")"
+[ -s "$dir/deep/aud/clip_a.wav" ] || fail "a key with '/': the good item's audio"
+# the same key with --out-dir (refused there too) and a video without audio: the file
+# outside is not removed
+vtr-decode --frames 1 --audio-dir "$dir/deep/aud" -m "$dir/escape2.tsv" --out-dir "$dir/esc" 2>/dev/null
+[ $? -eq 2 ] || fail "a key with '/', --out-dir: exit status"
+[ "$(cat "$dir/victim.wav")" = precious ] || fail "a file outside --audio-dir was written or removed"
+
 # 5. float output
 vtr-decode --frames 2 --mean 0.5,0.5,0.5 --std 0.25,0.25,0.25 -o "$dir/f.rec" "$dir/c.png" ||
     fail "--mean/--std: exit $?"

@@ -66,3 +66,30 @@ TEST(keyed_files_lists_a_directory_by_key)
     CHECK(l.n == 0 && !l.v);
     vtr_keyed_files_free(&l);
 }
+
+/* The one check of a key that becomes a file name: nothing outside the directory. */
+TEST(key_check_file_name_keeps_files_in_their_directory)
+{
+    vtr_error err;
+    char longest[VTR_KEY_FILE_NAME_MAX + 2];
+    memset(longest, 'k', sizeof longest - 1);
+    longest[VTR_KEY_FILE_NAME_MAX] = '\0';
+    static const char *const good[] = {"clip.01", "a b", "..x", ".hidden", "caf\xc3\xa9"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        CHECK_OK(vtr_key_check_file_name(good[i], "--out-dir", &err));
+    CHECK_OK(vtr_key_check_file_name(longest, "--out-dir", &err));
+    longest[VTR_KEY_FILE_NAME_MAX] = 'k';
+    longest[VTR_KEY_FILE_NAME_MAX + 1] = '\0';
+    CHECK_FAILS(vtr_key_check_file_name(longest, "--out-dir", &err), VTR_ERR_INVALID,
+                "cannot name a file in --out-dir: it is too long");
+    CHECK_FAILS(vtr_key_check_file_name("../../victim", "--audio-dir", &err), VTR_ERR_INVALID,
+                "key '../../victim' cannot name a file in --audio-dir: it holds a '/'");
+    CHECK_FAILS(vtr_key_check_file_name("..", "--audio-dir", &err), VTR_ERR_INVALID,
+                "it names a directory");
+    CHECK_FAILS(vtr_key_check_file_name(".", "--audio-dir", &err), VTR_ERR_INVALID,
+                "it names a directory");
+    CHECK_FAILS(vtr_key_check_file_name("", "--audio-dir", &err), VTR_ERR_INVALID,
+                "it is empty");
+    CHECK_FAILS(vtr_key_check_file_name("a/\xff", "--audio-dir", &err), VTR_ERR_INVALID,
+                "key 'a/\\xff'"); /* escaped */
+}
