@@ -37,11 +37,13 @@ vtr_status vtr_decode_items(const vtr_keyed_files *items, const vtr_decode_optio
 {
     for (size_t i = 0; i < items->n; i++) {
         const vtr_keyed_file *it = &items->v[i];
-        char *apath;
         vtr_decoded_item dec = {0};
         vtr_error err;
         vtr_error_clear(&err);
-        vtr_status st = audio_path(audio, it->key, &apath, &err);
+        char *apath = NULL;
+        vtr_status st = vtr_item_output_check(out, it->key, it->path, &err);
+        if (st == VTR_OK)
+            st = audio_path(audio, it->key, &apath, &err);
         if (st == VTR_OK)
             st = vtr_decode_item(it->path, o, apath, &dec, &err);
         if (st == VTR_OK) {

@@ -20,7 +20,8 @@ typedef struct vtr_decode_audio {
 
 /* Decodes each item (its path, under its key) with o and writes its frames (N, H, W, 3)
  * and metadata, with "decoder": "vtr-decode VERSION" added, to out. report->item is told
- * about every item: written, or failed (cannot be decoded, refused by out), in which case
+ * about every item: written, or failed (refused by out, asked before it is decoded:
+ * vtr_item_output_check; cannot be decoded), in which case
  * nothing of it is left (the audio file it wrote removed; no other file is) and the others
  * still go. When out
  * breaks, that item is reported as failed and the run stops: the status of the failure

@@ -75,9 +75,10 @@ static const char usage_text[] =
     "      --version         the version\n"
     "\n"
     "A record that is not uint8 frames (N, H, W, 3), or with --audio a file that is not\n"
-    "audio, is reported on stderr in one line naming its key; the other items still\n"
-    "finish. Weights that do not fit the architecture (a missing tensor, a wrong shape)\n"
-    "stop the program with one line naming the tensor.\n"
+    "audio, and an item of a key written before (x.wav of another folder: the output\n"
+    "takes each key once) are reported on stderr in one line naming the key; the other\n"
+    "items still finish. Weights that do not fit the architecture (a missing tensor, a\n"
+    "wrong shape) stop the program with one line naming the tensor.\n"
     "Exit status: 0 every item done; 2 some items (or an input stream) failed, the others\n"
     "were written; 1 bad usage, unusable weights, or the output could not be written.\n";
 

@@ -72,8 +72,9 @@ static const char usage_text[] =
     "      --version         the version\n"
     "\n"
     "An item the model cannot take (wrong shape or dtype, a non-finite value, invalid\n"
-    "UTF-8) or cannot be written is reported on stderr in one line naming its key; the\n"
-    "other items still finish.\n"
+    "UTF-8) or cannot be written (a key written before, from another input: the output\n"
+    "takes each key once) is reported on stderr in one line naming its key; the other\n"
+    "items still finish.\n"
     "Exit status: 0 every item done; 2 some items (or an input) failed, the others were\n"
     "written; 1 bad usage, an unusable model, or the output could not be written.\n";
 

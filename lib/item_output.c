@@ -1,14 +1,19 @@
 /* A program's item output (item_output.h). */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include "lib/item_output.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "lib/file.h"
+#include "lib/keyed_files.h"
 #include "lib/npy_item.h"
 #include "lib/record.h"
 #include "lib/record_output.h"
+#include "lib/string_table.h"
 
 typedef enum destination { DEST_RECORDS, DEST_DIR, DEST_STORE, DEST_SINK } destination;
 
@@ -20,6 +25,9 @@ struct vtr_item_output {
     vtr_item_sink sink;              /* DEST_SINK; add NULL once closed */
     bool half;
     bool broken;
+    vtr_string_table *keys; /* the keys written, numbered in order */
+    char **sources;         /* (sources_cap) each written key's source (owned), or NULL */
+    size_t sources_cap;
     uint16_t *half_buf; /* (half_cap) float16 values of the item being written */
     size_t half_cap;
 };
@@ -36,7 +44,11 @@ vtr_status vtr_item_output_open(const vtr_item_output_options *opt, vtr_item_out
     }
     o->half = opt->half;
     vtr_status st;
-    if (opt->sink) {
+    if (!(o->keys = vtr_string_table_new())) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        if (opt->sink)
+            opt->sink->close(opt->sink->ctx);
+    } else if (opt->sink) {
         o->dest = DEST_SINK;
         o->sink = *opt->sink;
         st = VTR_OK;
@@ -85,13 +97,54 @@ static vtr_status written_array(vtr_item_output *o, const vtr_tensor *t, vtr_ten
     return VTR_OK;
 }
 
+vtr_status vtr_item_output_check(const vtr_item_output *o, const char *key, const char *source,
+                                 vtr_error *err)
+{
+    int64_t k = vtr_string_table_find(o->keys, key, strlen(key));
+    if (k >= 0 && o->sources[k] && source)
+        return vtr_fail(err, VTR_ERR_INVALID, "%s: %s and %s have the same key; the second is "
+                        "not written", key, o->sources[k], source);
+    if (k >= 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "%s: an item of this key was written before; "
+                        "this one is not", key);
+    return o->dest == DEST_DIR ? vtr_key_check_file_name(key, "--out-dir", err) : VTR_OK;
+}
+
+/* Remembers that key was written, with the source its metadata names. */
+static vtr_status remember(vtr_item_output *o, const char *key, const json_t *meta,
+                           vtr_error *err)
+{
+    size_t n = (size_t)vtr_string_table_count(o->keys);
+    if (n == o->sources_cap) {
+        size_t cap = n ? 2 * n : 256;
+        char **grown = realloc(o->sources, cap * sizeof *grown);
+        if (!grown)
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        o->sources = grown;
+        o->sources_cap = cap;
+    }
+    const char *source = json_string_value(json_object_get(meta, "source"));
+    if (source && !(o->sources[n] = strdup(source)))
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    if (!source)
+        o->sources[n] = NULL;
+    vtr_status st = vtr_string_table_insert(o->keys, key, strlen(key), NULL, NULL, err);
+    if (st != VTR_OK)
+        free(o->sources[n]);
+    return st;
+}
+
 vtr_status vtr_item_output_write(vtr_item_output *o, const char *key, const vtr_tensor *t,
                                  const json_t *meta, vtr_error *err)
 {
     if (o->broken)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: the output failed before", key);
+    vtr_status st = vtr_item_output_check(
+        o, key, json_string_value(json_object_get(meta, "source")), err);
+    if (st != VTR_OK)
+        return st; /* refused; the output goes on */
     vtr_tensor w;
-    vtr_status st = written_array(o, t, &w, err);
+    st = written_array(o, t, &w, err);
     if (st != VTR_OK) {
         o->broken = true;
         return st;
@@ -113,6 +166,8 @@ vtr_status vtr_item_output_write(vtr_item_output *o, const char *key, const vtr_
         o->broken = st != VTR_OK && st != VTR_ERR_INVALID;
         break;
     }
+    if (st == VTR_OK && (st = remember(o, key, meta, err)) != VTR_OK)
+        o->broken = true;
     return st;
 }
 
@@ -145,6 +200,10 @@ void vtr_item_output_close(vtr_item_output *o)
     vtr_feature_store_writer_abort(o->store);
     if (o->dest == DEST_SINK)
         o->sink.close(o->sink.ctx);
+    for (int64_t i = 0; o->keys && i < vtr_string_table_count(o->keys); i++)
+        free(o->sources[i]);
+    free(o->sources);
+    vtr_string_table_free(o->keys);
     free(o->half_buf);
     free(o);
 }

@@ -11,8 +11,13 @@
  * With half, float32 arrays are written as float16 (vtr_float_to_half); a feature store
  * stores float16 and converts the rows itself.
  *
- * An item can fail in two ways. A refused item (a key that cannot name a file, a duplicate
- * key in a store, a file of --out-dir that could not be written) leaves the output usable:
+ * An output takes each key once: an item whose key was written before in the run is
+ * refused, naming both items' sources (the "source" of their metadata), so that two files
+ * of one name in different folders (a/x.jpg, b/x.jpg: key x) never overwrite each other
+ * in --out-dir (nor stand twice in a stream, a store or an index).
+ *
+ * An item can fail in two ways. A refused item (a key written before, a key that cannot
+ * name a file, a file of --out-dir that could not be written) leaves the output usable:
  * the program reports it and goes on. A broken output (a failed write of the record
  * stream, a store or sink that failed) takes no more items: the program stops, and close
  * leaves nothing half-written behind where the destination allows it (the record file,
@@ -61,10 +66,19 @@ typedef struct vtr_item_output vtr_item_output;
 vtr_status vtr_item_output_open(const vtr_item_output_options *opt, vtr_item_output **out,
                                 vtr_error *err);
 
+/* Whether o takes an item under key, asked before the item is made (vtr-decode asks
+ * before decoding, so that a refused item writes nothing, its audio included):
+ * VTR_ERR_INVALID "KEY: SOURCE1 and SOURCE2 have the same key; the second is not written"
+ * for a key written before (source, may be NULL, names the new item), and for --out-dir
+ * the refusal of vtr_key_check_file_name. vtr_item_output_write checks the same. */
+vtr_status vtr_item_output_check(const vtr_item_output *o, const char *key, const char *source,
+                                 vtr_error *err);
+
 /* Writes one item: key, its array t (read during the call only; float32 converted when
- * half) and meta (a JSON object, NULL: {}). On failure err holds the destination's
- * message and vtr_item_output_broken says whether the output can take more items. A
- * broken output fails every later write. */
+ * half) and meta (a JSON object, NULL: {}; its "source" names the item when a later one
+ * has the same key). On failure err holds the refusal (vtr_item_output_check) or the
+ * destination's message, and vtr_item_output_broken says whether the output can take
+ * more items. A broken output fails every later write. */
 vtr_status vtr_item_output_write(vtr_item_output *o, const char *key, const vtr_tensor *t,
                                  const json_t *meta, vtr_error *err);
 

@@ -46,6 +46,20 @@ ls "$dir/npy" | grep -q '\.tmp\.' && fail "temporary files left in --out-dir"
 vtr-inspect "$dir/npy/b.npy" | grep -q 'uint8 (4, 64, 64, 3)' ||
     fail "b.npy: $(vtr-inspect "$dir/npy/b.npy")"
 
+# 2b. two files of one name in different folders (key x): the second fails in one line
+#     naming both, the first's files stay (never overwritten silently); the same with -o
+mkdir -p "$dir/a" "$dir/b" && cp "$dir/c.png" "$dir/a/x.png" && cp "$dir/b.webm" "$dir/b/x.webm" ||
+    fail "x in a/ and b/"
+vtr-decode --frames 2 --out-dir "$dir/twice" "$dir/a/x.png" "$dir/b/x.webm" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+    grep -q "^vtr-decode: x: $dir/a/x.png and $dir/b/x.webm have the same key; the second is not written\$" "$dir/err" ||
+    fail "one key twice, --out-dir: exit $rc: $(cat "$dir/err")"
+grep -q "\"source\": \"$dir/a/x.png\"" "$dir/twice/x.json" || fail "one key twice: x.json is not a/x.png's"
+vtr-decode --frames 2 -o "$dir/twice.rec" "$dir/a/x.png" "$dir/b/x.webm" 2>/dev/null
+[ $? -eq 2 ] && [ "$(vtr-inspect --json "$dir/twice.rec" | grep -c '"key":"x"')" -eq 1 ] ||
+    fail "one key twice, -o"
+
 # 3. paths on stdin, all good: exit 0
 printf '%s\n' "$dir/b.webm" | vtr-decode --keyframes - >"$dir/stdin.rec" ||
     fail "paths on stdin: exit $?"

@@ -31,11 +31,12 @@ vtr-decode --frames 1 -o "$dir/frames2.rec" --audio-dir "$dir/flac" --audio-form
 # 1. a directory into --out-dir, a file and a FLAC file into records, the directory into a
 # store with --hop 0.02 --mels 40
 vtr-features --audio --out-dir "$dir/npy" "$dir/wav" || fail "--out-dir: exit $?"
-vtr-features --audio -o "$dir/logmel.rec" "$dir/wav/high.wav" "$dir/flac" || fail "records: exit $?"
+vtr-features --audio -o "$dir/logmel.rec" "$dir/wav/low.wav" "$dir/flac" || fail "records: exit $?"
 vtr-features --audio --hop 0.02 --mels 40 --fmax 8000 --half --store "$dir/store" "$dir/wav" ||
     fail "--store: exit $?"
 vtr-inspect --json "$dir/logmel.rec" >"$dir/inspect" || fail "vtr-inspect"
-[ "$(grep -c '"key":"high"' "$dir/inspect")" -eq 2 ] || fail "records: $(cat "$dir/inspect")"
+[ "$(grep -c '"key":"low"' "$dir/inspect")" -eq 1 ] && [ "$(grep -c '"key":"high"' "$dir/inspect")" -eq 1 ] ||
+    fail "records: $(cat "$dir/inspect")"
 grep -q '"extractor":"logmel","rate":16000,"window":400,"hop":160,"n_fft":512,"n_mels":64' \
     "$dir/inspect" || fail "record metadata: $(cat "$dir/inspect")"
 $PY - "$dir" <<'PYEOF' || fail "log-mel frames"
@@ -91,6 +92,14 @@ grep -q "^vtr-features: nowhere: .*nowhere.flac: No such file" "$dir/err" ||
 [ -f "$dir/npy2/low.npy" ] && [ -f "$dir/npy2/high.npy" ] && [ ! -e "$dir/npy2/junk.npy" ] ||
     fail "the good files were not all written: $(ls "$dir/npy2")"
 cmp -s "$dir/npy/low.npy" "$dir/npy2/low.npy" || fail "a second run differs"
+# two files of one name in different folders: the second fails naming both, not written
+mkdir "$dir/other" && cp "$dir/wav/high.wav" "$dir/other/low.wav" || fail "other/low.wav"
+vtr-features --audio --out-dir "$dir/npy3" "$dir/wav/low.wav" "$dir/other/low.wav" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+    grep -q "^vtr-features: low: $dir/wav/low.wav and $dir/other/low.wav have the same key; the second is not written\$" "$dir/err" ||
+    fail "one key twice: exit $rc: $(cat "$dir/err")"
+cmp -s "$dir/npy/low.npy" "$dir/npy3/low.npy" || fail "one key twice: low.npy is not the first's"
 # a FIFO is refused at once (libsndfile would wait for a writer for ever)
 mkfifo "$dir/pipe.wav" || fail "mkfifo"
 timeout 20 vtr-features --audio -o "$dir/fifo.rec" "$dir/pipe.wav" "$dir/wav/low.wav" 2>"$dir/err"

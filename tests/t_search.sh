@@ -167,6 +167,12 @@ grep -q "nan: row 2 has a non-finite value" "$dir/err" || fail "bad nan: $(cat "
 $PY -c "
 import sys; b = open(sys.argv[1], 'rb').read()
 assert b.count(b'VTRR') == 1 and b'good' in b" "$dir/bad.vtr" || fail "bad items: the good one"
+# an item of a key written before (video0 of another folder): refused naming both
+mkdir "$dir/dup" && cp "$dir/feats/video0.npy" "$dir/dup/" &&
+    echo '{"source": "other/video0.mp4"}' >"$dir/dup/video0.json" || fail "dup"
+vtr-aggregate --model "$M" "$dir/feats" "$dir/dup" --out-dir "$dir/embdup" 2>"$dir/err"
+[ $? -eq 2 ] || fail "a key twice: exit status"
+one_line "$dir/err" "^vtr-aggregate: video0: video0.mp4 and other/video0.mp4 have the same key; the second is not written\$" "a key twice"
 head -c 100 "$dir/feats.vtr" | vtr-aggregate --model "$M" >/dev/null 2>"$dir/err"
 [ $? -eq 2 ] || fail "truncated stream: exit status"
 one_line "$dir/err" "stdin" "truncated stream"

@@ -15,6 +15,18 @@
 static const float rows[6] = {0.5f, -1.0f, 2.0f, 0.25f, 65504.0f, 1e-3f};
 static const vtr_tensor item = {.dtype = VTR_F32, .ndim = 2, .shape = {2, 3}, .data = (void *)rows};
 
+/* Loads DIR/KEY.npy into *f, checking that its metadata names source. */
+static void load_item(const char *dir, const char *key, const char *source, vtr_npy_file *f)
+{
+    vtr_error err;
+    json_t *m;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, key);
+    CHECK_OK(vtr_npy_item_load(path, f, &m, &err));
+    CHECK_STR(json_string_value(json_object_get(m, "source")), source);
+    json_decref(m);
+}
+
 TEST(item_output_dir_writes_npy_and_json_in_float16)
 {
     vtr_error err;
@@ -33,17 +45,63 @@ TEST(item_output_dir_writes_npy_and_json_in_float16)
     json_decref(meta);
 
     vtr_npy_file f;
-    json_t *m;
-    char path[512];
-    snprintf(path, sizeof path, "%s/a.npy", dir);
-    CHECK_OK(vtr_npy_item_load(path, &f, &m, &err));
+    load_item(dir, "a", "a.mp4", &f);
     CHECK(f.tensor.dtype == VTR_F16 && f.tensor.ndim == 2 && f.tensor.shape[1] == 3);
     const uint16_t *h = f.tensor.data;
     for (int i = 0; i < 6; i++)
         CHECK(h[i] == vtr_float_to_half(rows[i]));
-    CHECK_STR(json_string_value(json_object_get(m, "source")), "a.mp4");
-    json_decref(m);
     vtr_npy_close(&f);
+}
+
+/* Two files of one name in different folders (a/x.jpg, b/x.jpg: key x): the second is
+ * refused, naming both, before it is made (check) and when written; the first stays and
+ * the output goes on. */
+TEST(item_output_takes_each_key_once)
+{
+    vtr_error err;
+    vtr_item_output *o;
+    const char *dir = test_path("twice");
+    const float other_rows[6] = {0};
+    const vtr_tensor other = {.dtype = VTR_F32, .ndim = 2, .shape = {2, 3},
+                              .data = (void *)other_rows};
+    json_t *first = json_pack("{s:s}", "source", "a/x.jpg");
+    json_t *second = json_pack("{s:s}", "source", "b/x.jpg");
+    const char *refusal = "x: a/x.jpg and b/x.jpg have the same key; the second is not written";
+    vtr_item_output_options opts[] = {{.dir = dir}, {.path = test_path("twice.vtr")}};
+    for (size_t i = 0; i < 2; i++) {
+        CHECK_OK(vtr_item_output_open(&opts[i], &o, &err));
+        CHECK_OK(vtr_item_output_check(o, "x", "a/x.jpg", &err));
+        CHECK_OK(vtr_item_output_write(o, "x", &item, first, &err));
+        CHECK_FAILS(vtr_item_output_check(o, "x", "b/x.jpg", &err), VTR_ERR_INVALID, refusal);
+        CHECK_FAILS(vtr_item_output_write(o, "x", &other, second, &err), VTR_ERR_INVALID,
+                    refusal);
+        CHECK_FAILS(vtr_item_output_write(o, "x", &other, NULL, &err), VTR_ERR_INVALID,
+                    "x: an item of this key was written before; this one is not");
+        CHECK(!vtr_item_output_broken(o));
+        CHECK_OK(vtr_item_output_write(o, "y", &other, second, &err));
+        CHECK_OK(vtr_item_output_commit(o, &err));
+        vtr_item_output_close(o);
+    }
+    json_decref(first);
+    json_decref(second);
+
+    vtr_npy_file f;
+    load_item(dir, "x", "a/x.jpg", &f);
+    CHECK(((const float *)f.tensor.data)[0] == rows[0]); /* the first item's */
+    vtr_npy_close(&f);
+    FILE *fp = fopen(test_path("twice.vtr"), "rb");
+    CHECK(fp);
+    vtr_record_reader *r = vtr_record_reader_new(fp, "twice.vtr");
+    vtr_record rec;
+    bool got;
+    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
+    CHECK(got && !strcmp(rec.key, "x") && ((const float *)rec.array.data)[0] == rows[0]);
+    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
+    CHECK(got && !strcmp(rec.key, "y"));
+    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
+    CHECK(!got);
+    vtr_record_reader_free(r);
+    fclose(fp);
 }
 
 TEST(item_output_records_are_complete_at_commit_only)
@@ -87,7 +145,7 @@ TEST(item_output_store_refuses_a_duplicate_and_stores_float16)
     CHECK_OK(vtr_item_output_open(&opt, &o, &err));
     CHECK_OK(vtr_item_output_write(o, "a", &item, NULL, &err));
     CHECK_FAILS(vtr_item_output_write(o, "a", &item, NULL, &err), VTR_ERR_INVALID,
-                "added twice");
+                "a: an item of this key was written before; this one is not");
     CHECK(!vtr_item_output_broken(o));
     CHECK_OK(vtr_item_output_commit(o, &err));
     vtr_item_output_close(o);
