@@ -1,7 +1,6 @@
 /* vtr-decode: video and image files -> frame records (or NPY files), optionally audio.
  * Argument parsing and reporting only; the work is in decode/decode_items.h. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <getopt.h>
 #include <libavutil/log.h>
 #include <stdio.h>
@@ -89,7 +88,7 @@ static int read_manifest(FILE *in, const char *name, vtr_keyed_files *l)
         ;
     vtr_line_reader_free(&r);
     if (st != VTR_OK)
-        fprintf(stderr, "vtr-decode: %s\n", err.msg);
+        vtr_log_item_error(NULL, &err);
     return st == VTR_OK ? 0 : -1;
 }
 
@@ -274,7 +273,9 @@ int main(int argc, char **argv)
     if (manifest) {
         FILE *f = fopen(manifest, "r");
         if (!f) {
-            fprintf(stderr, "vtr-decode: %s: %s\n", manifest, strerror(errno));
+            vtr_error err;
+            vtr_fail_errno(&err, "%s", manifest);
+            vtr_log_item_error(NULL, &err);
             goto end;
         }
         int r = read_manifest(f, manifest, &items);

@@ -78,40 +78,6 @@ static int grow(void **buf, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-/* Well-formed UTF-8 (no overlongs, surrogates or code points above U+10FFFF). */
-static bool valid_utf8(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            return false;
-        }
-        if (n - i < len)
-            return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = cp << 6 | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
 void vtr_import_stats_free(vtr_import_stats *stats)
 {
     if (!stats)
@@ -321,7 +287,7 @@ vtr_status vtr_import_item(vtr_import *im, const char *key, int64_t *index, bool
     if (strpbrk(key, "\t\r\n"))
         return vtr_fail(err, VTR_ERR_INVALID, "item key \"%s\" contains a tab or a line break",
                         shown);
-    if (!valid_utf8((const unsigned char *)key, len))
+    if (!vtr_utf8_valid(key, len))
         return vtr_fail(err, VTR_ERR_INVALID, "item key \"%s\" is not valid UTF-8", shown);
     int64_t n = vtr_string_table_count(im->keys);
     size_t cap = im->item_cap;
@@ -374,7 +340,7 @@ static vtr_status keep_text(vtr_import *im, const char *text, size_t len, size_t
 vtr_status vtr_import_caption(vtr_import *im, int64_t index, const char *text, vtr_error *err)
 {
     size_t len = strlen(text), offset;
-    if (!valid_utf8((const unsigned char *)text, len))
+    if (!vtr_utf8_valid(text, len))
         return vtr_fail(err, VTR_ERR_FORMAT, "item \"%s\": caption is not valid UTF-8",
                         vtr_import_key(im, index));
     if (grow((void **)&im->captions, &im->captions_cap, im->ncaptions + 1, sizeof *im->captions) !=
@@ -397,7 +363,7 @@ vtr_status vtr_import_caption_graph(vtr_import *im, const char *graph, vtr_error
         return vtr_fail(err, VTR_ERR_INVALID, "item \"%s\": caption %lld has a role graph already",
                         vtr_import_key(im, c->item), (long long)(im->caption_count[c->item] - 1));
     size_t len = strlen(graph);
-    if (!valid_utf8((const unsigned char *)graph, len))
+    if (!vtr_utf8_valid(graph, len))
         return vtr_fail(err, VTR_ERR_FORMAT, "item \"%s\": role graph is not valid UTF-8",
                         vtr_import_key(im, c->item));
     vtr_status st = keep_text(im, graph, len, &c->graph, err);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,4 +108,46 @@ const char *vtr_printable(const char *s, size_t n, char *buf, size_t size)
     }
     buf[used] = '\0';
     return buf;
+}
+
+bool vtr_utf8_valid(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = (unsigned char)s[i];
+        size_t len;
+        uint32_t cp, min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            len = 2, cp = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            len = 3, cp = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            len = 4, cp = c & 0x07, min = 0x10000;
+        } else {
+            return false;
+        }
+        if (n - i < len)
+            return false;
+        for (size_t k = 1; k < len; k++) {
+            if (((unsigned char)s[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | ((unsigned char)s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += len;
+    }
+    return true;
+}
+
+const char *vtr_shown(const char *s, char *buf, size_t size)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return vtr_printable(s, n, buf, size);
+    return vtr_utf8_valid(s, n) ? s : vtr_printable(s, n, buf, size);
 }

@@ -11,6 +11,7 @@
 #ifndef VTR_ERROR_H
 #define VTR_ERROR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -56,6 +57,17 @@ void vtr_error_clear(vtr_error *err);
  * a one-line message: printable ASCII as is, anything else as \xNN, cut with "..." when
  * it does not fit. Returns buf (always NUL-terminated; size >= 8). */
 const char *vtr_printable(const char *s, size_t n, char *buf, size_t size);
+
+/* Whether the n bytes at s are well-formed UTF-8 (no overlongs, surrogates or code points
+ * above U+10FFFF). */
+bool vtr_utf8_valid(const char *s, size_t n);
+
+/* Text from outside (a file name, a key) as a terminal line or a JSON string may carry it:
+ * s itself when it is valid UTF-8 without control characters (a line break, an escape
+ * sequence), else vtr_printable's escape of it into buf. The one filter between names
+ * and what programs print: vtr_log_* applies it to every message, tables to their
+ * names. */
+const char *vtr_shown(const char *s, char *buf, size_t size);
 
 /* A short stable name for a status ("format", "io", ...), for JSON events. */
 const char *vtr_status_name(vtr_status status);

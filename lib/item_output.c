@@ -107,7 +107,16 @@ vtr_status vtr_item_output_check(const vtr_item_output *o, const char *key, cons
     if (k >= 0)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: an item of this key was written before; "
                         "this one is not", key);
-    return o->dest == DEST_DIR ? vtr_key_check_file_name(key, "--out-dir", err) : VTR_OK;
+    switch (o->dest) {
+    case DEST_DIR: return vtr_key_check_file_name(key, "--out-dir", err);
+    case DEST_RECORDS: {
+        vtr_status st = vtr_record_key_check(key, err);
+        if (st != VTR_OK)
+            vtr_error_context(err, "%s", o->records.name);
+        return st;
+    }
+    default: return VTR_OK; /* the store and the sink check at add */
+    }
 }
 
 /* Remembers that key was written, with the source its metadata names. */
@@ -154,7 +163,7 @@ vtr_status vtr_item_output_write(vtr_item_output *o, const char *key, const vtr_
         st = vtr_record_write(o->records.fp, key, meta, &w, o->records.name, err);
         if (st == VTR_OK && o->records.fp == stdout && fflush(stdout) != 0) /* a pipe */
             st = vtr_fail_errno(err, "stdout");
-        o->broken = st != VTR_OK;
+        o->broken = st != VTR_OK && st != VTR_ERR_INVALID; /* refused before a byte */
         break;
     case DEST_DIR: st = vtr_npy_item_save(o->dir, key, &w, meta, err); break;
     case DEST_STORE:

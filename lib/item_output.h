@@ -17,7 +17,8 @@
  * in --out-dir (nor stand twice in a stream, a store or an index).
  *
  * An item can fail in two ways. A refused item (a key written before, a key that cannot
- * name a file, a file of --out-dir that could not be written) leaves the output usable:
+ * name a file or be a record's key, an array or metadata a record cannot hold, a file of
+ * --out-dir that could not be written) leaves the output usable:
  * the program reports it and goes on. A broken output (a failed write of the record
  * stream, a store or sink that failed) takes no more items: the program stops, and close
  * leaves nothing half-written behind where the destination allows it (the record file,
@@ -69,8 +70,10 @@ vtr_status vtr_item_output_open(const vtr_item_output_options *opt, vtr_item_out
 /* Whether o takes an item under key, asked before the item is made (vtr-decode asks
  * before decoding, so that a refused item writes nothing, its audio included):
  * VTR_ERR_INVALID "KEY: SOURCE1 and SOURCE2 have the same key; the second is not written"
- * for a key written before (source, may be NULL, names the new item), and for --out-dir
- * the refusal of vtr_key_check_file_name. vtr_item_output_write checks the same. */
+ * for a key written before (source, may be NULL, names the new item), and the refusals of
+ * the destination's key check: vtr_key_check_file_name for --out-dir,
+ * vtr_record_key_check for a record stream (a key that is not UTF-8, such as a file
+ * name's). vtr_item_output_write checks the same. */
 vtr_status vtr_item_output_check(const vtr_item_output *o, const char *key, const char *source,
                                  vtr_error *err);
 

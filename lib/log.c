@@ -63,10 +63,14 @@ static void emit_event(const char *event, const json_t *fields)
     json_decref(obj);
 }
 
+/* Room for a message of VTR_ERROR_MSG_MAX bytes escaped by vtr_shown (4 bytes a byte). */
+#define SHOWN_MAX (4 * VTR_ERROR_MSG_MAX)
+
 static void log_message(const char *level, const char *fmt, va_list ap)
 {
-    char msg[2048];
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char text[2048], shown[SHOWN_MAX];
+    vsnprintf(text, sizeof text, fmt, ap);
+    const char *msg = vtr_shown(text, shown, sizeof shown);
     if (logger.json) {
         json_t *f = json_pack("{s:s}", "message", msg);
         emit_event(level, f);
@@ -96,11 +100,14 @@ void vtr_log_warn(const char *fmt, ...)
     va_end(ap);
 }
 
-void vtr_log_item_error(const char *item, const vtr_error *err)
+void vtr_log_item_error(const char *item_text, const vtr_error *err)
 {
+    char item_shown[SHOWN_MAX], msg_shown[SHOWN_MAX];
+    const char *item = item_text ? vtr_shown(item_text, item_shown, sizeof item_shown) : NULL;
+    const char *msg = vtr_shown(err->msg, msg_shown, sizeof msg_shown);
     if (logger.json) {
         json_t *f = json_pack("{s:s, s:s}", "status", vtr_status_name(err->status), "message",
-                              err->msg);
+                              msg);
         if (item)
             json_object_set_new(f, "item", json_string(item));
         emit_event("error", f);
@@ -109,10 +116,10 @@ void vtr_log_item_error(const char *item, const vtr_error *err)
     }
     clear_progress_line();
     /* messages from the library usually name the item already; don't say it twice */
-    if (item && strncmp(err->msg, item, strlen(item)) != 0)
-        fprintf(stderr, "%s: %s: %s\n", logger.program, item, err->msg);
+    if (item && strncmp(msg, item, strlen(item)) != 0)
+        fprintf(stderr, "%s: %s: %s\n", logger.program, item, msg);
     else
-        fprintf(stderr, "%s: %s\n", logger.program, err->msg);
+        fprintf(stderr, "%s: %s\n", logger.program, msg);
 }
 
 void vtr_log_event(const char *event, const json_t *fields)

@@ -21,7 +21,9 @@ void vtr_log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void vtr_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Reports a failed item: "program: item: message" (or an "error" event naming the item
- * and the status). item may be NULL for a failure not tied to one item. */
+ * and the status). item may be NULL for a failure not tied to one item. Like every
+ * message here, item and message are printed through vtr_shown: a name that is not
+ * UTF-8 or holds a control character comes out escaped, never as raw bytes. */
 void vtr_log_item_error(const char *item, const vtr_error *err);
 
 /* Emits a JSON event in JSON mode (fields may be NULL; it is not stolen); nothing in

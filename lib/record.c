@@ -49,27 +49,33 @@ static uint64_t get_le(const unsigned char *p, int n)
     return v;
 }
 
-/* A key is non-empty, valid UTF-8 (checked by jansson) and has no NUL byte. */
-static vtr_status check_key(const char *key, size_t len, vtr_error *err)
+/* A key is non-empty, valid UTF-8 and has no NUL byte: a refusal with status (the
+ * writer's VTR_ERR_INVALID, the reader's VTR_ERR_FORMAT) when it is not. */
+static vtr_status check_key(const char *key, size_t len, vtr_status status, vtr_error *err)
 {
+    char shown[96];
+    vtr_printable(key, len, shown, sizeof shown);
     if (len == 0)
-        return vtr_fail(err, VTR_ERR_FORMAT, "empty record key");
+        return vtr_fail(err, status, "empty record key");
     if (len > VTR_RECORD_MAX_KEY)
-        return vtr_fail(err, VTR_ERR_FORMAT, "record key of %zu bytes (at most %d)", len,
+        return vtr_fail(err, status, "record key of %zu bytes (at most %d)", len,
                         VTR_RECORD_MAX_KEY);
     if (memchr(key, '\0', len))
-        return vtr_fail(err, VTR_ERR_FORMAT, "record key contains a NUL byte");
-    json_t *s = json_stringn(key, len);
-    if (!s)
-        return vtr_fail(err, VTR_ERR_FORMAT, "record key is not valid UTF-8");
-    json_decref(s);
+        return vtr_fail(err, status, "record key '%s' contains a NUL byte", shown);
+    if (!vtr_utf8_valid(key, len))
+        return vtr_fail(err, status, "record key '%s' is not valid UTF-8", shown);
     return VTR_OK;
+}
+
+vtr_status vtr_record_key_check(const char *key, vtr_error *err)
+{
+    return check_key(key, strlen(key), VTR_ERR_INVALID, err);
 }
 
 vtr_status vtr_record_write(FILE *out, const char *key, const json_t *meta,
                             const vtr_tensor *array, const char *what, vtr_error *err)
 {
-    vtr_status st = check_key(key, strlen(key), err);
+    vtr_status st = vtr_record_key_check(key, err);
     if (st != VTR_OK) {
         vtr_error_context(err, "%s", what);
         return st;
@@ -234,7 +240,7 @@ vtr_status vtr_record_read(vtr_record_reader *r, vtr_record *rec, bool *got, vtr
     if ((st = read_exact(r, r->key, key_len, "key", err)) != VTR_OK)
         return st;
     r->key[key_len] = '\0';
-    if ((st = check_key(r->key, key_len, err)) != VTR_OK) {
+    if ((st = check_key(r->key, key_len, VTR_ERR_FORMAT, err)) != VTR_OK) {
         vtr_error_context(err, "%s: record %llu", r->name, (unsigned long long)r->index);
         return st;
     }

@@ -20,9 +20,16 @@
 #define VTR_RECORD_MAX_META (16u << 20)           /* bytes of JSON */
 #define VTR_RECORD_MAX_PAYLOAD ((size_t)1 << 36)  /* 64 GiB of NPY */
 
-/* Writes one record. meta must be a JSON object (NULL writes {}); the key must be
- * non-empty valid UTF-8 without NUL. The record is written with one buffered write
- * sequence; `what` names the destination ("stdout", a path) in errors. */
+/* Whether key can be a record's key: non-empty, at most VTR_RECORD_MAX_KEY bytes, valid
+ * UTF-8 (a C string holds no NUL). VTR_ERR_INVALID "record key 'KEY' is not valid UTF-8"
+ * (KEY escaped) otherwise. */
+vtr_status vtr_record_key_check(const char *key, vtr_error *err);
+
+/* Writes one record. meta must be a JSON object (NULL writes {}); the key must pass
+ * vtr_record_key_check. The record is written with one buffered write sequence; `what`
+ * names the destination ("stdout", a path) in errors. VTR_ERR_INVALID (a key, metadata
+ * or array that cannot be a record) is returned before anything is written, so the
+ * stream stays usable; any other failure may leave a partial record. */
 vtr_status vtr_record_write(FILE *out, const char *key, const json_t *meta,
                             const vtr_tensor *array, const char *what, vtr_error *err);
 

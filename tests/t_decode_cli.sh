@@ -103,6 +103,18 @@ vtr-decode -o "$dir/none.rec" "$dir/empty.mp4" 2>"$dir/err"
 [ $? -eq 2 ] || fail "only bad items: expected exit 2"
 grep -q "empty.mp4: empty file" "$dir/err" || fail "empty file: $(cat "$dir/err")"
 
+# 6a. a file name that is not UTF-8 cannot be a record key: with -o it fails alone (the
+#     others written, exit 2), in one line that shows the name escaped, not as raw bytes
+bad=$(printf 'bad\377')
+cp "$dir/c.png" "$dir/$bad.png" || fail "a non-UTF-8 name"
+vtr-decode --frames 1 -o "$dir/bad.rec" "$dir/$bad.png" "$dir/c.png" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+    grep -qF "vtr-decode: bad\xff: $dir/bad.rec: record key 'bad\xff' is not valid UTF-8" "$dir/err" ||
+    fail "a non-UTF-8 name with -o: exit $rc: $(cat "$dir/err")"
+LC_ALL=C grep -q "$(printf '\377')" "$dir/err" && fail "a raw non-UTF-8 byte on stderr"
+vtr-inspect --json "$dir/bad.rec" | grep -q '"key":"c"' || fail "a non-UTF-8 name: the good item"
+
 # 6b. a FIFO is refused, not opened (which would wait for a writer for ever); a device too
 mkfifo "$dir/pipe.mp4" || fail "mkfifo"
 timeout 20 vtr-decode --frames 2 -o "$dir/fifo.rec" "$dir/pipe.mp4" /dev/zero "$dir/c.png" 2>"$dir/err"

@@ -35,6 +35,17 @@ grep -q "bad.bin: not an NPY file" "$tmp/err.txt" || { cat "$tmp/err.txt"; exit 
 grep -q "a.npy: float16" "$tmp/out.txt"
 grep -q "safetensors, " "$tmp/out.txt"
 
+# a file name that is not UTF-8 is shown escaped, in the table and in JSON
+bad="$tmp/$(printf 'x\377').npy"
+cp "$tmp/a.npy" "$bad"
+out=$(vtr-inspect "$bad")
+[ "$out" = "$tmp/x\xff.npy: float16 (20, 2048)" ] || { echo "non-UTF-8 name: $out"; exit 1; }
+vtr-inspect --json "$bad" | /usr/bin/python3 -c "
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+assert len(rows) == 1 and rows[0]['source'].endswith('/x\\\\xff.npy'), rows
+" || { echo "non-UTF-8 name, --json"; exit 1; }
+
 # usage error: exit 1
 set +e
 vtr-inspect --no-such-option >/dev/null 2>&1

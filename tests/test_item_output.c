@@ -53,6 +53,17 @@ TEST(item_output_dir_writes_npy_and_json_in_float16)
     vtr_npy_close(&f);
 }
 
+/* key (of an item from source, with meta) is refused before it is made and when written,
+ * with a message holding needle; the output goes on. */
+static void check_refused(vtr_item_output *o, const char *key, const char *source,
+                          const json_t *meta, const char *needle)
+{
+    vtr_error err;
+    CHECK_FAILS(vtr_item_output_check(o, key, source, &err), VTR_ERR_INVALID, needle);
+    CHECK_FAILS(vtr_item_output_write(o, key, &item, meta, &err), VTR_ERR_INVALID, needle);
+    CHECK(!vtr_item_output_broken(o));
+}
+
 /* Two files of one name in different folders (a/x.jpg, b/x.jpg: key x): the second is
  * refused, naming both, before it is made (check) and when written; the first stays and
  * the output goes on. */
@@ -72,12 +83,9 @@ TEST(item_output_takes_each_key_once)
         CHECK_OK(vtr_item_output_open(&opts[i], &o, &err));
         CHECK_OK(vtr_item_output_check(o, "x", "a/x.jpg", &err));
         CHECK_OK(vtr_item_output_write(o, "x", &item, first, &err));
-        CHECK_FAILS(vtr_item_output_check(o, "x", "b/x.jpg", &err), VTR_ERR_INVALID, refusal);
-        CHECK_FAILS(vtr_item_output_write(o, "x", &other, second, &err), VTR_ERR_INVALID,
-                    refusal);
-        CHECK_FAILS(vtr_item_output_write(o, "x", &other, NULL, &err), VTR_ERR_INVALID,
-                    "x: an item of this key was written before; this one is not");
-        CHECK(!vtr_item_output_broken(o));
+        check_refused(o, "x", "b/x.jpg", second, refusal);
+        check_refused(o, "x", NULL, NULL,
+                      "x: an item of this key was written before; this one is not");
         CHECK_OK(vtr_item_output_write(o, "y", &other, second, &err));
         CHECK_OK(vtr_item_output_commit(o, &err));
         vtr_item_output_close(o);
@@ -127,6 +135,22 @@ TEST(item_output_records_are_complete_at_commit_only)
     CHECK_OK(vtr_record_read(r, &rec, &got, &err));
     CHECK(got && !strcmp(rec.key, "k") && rec.array.dtype == VTR_F32 && rec.array.shape[0] == 2);
     CHECK(((const float *)rec.array.data)[4] == 65504.0f);
+    vtr_record_reader_free(r);
+    fclose(fp);
+
+    /* a key that cannot be a record's (a file name that is not UTF-8) is refused before
+     * a byte is written: the stream goes on */
+    CHECK_OK(vtr_item_output_open(&opt, &o, &err));
+    check_refused(o, "bad\xff", NULL, NULL, "record key 'bad\\xff' is not valid UTF-8");
+    CHECK_OK(vtr_item_output_write(o, "good", &item, NULL, &err));
+    CHECK_OK(vtr_item_output_commit(o, &err));
+    vtr_item_output_close(o);
+    fp = fopen(path, "rb");
+    r = vtr_record_reader_new(fp, path);
+    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
+    CHECK(got && !strcmp(rec.key, "good"));
+    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
+    CHECK(!got);
     vtr_record_reader_free(r);
     fclose(fp);
 

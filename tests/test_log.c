@@ -90,3 +90,39 @@ TEST(log_json_events_are_one_object_per_line)
     CHECK_EQ_INT(lines, 2);
     free(out);
 }
+
+/* Names from outside (a file name that is not UTF-8, a key with a line break) come out
+ * escaped, never as raw bytes: one line per message, valid JSON in JSON mode. UTF-8 text
+ * stays as it is. */
+static void hostile_names(void)
+{
+    vtr_error err;
+    vtr_log_init("vtr-test", false);
+    vtr_fail(&err, VTR_ERR_FORMAT, "/v/bad\xff.mp4: no video stream");
+    vtr_log_item_error("bad\xff", &err);
+    vtr_fail(&err, VTR_ERR_IO, "two\nlines: \x1b[2Jgone");
+    vtr_log_item_error("caf\xc3\xa9", &err);
+    vtr_log_info("index %s: done", "caf\xc3\xa9");
+    vtr_log_init("vtr-test", true);
+    vtr_fail(&err, VTR_ERR_FORMAT, "/v/bad\xff.mp4: no video stream");
+    vtr_log_item_error("bad\xff", &err);
+}
+
+TEST(log_escapes_names_that_are_not_text)
+{
+    char *out = capture_stderr(hostile_names);
+    char *json = strstr(out, "{");
+    CHECK(json && json > out);
+    json[-1] = '\0'; /* the human lines before, the JSON event after */
+    CHECK_STR(out, "vtr-test: bad\\xff: /v/bad\\xff.mp4: no video stream\n"
+                   "vtr-test: caf\xc3\xa9: two\\x0alines: \\x1b[2Jgone\n"
+                   "vtr-test: index caf\xc3\xa9: done");
+    json_error_t jerr;
+    json_t *obj = json_loads(json, JSON_DISABLE_EOF_CHECK, &jerr);
+    CHECK_MSG(json_is_object(obj), "not JSON: %s", json);
+    CHECK_STR(json_string_value(json_object_get(obj, "item")), "bad\\xff");
+    CHECK_STR(json_string_value(json_object_get(obj, "message")),
+              "/v/bad\\xff.mp4: no video stream");
+    json_decref(obj);
+    free(out);
+}

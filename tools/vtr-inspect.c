@@ -28,10 +28,15 @@ static json_t *shape_json(const vtr_tensor *t)
     return shape;
 }
 
-/* Prints one array: "<prefix>  dtype (shape)[  extra]" or a JSON object. */
-static void print_array(const char *source, const char *kind, const char *name,
+/* Prints one array: "<prefix>  dtype (shape)[  extra]" or a JSON object; the names (a
+ * path, a key, a tensor name) through vtr_shown, so that one that is not UTF-8 or holds a
+ * line break is escaped. */
+static void print_array(const char *source_text, const char *kind, const char *name_text,
                         const vtr_tensor *t, const json_t *meta)
 {
+    char source_shown[1024], name_shown[1024];
+    const char *source = vtr_shown(source_text, source_shown, sizeof source_shown);
+    const char *name = name_text ? vtr_shown(name_text, name_shown, sizeof name_shown) : NULL;
     if (json_output) {
         json_t *obj = json_pack("{s:s, s:s, s:s, s:o}", "source", source, "kind", kind, "dtype",
                                 vtr_dtype_name(t->dtype), "shape", shape_json(t));
@@ -62,8 +67,9 @@ static vtr_status inspect_records(FILE *in, const char *name, vtr_error *err)
     if (!reader)
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", name);
     vtr_status st;
+    char shown[1024];
     if (!json_output)
-        printf("%s: record stream\n", name);
+        printf("%s: record stream\n", vtr_shown(name, shown, sizeof shown));
     for (;;) {
         vtr_record rec;
         bool got;
@@ -84,8 +90,9 @@ static vtr_status inspect_safetensors(const char *path, vtr_error *err)
         return rc;
     if (!json_output) {
         char *meta = st.metadata ? json_dumps(st.metadata, VTR_JSON_FLAGS) : NULL;
-        printf("%s: safetensors, %zu tensors%s%s\n", path, st.count, meta ? ", metadata " : "",
-               meta ? meta : "");
+        char shown[1024];
+        printf("%s: safetensors, %zu tensors%s%s\n", vtr_shown(path, shown, sizeof shown),
+               st.count, meta ? ", metadata " : "", meta ? meta : "");
         free(meta);
     }
     for (size_t i = 0; i < st.count; i++)
