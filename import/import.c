@@ -86,7 +86,8 @@ void vtr_import_stats_free(vtr_import_stats *stats)
     stats->splits = NULL;
 }
 
-vtr_status vtr_import_load_json(const char *path, json_t **out, vtr_error *err)
+/* vtr_import_load_json with jansson's decoding flags. */
+static vtr_status load_json(const char *path, size_t flags, json_t **out, vtr_error *err)
 {
     *out = NULL;
     struct stat sb;
@@ -95,7 +96,7 @@ vtr_status vtr_import_load_json(const char *path, json_t **out, vtr_error *err)
     if (S_ISDIR(sb.st_mode))
         return vtr_fail(err, VTR_ERR_IO, "%s: is a directory, expected a JSON file", path);
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    json_t *j = json_load_file(path, flags, &je);
     if (!j) {
         if (je.line < 1)
             return vtr_fail(err, VTR_ERR_IO, "%s: %s", path, je.text);
@@ -106,15 +107,21 @@ vtr_status vtr_import_load_json(const char *path, json_t **out, vtr_error *err)
     return VTR_OK;
 }
 
-vtr_status vtr_import_load_graphs(const char *path, json_t **graphs, vtr_error *err)
+vtr_status vtr_import_load_json(const char *path, json_t **out, vtr_error *err)
+{
+    return load_json(path, JSON_REJECT_DUPLICATES, out, err);
+}
+
+vtr_status vtr_import_load_graphs(const char *path, bool optional, json_t **graphs,
+                                  vtr_error *err)
 {
     *graphs = NULL;
     struct stat sb;
-    if (stat(path, &sb) != 0 || S_ISDIR(sb.st_mode))
+    if (optional && (stat(path, &sb) != 0 || S_ISDIR(sb.st_mode)))
         return VTR_OK;
-    /* duplicate keys: jansson, like Python's json, keeps the last value (at the first
-     * one's place); hence no JSON_REJECT_DUPLICATES in vtr_import_load_json */
-    vtr_status st = vtr_import_load_json(path, graphs, err);
+    /* duplicate keys: jansson without JSON_REJECT_DUPLICATES, like Python's json, keeps
+     * the last value (at the first one's place) */
+    vtr_status st = load_json(path, 0, graphs, err);
     if (st != VTR_OK)
         return st;
     if (!json_is_object(*graphs)) {

@@ -244,14 +244,18 @@ void vtr_import_abort(vtr_import *im);
 /* ---- helpers shared by the importers ------------------------------------------------- */
 
 /* Loads a JSON file: VTR_ERR_IO when it cannot be read, VTR_ERR_FORMAT with line and
- * column when it is not JSON. Errors start with path. */
+ * column when it is not JSON or an object repeats a key (as the record reader, an
+ * annotation file's duplicate key is an error, not a silent choice of one value). Errors
+ * start with path. */
 vtr_status vtr_import_load_json(const char *path, json_t **out, vtr_error *err);
 
-/* Loads a role graph file {caption: [nodes, edges]} (HGR's sent2rolegraph.augment.json)
- * into *graphs when path is a file, as Python's json reads it (a duplicate key's last
- * value counts); *graphs is NULL (and VTR_OK) when there is no such file. VTR_ERR_FORMAT
- * when it is not JSON or not an object. */
-vtr_status vtr_import_load_graphs(const char *path, json_t **graphs, vtr_error *err);
+/* Loads a role graph file {caption: [nodes, edges]} (HGR's sent2rolegraph.augment.json,
+ * vtr-search --graphs) into *graphs as Python's json reads it: a duplicate key's last
+ * value counts (HGR's file repeats captions; the one exception to
+ * vtr_import_load_json's rule). When optional, a path that is no file gives *graphs
+ * NULL and VTR_OK. VTR_ERR_FORMAT when it is not JSON or not an object. */
+vtr_status vtr_import_load_graphs(const char *path, bool optional, json_t **graphs,
+                                  vtr_error *err);
 
 /* Attaches the role graph of the caption just given by vtr_import_caption, when graphs
  * (may be NULL) has one: validated with vtr_role_graph_parse (an invalid graph is

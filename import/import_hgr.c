@@ -303,7 +303,7 @@ static vtr_status load_optional_annotations(hgr_annotations *a, vtr_vocab **voca
 {
     *vocab = NULL;
     vtr_status st;
-    if ((st = vtr_import_load_graphs(a->graphs_path, &a->graphs, err)) != VTR_OK)
+    if ((st = vtr_import_load_graphs(a->graphs_path, true, &a->graphs, err)) != VTR_OK)
         return st;
     bool w2i = is_file(a->word2int_path), i2w = is_file(a->int2word_path);
     if (w2i != i2w)

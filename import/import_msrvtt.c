@@ -41,7 +41,7 @@ static vtr_status import_file(vtr_import *im, const char *path, vtr_error *err)
     if (!graphs_path)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     vtr_status st = vtr_import_load_json(path, &root, err);
-    if (st != VTR_OK || (st = vtr_import_load_graphs(graphs_path, &graphs, err)) != VTR_OK)
+    if (st != VTR_OK || (st = vtr_import_load_graphs(graphs_path, true, &graphs, err)) != VTR_OK)
         goto end;
     if (graphs)
         vtr_import_graphs_read(im);

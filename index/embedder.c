@@ -193,8 +193,8 @@ vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error 
 {
     vtr_status st = vtr_tokenize(text, e->hgr ? VTR_TOKENIZE_WHITESPACE : e->trained.o.tokenizer,
                                  &e->toks, err);
-    if (st == VTR_OK && e->hgr && e->toks.n == 0)
-        st = vtr_fail(err, VTR_ERR_INVALID, "the text has no word (an HGR model encodes words)");
+    if (st == VTR_OK && e->toks.n == 0) /* an empty query matches nothing in particular */
+        st = vtr_fail(err, VTR_ERR_INVALID, "the text has no word");
     if (st == VTR_OK && e->toks.n > VTR_EMBEDDER_MAX_TOKENS)
         st = vtr_fail(err, VTR_ERR_INVALID, "the text has %zu words; at most %d", e->toks.n,
                       VTR_EMBEDDER_MAX_TOKENS);

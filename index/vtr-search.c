@@ -15,6 +15,7 @@
 #include "index/text_search.h"
 #include "lib/args.h"
 #include "lib/blas_threads.h"
+#include "lib/file.h"
 #include "lib/json.h"
 #include "lib/lines.h"
 #include "lib/log.h"
@@ -58,11 +59,13 @@ static const char usage_text[] =
     "verb, noun; docs/search.md), shown in three more columns; a query's verb and noun\n"
     "levels need its role graph (--graphs): without one only the global level matches\n"
     "it, and the table says so.\n"
-    "A query that is not valid UTF-8 is reported on stderr in one line; the others are\n"
-    "searched.\n"
+    "A query that is not valid UTF-8, or has no word (an empty query), is reported on\n"
+    "stderr in one line; the others are searched. Names with a line break (or not\n"
+    "UTF-8) are escaped in the table (\\x0a).\n"
     "Exit status: 0 every query searched; 2 some queries failed, or a result's score is\n"
-    "not a number (a damaged index: said on stderr, null in --json); 1 bad usage, or the\n"
-    "index, model or catalog could not be used.\n";
+    "not a number (a damaged index: said on stderr, null in --json); 1 bad usage, no\n"
+    "queries (--queries FILE with none, or stdin closed), the index, model or catalog\n"
+    "could not be used, or the output could not be written (a full disk).\n";
 
 /* The line that says which levels of an HGR model scored a query. */
 static void print_levels(const int *phrases)
@@ -74,10 +77,13 @@ static void print_levels(const int *phrases)
                phrases[0] == 1 ? "" : "s", phrases[1], phrases[1] == 1 ? "" : "s");
 }
 
+/* The table of one query; the query and the items' names through vtr_shown, so that a
+ * key with a line break (or not UTF-8) stays on its row. */
 static void print_table(const char *query, const vtr_search_result *r, int64_t found,
                         const int *phrases)
 {
-    printf("query: %s\n", query);
+    char shown[4096];
+    printf("query: %s\n", vtr_shown(query, shown, sizeof shown));
     if (phrases)
         print_levels(phrases);
     if (found == 0) {
@@ -96,7 +102,7 @@ static void print_table(const char *query, const vtr_search_result *r, int64_t f
         if (phrases)
             printf("%7.4f  %7.4f  %7.4f  ", (double)r[j].levels[0], (double)r[j].levels[1],
                    (double)r[j].levels[2]);
-        printf("%9s  %s\n", dur, r[j].path ? r[j].path : r[j].key);
+        printf("%9s  %s\n", dur, vtr_shown(r[j].path ? r[j].path : r[j].key, shown, sizeof shown));
     }
 }
 
@@ -256,16 +262,16 @@ int main(int argc, char **argv)
     /* the queries; invalid ones reported and left out */
     if (queries_path && vtr_line_list_read(&q, queries_path, true, &err) != VTR_OK)
         goto fail;
+    if (queries_path && q.n == 0) { /* an empty file, or stdin closed or empty */
+        vtr_fail(&err, VTR_ERR_INVALID, "%s: no queries (blank lines are skipped)",
+                 strcmp(queries_path, "-") ? queries_path : "stdin");
+        goto fail;
+    }
     for (int i = optind; i < argc; i++)
         if (vtr_line_list_add(&q, argv[i], &err) != VTR_OK)
             goto fail;
-    if (graphs_path && vtr_import_load_json(graphs_path, &graphs, &err) != VTR_OK)
+    if (graphs_path && vtr_import_load_graphs(graphs_path, false, &graphs, &err) != VTR_OK)
         goto fail;
-    if (graphs && !json_is_object(graphs)) {
-        vtr_fail(&err, VTR_ERR_FORMAT, "%s: not a JSON object from query text to role graph",
-                 graphs_path);
-        goto fail;
-    }
     if (!(ok_graphs = calloc(q.n ? q.n : 1, sizeof *ok_graphs))) {
         vtr_fail(&err, VTR_ERR_NOMEM, "out of memory for the queries");
         goto fail;
@@ -322,10 +328,8 @@ int main(int argc, char **argv)
             print_table(ok.v[i], results + i * k, found[i], ph);
         }
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "vtr-search: writing the output failed\n");
-        goto end;
-    }
+    if (vtr_output_flush(stdout, "stdout", &err) != VTR_OK)
+        goto fail;
     rc = failed || damaged ? 2 : 0;
     goto end;
 fail:

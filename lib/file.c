@@ -153,6 +153,15 @@ void vtr_atomic_abort(vtr_atomic_file *file)
     memset(file, 0, sizeof *file);
 }
 
+vtr_status vtr_output_flush(FILE *fp, const char *name, vtr_error *err)
+{
+    if (fflush(fp) != 0) /* stdio keeps what it could not write: errno is this flush's */
+        return vtr_fail_errno(err, "%s", name);
+    if (ferror(fp))
+        return vtr_fail(err, VTR_ERR_IO, "%s: a write failed", name);
+    return VTR_OK;
+}
+
 vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *what,
                          vtr_error *err)
 {

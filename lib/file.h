@@ -68,6 +68,12 @@ vtr_status vtr_make_dirs(const char *path, vtr_error *err);
  * directories is fine). VTR_ERR_IO "DIR: ..." naming it. */
 vtr_status vtr_sync_dir(const char *path, vtr_error *err);
 
+/* Flushes fp, a program's output (its stdout, named "stdout"), and checks that everything
+ * written to it arrived: VTR_ERR_IO "NAME: <strerror>" ("stdout: No space left on
+ * device") when the flush fails, "NAME: a write failed" when an earlier write did. Every
+ * program calls it on what it printed before it reports success. */
+vtr_status vtr_output_flush(FILE *fp, const char *name, vtr_error *err);
+
 /* fwrite that reports a short write as an error naming `what`. */
 vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *what,
                          vtr_error *err);

@@ -36,9 +36,7 @@ vtr_status vtr_record_output_commit(vtr_record_output *o, vtr_error *err)
         o->atomic = false;
         return vtr_atomic_commit(&o->file, err);
     }
-    if (o->fp && (fflush(o->fp) != 0 || ferror(o->fp)))
-        return vtr_fail(err, VTR_ERR_IO, "%s: write failed", o->name);
-    return VTR_OK;
+    return o->fp ? vtr_output_flush(o->fp, o->name, err) : VTR_OK;
 }
 
 void vtr_record_output_abort(vtr_record_output *o)

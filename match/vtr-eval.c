@@ -67,8 +67,8 @@ static const char usage_text[] =
     "  -h, --help             this text\n"
     "      --version          the version\n"
     "\n"
-    "Exit status: 0 evaluated; 1 bad usage, or a checkpoint, config or the data could not\n"
-    "be read.\n";
+    "Exit status: 0 evaluated; 1 bad usage, a checkpoint, config or the data could not be\n"
+    "read, or the output could not be written (\"stdout: No space left on device\").\n";
 
 enum {
     OPT_SPLIT = 256,
@@ -473,7 +473,7 @@ int main(int argc, char **argv)
         char *text = out ? json_dumps(out, VTR_JSON_FLAGS) : NULL;
         if (!text) {
             vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
-            fprintf(stderr, "vtr-eval: %s\n", err.msg);
+            vtr_log_item_error(NULL, &err);
             goto done;
         }
         printf("%s\n", text);
@@ -482,9 +482,8 @@ int main(int argc, char **argv)
         print_result(ckpts, n_ckpts, dataset, hgr, src.split, s, &ro, &r,
                      hgr_model ? levels : NULL);
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        vtr_fail(&err, VTR_ERR_IO, "writing the output failed");
-        fprintf(stderr, "vtr-eval: %s\n", err.msg);
+    if (vtr_output_flush(stdout, "stdout", &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
         goto done;
     }
     rc = 0;

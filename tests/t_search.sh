@@ -323,6 +323,39 @@ one_line "$dir/err" "query 2: the text has 24000 words; at most 1000" "long quer
 grep -q "query: a cat" "$dir/out" || fail "long query: the good one is searched"
 vtr-search --index "$dir/idx" "$($PY -c "print(' '.join(['cat'] * 1000))")" -k 1 >/dev/null ||
     fail "a query of 1000 words"
+# an empty query is a failed query; no queries at all (stdin closed, an empty file) is an
+# error; a full disk is reported naming stdout and the cause (vtr-eval alike)
+vtr-search --index "$dir/idx" "a cat" "" >"$dir/out" 2>"$dir/err"
+[ $? -eq 2 ] || fail "empty query: exit status"
+one_line "$dir/err" "^vtr-search: query 2: the text has no word\$" "empty query"
+[ "$(grep -c '^query: ' "$dir/out")" -eq 1 ] || fail "empty query: searched: $(cat "$dir/out")"
+vtr-search --index "$dir/idx" --queries - >"$dir/out" 2>"$dir/err" <&-
+[ $? -eq 1 ] || fail "stdin closed: exit status"
+one_line "$dir/err" "^vtr-search: stdin: no queries" "stdin closed"
+printf '\n  \n' >"$dir/blank.txt"
+vtr-search --index "$dir/idx" --queries "$dir/blank.txt" >"$dir/out" 2>"$dir/err"
+[ $? -eq 1 ] || fail "no queries in a file: exit status"
+one_line "$dir/err" "^vtr-search: $dir/blank.txt: no queries" "no queries in a file"
+for j in "" --json; do
+    # shellcheck disable=SC2086
+    vtr-search --index "$dir/idx" "a cat" $j >/dev/full 2>"$dir/err"
+    [ $? -eq 1 ] || fail "full disk $j: exit status"
+    one_line "$dir/err" "^vtr-search: stdout: No space left on device\$" "full disk $j"
+done
+vtr-eval -c "$M" --split test >/dev/null 2>"$dir/err" || fail "vtr-eval: $(cat "$dir/err")"
+vtr-eval -c "$M" --split test >/dev/full 2>"$dir/err"
+[ $? -eq 1 ] || fail "vtr-eval, full disk: exit status"
+one_line "$dir/err" "^vtr-eval: stdout: No space left on device\$" "vtr-eval, full disk"
+# a key with a line break stays on its row of the table, escaped
+mkdir "$dir/nl" && cp "$dir/feats/video3.npy" "$dir/nl/two
+lines.npy" || fail "a key with a line break"
+vtr-aggregate --model "$M" "$dir/nl" --index "$dir/nlidx" 2>"$dir/err" ||
+    fail "a key with a line break: aggregate: $(cat "$dir/err")"
+vtr-search --index "$dir/nlidx" "the fish appears" >"$dir/out" 2>"$dir/err" ||
+    fail "a key with a line break: $(cat "$dir/err")"
+[ "$(wc -l <"$dir/out")" -eq 3 ] && grep -qF '  two\x0alines' "$dir/out" ||
+    fail "a key with a line break: $(cat "$dir/out")"
+
 # the model moved since the index was made: one line that says so; --model finds it
 mv "$dir/run" "$dir/run-moved"
 vtr-search --index "$dir/idx" "a cat" >"$dir/out" 2>"$dir/err"

@@ -746,6 +746,15 @@ TEST(import_msrvtt_bad)
     CHECK_EQ_INT(test_run("echo '[1, 2]' > '%s'", wrong), 0);
     CHECK_FAILS(vtr_import_msrvtt(&wrong, 1, &o, &s, &err), VTR_ERR_FORMAT,
                 "wrong.json: expected an object");
+    /* a key given twice: refused, as the record reader does (not the last value silently;
+     * only the role graph file keeps Python's last-value reading) */
+    CHECK_EQ_INT(test_run("echo '{\"videos\": [{\"video_id\": \"v\", \"split\": \"train\", "
+                          "\"split\": \"test\"}], \"sentences\": []}' > '%s'",
+                          wrong),
+                 0);
+    CHECK_FAILS(vtr_import_msrvtt(&wrong, 1, &o, &s, &err), VTR_ERR_FORMAT,
+                "wrong.json: line 1 column");
+    CHECK(strstr(err.msg, "duplicate object key"));
     check_nothing_left(cat, NULL);
     vtr_catalog_close(cat);
 }

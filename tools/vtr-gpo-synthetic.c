@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lib/args.h"
+#include "lib/file.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "tools/gpo_synthetic.h"
@@ -37,7 +38,8 @@ static void usage(FILE *out)
           "\n"
           "The same options give the same RMSE for any --threads. Set OMP_WAIT_POLICY=passive\n"
           "(lib/nn.h) for the timings the docs give.\n"
-          "Exit status: 0 done, 1 bad usage or a cell failed.\n",
+          "Exit status: 0 done, 1 bad usage, a cell failed or the output could not be\n"
+          "written (\"stdout: No space left on device\").\n",
           out);
 }
 
@@ -187,10 +189,12 @@ static json_t *paper_json(double v)
     return isnan(v) ? json_null() : json_real(v);
 }
 
-static int print_json(const vtr_gpo_synthetic_config *c, const vtr_gpo_pattern *patterns, int np,
-                      const vtr_gpo_generator_kind *kinds, int ng,
-                      const vtr_gpo_synthetic_result *results, int seeds, bool quick, int threads,
-                      double wall)
+/* Prints the JSON object; VTR_ERR_IO "stdout: <strerror>" when writing it failed (jansson
+ * writes past stdio's buffer, whose flush then has nothing left to report). */
+static vtr_status print_json(const vtr_gpo_synthetic_config *c, const vtr_gpo_pattern *patterns,
+                             int np, const vtr_gpo_generator_kind *kinds, int ng,
+                             const vtr_gpo_synthetic_result *results, int seeds, bool quick,
+                             int threads, double wall, vtr_error *err)
 {
     int cells_n = np * ng;
     json_t *root = json_object(), *cells = json_array();
@@ -233,9 +237,11 @@ static int print_json(const vtr_gpo_synthetic_config *c, const vtr_gpo_pattern *
     json_object_set_new(root, "cells", cells);
     json_object_set_new(root, "threads", json_integer(threads));
     json_object_set_new(root, "wall_seconds", json_real(wall));
-    int rc = json_dumpf(root, stdout, VTR_JSON_FLAGS) == 0 && putchar('\n') != EOF ? 0 : 1;
+    vtr_status st = json_dumpf(root, stdout, VTR_JSON_FLAGS) == 0 && putchar('\n') != EOF
+                        ? VTR_OK
+                        : vtr_fail_errno(err, "stdout");
     json_decref(root);
-    return rc;
+    return st;
 }
 
 int main(int argc, char **argv)
@@ -361,8 +367,12 @@ int main(int argc, char **argv)
         goto end;
     }
     if (json) {
-        rc = print_json(&cfg, patterns, np, kinds, ng, results, seeds, quick, threads, wall);
-        goto end;
+        if (print_json(&cfg, patterns, np, kinds, ng, results, seeds, quick, threads, wall,
+                       &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+        goto flush;
     }
     char range[32];
     snprintf(range, sizeof range, "..%llu", (unsigned long long)(cfg.seed + (uint64_t)seeds - 1));
@@ -384,7 +394,12 @@ int main(int argc, char **argv)
         cpu += results[i].seconds;
     printf("\n%d cells in %.1f s wall on %d threads (%.1f s summed over cells)\n", seeds * cells,
            wall, threads, cpu);
-    rc = fflush(stdout) == 0 ? 0 : 1;
+flush:
+    if (vtr_output_flush(stdout, "stdout", &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        goto end;
+    }
+    rc = 0;
 end:
     free(results);
     return rc;

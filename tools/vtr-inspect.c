@@ -4,7 +4,8 @@
  *
  * One line per array (dtype and shape), per tensor, or per record (key, dtype, shape,
  * metadata); --json prints one JSON object per line instead. Exit status: 0 when every
- * input was read, 2 when some could not be (each reported on stderr), 1 on bad usage. */
+ * input was read, 2 when some could not be (each reported on stderr), 1 on bad usage or
+ * when the output could not be written. */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
 #include <stdbool.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/file.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/npy.h"
@@ -140,7 +142,8 @@ static void usage(FILE *out)
           "(no FILE or '-': a record stream on stdin).\n"
           "  --json      one JSON object per array, tensor or record\n"
           "  --log-json  errors as JSON events on stderr\n"
-          "Exit status: 0 all inputs read, 2 some could not be read, 1 bad usage.\n",
+          "Exit status: 0 all inputs read, 2 some could not be read, 1 bad usage or the\n"
+          "output could not be written (\"stdout: No space left on device\").\n",
           out);
 }
 
@@ -173,6 +176,11 @@ int main(int argc, char **argv)
             vtr_log_item_error(paths[i], &err);
             failed++;
         }
+    }
+    vtr_error err;
+    if (vtr_output_flush(stdout, "stdout", &err) != VTR_OK) {
+        vtr_log_item_error(NULL, &err);
+        return 1;
     }
     return failed ? 2 : 0;
 }
