@@ -456,11 +456,18 @@ static vtr_status exec_sql(vtr_catalog *cat, const char *sql, const char *what,
     return rc == SQLITE_OK ? VTR_OK : db_fail(cat, rc, err, "%s", what);
 }
 
-static vtr_status newer_schema(vtr_catalog *cat, int64_t version, vtr_error *err)
+/* Refuses a schema version this code cannot migrate from: a newer one, or a negative one
+ * (no vtr writes it; it would index the migrations before their start). */
+static vtr_status check_version(vtr_catalog *cat, int64_t version, vtr_error *err)
 {
-    return vtr_fail(err, VTR_ERR_UNSUPPORTED,
-                    "catalog %s has schema version %lld; this vtr knows up to %d", cat->path,
-                    (long long)version, VTR_CATALOG_SCHEMA_VERSION);
+    if (version < 0)
+        return vtr_fail(err, VTR_ERR_FORMAT, "catalog %s has schema version %lld (corrupt?)",
+                        cat->path, (long long)version);
+    if (version > VTR_CATALOG_SCHEMA_VERSION)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                        "catalog %s has schema version %lld; this vtr knows up to %d", cat->path,
+                        (long long)version, VTR_CATALOG_SCHEMA_VERSION);
+    return VTR_OK;
 }
 
 static vtr_status set_wal_mode(vtr_catalog *cat, vtr_error *err)
@@ -525,10 +532,8 @@ static vtr_status migrate(vtr_catalog *cat, vtr_error *err)
                        err);
         if (st != VTR_OK)
             goto fail;
-        if (version > VTR_CATALOG_SCHEMA_VERSION) {
-            st = newer_schema(cat, version, err);
+        if ((st = check_version(cat, version, err)) != VTR_OK)
             goto fail;
-        }
         if (version == VTR_CATALOG_SCHEMA_VERSION)
             break;
         char what[64];
@@ -590,10 +595,8 @@ static vtr_status open_catalog(const char *path, bool create, vtr_catalog **out,
     st = query_int(cat, "PRAGMA user_version", "reading the schema version", &version, err);
     if (st != VTR_OK)
         goto end;
-    if (version > VTR_CATALOG_SCHEMA_VERSION) {
-        st = newer_schema(cat, version, err);
+    if ((st = check_version(cat, version, err)) != VTR_OK)
         goto end;
-    }
     st = check_application(cat, version, err);
     if (st != VTR_OK)
         goto end;

@@ -2,6 +2,10 @@
  *
  * Every libvtr function that can fail returns a vtr_status and, when it is not VTR_OK,
  * fills the caller's vtr_error with one line of text naming the item and the cause.
+ * The line is always UTF-8 without control characters: whatever a message quotes from
+ * its input (a key, SQLite's or jansson's text, which quote the bytes they choke on),
+ * vtr_fail and vtr_error_context write control characters (below 0x20, 0x7f) and bytes
+ * that are not UTF-8 as \xNN.
  * Callers higher up add context with vtr_error_context() ("reading a.npy: ..."); only
  * programs print the final message. The library never prints and never exits.
  *
@@ -57,6 +61,11 @@ void vtr_error_clear(vtr_error *err);
  * a one-line message: printable ASCII as is, anything else as \xNN, cut with "..." when
  * it does not fit. Returns buf (always NUL-terminated; size >= 8). */
 const char *vtr_printable(const char *s, size_t n, char *buf, size_t size);
+
+/* Length of the well-formed UTF-8 character at s (n >= 1 bytes left), or 0 when the
+ * bytes there are not one (a stray continuation byte, a cut or overlong sequence, a
+ * surrogate, a code point above U+10FFFF). */
+size_t vtr_utf8_len(const char *s, size_t n);
 
 /* Whether the n bytes at s are well-formed UTF-8 (no overlongs, surrogates or code points
  * above U+10FFFF). */

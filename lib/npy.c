@@ -473,32 +473,6 @@ static size_t put_utf8(char *out, uint32_t cp)
     return 4;
 }
 
-/* Length of a valid UTF-8 sequence at s (n >= 1 bytes left), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp, min;
-    if (c < 0x80)
-        return 1;
-    if ((c & 0xE0) == 0xC0)
-        len = 2, cp = c & 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0)
-        len = 3, cp = c & 0x0F, min = 0x800;
-    else if ((c & 0xF8) == 0xF0)
-        len = 4, cp = c & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    for (size_t k = 1; k < len; k++) {
-        if ((s[k] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[k] & 0x3F);
-    }
-    return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : len;
-}
-
 /* Converts element e (units code units of unit bytes, kind 'U' or 'S', trailing NULs
  * already cut) to UTF-8 at out; sets *used to the bytes written. Returns NULL, or what
  * is wrong with it. */
@@ -519,7 +493,7 @@ static const char *decode_string(const unsigned char *e, size_t units, char kind
         } else {
             if (e[k] == 0)
                 return "holds a NUL";
-            size_t ul = utf8_len(e + k, units - k);
+            size_t ul = vtr_utf8_len((const char *)e + k, units - k);
             if (ul == 0)
                 return "is not valid UTF-8";
             memcpy(out + n, e + k, ul);

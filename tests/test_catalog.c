@@ -142,7 +142,7 @@ TEST(catalog_reopen_keeps_data)
     vtr_catalog_close(cat);
 }
 
-TEST(catalog_newer_schema_version_is_refused)
+TEST(catalog_newer_or_negative_schema_version_is_refused)
 {
     vtr_error err;
     const char *path = db_path("newer.db");
@@ -156,6 +156,14 @@ TEST(catalog_newer_schema_version_is_refused)
     CHECK_FAILS(vtr_catalog_open(path, &cat, &err), VTR_ERR_UNSUPPORTED, want);
     CHECK(cat == NULL);
     CHECK_STR(raw_query(path, "PRAGMA user_version"), "3");
+    /* a negative version (a damaged header; no vtr writes one) once indexed the
+     * migrations before their start (found while writing fuzz_catalog) */
+    raw_query(path, "PRAGMA user_version = -1");
+    snprintf(want, sizeof want, "catalog %s has schema version -1 (corrupt?)", path);
+    CHECK_FAILS(vtr_catalog_open_existing(path, &cat, &err), VTR_ERR_FORMAT, want);
+    CHECK_FAILS(vtr_catalog_open(path, &cat, &err), VTR_ERR_FORMAT, want);
+    CHECK(cat == NULL);
+    CHECK_STR(raw_query(path, "PRAGMA user_version"), "-1");
 }
 
 /* A catalog of schema version 1 (what vtr wrote before role graphs): version 2's objects

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <math.h>
 
 #include "check.h"
@@ -94,4 +95,29 @@ TEST(error_context_prefixes_and_truncates_safely)
     vtr_error_context(&err, "%s", long_prefix);
     CHECK(strlen(err.msg) == VTR_ERROR_MSG_MAX - 1);
     CHECK(vtr_fail(NULL, VTR_ERR_IO, "no crash without an error value") == VTR_ERR_IO);
+}
+
+/* What a message quotes from its input stays one line of UTF-8: SQLite's message on a
+ * corrupt schema quoted its bytes raw, jansson's quotes the token it choked on (found by
+ * fuzz_catalog, fuzz_embedding_index and the JSON readers' fuzz targets). */
+TEST(error_messages_are_one_line_of_utf8)
+{
+    vtr_error err;
+    vtr_fail(&err, VTR_ERR_DB, "schema (it\xff\xfe) near \"a\nb\tc\x1b[1m\x7f\": "
+                               "caf\xc3\xa9 \xe2\x82");
+    CHECK_STR(err.msg, "schema (it\\xff\\xfe) near \"a\\x0ab\\x09c\\x1b[1m\\x7f\": "
+                       "caf\xc3\xa9 \\xe2\\x82");
+    vtr_error_context(&err, "in \xc0\xafx");
+    CHECK_STR(err.msg, "in \\xc0\\xafx: "
+                       "schema (it\\xff\\xfe) near \"a\\x0ab\\x09c\\x1b[1m\\x7f\": "
+                       "caf\xc3\xa9 \\xe2\\x82");
+    errno = ENOENT;
+    vtr_fail_errno(&err, "open \n");
+    CHECK_STR(err.msg, "open \\x0a: No such file or directory");
+    /* cut before a character that does not fit, never inside one */
+    char long_text[VTR_ERROR_MSG_MAX + 8];
+    memset(long_text, 'x', VTR_ERROR_MSG_MAX - 2);
+    memcpy(long_text + VTR_ERROR_MSG_MAX - 2, "\xc3\xa9", 3);
+    vtr_fail(&err, VTR_ERR_FORMAT, "%s", long_text);
+    CHECK(strlen(err.msg) == VTR_ERROR_MSG_MAX - 2);
 }

@@ -147,6 +147,23 @@ TEST(tokenizer_whitespace_mode)
     check_table(table, sizeof table / sizeof table[0], VTR_TOKENIZE_WHITESPACE);
 }
 
+/* Characters whose UTF-8 holds the byte 0x85 or 0xA0 (the Latin-1 white space NEL and
+ * NBSP as code points): \u00e0, \u0445, \u2819. The rules' byte-wise loops once read
+ * such a byte as white space, cutting "voil\u00e0" into "voil\xc3" and a stray byte
+ * (found by fuzz_tokenizer). */
+TEST(tokenizer_keeps_characters_whole)
+{
+    static const tokenized table[] = {
+        {"Voil\xC3\xA0, \xD0\xA5\xD0\xBE\xD1\x80\xD0\xBE\xD1\x88\xD0\xBE "
+         "\xD1\x85\xD0\xBB\xD0\xB5\xD0\xB1.",
+         "voil\xC3\xA0 , \xD1\x85\xD0\xBE\xD1\x80\xD0\xBE\xD1\x88\xD0\xBE "
+         "\xD1\x85\xD0\xBB\xD0\xB5\xD0\xB1 ."},
+        {"(wo\xE2\xA0\x99" "can", "( wo\xE2\xA0\x99" "can"},
+        {"a\xC2\xA0" "b", "a b"}, /* U+00A0 itself is white space */
+    };
+    check_table(table, sizeof table / sizeof table[0], VTR_TOKENIZE_WORDS);
+}
+
 TEST(tokenizer_buffers_are_reused)
 {
     vtr_error err;

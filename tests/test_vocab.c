@@ -352,6 +352,9 @@ TEST(vocab_hgr_layout)
     CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT, "1 words");
     write_text(bad, "[\"<BOS>\"]");
     CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT, "not an object");
+    /* refused as the catalog's copy would be (vtr_vocab_hgr_from_words; fuzz_vocab) */
+    write_text(bad, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"\": 3}");
+    CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT, "an empty word has id 3");
 }
 
 /* Writes int2word.npy as HGR does: np.save of a list of str. */

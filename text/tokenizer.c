@@ -163,8 +163,15 @@ static size_t utf8_decode(const unsigned char *s, size_t n, size_t i, uint32_t *
 static size_t cp_at(const char *s, size_t n, size_t i, uint32_t *cp)
 {
     size_t len = utf8_decode((const unsigned char *)s, n, i, cp);
-    if (len == 0) { /* cannot happen on validated text; treat the byte as a character */
-        *cp = (unsigned char)s[i];
+    if (len == 0) {
+        /* a byte inside a character, where the rules' byte-wise loops stop: it reads as
+         * that character, one byte long (as its own value it could be the Latin-1 white
+         * space 0x85 or 0xA0, and split the character) */
+        size_t j = i;
+        while (j > 0 && i - j < 3 && ((unsigned char)s[j] & 0xC0) == 0x80)
+            j--;
+        if (utf8_decode((const unsigned char *)s, n, j, cp) == 0)
+            *cp = 0xFFFD;
         len = 1;
     }
     return len;

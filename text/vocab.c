@@ -513,6 +513,11 @@ vtr_status vtr_vocab_load_hgr(const char *word2int_path, vtr_vocab **out, vtr_er
                           shown, (long long)n);
             goto end;
         }
+        if (word_len == 0) { /* as vtr_vocab_hgr_from_words, which reads the catalog's copy */
+            st = vtr_fail(err, VTR_ERR_FORMAT, "vocab %s: an empty word has id %lld", path,
+                          (long long)id);
+            goto end;
+        }
         if (by_id[id]) {
             char other[128];
             st = vtr_fail(err, VTR_ERR_FORMAT, "vocab %s: \"%s\" and \"%s\" both have id %lld",
