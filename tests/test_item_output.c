@@ -53,6 +53,26 @@ TEST(item_output_dir_writes_npy_and_json_in_float16)
     vtr_npy_close(&f);
 }
 
+/* The record file at path holds n records: keys[i], its array's first value firsts[i]. */
+static void check_records(const char *path, size_t n, const char *const *keys,
+                          const float *firsts)
+{
+    vtr_error err;
+    FILE *fp = fopen(path, "rb");
+    CHECK(fp);
+    vtr_record_reader *r = vtr_record_reader_new(fp, path);
+    vtr_record rec;
+    bool got;
+    for (size_t i = 0; i < n; i++) {
+        CHECK_OK(vtr_record_read(r, &rec, &got, &err));
+        CHECK(got && !strcmp(rec.key, keys[i]) && ((const float *)rec.array.data)[0] == firsts[i]);
+    }
+    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
+    CHECK(!got);
+    vtr_record_reader_free(r);
+    fclose(fp);
+}
+
 /* key (of an item from source, with meta) is refused before it is made and when written,
  * with a message holding needle; the output goes on. */
 static void check_refused(vtr_item_output *o, const char *key, const char *source,
@@ -97,19 +117,9 @@ TEST(item_output_takes_each_key_once)
     load_item(dir, "x", "a/x.jpg", &f);
     CHECK(((const float *)f.tensor.data)[0] == rows[0]); /* the first item's */
     vtr_npy_close(&f);
-    FILE *fp = fopen(test_path("twice.vtr"), "rb");
-    CHECK(fp);
-    vtr_record_reader *r = vtr_record_reader_new(fp, "twice.vtr");
-    vtr_record rec;
-    bool got;
-    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
-    CHECK(got && !strcmp(rec.key, "x") && ((const float *)rec.array.data)[0] == rows[0]);
-    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
-    CHECK(got && !strcmp(rec.key, "y"));
-    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
-    CHECK(!got);
-    vtr_record_reader_free(r);
-    fclose(fp);
+    static const char *const keys[] = {"x", "y"};
+    const float firsts[] = {rows[0], other_rows[0]}; /* x: the first item's */
+    check_records(test_path("twice.vtr"), 2, keys, firsts);
 }
 
 TEST(item_output_records_are_complete_at_commit_only)
@@ -145,14 +155,8 @@ TEST(item_output_records_are_complete_at_commit_only)
     CHECK_OK(vtr_item_output_write(o, "good", &item, NULL, &err));
     CHECK_OK(vtr_item_output_commit(o, &err));
     vtr_item_output_close(o);
-    fp = fopen(path, "rb");
-    r = vtr_record_reader_new(fp, path);
-    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
-    CHECK(got && !strcmp(rec.key, "good"));
-    CHECK_OK(vtr_record_read(r, &rec, &got, &err));
-    CHECK(!got);
-    vtr_record_reader_free(r);
-    fclose(fp);
+    static const char *const good[] = {"good"};
+    check_records(path, 1, good, rows);
 
     opt.path = test_path("items.npy"); /* a record stream is not NPY */
     CHECK_FAILS(vtr_item_output_open(&opt, &o, &err), VTR_ERR_INVALID, "not NPY");
