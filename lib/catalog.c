@@ -348,15 +348,29 @@ static double column_opt_double(sqlite3_stmt *s, int col)
     return sqlite3_column_type(s, col) == SQLITE_NULL ? -1.0 : sqlite3_column_double(s, col);
 }
 
+/* A NULL in column col of the current row where the schema says NOT NULL: only a damaged
+ * or hand-edited file has one. */
+static vtr_status null_column(vtr_catalog *cat, sqlite3_stmt *s, int col, vtr_error *err)
+{
+    return vtr_fail(err, VTR_ERR_FORMAT, "catalog %s: a row without its %s (a damaged database?)",
+                    cat->path, sqlite3_column_name(s, col));
+}
+
 /* Copies text columns of the current row into one allocation, *storage, pointing each
- * *fields[i] at its copy of column cols[i] (NULL for an SQL NULL). */
+ * *fields[i] at its copy of column cols[i] (NULL for an SQL NULL). A NULL where bit i of
+ * nullable is clear (a NOT NULL column: only a damaged or hand-edited file has one) is
+ * VTR_ERR_FORMAT, so that callers never see a NULL they were promised a string for. */
 static vtr_status copy_texts(vtr_catalog *cat, sqlite3_stmt *s, int n, const int *cols,
-                             const char **const *fields, void **storage, vtr_error *err)
+                             unsigned nullable, const char **const *fields, void **storage,
+                             vtr_error *err)
 {
     size_t total = 1;
     for (int i = 0; i < n; i++) {
-        if (sqlite3_column_type(s, cols[i]) == SQLITE_NULL)
+        if (sqlite3_column_type(s, cols[i]) == SQLITE_NULL) {
+            if (!(nullable >> i & 1u))
+                return null_column(cat, s, cols[i], err);
             continue;
+        }
         if (!sqlite3_column_text(s, cols[i])) /* text first, then bytes: SQLite's rule */
             return nomem(cat, err);
         total += (size_t)sqlite3_column_bytes(s, cols[i]) + 1;
@@ -788,7 +802,8 @@ static vtr_status read_item_row(vtr_catalog *cat, sqlite3_stmt *s, vtr_item *out
     const int cols[] = {2, 3, 7, 8, 9};
     const char **const fields[] = {&out->key, &out->path, &status, &out->error,
                                    &out->updated_at};
-    vtr_status st = copy_texts(cat, s, COUNT_OF(cols), cols, fields, &out->storage, err);
+    vtr_status st = copy_texts(cat, s, COUNT_OF(cols), cols, 1u << 1 | 1u << 3, fields,
+                               &out->storage, err);
     if (st != VTR_OK)
         return st;
     out->id = sqlite3_column_int64(s, 0);
@@ -1204,7 +1219,7 @@ vtr_status vtr_catalog_find_feature_store(vtr_catalog *cat, int64_t dataset_id,
     const int cols[] = {2, 3, 4, 6, 9, 10};
     const char **const fields[] = {&out->name,  &out->path,   &out->extractor,
                                    &dtype,      &out->config, &out->created_at};
-    st = copy_texts(cat, s, COUNT_OF(cols), cols, fields, &out->storage, err);
+    st = copy_texts(cat, s, COUNT_OF(cols), cols, 1u << 4, fields, &out->storage, err);
     if (st != VTR_OK)
         goto end;
     out->id = sqlite3_column_int64(s, 0);
@@ -1395,7 +1410,8 @@ vtr_status vtr_catalog_get_run(vtr_catalog *cat, int64_t run_id, vtr_run *out,
     const char **const fields[] = {&out->kind,       &out->config,      &out->code_version,
                                    &out->data_hashes, &out->host,       &out->started_at,
                                    &out->finished_at, &status,          &out->result};
-    st = copy_texts(cat, s, COUNT_OF(cols), cols, fields, &out->storage, err);
+    st = copy_texts(cat, s, COUNT_OF(cols), cols, 1u << 4 | 1u << 6 | 1u << 8, fields,
+                    &out->storage, err);
     if (st != VTR_OK)
         goto end;
     out->id = sqlite3_column_int64(s, 0);
@@ -1508,7 +1524,9 @@ vtr_status vtr_catalog_split_caption_graphs(vtr_catalog *cat, int64_t dataset_id
             .graph = (const char *)sqlite3_column_text(s, 5),
         };
         if (!c.key || !c.text) {
-            st = nomem(cat, err);
+            int col = !c.key ? 1 : 4;
+            st = sqlite3_column_type(s, col) == SQLITE_NULL ? null_column(cat, s, col, err)
+                                                             : nomem(cat, err);
             goto end;
         }
         if ((st = fn(ctx, &c, err)) != VTR_OK)

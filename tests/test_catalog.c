@@ -346,6 +346,46 @@ TEST(catalog_vocabulary_round_trip)
     vtr_catalog_close(cat);
 }
 
+/* A NULL in a NOT NULL column (a damaged or hand-edited file) is an error, not a NULL
+ * string in a returned record (vtr_catalog_dataset_items gave an item whose key was NULL)
+ * or "out of memory" (the split walk). Found by fuzz_catalog; the file is made so here by
+ * editing its schema text. */
+TEST(catalog_null_in_a_not_null_column_is_a_format_error)
+{
+    vtr_error err;
+    const char *path = db_path("null_key.db");
+    vtr_catalog *cat = NULL;
+    int64_t ds = 0;
+    CHECK_OK(vtr_catalog_open(path, &cat, &err));
+    CHECK_OK(vtr_catalog_add_dataset(cat, "d", NULL, &ds, &err));
+    vtr_item it = item_of(ds, "video1");
+    int64_t id = 0;
+    CHECK_OK(vtr_catalog_upsert_item(cat, &it, &id, &err));
+    CHECK_OK(vtr_catalog_add_caption(cat, id, -1, "a man sings", NULL, &err));
+    CHECK_OK(vtr_catalog_set_split(cat, id, "train", &err));
+    vtr_catalog_close(cat);
+    sqlite3 *db = NULL;
+    CHECK_EQ_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    CHECK_EQ_INT(sqlite3_exec(db, "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = "
+                                  "replace(sql, 'key        TEXT NOT NULL', 'key TEXT') "
+                                  "WHERE name = 'items'",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    raw_query(path, "UPDATE items SET key = NULL");
+    CHECK_OK(vtr_catalog_open_existing(path, &cat, &err));
+    vtr_item_list items;
+    char want[600];
+    snprintf(want, sizeof want, "catalog %s: a row without its key (a damaged database?)", path);
+    CHECK_FAILS(vtr_catalog_dataset_items(cat, ds, &items, &err), VTR_ERR_FORMAT, want);
+    CHECK(items.n == 0 && items.items == NULL);
+    /* the split walk said "out of memory" */
+    walk_log log = {0};
+    CHECK_FAILS(vtr_catalog_split_caption_graphs(cat, ds, "train", log_caption, &log, &err),
+                VTR_ERR_FORMAT, want);
+    vtr_catalog_close(cat);
+}
+
 TEST(catalog_non_database_file_is_a_db_error_naming_the_path)
 {
     vtr_error err;
