@@ -624,6 +624,11 @@ static vtr_status read_keys(vtr_feature_store_reader *r, const char *dir, vtr_er
                           len ? "key with a tab, CR or NUL" : "empty key");
             goto end;
         }
+        if (!vtr_utf8_valid(s, len)) {
+            st = vtr_fail(err, VTR_ERR_FORMAT, "%s: line %lld: key \"%s\" is not valid UTF-8",
+                          KEYS_FILE, (long long)line, vtr_printable(s, len, shown, sizeof shown));
+            goto end;
+        }
         if (line > r->items) {
             st = vtr_fail(err, VTR_ERR_FORMAT, "%s has more keys than the %lld items",
                           KEYS_FILE, (long long)r->items);

@@ -90,7 +90,7 @@ typedef struct vtr_feature_store_reader vtr_feature_store_reader;
  * version (a newer one is VTR_ERR_UNSUPPORTED); rows.npy 2-D float32/float16 with the
  * dim, dtype and row count of meta.json; offsets.npy int64 with items + 1 entries,
  * starting at 0, non-decreasing, ending at the row count; keys.txt with one non-empty
- * key per item, each ended by '\n', no key twice. VTR_ERR_IO when a file is missing or
+ * UTF-8 key per item, each ended by '\n', no key twice. VTR_ERR_IO when a file is missing or
  * unreadable, VTR_ERR_FORMAT when a check fails (truncated arrays included).
  * *out is NULL on failure. */
 vtr_status vtr_feature_store_reader_open(const char *path, vtr_feature_store_reader **out,

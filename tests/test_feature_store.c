@@ -359,7 +359,7 @@ TEST(feature_store_reader_rejects_inconsistent_stores)
         check_open_fails(bad, VTR_ERR_FORMAT, offsets_cases[i].needle);
     }
 
-    /* keys.txt: a key missing, a key twice, a missing newline, an empty line */
+    /* keys.txt: a key missing, a key twice, a missing newline, an empty line, too many */
     copy_store(good, bad);
     CHECK_EQ_INT(test_run("sed -i '$d' '%s/keys.txt'", bad), 0);
     check_open_fails(bad, VTR_ERR_FORMAT, "keys.txt has 9 keys for 10 items");
@@ -375,6 +375,11 @@ TEST(feature_store_reader_rejects_inconsistent_stores)
     copy_store(good, bad);
     CHECK_EQ_INT(test_run("echo video99 >> '%s/keys.txt'", bad), 0);
     check_open_fails(bad, VTR_ERR_FORMAT, "keys.txt has more keys than the 10 items");
+    /* a key that is not UTF-8 (the writer refuses one; found by fuzz_feature_store) */
+    copy_store(good, bad);
+    CHECK_EQ_INT(test_run("sed -i '4s/.*/caf\\xe9/' '%s/keys.txt'", bad), 0);
+    check_open_fails(bad, VTR_ERR_FORMAT,
+                     "keys.txt: line 4: key \"caf\\xe9\" is not valid UTF-8");
 
     /* meta.json */
     copy_store(good, bad);
