@@ -30,11 +30,12 @@ void vtr_decoded_item_free(vtr_decoded_item *item)
 typedef struct frame_store {
     const vtr_video_reader *r;
     const vtr_geometry_request *request;
-    int64_t slots;       /* timed modes: the number of targets */
     vtr_frame_converter *conv;
     vtr_frame_geometry geom;
     size_t frame_bytes;  /* 0 until the first frame plans the geometry */
-    uint8_t *rgb;        /* capacity frames of frame_bytes */
+    uint8_t *rgb;        /* capacity frames of frame_bytes; grown as frames come (not
+                            reserved for every target: a damaged header that declares days
+                            of video would have the first frame ask for gigabytes) */
     int64_t *pts;
     int64_t *index;
     int64_t count, capacity;
@@ -79,7 +80,7 @@ static vtr_status store_plan(frame_store *s, vtr_error *err)
         return st;
     }
     s->frame_bytes = (size_t)s->geom.out_w * s->geom.out_h * 3;
-    return store_reserve(s, s->slots, err);
+    return VTR_OK;
 }
 
 static vtr_status store_frame(void *ctx, const AVFrame *frame, int64_t pts, int64_t frame_index,
@@ -220,7 +221,6 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
         }
         plan.targets = targets;
         plan.n_targets = n_targets;
-        s.slots = n_targets;
     }
     if ((st = vtr_pick_frames(r, &plan, store_frame, &s, &delivered, err)) != VTR_OK)
         goto end;

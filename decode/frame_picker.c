@@ -499,6 +499,13 @@ static vtr_status pick_timed(picker *p, vtr_error *err)
         int64_t q = vtr_presentation_order_next(&p->order, pkt->pts);
         int64_t first = vtr_targets_lower_bound(plan->targets, n, pkt->pts);
         int64_t end = q == INT64_MAX ? n : vtr_targets_lower_bound(plan->targets, n, q);
+        /* the last frame would get every target up to the declared end: a file cut short
+         * (or whose header declares days) fails here, before millions of copies */
+        if (q == INT64_MAX && p->region_eof &&
+            (st = vtr_video_reader_check_end(p->r, p->region_end, err)) != VTR_OK) {
+            av_packet_free(&pkt);
+            return st;
+        }
         if (p->from_start && p->order.count && pkt->pts == p->order.pts[0])
             first = 0; /* targets before the first frame get the first frame */
         bool picked = false;

@@ -126,6 +126,18 @@ rc=$?
     fail "a FIFO and a device: $(cat "$dir/err")"
 vtr-inspect --json "$dir/fifo.rec" | grep -q '"key":"c"' || fail "a FIFO: the good item"
 
+# 6c. a few frames whose AVI header declares 400,000 s (dwLength of the stream header
+#     patched to 10,000,000): --fps 5 fails as truncated at once; it used to give the last
+#     frame to all 2 million targets, reserving and copying them first (6 GB at 32x32,
+#     "out of memory" at 224x224; found by fuzz_decode)
+vtr-synth --size 32x32 --frames 3 "$dir/long.avi" || fail "vtr-synth long.avi"
+strh=$(grep -abo strh "$dir/long.avi" | head -n 1 | cut -d: -f1)
+printf '\200\226\230\000' | dd of="$dir/long.avi" bs=1 seek=$((strh + 40)) conv=notrunc 2>/dev/null
+timeout 60 vtr-decode --fps 5 --size 224x224 -o "$dir/long.rec" "$dir/long.avi" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "before the declared end 400000.000 s (truncated?)" "$dir/err" ||
+    fail "a header declaring days: exit $rc: $(cat "$dir/err")"
+
 # 7. usage errors: exit 1
 for args in "--frames 2 --fps 1 $dir/a.mp4" "--mean 0,0,0 $dir/a.mp4" \
     "--audio $dir/x.wav $dir/a.mp4 $dir/b.webm" "--size 12 $dir/a.mp4" "--frames 0 $dir/a.mp4" \
