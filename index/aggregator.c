@@ -34,9 +34,10 @@ vtr_status vtr_aggregator_new(vtr_embedder *e, vtr_aggregator_emit_fn emit, void
 {
     *out = NULL;
     if (vtr_embedder_text_vectors(e) != 1)
-        return vtr_fail(err, VTR_ERR_INVALID, "%s is an HGR model: it gives several vectors per "
-                        "item and text (vtr-index and vtr-search take it); vtr-aggregate writes "
-                        "one vector per item", vtr_embedder_checkpoint(e));
+        return vtr_fail(err, VTR_ERR_INVALID, "%s gives several vectors per item and text (%s; "
+                        "vtr-index and vtr-search take it); vtr-aggregate writes one vector per "
+                        "item", vtr_embedder_checkpoint(e),
+                        vtr_embedder_levels(e) ? "an HGR model" : "set embeddings");
     vtr_aggregator *a = calloc(1, sizeof *a);
     if (!a || !(a->out = malloc((size_t)BATCH_ITEMS * (size_t)vtr_embedder_dim(e) *
                                 sizeof *a->out))) {

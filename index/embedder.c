@@ -11,6 +11,7 @@
 #include "lib/blas_threads.h"
 #include "lib/hash.h"
 #include "match/run_model.h"
+#include "match/set_similarity.h"
 #include "match/train_data.h"
 #include "match/trained_model.h"
 #include "text/tokenizer.h"
@@ -150,14 +151,25 @@ static int64_t kept_rows(const vtr_embedder *e, int64_t count)
     return cap > 0 && count > cap ? cap : count;
 }
 
+int vtr_embedder_levels(const vtr_embedder *e)
+{
+    return e->hgr ? 3 : 0;
+}
+
+/* A VSE model's vectors per item and text: 1, or K for set embeddings. */
+static int64_t vse_vectors(const vtr_embedder *e)
+{
+    return vtr_vse_vectors(&e->trained.model);
+}
+
 int64_t vtr_embedder_item_vectors(const vtr_embedder *e, int64_t count)
 {
-    return e->hgr ? 1 + 2 * kept_rows(e, count) : 1;
+    return e->hgr ? 1 + 2 * kept_rows(e, count) : vse_vectors(e);
 }
 
 int64_t vtr_embedder_text_vectors(const vtr_embedder *e)
 {
-    return e->hgr ? 1 + e->shape.num_verbs + e->shape.num_nouns : 1;
+    return e->hgr ? 1 + e->shape.num_verbs + e->shape.num_nouns : vse_vectors(e);
 }
 
 vtr_status vtr_embedder_check_set(const vtr_embedder *e, const vtr_tensor *t, vtr_error *err)
@@ -457,13 +469,15 @@ static vtr_status check_score_inputs(const vtr_embedder *e, int64_t n_texts, con
     int64_t cap = e->trained.o.max_frames;
     for (int64_t i = 0; i < n_items; i++) {
         int64_t v = vectors[i];
-        bool ok = e->hgr ? v >= 3 && v % 2 == 1 && (cap <= 0 || (v - 1) / 2 <= cap) : v == 1;
+        bool ok = e->hgr ? v >= 3 && v % 2 == 1 && (cap <= 0 || (v - 1) / 2 <= cap)
+                         : v == vse_vectors(e);
         if (!ok)
             return e->hgr ? vtr_fail(err, VTR_ERR_INVALID, "item %lld has %lld vectors; an HGR "
                                      "item has 1 + 2n (n frames, 1 .. %lld)", (long long)i,
                                      (long long)v, (long long)cap)
-                          : vtr_fail(err, VTR_ERR_INVALID, "item %lld has %lld vectors; a VSE "
-                                     "item has 1", (long long)i, (long long)v);
+                          : vtr_fail(err, VTR_ERR_INVALID, "item %lld has %lld vectors; this "
+                                     "model's items have %lld", (long long)i, (long long)v,
+                                     (long long)vse_vectors(e));
     }
     if (!e->hgr)
         return VTR_OK;
@@ -542,6 +556,33 @@ static vtr_status hgr_score(vtr_embedder *e, int64_t n_texts, const float *texts
     return VTR_OK;
 }
 
+/* Set embeddings: the smooth-Chamfer scores of the texts' sets against the items' sets
+ * (symmetric in its two sides), in blocks of EMBED_ROWS texts x items. */
+static vtr_status set_score(vtr_embedder *e, int64_t n_texts, const float *texts,
+                            int64_t n_items, const float *rows, float *scores, vtr_error *err)
+{
+    const vtr_vse_config *c = &e->trained.model;
+    int K = c->set.K, E = c->embed_size, BS = EMBED_ROWS / K;
+    size_t bytes = vtr_smooth_chamfer_scratch_size(BS, BS, K, K);
+    vtr_status st = grow((void **)&e->block, &e->block_cap, bytes / sizeof *e->block + 1,
+                         sizeof *e->block, err);
+    if (st != VTR_OK)
+        return st;
+    thread_counts saved = threads_enter(e);
+    for (int64_t q0 = 0; q0 < n_texts; q0 += BS)
+        for (int64_t i0 = 0; i0 < n_items; i0 += BS) {
+            int nq = n_texts - q0 < BS ? (int)(n_texts - q0) : BS;
+            int ni = n_items - i0 < BS ? (int)(n_items - i0) : BS;
+            vtr_smooth_chamfer_forward(scores + (size_t)q0 * (size_t)n_items + (size_t)i0,
+                                       (long)n_items, e->block,
+                                       texts + (size_t)q0 * (size_t)K * (size_t)E,
+                                       rows + (size_t)i0 * (size_t)K * (size_t)E, nq, ni, K, K,
+                                       E, c->set.alpha);
+        }
+    threads_leave(e, saved);
+    return VTR_OK;
+}
+
 vtr_status vtr_embedder_score(vtr_embedder *e, int64_t n_texts, const float *texts,
                               const int *phrases, int64_t n_items, const int64_t *vectors,
                               const float *rows, float *scores, float *levels, vtr_error *err)
@@ -549,6 +590,11 @@ vtr_status vtr_embedder_score(vtr_embedder *e, int64_t n_texts, const float *tex
     vtr_status st = check_score_inputs(e, n_texts, phrases, n_items, vectors, err);
     if (st != VTR_OK || n_texts == 0 || n_items == 0)
         return st;
+    if (!e->hgr && levels)
+        for (size_t k = 0; k < 3 * (size_t)n_texts * (size_t)n_items; k++)
+            levels[k] = NAN;
+    if (!e->hgr && e->trained.model.set.K > 0)
+        return set_score(e, n_texts, texts, n_items, rows, scores, err);
     if (!e->hgr) {
         size_t E = (size_t)vtr_embedder_dim(e);
         for (int64_t q = 0; q < n_texts; q++)

@@ -16,6 +16,9 @@
  *                           (L2-normalized), NV verb and NN noun phrase nodes, and its
  *                           phrase counts (verbs, nouns); the score is the fused score of
  *                           the three levels (vtr_hgr_score_block).
+ *   set embeddings (a VSE model with model.set_size K, match/vse_model.h)  an item K
+ *                           vectors, a text K vectors, all L2-normalized; the score is
+ *                           their smooth-Chamfer similarity (match/set_similarity.h).
  * vtr_embedding_index stores every vector as a unit row with its norm, so an index gives
  * back what the score needs (index/text_search.h).
  *
@@ -106,10 +109,13 @@ vtr_status vtr_embedder_check_set(const vtr_embedder *e, const vtr_tensor *t, vt
  * 24000 words; at most 1000") otherwise. */
 vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error *err);
 
-/* The vectors of an item of count >= 1 set rows (VSE: 1; HGR: 1 + 2 min(count, max_frames)),
- * and of a text (VSE: 1; HGR: 1 + NV + NN). */
+/* The vectors of an item of count >= 1 set rows (VSE: 1; sets: K; HGR: 1 + 2 min(count,
+ * max_frames)), and of a text (VSE: 1; sets: K; HGR: 1 + NV + NN). */
 int64_t vtr_embedder_item_vectors(const vtr_embedder *e, int64_t count);
 int64_t vtr_embedder_text_vectors(const vtr_embedder *e);
+
+/* The levels a score is the mean of (HGR: 3, global, verb and noun; otherwise 0). */
+int vtr_embedder_levels(const vtr_embedder *e);
 
 /* n sets; set i is counts[i] >= 1 rows of F floats, the sets' rows concatenated in rows.
  * out: the vectors of each set (vtr_embedder_item_vectors of its count) one set after
@@ -137,10 +143,10 @@ vtr_status vtr_embedder_embed_texts(vtr_embedder *e, int64_t n, const char *cons
  * them; phrases may be NULL for a VSE model) against n_items items (item i has vectors[i]
  * vectors, the items' vectors one item after another in rows, as vtr_embedder_embed_sets
  * gives them or an index gives them back): scores (n_texts, n_items); levels, when not
- * NULL and the model is HGR, (3, n_texts, n_items) the global, verb and noun levels.
+ * NULL, (3, n_texts, n_items): HGR's global, verb and noun levels, NaN for other models.
  * HGR scores items in blocks of 32 x 32 texts; a score does not depend on the other
  * items and texts of the call beyond BLAS's rounding of a block. VTR_ERR_INVALID naming the
- * item for a vector count the model does not give (VSE: 1; HGR: 1 + 2n, 1 <= n <=
+ * item for a vector count the model does not give (VSE: 1; sets: K; HGR: 1 + 2n, 1 <= n <=
  * max_frames) or phrase counts out of range; VTR_ERR_NOMEM. */
 vtr_status vtr_embedder_score(vtr_embedder *e, int64_t n_texts, const float *texts,
                               const int *phrases, int64_t n_items, const int64_t *vectors,

@@ -295,6 +295,9 @@ vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix, vtr_catalog
         return VTR_OK;
     if (k < 1)
         return vtr_fail(err, VTR_ERR_INVALID, "k = %lld is not >= 1", (long long)k);
+    if (preselect > 0 && vtr_embedder_levels(e) == 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "pre-selection ranks items by an HGR model's "
+                        "global level; %s is not an HGR model", vtr_embedder_checkpoint(e));
     int64_t E = vtr_embedder_dim(e), per = vtr_embedder_text_vectors(e);
     size_t nk = (size_t)n * (size_t)k;
     float *q = malloc((size_t)n * (size_t)(per * E) * sizeof *q);

@@ -304,7 +304,7 @@ int main(int argc, char **argv)
                         (const char *const *)ok_graphs, k, preselect, results, found, phrases,
                         &err) != VTR_OK)
         goto fail;
-    bool hgr = vtr_embedder_text_vectors(ts.e) > 1;
+    bool hgr = vtr_embedder_levels(ts.e) > 0;
     for (size_t i = 0; i < ok.n; i++)
         for (int64_t j = 0; j < found[i]; j++) {
             const vtr_search_result *r = &results[i * k + j];

@@ -108,13 +108,28 @@ void vtr_optimizer_step(vtr_optimizer *opt, vtr_param_set *ps, double lr)
     if (ps->n_trainable != opt->n)
         return;
     opt->step++;
-    const vtr_adam_scalars s = vtr_adam_scalars_at(&opt->hp, opt->step, lr);
     float *p = ps->data, *m = opt->exp_avg, *v = opt->exp_avg_sq;
     const float *grad = ps->grad;
-    long n = (long)opt->n;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
-    for (long i = 0; i < n; i++)
-        vtr_adam_update(&p[i], &m[i], &v[i], grad[i], &s);
+    /* runs of trainable entries with one learning rate (usually the whole set) */
+    for (size_t e = 0; e < ps->count;) {
+        const vtr_param_entry *first = &ps->entries[e];
+        size_t end = e + 1;
+        if (!first->trainable) {
+            e = end;
+            continue;
+        }
+        long begin = (long)first->offset, n = (long)(first->offset + first->numel);
+        for (; end < ps->count && ps->entries[end].trainable &&
+               ps->entries[end].lr_scale == first->lr_scale;
+             end++)
+            n = (long)(ps->entries[end].offset + ps->entries[end].numel);
+        const vtr_adam_scalars s =
+            vtr_adam_scalars_at(&opt->hp, opt->step, lr * (double)first->lr_scale);
+#pragma omp parallel for schedule(static) if (n - begin > PARALLEL_MIN)
+        for (long i = begin; i < n; i++)
+            vtr_adam_update(&p[i], &m[i], &v[i], grad[i], &s);
+        e = end;
+    }
 }
 
 float vtr_grad_norm(const vtr_param_set *ps)

@@ -111,7 +111,8 @@ vtr_status vtr_optimizer_init(vtr_optimizer *opt, const vtr_param_set *ps,
 void vtr_optimizer_free(vtr_optimizer *opt);
 
 /* One step with learning rate lr over ps->data[0, n_trainable) using ps->grad (read, not
- * changed: zero it before the next backward); step is incremented first. ps must be the
+ * changed: zero it before the next backward); step is incremented first. Each entry steps
+ * at lr x its lr_scale (torch's parameter groups; AdamW's decay uses that rate too). ps must be the
  * set the optimizer was made for: when its n_trainable differs from opt->n (a programming
  * error) the call does nothing. Buffers (non-trainable entries) are never touched. */
 void vtr_optimizer_step(vtr_optimizer *opt, vtr_param_set *ps, double lr);

@@ -62,6 +62,7 @@ vtr_status vtr_param_set_add(vtr_param_set *ps, const char *name, vtr_dtype dtyp
     memcpy(e->name, name, len + 1);
     e->dtype = dtype;
     e->trainable = trainable;
+    e->lr_scale = 1.0f;
     e->ndim = ndim;
     for (int d = 0; d < ndim; d++)
         e->shape[d] = shape[d];
@@ -182,4 +183,12 @@ void vtr_param_set_zero_grad(vtr_param_set *ps)
 {
     if (ps->grad)
         memset(ps->grad, 0, ps->n_trainable * sizeof *ps->grad);
+}
+
+void vtr_param_set_scale_lr(vtr_param_set *ps, const char *prefix, float scale)
+{
+    size_t n = strlen(prefix);
+    for (size_t i = 0; i < ps->count; i++)
+        if (strncmp(ps->entries[i].name, prefix, n) == 0)
+            ps->entries[i].lr_scale = scale;
 }

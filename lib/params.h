@@ -52,6 +52,8 @@ typedef struct vtr_param_entry {
     size_t numel;                 /* product of shape (1 for a scalar) */
     size_t offset;                /* elements into data (and grad) for F32, into idata
                                      for I64; set by finalize */
+    float lr_scale;               /* the optimizer's learning rate for it = lr x this (1;
+                                     a torch parameter group's lr over the base lr) */
 } vtr_param_entry;
 
 typedef struct vtr_param_set {
@@ -105,6 +107,9 @@ vtr_status vtr_param_set_expect(const vtr_param_set *ps, const char *name, vtr_d
 
 /* A tensor view of entry i's values in a finalized set (data not owned). */
 vtr_tensor vtr_param_set_tensor(const vtr_param_set *ps, size_t i);
+
+/* Sets lr_scale to scale (> 0) for every entry whose name starts with prefix. */
+void vtr_param_set_scale_lr(vtr_param_set *ps, const char *prefix, float scale);
 
 /* Sets every gradient to zero (one memset over grad). */
 void vtr_param_set_zero_grad(vtr_param_set *ps);

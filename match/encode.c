@@ -7,7 +7,7 @@ vtr_status vtr_encode_split(vtr_vse_model *m, vtr_batcher *b, float *items, floa
                             vtr_encode_progress_fn progress, void *ctx, vtr_error *err)
 {
     const vtr_split *s = b->split;
-    size_t E = (size_t)m->cfg.embed_size;
+    size_t E = (size_t)m->cfg.embed_size * (size_t)vtr_vse_vectors(&m->cfg); /* floats each */
     int B = b->max_batch;
     vtr_status st;
     if (B > m->max_batch || s->max_frames > m->max_frames || s->max_words > m->max_words)
@@ -44,11 +44,21 @@ vtr_status vtr_encode_split(vtr_vse_model *m, vtr_batcher *b, float *items, floa
     return VTR_OK;
 }
 
+vtr_embedding_model vtr_vse_embedding_model(const vtr_vse_config *cfg, const float *items,
+                                            const float *captions)
+{
+    return (vtr_embedding_model){.items = items,
+                                 .captions = captions,
+                                 .dim = cfg->embed_size,
+                                 .set_size = cfg->set.K,
+                                 .set_alpha = cfg->set.alpha};
+}
+
 vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, const vtr_retrieval_options *opt,
                               vtr_retrieval_metrics *out, vtr_error *err)
 {
     const vtr_split *s = b->split;
-    size_t E = (size_t)m->cfg.embed_size;
+    size_t E = (size_t)m->cfg.embed_size * (size_t)vtr_vse_vectors(&m->cfg);
     float *items = malloc((size_t)s->n_items * E * sizeof *items);
     float *captions = malloc((size_t)s->n_caps * E * sizeof *captions);
     vtr_status st;
@@ -59,7 +69,7 @@ vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, const vtr_retrie
     }
     if ((st = vtr_encode_split(m, b, items, captions, NULL, NULL, err)))
         goto end;
-    vtr_embedding_model em = {.items = items, .captions = captions, .dim = (int)E};
+    vtr_embedding_model em = vtr_vse_embedding_model(&m->cfg, items, captions);
     st = vtr_retrieval_evaluate_embeddings(&em, 1, s->n_items, s->n_caps, s->cap_item, opt, out,
                                            NULL, err);
 end:

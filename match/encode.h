@@ -24,10 +24,16 @@ extern "C" {
 typedef void (*vtr_encode_progress_fn)(void *ctx, int64_t done, int64_t total);
 
 /* Embeds every item of the batcher's split into items (n_items, E) and every caption into
- * captions (n_caps, E), l2-normalized rows. Fails with VTR_ERR_INVALID when the model does
+ * captions (n_caps, E), l2-normalized rows; set embeddings (n_items, K, E) and
+ * (n_caps, K, E). Fails with VTR_ERR_INVALID when the model does
  * not fit the split (sizes above), or as the model's encoders do. */
 vtr_status vtr_encode_split(vtr_vse_model *m, vtr_batcher *b, float *items, float *captions,
                             vtr_encode_progress_fn progress, void *ctx, vtr_error *err);
+
+/* The embeddings of a model of cfg as match/retrieval_metrics.h scores them (a set model's
+ * by smooth-Chamfer with its alpha). */
+vtr_embedding_model vtr_vse_embedding_model(const vtr_vse_config *cfg, const float *items,
+                                            const float *captions);
 
 /* Embeds the split and evaluates retrieval on it (match/retrieval_metrics.h, options opt,
  * which may be NULL). The embeddings are freed before returning. */

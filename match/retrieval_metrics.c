@@ -2,8 +2,11 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "match/set_similarity.h"
 
 #define DEFAULT_TILE_ITEMS 256
 #define DEFAULT_TILE_CAPS 4096
@@ -27,6 +30,40 @@ vtr_status vtr_similarity_matrix_block(void *ctx, int item0, int n_items, const 
     return VTR_OK;
 }
 
+static int model_set_size(const vtr_embedding_model *m)
+{
+    return m->set_size > 1 ? m->set_size : 1;
+}
+
+/* A set model's scores of items item0 .. + n_items and captions B (n_caps, K, dim) into S
+ * (= them for the first model, += after): smooth-Chamfer through a scratch (and, after the
+ * first model, a buffer for the scores) of its own. */
+static vtr_status set_model_block(const vtr_embedding_model *model, int item0, int n_items,
+                                  const float *B, int n_caps, bool first, float *S,
+                                  vtr_error *err)
+{
+    int K = model->set_size;
+    size_t total = (size_t)n_items * (size_t)n_caps;
+    void *scratch = malloc(vtr_smooth_chamfer_scratch_size(n_items, n_caps, K, K));
+    float *scores = first ? S : malloc(total * sizeof *scores);
+    if (!scratch || !scores) {
+        free(scratch);
+        if (!first)
+            free(scores);
+        return vtr_fail(err, VTR_ERR_NOMEM, "scoring %d x %d sets", n_items, n_caps);
+    }
+    vtr_smooth_chamfer_forward(scores, n_caps, scratch,
+                               model->items + (size_t)item0 * K * (size_t)model->dim, B,
+                               n_items, n_caps, K, K, model->dim, model->set_alpha);
+    if (!first) {
+        for (size_t k = 0; k < total; k++)
+            S[k] += scores[k];
+        free(scores);
+    }
+    free(scratch);
+    return VTR_OK;
+}
+
 vtr_status vtr_similarity_ensemble_block(void *ctx, int item0, int n_items, const int *caps,
                                          int n_caps, float *S, vtr_error *err)
 {
@@ -34,39 +71,46 @@ vtr_status vtr_similarity_ensemble_block(void *ctx, int item0, int n_items, cons
     int contiguous = 1;
     for (int b = 1; b < n_caps && contiguous; b++)
         contiguous = caps[b] == caps[0] + b;
-    int max_dim = 0;
-    for (int m = 0; m < e->n_models; m++)
-        max_dim = e->models[m].dim > max_dim ? e->models[m].dim : max_dim;
+    size_t max_row = 0;
+    for (int m = 0; m < e->n_models; m++) {
+        size_t row = (size_t)e->models[m].dim * (size_t)model_set_size(&e->models[m]);
+        max_row = row > max_row ? row : max_row;
+    }
     float *gathered = NULL;
     if (!contiguous) {
-        gathered = malloc((size_t)n_caps * (size_t)max_dim * sizeof *gathered);
+        gathered = malloc((size_t)n_caps * max_row * sizeof *gathered);
         if (!gathered)
             return vtr_fail(err, VTR_ERR_NOMEM, "gathering %d caption embeddings", n_caps);
     }
-    for (int m = 0; m < e->n_models; m++) {
+    vtr_status st = VTR_OK;
+    for (int m = 0; m < e->n_models && st == VTR_OK; m++) {
         const vtr_embedding_model *model = &e->models[m];
         int dim = model->dim;
-        const float *B = model->captions + (size_t)caps[0] * (size_t)dim;
+        size_t row = (size_t)dim * (size_t)model_set_size(model);
+        const float *B = model->captions + (size_t)caps[0] * row;
         if (!contiguous) {
             for (int b = 0; b < n_caps; b++)
-                memcpy(gathered + (size_t)b * (size_t)dim,
-                       model->captions + (size_t)caps[b] * (size_t)dim,
-                       (size_t)dim * sizeof *gathered);
+                memcpy(gathered + (size_t)b * row, model->captions + (size_t)caps[b] * row,
+                       row * sizeof *gathered);
             B = gathered;
+        }
+        if (model->set_size > 1) {
+            st = set_model_block(model, item0, n_items, B, n_caps, m == 0, S, err);
+            continue;
         }
         // S (n_items, n_caps) (+)= items[item0 ..] (n_items, dim) · B (n_caps, dim)ᵀ
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n_items, n_caps, dim, 1.0f,
                     model->items + (size_t)item0 * (size_t)dim, dim, B, dim, m == 0 ? 0.0f : 1.0f,
                     S, n_caps);
     }
-    if (e->n_models > 1) {
+    if (st == VTR_OK && e->n_models > 1) {
         float n = (float)e->n_models;
         size_t total = (size_t)n_items * (size_t)n_caps;
         for (size_t k = 0; k < total; k++)
             S[k] /= n;
     }
     free(gathered);
-    return VTR_OK;
+    return st;
 }
 
 /* ---- one evaluation (a fold, or the whole set) ----
@@ -745,9 +789,11 @@ vtr_status vtr_retrieval_evaluate_embeddings(const vtr_embedding_model *models, 
     if (!models || n_models < 1)
         return vtr_fail(err, VTR_ERR_INVALID, "no models (%d)", n_models);
     for (int m = 0; m < n_models; m++)
-        if (models[m].dim < 1 || !models[m].items || !models[m].captions)
-            return vtr_fail(err, VTR_ERR_INVALID, "model %d: dim %d, embeddings %s", m,
-                            models[m].dim,
+        if (models[m].dim < 1 || !models[m].items || !models[m].captions ||
+            (models[m].set_size > 1 && !(models[m].set_alpha > 0.0f)))
+            return vtr_fail(err, VTR_ERR_INVALID, "model %d: dim %d, set size %d, alpha %g, "
+                            "embeddings %s", m, models[m].dim, models[m].set_size,
+                            (double)models[m].set_alpha,
                             models[m].items && models[m].captions ? "given" : "missing");
     vtr_similarity_ensemble ensemble = {models, n_models};
     return vtr_retrieval_evaluate(vtr_similarity_ensemble_block, &ensemble, n_items, n_caps,

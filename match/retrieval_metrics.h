@@ -91,15 +91,20 @@ typedef struct vtr_similarity_matrix {
 vtr_status vtr_similarity_matrix_block(void *ctx, int item0, int n_items, const int *caps,
                                        int n_caps, float *S, vtr_error *err);
 
-/* One model's embeddings, l2-normalized rows (cosine = dot product). */
+/* One model's embeddings, l2-normalized rows (cosine = dot product); or, for set
+ * embeddings (set_size K > 1), K unit rows per item and caption, scored by smooth-Chamfer
+ * similarity with scale set_alpha (match/set_similarity.h). */
 typedef struct vtr_embedding_model {
-    const float *items;    /* (n_items, dim) row-major */
-    const float *captions; /* (n_caps, dim) row-major */
+    const float *items;    /* (n_items, dim) row-major; sets: (n_items, K, dim) */
+    const float *captions; /* (n_caps, dim) row-major; sets: (n_caps, K, dim) */
     int dim;
+    int set_size;          /* 0 or 1: one vector; K > 1: sets of K */
+    float set_alpha;       /* sets: smooth-Chamfer's alpha (16) */
 } vtr_embedding_model;
 
-/* An ensemble: S = (1/n_models) sum_m items_m · captions_mᵀ. A single model is an ensemble
- * of one (S = items · captionsᵀ exactly, no division). */
+/* An ensemble: S = (1/n_models) sum_m S_m, S_m = items_m · captions_mᵀ (or a set model's
+ * smooth-Chamfer scores). A single model is an ensemble of one (S = S_m exactly, no
+ * division). */
 typedef struct vtr_similarity_ensemble {
     const vtr_embedding_model *models;
     int n_models;
@@ -107,9 +112,10 @@ typedef struct vtr_similarity_ensemble {
 
 /* vtr_similarity_block_fn over a vtr_similarity_ensemble (ctx): one cblas_sgemm per model
  * (alpha 1; beta 0 for the first model and 1 after, so the models are summed in order in
- * float32), then every element divided by (float)n_models when n_models > 1. Captions that
- * are not one contiguous ascending run are gathered into a temporary buffer first
- * (VTR_ERR_NOMEM when it cannot be allocated). */
+ * float32; a set model's scores are added in the same order), then every element divided
+ * by (float)n_models when n_models > 1. Captions that are not one contiguous ascending run
+ * are gathered into a temporary buffer first (VTR_ERR_NOMEM when it, or a set model's
+ * scratch, cannot be allocated). */
 vtr_status vtr_similarity_ensemble_block(void *ctx, int item0, int n_items, const int *caps,
                                          int n_caps, float *S, vtr_error *err);
 

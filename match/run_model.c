@@ -77,7 +77,9 @@ vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_
         *negatives = neg == VTR_HINGE_ALL_NEGATIVES ? b->hgr.B - 1 : 1;
         return st;
     }
-    st = vtr_vse_train_step(&m->vse, &b->batch, neg, loss, err);
+    vtr_vse_batch batch = b->batch;
+    batch.seed = seed, batch.step = step; /* set embeddings' dropout */
+    st = vtr_vse_train_step(&m->vse, &batch, neg, loss, err);
     *negatives = m->vse.negatives;
     return st;
 }

@@ -69,8 +69,9 @@ void vtr_run_model_init_params(vtr_run_model *m, uint64_t seed);
 
 /* One training step on b's last batch (vtr_batcher_pairs; for HGR a split encoded with
  * its graphs): forward, loss (*loss), backward accumulating into the gradients (zero them
- * first). neg: the hinge's negatives (all or the hardest); seed and step: HGR's dropout
- * streams (the run's step count, so a resumed run draws the same). *negatives: the
+ * first). neg: the hinge's negatives (all or the hardest); seed and step: the dropout
+ * streams of HGR and of set embeddings (the run's step count, so a resumed run draws the
+ * same). *negatives: the
  * negatives per query the loss used (the hinge's 1 or B-1, ADOPT's K). */
 vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_negatives neg,
                               uint64_t seed, int64_t step, float *loss, int *negatives,

@@ -35,6 +35,17 @@ const vtr_config_field vtr_train_schema[] = {
     {"model.txt_pool", VTR_CONFIG_STRING, "gpo", "caption pooler: gpo, mean or adpool"},
     {"model.gpo_pe", VTR_CONFIG_INT, "32", "GPO positional-encoding size"},
     {"model.gpo_hidden", VTR_CONFIG_INT, "32", "GPO BiGRU hidden size"},
+    {"model.set_size", VTR_CONFIG_INT, "0",
+     "vse: K > 0 embeds every item and caption as a set of K vectors (set embeddings, paper "
+     "002: slot attention over the element embeddings, smooth-Chamfer similarity); 0: one "
+     "vector"},
+    {"model.set_iterations", VTR_CONFIG_INT, "4", "set embeddings: aggregation iterations T"},
+    {"model.set_attention_dim", VTR_CONFIG_INT, "2048",
+     "set embeddings: attention size D_h (the paper: 2048 on region features, 1024 on "
+     "convolutional maps)"},
+    {"model.set_mlp_hidden", VTR_CONFIG_INT, "0",
+     "set embeddings: the aggregation block's MLP hidden size; 0: 4 x embed_size"},
+    {"model.set_dropout", VTR_CONFIG_FLOAT, "0.1", "set embeddings: dropout in the set modules"},
     {"model.global_pool", VTR_CONFIG_STRING, "attention",
      "hgr: the global level's pooling, attention (HGR) or gpo (HGR∞)"},
     {"model.num_roles", VTR_CONFIG_INT, "16", "hgr: semantic roles (role embedding rows)"},
@@ -61,6 +72,10 @@ const vtr_config_field vtr_train_schema[] = {
      "negatives after the warm-up: hardest (hinge: max violation; adopt: the K hardest) "
      "or all"},
     {"loss.adopt_temperature", VTR_CONFIG_FLOAT, "0.05", "ADOPT: InfoNCE temperature tau"},
+    {"loss.set_alpha", VTR_CONFIG_FLOAT, "16.0", "set embeddings: smooth-Chamfer's scale alpha"},
+    {"loss.diversity_weight", VTR_CONFIG_FLOAT, "0.01",
+     "set embeddings: weight of the diversity regulariser"},
+    {"loss.mmd_weight", VTR_CONFIG_FLOAT, "0.01", "set embeddings: weight of the MMD regulariser"},
     {"loss.adopt_fixed_k", VTR_CONFIG_INT, "0",
      "ADOPT: 0: K from the batch's alignment and uniformity (eq. 6); N > 0: the N hardest"},
     {"loss.adopt_positive_in_denominator", VTR_CONFIG_BOOL, "true",
@@ -68,6 +83,9 @@ const vtr_config_field vtr_train_schema[] = {
      "released code); false: eq. 6 read literally (negatives only)"},
 
     {"train.epochs", VTR_CONFIG_INT, "25", "epochs"},
+    {"train.set_lr_scale", VTR_CONFIG_FLOAT, "1.0",
+     "set embeddings: the set modules' learning rate over train.lr (the paper's appendix: "
+     "0.1 on COCO, 0.01 / 0.05 on Flickr30K)"},
     {"train.batch_size", VTR_CONFIG_INT, "128", "pairs per batch"},
     {"train.drop_last", VTR_CONFIG_BOOL, "true", "drop an epoch's last incomplete batch"},
     {"train.optimizer", VTR_CONFIG_STRING, "adamw", "adamw or adam"},
@@ -137,6 +155,17 @@ static vtr_status probability(const vtr_config *cfg, const char *key, float *out
     return VTR_OK;
 }
 
+/* A FLOAT key within [min, max] as a float. */
+static vtr_status float_in(const vtr_config *cfg, const char *key, double min, double max,
+                           float *out, vtr_error *err)
+{
+    double v = vtr_config_float(cfg, key);
+    if (!(v >= min && v <= max))
+        return vtr_config_fail(cfg, key, err, "must be in [%g, %g], got %g", min, max, v);
+    *out = (float)v;
+    return VTR_OK;
+}
+
 static vtr_status pooler(const vtr_config *cfg, const char *key, vtr_vse_pooler *out,
                          vtr_error *err)
 {
@@ -144,6 +173,33 @@ static vtr_status pooler(const vtr_config *cfg, const char *key, vtr_vse_pooler 
     if (vtr_vse_pooler_parse(name, out, NULL) != VTR_OK)
         return vtr_config_fail(cfg, key, err,
                                "unknown pooler '%s' (expected gpo, mean or adpool)", name);
+    return VTR_OK;
+}
+
+/* The set embedding keys (model.set_*, loss.set_alpha and the regularisers' weights,
+ * train.set_lr_scale) into m->set; K = 0 leaves the rest unread. */
+static vtr_status set_config(const vtr_config *cfg, vtr_vse_config *m, vtr_error *err)
+{
+    vtr_vse_set_config *s = &m->set;
+    vtr_status st;
+    *s = (vtr_vse_set_config){.K = 0};
+    if ((st = int_in(cfg, "model.set_size", 0, 64, &s->K, err)) || s->K == 0)
+        return st;
+    if ((st = int_in(cfg, "model.set_iterations", 1, 128, &s->T, err)) ||
+        (st = int_in(cfg, "model.set_attention_dim", 1, 1 << 16, &s->Dh, err)) ||
+        (st = int_in(cfg, "model.set_mlp_hidden", 0, 1 << 18, &s->H, err)) ||
+        (st = probability(cfg, "model.set_dropout", &s->dropout, err)) ||
+        (st = float_in(cfg, "loss.set_alpha", 1e-3, 1e3, &s->alpha, err)) ||
+        (st = float_in(cfg, "loss.diversity_weight", 0.0, 1e3, &s->div_weight, err)) ||
+        (st = float_in(cfg, "loss.mmd_weight", 0.0, 1e3, &s->mmd_weight, err)) ||
+        (st = float_in(cfg, "train.set_lr_scale", 1e-6, 1e3, &s->lr_scale, err)))
+        return st;
+    if (s->H == 0)
+        s->H = 4 * m->embed_size;
+    if (strcmp(vtr_config_string(cfg, "loss.type"), "hinge") != 0)
+        return vtr_config_fail(cfg, "loss.type", err,
+                               "set embeddings (model.set_size %d) train with the hinge loss",
+                               s->K);
     return VTR_OK;
 }
 
@@ -171,6 +227,9 @@ static vtr_status hgr_options(const vtr_config *cfg, vtr_train_options *o, vtr_e
         return vtr_config_fail(cfg, "model.kind", err, "unknown model '%s' (expected vse or hgr)",
                                kind);
     o->kind = VTR_MODEL_HGR;
+    if (o->model.set.K > 0)
+        return vtr_config_fail(cfg, "model.set_size", err,
+                               "set embeddings are built on the vse model (model.kind vse)");
     vtr_hgr_config *h = &o->hgr;
     if (strcmp(pool, "attention") == 0)
         *h = vtr_hgr_config_default(1, VTR_HGR_POOL_ATTENTION);
@@ -278,6 +337,8 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
                                m->img_pool.gpo_pe);
     m->txt_pool.gpo_pe = m->img_pool.gpo_pe;
     m->txt_pool.gpo_hidden = m->img_pool.gpo_hidden;
+    if ((st = set_config(cfg, m, err)))
+        return st;
 
     const char *type = vtr_config_string(cfg, "loss.type");
     if (strcmp(type, "hinge") == 0)

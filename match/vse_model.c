@@ -20,11 +20,15 @@
 #include "match/caption_bigru.h"
 #include "match/model_arena.h"
 #include "match/model_params.h"
+#include "match/set_similarity.h"
 
 /* Upper bounds that keep every size product far from overflow (a model this large would
  * not fit in memory anyway; the allocation would fail first). */
 #define MAX_DIM (1 << 20)
 #define MAX_ROWS (1 << 26)
+/* Set embeddings' dropout: side s of step n draws from streams (2n + s) * 256 + site, sites
+ * 0 .. 2T-1 (aggregate/set_prediction.h). */
+#define SET_MAX_T 128
 
 /* ---- configuration ---------------------------------------------------------------- */
 
@@ -46,8 +50,38 @@ vtr_vse_config vtr_vse_config_infinity(int vocab_size)
         .adopt_temperature = VTR_ADOPT_TEMPERATURE,
         .adopt_fixed_k = 0,
         .adopt_positive_in_denominator = true,
+        .set = {.K = 0},
     };
     return cfg;
+}
+
+vtr_vse_set_config vtr_vse_set_config_default(int embed_size)
+{
+    return (vtr_vse_set_config){.K = 4,
+                                .T = 4,
+                                .Dh = 2048,
+                                .H = 4 * embed_size,
+                                .dropout = 0.1f,
+                                .alpha = VTR_SET_ALPHA,
+                                .div_weight = 0.01f,
+                                .mmd_weight = 0.01f,
+                                .lr_scale = 1.0f};
+}
+
+int vtr_vse_vectors(const vtr_vse_config *cfg)
+{
+    return cfg->set.K > 0 ? cfg->set.K : 1;
+}
+
+/* The set modules' sizes (C = D = E). */
+static vtr_set_prediction_config spm_config(const vtr_vse_config *c)
+{
+    return (vtr_set_prediction_config){.C = c->embed_size,
+                                       .D = c->embed_size,
+                                       .K = c->set.K,
+                                       .T = c->set.T,
+                                       .Dh = c->set.Dh,
+                                       .H = c->set.H};
 }
 
 const char *vtr_vse_pooler_name(vtr_vse_pooler kind)
@@ -124,6 +158,34 @@ vtr_status vtr_vse_config_check(const vtr_vse_config *cfg, vtr_error *err)
     if (cfg->loss != VTR_VSE_LOSS_HINGE && cfg->loss != VTR_VSE_LOSS_ADOPT)
         return vtr_fail(err, VTR_ERR_INVALID, "vse config: loss = %d is neither hinge nor adopt",
                         (int)cfg->loss);
+    const vtr_vse_set_config *set = &cfg->set;
+    if (set->K != 0) {
+        if ((st = check_dim("set.K", set->K, 1, err)) ||
+            (st = check_dim("set.T", set->T, 1, err)) ||
+            (st = check_dim("set.Dh", set->Dh, 1, err)) ||
+            (st = check_dim("set.H", set->H, 1, err)))
+            return st;
+        if (set->T > SET_MAX_T)
+            return vtr_fail(err, VTR_ERR_INVALID, "vse config: set.T = %d is more than %d",
+                            set->T, SET_MAX_T);
+        if (!(set->dropout >= 0.0f && set->dropout < 1.0f))
+            return vtr_fail(err, VTR_ERR_INVALID, "vse config: set.dropout = %g outside [0, 1)",
+                            (double)set->dropout);
+        if (!(set->alpha > 0.0f && isfinite(set->alpha)) ||
+            !(set->lr_scale > 0.0f && isfinite(set->lr_scale)) ||
+            !(set->div_weight >= 0.0f && isfinite(set->div_weight)) ||
+            !(set->mmd_weight >= 0.0f && isfinite(set->mmd_weight)))
+            return vtr_fail(err, VTR_ERR_INVALID,
+                            "vse config: set alpha %g and lr_scale %g must be finite and > 0, "
+                            "the weights %g and %g finite and >= 0",
+                            (double)set->alpha, (double)set->lr_scale,
+                            (double)set->div_weight, (double)set->mmd_weight);
+        if (cfg->loss != VTR_VSE_LOSS_HINGE)
+            return vtr_fail(err, VTR_ERR_INVALID,
+                            "vse config: set embeddings train with the hinge loss, not adopt");
+    } else if (set->K < 0) {
+        return vtr_fail(err, VTR_ERR_INVALID, "vse config: set.K = %d is negative", set->K);
+    }
     if (cfg->loss == VTR_VSE_LOSS_ADOPT) {
         if (!(cfg->adopt_temperature > 0.0f && isfinite(cfg->adopt_temperature)))
             return vtr_fail(err, VTR_ERR_INVALID,
@@ -267,6 +329,21 @@ vtr_status vtr_vse_model_add_params(vtr_param_set *ps, const vtr_vse_config *c, 
         (st = vtr_model_param_add_gru(ps, "txt_enc.rnn.", c->word_dim, E, err)) ||
         (st = pool_add_params(ps, "txt_enc.", &c->txt_pool, E, err)))
         return st;
+    if (c->set.K > 0) {
+        vtr_set_prediction_config spm = spm_config(c);
+        for (int side = 0; side < 2; side++) {
+            const char *prefix = side ? "txt_enc.spm." : "img_enc.spm.";
+            for (int i = 0; i < VTR_SET_PREDICTION_TENSORS; i++) {
+                int shape[2];
+                size_t offset;
+                const char *name = vtr_set_prediction_param_name(&spm, i, shape, &offset);
+                if ((st = vtr_model_param_add(ps, prefix, name, VTR_F32, true, shape[1] ? 2 : 1,
+                                              shape[0], shape[1], err)))
+                    return st;
+            }
+            vtr_param_set_scale_lr(ps, prefix, c->set.lr_scale);
+        }
+    }
     return VTR_OK;
 }
 
@@ -319,6 +396,11 @@ static void resolve_params(vtr_vse_model *m)
     m->drnn = vtr_param_grad(ps, "txt_enc.rnn.weight_ih_l0");
     resolve_pool(&m->img_pool, ps, "img_enc.");
     resolve_pool(&m->txt_pool, ps, "txt_enc.");
+    for (int side = 0; side < 2; side++) {
+        const char *first = side ? "txt_enc.spm.slots" : "img_enc.spm.slots";
+        m->spm_w[side] = vtr_param_data(ps, first);
+        m->spm_dw[side] = vtr_param_grad(ps, first);
+    }
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -352,6 +434,15 @@ void vtr_vse_init_params(vtr_vse_model *m, uint64_t seed)
                 x[k] = 1.0f;
         } else if (strcmp(name, "txt_enc.embed.weight") == 0) {
             vtr_model_fill_uniform(x, e->numel, 0.1f, &rng);
+        } else if (strstr(name, ".spm.") && ends_with(name, ".slots")) {
+            /* the learnable initial slots: torch.randn */
+            for (size_t k = 0; k < e->numel; k++)
+                x[k] = vtr_rng_normal(&rng);
+        } else if (strstr(name, ".spm.norm_")) {
+            /* LayerNorm: weight 1, bias 0 */
+            float v = ends_with(name, ".weight") ? 1.0f : 0.0f;
+            for (size_t k = 0; k < e->numel; k++)
+                x[k] = v;
         } else {
             /* GRU tensors, Linear weights (2-D) and biases: PyTorch's defaults */
             vtr_model_fill_default(ps, i, &rng);
@@ -419,11 +510,32 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     m->dword_emb = vtr_arena_carve(base, &off, f * Q * W);
     m->dword_rev = vtr_arena_carve(base, &off, f * Q * W);
     size_t rnn_scratch = vtr_gru_scratch_size(m->max_batch, m->max_words, (int)W, (int)E, 1);
-    m->scratch = vtr_arena_carve(
-        base, &off,
+    /* one scratch for the poolers, the GRU's forward direction and the set modules (whose
+     * backward runs before theirs) */
+    size_t scratch =
         max3(rnn_scratch, pool_scratch_size(&c->img_pool, m->max_batch, m->max_frames, (int)E),
-             pool_scratch_size(&c->txt_pool, m->max_batch, m->max_words, (int)E)));
+             pool_scratch_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
+    int len[2] = {m->max_frames, m->max_words};
+    for (int side = 0; side < 2 && c->set.K > 0; side++) {
+        size_t sc = vtr_set_prediction_scratch_size(&m->spm, m->max_batch, len[side]);
+        scratch = sc > scratch ? sc : scratch;
+    }
+    m->scratch = vtr_arena_carve(base, &off, scratch);
     m->rnn_scratch = vtr_arena_carve(base, &off, rnn_scratch);
+    if (c->set.K > 0) {
+        size_t KE = (size_t)c->set.K * E;
+        for (int side = 0; side < 2; side++) {
+            m->set[side] = vtr_arena_carve(base, &off, f * Bm * KE);
+            m->slots_n[side] = vtr_arena_carve(base, &off, f * Bm * KE);
+            m->dset[side] = vtr_arena_carve(base, &off, f * Bm * KE);
+            m->dslots_n[side] = vtr_arena_carve(base, &off, f * Bm * KE);
+            m->spm_workspace[side] = vtr_arena_carve(
+                base, &off, vtr_set_prediction_workspace_size(&m->spm, m->max_batch, len[side]));
+        }
+        size_t a = vtr_smooth_chamfer_scratch_size(m->max_batch, m->max_batch, c->set.K, c->set.K);
+        size_t b = vtr_set_mmd_scratch_size((long)Bm * c->set.K, (long)Bm * c->set.K);
+        m->sim_scratch = vtr_arena_carve(base, &off, a > b ? a : b);
+    }
     return off;
 }
 
@@ -446,6 +558,7 @@ vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int m
     m->max_words = max_words;
     m->img_pool.cfg = cfg->img_pool;
     m->txt_pool.cfg = cfg->txt_pool;
+    m->spm = spm_config(cfg);
     vtr_param_set_init(&m->params);
     if ((st = vtr_vse_model_add_params(&m->params, cfg, err)) ||
         (st = vtr_param_set_finalize(&m->params, err)))
@@ -601,7 +714,11 @@ vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *fram
                         "vse model: BatchNorm in training mode needs at least 2 rows, got %d",
                         B * T);
     image_forward(m, frames, lengths, B, T, train);
-    memcpy(out, m->img_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
+    if (m->cfg.set.K > 0)
+        vtr_set_prediction_forward(out, m->slots_n[0], m->spm_workspace[0], m->img_feat, lengths,
+                                   m->img_pooled, m->spm_w[0], &m->spm, B, T, 0.0f, 0, 0);
+    else
+        memcpy(out, m->img_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
     return VTR_OK;
 }
 
@@ -612,21 +729,36 @@ vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids,
     if (st)
         return st;
     caption_forward(m, ids, lengths, B, L);
-    memcpy(out, m->cap_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
+    if (m->cfg.set.K > 0)
+        vtr_set_prediction_forward(out, m->slots_n[1], m->spm_workspace[1], m->cap_feat, lengths,
+                                   m->cap_pooled, m->spm_w[1], &m->spm, B, L, 0.0f, 0, 0);
+    else
+        memcpy(out, m->cap_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
     return VTR_OK;
 }
 
 /* ---- backward ------------------------------------------------------------------ */
 
-/* Visual side, after image_forward(train) on the same x: m->dimg_emb (B,E) -> the visual
- * parameters' gradients. */
+/* The gradients of the pooled embeddings from those of the l2-normalized ones: dimg_emb
+ * (B,E) -> dimg_pooled (B,E), dcap_emb -> dcap_pooled; the element gradients dimg_feat
+ * (B,T,E) and dcap_feat (B,L,E) zeroed for the poolers to accumulate into. */
+static void single_vector_backward(vtr_vse_model *m, int B, int T, int L)
+{
+    size_t E = (size_t)m->cfg.embed_size;
+    memset(m->dimg_pooled, 0, sizeof(float) * B * E);
+    vtr_l2norm_backward(m->dimg_pooled, m->dimg_emb, m->img_pooled, m->img_norm, B, (int)E);
+    memset(m->dimg_feat, 0, sizeof(float) * B * T * E);
+    memset(m->dcap_pooled, 0, sizeof(float) * B * E);
+    vtr_l2norm_backward(m->dcap_pooled, m->dcap_emb, m->cap_pooled, m->cap_norm, B, (int)E);
+    memset(m->dcap_feat, 0, sizeof(float) * B * L * E);
+}
+
+/* Visual side, after image_forward(train) on the same x: m->dimg_pooled (B,E) and the
+ * element gradients m->dimg_feat (B,T,E) so far -> the visual parameters' gradients. */
 static void image_backward(vtr_vse_model *m, const float *x, const int *lengths, int B, int T)
 {
     int F = m->cfg.feature_dim, E = m->cfg.embed_size, M = m->cfg.mlp_hidden;
     int R = B * T;
-    memset(m->dimg_pooled, 0, sizeof(float) * (size_t)B * E);
-    vtr_l2norm_backward(m->dimg_pooled, m->dimg_emb, m->img_pooled, m->img_norm, B, E);
-    memset(m->dimg_feat, 0, sizeof(float) * (size_t)R * E);
     pool_backward(&m->img_pool, m->dimg_feat, m->scratch, m->dimg_pooled, m->img_feat, lengths, B,
                   T, E);
     if (M > 0) {
@@ -656,14 +788,11 @@ static void image_backward(vtr_vse_model *m, const float *x, const int *lengths,
     }
 }
 
-/* Text side, after caption_forward on the same ids: m->dcap_emb (B,E) -> the text
- * parameters' gradients. */
+/* Text side, after caption_forward on the same ids: m->dcap_pooled (B,E) and the element
+ * gradients m->dcap_feat (B,L,E) so far -> the text parameters' gradients. */
 static void caption_backward(vtr_vse_model *m, const int *ids, const int *lengths, int B, int L)
 {
     int W = m->cfg.word_dim, E = m->cfg.embed_size;
-    memset(m->dcap_pooled, 0, sizeof(float) * (size_t)B * E);
-    vtr_l2norm_backward(m->dcap_pooled, m->dcap_emb, m->cap_pooled, m->cap_norm, B, E);
-    memset(m->dcap_feat, 0, sizeof(float) * (size_t)B * L * E);
     pool_backward(&m->txt_pool, m->dcap_feat, m->scratch, m->dcap_pooled, m->cap_feat, lengths, B,
                   L, E);
     memset(m->dword_emb, 0, sizeof(float) * (size_t)B * L * W);
@@ -677,6 +806,60 @@ static void caption_backward(vtr_vse_model *m, const int *ids, const int *length
 }
 
 /* ---- the training step ----------------------------------------------------------- */
+
+/* Set embeddings, after both encoders' forward: the set modules, S = smooth-Chamfer, the
+ * loss (vse_model.h) and the backward down to m->dimg_pooled, dimg_feat, dcap_pooled and
+ * dcap_feat (the encoders' backward takes it from there). */
+static void set_step(vtr_vse_model *m, const vtr_vse_batch *bt, vtr_hinge_negatives negatives,
+                     float *loss)
+{
+    const vtr_vse_config *c = &m->cfg;
+    const vtr_vse_set_config *sc = &c->set;
+    int B = bt->B, E = c->embed_size, K = sc->K, len[2] = {bt->T, bt->L};
+    const int *lengths[2] = {bt->frame_lengths, bt->caption_lengths};
+    float *feat[2] = {m->img_feat, m->cap_feat}, *pooled[2] = {m->img_pooled, m->cap_pooled};
+    float *dfeat[2] = {m->dimg_feat, m->dcap_feat}, *dpooled[2] = {m->dimg_pooled, m->dcap_pooled};
+    uint64_t stream[2];
+    for (int side = 0; side < 2; side++) {
+        stream[side] = ((uint64_t)bt->step * 2 + (uint64_t)side) * 256;
+        vtr_set_prediction_forward(m->set[side], m->slots_n[side], m->spm_workspace[side],
+                                   feat[side], lengths[side], pooled[side], m->spm_w[side],
+                                   &m->spm, B, len[side], sc->dropout, bt->seed, stream[side]);
+    }
+    vtr_smooth_chamfer_forward(m->sim, B, m->sim_scratch, m->set[0], m->set[1], B, B, K, K, E,
+                               sc->alpha);
+    m->negatives = negatives == VTR_HINGE_ALL_NEGATIVES ? B - 1 : 1;
+    float hinge = vtr_hinge_loss_forward(m->sim, B, c->margin, negatives, c->reduction);
+    float div = vtr_set_diversity_forward(m->slots_n[0], B, K, E) +
+                vtr_set_diversity_forward(m->slots_n[1], B, K, E);
+    long rows = (long)B * K;
+    float mmd = vtr_set_mmd_forward(m->sim_scratch, m->set[0], m->set[1], rows, rows, E,
+                                    VTR_SET_MMD_GAMMA);
+    *loss = hinge + sc->div_weight * div + sc->mmd_weight * mmd;
+    m->set_terms[0] = hinge, m->set_terms[1] = div, m->set_terms[2] = mmd;
+
+    // backward
+    size_t n = sizeof(float) * (size_t)rows * E;
+    for (int side = 0; side < 2; side++) {
+        memset(m->dset[side], 0, n);
+        memset(m->dslots_n[side], 0, n);
+    }
+    vtr_set_mmd_backward(m->dset[0], m->dset[1], sc->mmd_weight, m->sim_scratch, m->set[0],
+                         m->set[1], rows, rows, E, VTR_SET_MMD_GAMMA);
+    memset(m->dsim, 0, sizeof(float) * (size_t)B * B);
+    vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, B, c->margin, negatives, c->reduction);
+    vtr_smooth_chamfer_backward(m->dset[0], m->dset[1], m->sim_scratch, m->dsim, B, m->set[0],
+                                m->set[1], B, B, K, K, E, sc->alpha);
+    for (int side = 0; side < 2; side++) {
+        vtr_set_diversity_backward(m->dslots_n[side], sc->div_weight, m->slots_n[side], B, K, E);
+        memset(dfeat[side], 0, sizeof(float) * (size_t)B * len[side] * E);
+        memset(dpooled[side], 0, sizeof(float) * (size_t)B * E);
+        vtr_set_prediction_backward(dfeat[side], dpooled[side], m->spm_dw[side], m->scratch,
+                                    m->dset[side], m->dslots_n[side], m->spm_workspace[side],
+                                    feat[side], lengths[side], pooled[side], m->spm_w[side],
+                                    &m->spm, B, len[side], sc->dropout, bt->seed, stream[side]);
+    }
+}
 
 vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
                               vtr_hinge_negatives negatives, float *loss, vtr_error *err)
@@ -698,6 +881,12 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
     // forward
     image_forward(m, bt->frames, bt->frame_lengths, B, bt->T, true);
     caption_forward(m, bt->ids, bt->caption_lengths, B, bt->L);
+    if (m->cfg.set.K > 0) {
+        set_step(m, bt, negatives, loss);
+        image_backward(m, bt->frames, bt->frame_lengths, B, bt->T);
+        caption_backward(m, bt->ids, bt->caption_lengths, B, bt->L);
+        return VTR_OK;
+    }
     vtr_cosine_similarity_forward(m->sim, m->img_emb, m->cap_emb, B, B, E);
     memset(m->dsim, 0, sizeof(float) * (size_t)B * B);
     const vtr_vse_config *c = &m->cfg;
@@ -722,6 +911,7 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
     memset(m->dcap_emb, 0, sizeof(float) * (size_t)B * E);
     vtr_cosine_similarity_backward(m->dimg_emb, m->dcap_emb, m->dsim, m->img_emb, m->cap_emb, B, B,
                                    E);
+    single_vector_backward(m, B, bt->T, bt->L);
     image_backward(m, bt->frames, bt->frame_lengths, B, bt->T);
     caption_backward(m, bt->ids, bt->caption_lengths, B, bt->L);
     return VTR_OK;
@@ -749,6 +939,14 @@ double vtr_vse_train_step_flops(const vtr_vse_model *m, const vtr_vse_batch *bat
     flops += pool_flops(&c->img_pool, B, T, frames);
     flops += vtr_gru_train_flops(tokens, B, W, E, 2, true);
     flops += pool_flops(&c->txt_pool, B, L, tokens);
+    if (c->set.K > 0) {
+        double K = c->set.K;
+        flops += 3 * vtr_set_prediction_flops(&m->spm, batch->B, (long)frames);
+        flops += 3 * vtr_set_prediction_flops(&m->spm, batch->B, (long)tokens);
+        flops += 4 * (2 * B * K * B * K * E); /* cosines, again in backward, two gradients */
+        flops += 7 * (2 * B * K * B * K * E); /* MMD's three Gram blocks and four gradients */
+        return flops;
+    }
     flops += 3 * (2 * B * B * E); /* S and both of its gradients */
     return flops;
 }

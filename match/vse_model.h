@@ -66,6 +66,7 @@
 #include "lib/error.h"
 #include "lib/nn.h"
 #include "lib/params.h"
+#include "aggregate/set_prediction.h"
 #include "match/hinge_loss.h"
 
 #ifdef __cplusplus
@@ -80,6 +81,34 @@ typedef enum vtr_vse_pooler {
     VTR_VSE_POOL_GPO,  /* GPO (VSE∞), aggregate/gpo.h; parameters <side>.gpool.* */
     VTR_VSE_POOL_ADPOOL, /* ADPOOL (VSE+2AD), aggregate/adpool.h; parameters <side>.adpool.* */
 } vtr_vse_pooler;
+
+/* Set embeddings (paper 002, REFERENCE.md "Other seeds"): with K > 0 each side turns its
+ * element embeddings into a set of K unit vectors instead of one vector, and S is their
+ * smooth-Chamfer similarity (match/set_similarity.h):
+ *
+ *   visual   x (B,T,F) -> fc [+ mlp] (B,T,E) -> set prediction module (aggregate/
+ *            set_prediction.h; local features the element embeddings, global feature their
+ *            pooled embedding (img_pool) before l2norm) -> (B,K,E) unit rows
+ *   text     the BiGRU states (B,L,E) and their pooled embedding (txt_pool) likewise
+ *   loss     the hinge (margin, negatives, reduction) on S = smooth-Chamfer(img, cap),
+ *            + div_weight (L_div(img slots) + L_div(cap slots)) + mmd_weight L_mmd(img, cap)
+ *
+ * The set modules' parameters are img_enc.spm.* and txt_enc.spm.* (set_prediction.h's
+ * names; C = D = E) after the rest; their learning rate is lr x lr_scale (the paper's
+ * appendix: 0.1 on COCO). Against the paper: the text side's local features are the BiGRU
+ * states (its code attends over the word embeddings), its global feature the pooled states
+ * (the paper: the last hidden state); the visual global feature is the pooled element
+ * embeddings (the paper: max or average pooled), GPO for VSE∞'s encoders. */
+typedef struct vtr_vse_set_config {
+    int K;           /* 0: one vector per item (VSE++, VSE∞, ADOPT); > 0: sets of K (4) */
+    int T;           /* iterations of the aggregation block (4) */
+    int Dh;          /* attention size (2048; 1024 on convolutional feature maps) */
+    int H;           /* MLP hidden size (4 E) */
+    float dropout;   /* in the set modules, training only (0.1) */
+    float alpha;     /* smooth-Chamfer scale (16) */
+    float div_weight, mmd_weight; /* regularisers (0.01, 0.01) */
+    float lr_scale;  /* the set modules' learning rate factor, > 0 (1) */
+} vtr_vse_set_config;
 
 /* The training objective over S. */
 typedef enum vtr_vse_loss {
@@ -111,7 +140,16 @@ typedef struct vtr_vse_config {
                                      hardest negatives (at most B-1), an ablation */
     bool adopt_positive_in_denominator; /* ADOPT: the positive's term in the denominator
                                            (InfoNCE, true; match/adopt_loss.h) */
+    vtr_vse_set_config set;       /* set embeddings (K > 0; hinge loss only) */
 } vtr_vse_config;
+
+/* Vectors per item or caption: K for set embeddings, else 1. Encoders write that many
+ * (E) rows per input. */
+int vtr_vse_vectors(const vtr_vse_config *cfg);
+
+/* The paper's set settings (K 4, T 4, Dh 2048, H 4 E, dropout 0.1, alpha 16, regularisers
+ * 0.01, lr_scale 1) for embed_size E. */
+vtr_vse_set_config vtr_vse_set_config_default(int embed_size);
 
 /* VSE∞ with the reference's sizes: F 2048, E 1024, M 512 (the region-feature branch; set
  * mlp_hidden = 0 for video frame features), W 300, GPO (32, 32) on both sides, hinge loss
@@ -178,6 +216,15 @@ typedef struct vtr_vse_model {
     float *cap_emb;           /* (B,E) l2-normalized */
     float *cap_norm;          /* (B) */
     float *sim;               /* (B,B) S */
+    /* set embeddings (K > 0; else NULL): per side (0 visual, 1 text) the module's
+     * parameters (a flat block of the set), its sets and slots (B,K,E), workspace, and
+     * their gradients */
+    vtr_set_prediction_config spm;
+    float *spm_w[2], *spm_dw[2];
+    float *set[2], *slots_n[2], *dset[2], *dslots_n[2];
+    void *spm_workspace[2];
+    void *sim_scratch;        /* smooth-Chamfer's and MMD's scratch */
+    float set_terms[3];       /* the last step's hinge, L_div and L_mmd (unweighted) */
     int negatives;            /* negatives per query of the last training step: B-1 (all),
                                  1 (hardest), or ADOPT's K */
     /* backward: the gradients of the buffers above, (B,B), (B,E), (R,E), (Q,E), (Q,W);
@@ -218,7 +265,8 @@ void vtr_vse_model_free(vtr_vse_model *m);
  * var 1, num_batches_tracked 0. Gradients are zeroed. The same seed gives the same bytes. */
 void vtr_vse_init_params(vtr_vse_model *m, uint64_t seed);
 
-/* Visual embeddings: frames (B,T,F) with lengths (B) -> out (B,E), l2-normalized.
+/* Visual embeddings: frames (B,T,F) with lengths (B) -> out (B,E), l2-normalized; with
+ * set embeddings out (B,K,E), unit rows (the set modules in evaluation mode).
  * 1 <= B <= max_batch, 1 <= T <= max_frames, 1 <= lengths[b] <= T. Padded rows must be
  * zero, as the reference pads: with mlp_hidden > 0 they enter BatchNorm's statistics in
  * training mode. train: BatchNorm uses the batch statistics and updates running_mean,
@@ -228,7 +276,8 @@ void vtr_vse_init_params(vtr_vse_model *m, uint64_t seed);
 vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *frames,
                                  const int *lengths, int B, int T, bool train, vtr_error *err);
 
-/* Caption embeddings: ids (B,L) with lengths (B) -> out (B,E), l2-normalized.
+/* Caption embeddings: ids (B,L) with lengths (B) -> out (B,E), l2-normalized; with set
+ * embeddings out (B,K,E).
  * 1 <= B <= max_batch, 1 <= L <= max_words, 1 <= lengths[b] <= L, real ids in 0 .. V-1
  * (padded ids are not read). Fails with VTR_ERR_INVALID naming the bad size, item or token. */
 vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids, const int *lengths,
@@ -243,6 +292,8 @@ typedef struct vtr_vse_batch {
     int L;                      /* padded caption length, 1 .. max_words */
     const int *ids;             /* (B,L) */
     const int *caption_lengths; /* (B) */
+    uint64_t seed;              /* set embeddings' dropout: streams (seed, 8 step + site) */
+    int64_t step;
 } vtr_vse_batch;
 
 /* One training step's forward and backward: both encoders in training mode, S, the loss

@@ -104,7 +104,8 @@ static vtr_status embed(const char *path, const vtr_eval_source *src, vtr_eval_m
     vtr_status st = vtr_eval_model_open(path, src, m, err);
     if (st != VTR_OK || m->trained.o.kind == VTR_MODEL_HGR) /* HGR: scored pairwise later */
         return st;
-    size_t E = (size_t)m->model.vse.cfg.embed_size;
+    const vtr_vse_config *c = &m->model.vse.cfg;
+    size_t E = (size_t)c->embed_size * (size_t)vtr_vse_vectors(c); /* floats per item */
     *items = malloc((size_t)m->split.n_items * E * sizeof **items);
     *captions = malloc((size_t)m->split.n_caps * E * sizeof **captions);
     if (!*items || !*captions)
@@ -121,17 +122,24 @@ static vtr_status embed(const char *path, const vtr_eval_source *src, vtr_eval_m
     return st;
 }
 
-/* Writes DIR/items.npy (n_items, E) and DIR/captions.npy (n_caps, E), creating DIR. */
+/* Writes DIR/items.npy (n_items, E) and DIR/captions.npy (n_caps, E), creating DIR; a set
+ * model's (n_items, K, E) and (n_caps, K, E). */
 static vtr_status save_embeddings(const char *dir, const vtr_eval_model *m, float *items,
                                   float *captions, vtr_error *err)
 {
     vtr_status st = vtr_make_dirs(dir, err);
     if (st != VTR_OK)
         return st;
-    int64_t E = m->model.vse.cfg.embed_size;
+    const vtr_vse_config *c = &m->model.vse.cfg;
+    int64_t E = c->embed_size, K = c->set.K;
     vtr_tensor t[2] = {{.dtype = VTR_F32, .ndim = 2, .shape = {m->split.n_items, E}, .data = items},
                        {.dtype = VTR_F32, .ndim = 2, .shape = {m->split.n_caps, E},
                         .data = captions}};
+    for (int i = 0; i < 2 && K > 0; i++) {
+        t[i].ndim = 3;
+        t[i].shape[1] = K;
+        t[i].shape[2] = E;
+    }
     const char *names[2] = {"items.npy", "captions.npy"};
     for (int i = 0; i < 2 && st == VTR_OK; i++) {
         char *path = vtr_path_join(dir, names[i]);
@@ -180,9 +188,8 @@ static vtr_status embed_members(const char *const *ckpts, int n_ckpts,
                             "captions) than %s (%d, %d): give --catalog and --dataset",
                             ckpts[i], s->n_items, s->n_caps, ckpts[0], s0->n_items,
                             s0->n_caps);
-        em[i] = (vtr_embedding_model){.items = embeddings[2 * i],
-                                      .captions = embeddings[2 * i + 1],
-                                      .dim = m->model.vse.cfg.embed_size};
+        em[i] = vtr_vse_embedding_model(&m->model.vse.cfg, embeddings[2 * i],
+                                        embeddings[2 * i + 1]);
     }
     return VTR_OK;
 }

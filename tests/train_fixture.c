@@ -1,6 +1,7 @@
 /* Synthetic training data (train_fixture.h). */
 #include "train_fixture.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,30 @@ static const char *const templates[5] = {
     "the %s appears briefly", "we can see a %s here",
 };
 
+int train_fixture_second_object(const train_fixture_spec *sp, int i)
+{
+    int n = sp->n_objects;
+    return (i % n + 1 + (i / n) % (n - 1)) % n;
+}
+
+/* Adds amplitude to dimension obj of `visible` frames of rows (frames, dim) drawn at
+ * random (the first `visible` of a shuffle). */
+static void show_object(float *rows, int *pos, const train_fixture_spec *sp, int obj,
+                        vtr_rng *rng)
+{
+    int visible = sp->min_visible +
+                  (int)vtr_rng_below(rng, (uint32_t)(sp->max_visible - sp->min_visible + 1));
+    for (int f = 0; f < sp->frames; f++)
+        pos[f] = f;
+    for (int f = 0; f < visible; f++) {
+        int j = f + (int)vtr_rng_below(rng, (uint32_t)(sp->frames - f));
+        int t = pos[f];
+        pos[f] = pos[j];
+        pos[j] = t;
+        rows[(size_t)pos[f] * (size_t)sp->dim + (size_t)obj] += sp->amplitude;
+    }
+}
+
 void train_fixture_write(const char *dir, const train_fixture_spec *sp)
 {
     vtr_error err;
@@ -29,6 +54,9 @@ void train_fixture_write(const char *dir, const train_fixture_spec *sp)
     char path[1024], key[64], text[128];
     CHECK(sp->n_objects >= 1 && sp->n_objects <= 24 && sp->dim >= sp->n_objects);
     CHECK(sp->captions_per_item >= 1 && sp->captions_per_item <= 5);
+    CHECK(sp->objects_per_item >= 0 && sp->objects_per_item <= 2);
+    bool two = sp->objects_per_item == 2;
+    CHECK(!two || sp->n_objects >= 2);
     CHECK(sp->min_visible >= 0 && sp->min_visible <= sp->max_visible &&
           sp->max_visible <= sp->frames);
 
@@ -54,17 +82,10 @@ void train_fixture_write(const char *dir, const train_fixture_spec *sp)
             snprintf(key, sizeof key, "%s%04d", splits[s], i);
             for (size_t k = 0; k < (size_t)sp->frames * (size_t)sp->dim; k++)
                 rows[k] = sp->noise * vtr_rng_normal(&rng);
-            int visible = sp->min_visible +
-                          (int)vtr_rng_below(&rng, (uint32_t)(sp->max_visible - sp->min_visible + 1));
-            for (int f = 0; f < sp->frames; f++)
-                pos[f] = f;
-            for (int f = 0; f < visible; f++) { /* the first `visible` of a shuffle */
-                int j = f + (int)vtr_rng_below(&rng, (uint32_t)(sp->frames - f));
-                int t = pos[f];
-                pos[f] = pos[j];
-                pos[j] = t;
-                rows[(size_t)pos[f] * (size_t)sp->dim + (size_t)obj] += sp->amplitude;
-            }
+            int objs[2] = {obj, two ? train_fixture_second_object(sp, i) : obj};
+            show_object(rows, pos, sp, objs[0], &rng);
+            if (two)
+                show_object(rows, pos, sp, objs[1], &rng);
             vtr_tensor t = {.dtype = VTR_F32, .ndim = 2, .shape = {sp->frames, sp->dim},
                             .data = rows};
             CHECK_OK(vtr_feature_store_writer_add(w, key, &t, &err));
@@ -77,7 +98,7 @@ void train_fixture_write(const char *dir, const train_fixture_spec *sp)
             int first = s == 2 ? 0 : (int)vtr_rng_below(&rng, 5);
             for (int c = 0; c < sp->captions_per_item; c++) {
                 snprintf(text, sizeof text, templates[(first + c) % 5],
-                         train_fixture_objects[obj]);
+                         train_fixture_objects[objs[c % 2]]);
                 CHECK_OK(vtr_catalog_add_caption(cat, id, -1, text, NULL, &err));
             }
         }

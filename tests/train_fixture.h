@@ -24,11 +24,19 @@ typedef struct train_fixture_spec {
     int dim;               /* >= n_objects */
     float amplitude, noise;
     uint64_t seed;
+    int objects_per_item;  /* 0 or 1: one object; 2: item i also shows a second object
+                              (train_fixture_second_object), in its own visible frames, and
+                              caption c names the first object when c is even, the second
+                              when odd */
 } train_fixture_spec;
 
 /* Writes DIR/catalog.db and the store DIR/features (DIR must exist); fails the test on any
  * error. */
 void train_fixture_write(const char *dir, const train_fixture_spec *spec);
+
+/* The second object of item i (objects_per_item 2): never the first (i % n_objects), and
+ * varying with the item. */
+int train_fixture_second_object(const train_fixture_spec *spec, int i);
 
 /* The object names, for captions the tests write themselves. */
 extern const char *const train_fixture_objects[24];
