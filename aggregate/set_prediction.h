@@ -41,6 +41,10 @@
  *     norm_out.weight (D), norm_out.bias (D)
  *     norm_global.weight (D), norm_global.bias (D)
  *
+ * norm_q.bias's gradient is 0 in exact arithmetic: it moves every query by the same vector,
+ * so each input's scores over the slots by the same amount, which the softmax over the slots
+ * ignores. It is there, and receives rounding noise, because the reference has it.
+ *
  * Dropout (training only, p > 0): site 2(t-1) is the attention update of iteration t, site
  * 2(t-1)+1 its MLP hidden layer; each draws lib/activation.h's dropout from (seed, stream +
  * site), element i of the site's (B,K,D) or (B,K,H) buffer from draw i. p = 0 draws nothing.
@@ -98,6 +102,11 @@ void vtr_set_prediction_backward(float *dinp, float *dglob, float *dparams, void
                                  const float *inp, const int *lengths, const float *glob,
                                  const float *params, const vtr_set_prediction_config *c, int B,
                                  int N, float p, uint64_t seed, uint64_t stream);
+
+/* E_t (B,K,D), the slots after iteration t (1 .. T) of the forward that filled workspace
+ * (for tests and inspection: the layout of the workspace is the .c file's). */
+const float *vtr_set_prediction_slots_at(const void *workspace, const vtr_set_prediction_config *c,
+                                         int B, int N, int t);
 
 /* The matrix-product FLOPs (2 per multiply-add) of one forward (backward: twice that). */
 double vtr_set_prediction_flops(const vtr_set_prediction_config *c, int B, long real_inputs);

@@ -44,6 +44,40 @@ double gradcheck(const char *name, gradcheck_loss_fn loss, void *ctx, float *x,
     return worst;
 }
 
+/* The loss of gradcheck_scaled: values = scale * theta, then the op's loss. */
+typedef struct scaled_loss_ctx {
+    gradcheck_loss_fn loss;
+    void *ctx;
+    float *values;
+    const float *theta;
+    size_t n;
+    float scale;
+} scaled_loss_ctx;
+
+static double scaled_loss(void *p)
+{
+    scaled_loss_ctx *s = p;
+    for (size_t i = 0; i < s->n; i++)
+        s->values[i] = s->scale * s->theta[i];
+    return s->loss(s->ctx);
+}
+
+double gradcheck_scaled(const char *name, gradcheck_loss_fn loss, void *ctx, float *values,
+                        const float *analytic, size_t n, size_t max_checks, float scale)
+{
+    float *theta = nn_alloc_floats(n), *scaled = nn_alloc_floats(n);
+    for (size_t i = 0; i < n; i++) {
+        theta[i] = values[i] / scale;
+        scaled[i] = scale * analytic[i];
+    }
+    scaled_loss_ctx s = {loss, ctx, values, theta, n, scale};
+    double worst = gradcheck(name, scaled_loss, &s, theta, scaled, n, max_checks);
+    for (size_t i = 0; i < n; i++)
+        values[i] = scale * theta[i];
+    free(theta), free(scaled);
+    return worst;
+}
+
 double gradcheck_dot(const float *a, const float *b, size_t n)
 {
     double s = 0.0;

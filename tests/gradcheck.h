@@ -35,6 +35,14 @@ typedef double (*gradcheck_loss_fn)(void *ctx);
 double gradcheck(const char *name, gradcheck_loss_fn loss, void *ctx, float *x,
                  const float *analytic, size_t n, size_t max_checks);
 
+/* gradcheck of values (n) through values = scale * theta, the differences taken in theta:
+ * a step of scale * GRADCHECK_EPS in values for the same float32 noise in the loss, against
+ * scale * analytic. For ops whose loss over many rounded outputs is noisy next to small
+ * gradients (a larger step, the same check). scale a power of two, so values are unchanged
+ * after. Returns gradcheck's largest error. */
+double gradcheck_scaled(const char *name, gradcheck_loss_fn loss, void *ctx, float *values,
+                        const float *analytic, size_t n, size_t max_checks, float scale);
+
 /* sum_i a[i] * b[i] in double */
 double gradcheck_dot(const float *a, const float *b, size_t n);
 
