@@ -176,13 +176,19 @@ static VTR_HD void vtr_layernorm_row_backward(float *dinp, const float *dout, co
         dinp[c] += vtr_norm_dinput(dout[c] * weight[c], (x[c] - mean) * rstd, rstd, m1, m2);
 }
 
-/* l2norm of one row: out (D) = x / (|x| + eps); returns |x| */
-static VTR_HD float vtr_l2norm_row_forward(float *out, const float *x, int D)
+/* |x|^2 of one row x (D), summed in double in order */
+static VTR_HD double vtr_row_sum_squares(const float *x, int D)
 {
     double ss = 0.0;
     for (int d = 0; d < D; d++)
         ss += (double)x[d] * x[d];
-    float norm = (float)sqrt(ss);
+    return ss;
+}
+
+/* l2norm of one row: out (D) = x / (|x| + eps); returns |x| */
+static VTR_HD float vtr_l2norm_row_forward(float *out, const float *x, int D)
+{
+    float norm = (float)sqrt(vtr_row_sum_squares(x, D));
     float scale = 1.0f / (norm + VTR_L2NORM_EPS);
     for (int d = 0; d < D; d++)
         out[d] = x[d] * scale;

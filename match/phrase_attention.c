@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/embedding.h"
+#include "lib/norm.h"
 
 /* Workspace, written by the forward (floats):
  *   g        (Bc*P, Bv*T)  frame-phrase cosines, row (c, p), column (v, t); 0 in the rows
@@ -93,10 +94,7 @@ static void row_norms(float *cosine_norm, float *clamped, const float *x, long N
 {
 #pragma omp parallel for schedule(static) if (N * D > 65536)
     for (long n = 0; n < N; n++) {
-        const float *row = x + n * D;
-        double ss = 0.0;
-        for (int d = 0; d < D; d++)
-            ss += (double)row[d] * row[d];
+        double ss = vtr_row_sum_squares(x + n * D, D);
         cosine_norm[n] = (float)sqrt(ss + VTR_PHRASE_ATTENTION_COSINE_EPS);
         if (clamped) {
             float norm = (float)sqrt(ss);
