@@ -183,8 +183,6 @@ vtr_status vtr_vse_config_check(const vtr_vse_config *cfg, vtr_error *err)
         if (cfg->loss != VTR_VSE_LOSS_HINGE)
             return vtr_fail(err, VTR_ERR_INVALID,
                             "vse config: set embeddings train with the hinge loss, not adopt");
-    } else if (set->K < 0) {
-        return vtr_fail(err, VTR_ERR_INVALID, "vse config: set.K = %d is negative", set->K);
     }
     if (cfg->loss == VTR_VSE_LOSS_ADOPT) {
         if (!(cfg->adopt_temperature > 0.0f && isfinite(cfg->adopt_temperature)))

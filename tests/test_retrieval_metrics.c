@@ -401,7 +401,7 @@ static void evaluate(const dataset *d, const vtr_retrieval_options *o, outputs *
     } else {
         vtr_embedding_model models[3];
         for (int m = 0; m < d->n_models; m++)
-            models[m] = (vtr_embedding_model){d->items[m], d->caps[m], d->dims[m]};
+            models[m] = (vtr_embedding_model){.items = d->items[m], .captions = d->caps[m], .dim = d->dims[m]};
         CHECK_OK(vtr_retrieval_evaluate_embeddings(models, d->n_models, d->n_items, d->n_caps,
                                                    d->cap_item, o, &out->m, &pq, &err));
     }
@@ -500,7 +500,7 @@ TEST(random_float_vs_numpy)
     int *all = malloc((size_t)d.n_caps * sizeof *all);
     for (int j = 0; j < d.n_caps; j++)
         all[j] = j;
-    vtr_embedding_model model = {d.items[0], d.caps[0], 64};
+    vtr_embedding_model model = {.items = d.items[0], .captions = d.caps[0], .dim = 64};
     vtr_similarity_ensemble one = {&model, 1};
     CHECK_OK(vtr_similarity_ensemble_block(&one, 0, d.n_items, all, d.n_caps, d.S, &err));
     free(all);
@@ -613,7 +613,7 @@ TEST(ensemble_vs_numpy)
     vtr_error err;
     vtr_embedding_model models[3];
     for (int m = 0; m < 3; m++)
-        models[m] = (vtr_embedding_model){d.items[m], d.caps[m], d.dims[m]};
+        models[m] = (vtr_embedding_model){.items = d.items[m], .captions = d.caps[m], .dim = d.dims[m]};
     vtr_retrieval_metrics all, first, single;
     CHECK_OK(vtr_retrieval_evaluate_embeddings(models, 3, d.n_items, d.n_caps, d.cap_item, &o, &all,
                                                NULL, &err));
@@ -750,7 +750,7 @@ TEST(invalid_input)
     CHECK_FAILS(
         vtr_retrieval_evaluate(failing_block, NULL, 3, 6, hand_cap_item, &o, &m, NULL, &err),
         VTR_ERR_IO, "fold 0: similarity of items 0..0 x 2 captions");
-    vtr_embedding_model model = {NULL, NULL, 4};
+    vtr_embedding_model model = {.dim = 4};
     CHECK_FAILS(
         vtr_retrieval_evaluate_embeddings(&model, 1, 3, 6, hand_cap_item, NULL, &m, NULL, &err),
         VTR_ERR_INVALID, "model 0");

@@ -5,6 +5,7 @@
  * modules' learning-rate scale, and the config's errors. The ops alone are checked against
  * PyTorch in test_set_prediction.c and test_set_similarity.c. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ static vtr_vse_config small_config(float dropout, float alpha)
     c.word_dim = W;
     c.img_pool.gpo_pe = c.txt_pool.gpo_pe = 4;
     c.img_pool.gpo_hidden = c.txt_pool.gpo_hidden = 4;
-    c.reduction = VTR_REDUCE_MEAN;
+    c.reduction = VTR_REDUCE_SUM; /* gradients B times the mean's, above float32 noise */
     c.set = vtr_vse_set_config_default(E);
     c.set.K = K;
     c.set.T = 2;
@@ -88,16 +89,38 @@ static double numeric_at(vtr_vse_model *m, const vtr_vse_batch *b, float *x, siz
     return (up - down) / (2.0 * (double)h);
 }
 
+/* The indices of the n largest |g[i]| of g (numel), largest first. */
+static void largest(size_t *top, size_t n, const float *g, size_t numel)
+{
+    for (size_t j = 0; j < n; j++) {
+        size_t best = numel;
+        for (size_t i = 0; i < numel; i++) {
+            bool taken = false;
+            for (size_t t = 0; t < j && !taken; t++)
+                taken = top[t] == i;
+            if (!taken && (best == numel || fabsf(g[i]) > fabsf(g[best])))
+                best = i;
+        }
+        top[j] = best;
+    }
+}
+
 TEST(set_model_gradients_match_finite_differences_with_dropout)
 {
-    /* Every parameter tensor, up to 6 elements spread over it, against central differences
-     * of the whole loss (all negatives: the hardest negative only adds kinks) with the set
+    /* Every parameter tensor, its 6 largest gradient elements, against central differences
+     * (steps 1e-2 and 2.5e-3) of the whole loss (all negatives: the hardest negative only adds kinks) with the set
      * modules' dropout at fixed (seed, step). alpha 4 keeps the smooth-Chamfer's curvature
-     * within the steps' reach; the ops are checked at alpha 16 on their own. Elements whose
+     * within the steps' reach; the ops are checked at alpha 16 on their own. Mean pooling:
+     * GPO's sort puts kinks ~1e-3 apart in the loss (its gradients are checked in
+     * test_nn_gru_gpo.c), which no step here resolves. Elements whose
      * differences at two steps disagree by more than 10% sit near a kink (GPO's sort, the
-     * hinge) and are skipped (counted). */
+     * hinge) and are skipped (counted). The float32 loss (a sum over the batch, about 3)
+     * rounds at ~4e-7: ~2e-4 of noise in a difference at the small step, hence the floor
+     * in the error |a - n| / (|a| + |n| + FLOOR). */
+    const double FLOOR = 6e-3;
     vtr_error err;
     vtr_vse_config cfg = small_config(0.2f, 4.0f);
+    cfg.img_pool.kind = cfg.txt_pool.kind = VTR_VSE_POOL_MEAN;
     vtr_vse_model m;
     CHECK_OK(vtr_vse_model_init(&m, &cfg, B, T, L, &err));
     vtr_vse_init_params(&m, 5);
@@ -117,8 +140,10 @@ TEST(set_model_gradients_match_finite_differences_with_dropout)
             continue;
         float *x = m.params.data + e->offset;
         size_t count = e->numel < 6 ? e->numel : 6;
+        size_t top[6];
+        largest(top, count, analytic + e->offset, e->numel);
         for (size_t j = 0; j < count; j++) {
-            size_t k = j * e->numel / count;
+            size_t k = top[j];
             double coarse = numeric_at(&m, &d.batch, x, k, 1e-2f);
             double fine = numeric_at(&m, &d.batch, x, k, 2.5e-3f);
             if (fabs(coarse - fine) > 0.1 * (fabs(coarse) + fabs(fine)) + 2e-5) {
@@ -126,7 +151,7 @@ TEST(set_model_gradients_match_finite_differences_with_dropout)
                 continue;
             }
             double a = analytic[e->offset + k];
-            double error = fabs(a - fine) / (fabs(a) + fabs(fine) + 1e-3);
+            double error = fabs(a - fine) / (fabs(a) + fabs(fine) + FLOOR);
             CHECK_MSG(error <= GRADCHECK_TOL, "gradcheck %s[%zu]: analytic %.6g numeric %.6g",
                       e->name, k, a, fine);
             worst = fmax(worst, error);
@@ -219,9 +244,9 @@ TEST(set_model_encodes_k_unit_vectors_and_evaluates_by_smooth_chamfer)
     int rev[2] = {3, 1};
     float S2[B * 2];
     CHECK_OK(vtr_similarity_ensemble_block(&ens, 0, B, rev, 2, S2, &err));
-    for (int i = 0; i < B; i++) {
-        CHECK(S2[i * 2] == S[i * B + 3]);
-        CHECK(S2[i * 2 + 1] == S[i * B + 1]);
+    for (int i = 0; i < B; i++) { /* the same up to the products' rounding */
+        CHECK(fabsf(S2[i * 2] - S[i * B + 3]) <= 1e-6f);
+        CHECK(fabsf(S2[i * 2 + 1] - S[i * B + 1]) <= 1e-6f);
     }
     free(scratch);
     vtr_vse_model_free(&m);
@@ -271,7 +296,7 @@ TEST(set_model_config_errors)
     CHECK_FAILS(vtr_vse_config_check(&c, &err), VTR_ERR_INVALID, "alpha 0");
     c = small_config(0.1f, VTR_SET_ALPHA);
     c.set.K = -1;
-    CHECK_FAILS(vtr_vse_config_check(&c, &err), VTR_ERR_INVALID, "set.K = -1 is negative");
+    CHECK_FAILS(vtr_vse_config_check(&c, &err), VTR_ERR_INVALID, "set.K = -1 outside");
     c.set.K = 0; /* one vector: the set keys are not read */
     c.set.T = 0;
     CHECK_OK(vtr_vse_config_check(&c, &err));
