@@ -12,15 +12,18 @@
 #   4. vtr-backbone-init writes an UNTRAINED ResNet-18 (torchvision's random init, seeded;
 #      nothing is downloaded) and vtr-features turns the frames into a feature store;
 #   5. vtr-train trains VSE++ (mean pooling), VSE∞ (GPO), HGR (role graphs, attention
-#      pooling) and HGR∞ (role graphs, GPO) (configs/demo-*.yaml), the four at once;
-#   6. vtr-eval measures the four on the test split under one protocol (VSE's: every
-#      caption a query; HGR by its fused score); one table next to chance;
+#      pooling), HGR∞ (role graphs, GPO) and set embeddings (K = 4 vectors per clip and
+#      caption, smooth-Chamfer similarity) (configs/demo-*.yaml), the five at once;
+#   6. vtr-eval measures the five on the test split under one protocol (VSE's: every
+#      caption a query; HGR by its fused score, sets by smooth-Chamfer); one table next to
+#      chance;
 #   7. vtr-index indexes the archive with the VSE∞ model (the truncated file is recorded as
 #      failed), and a second run shows that nothing is redone;
 #   8. vtr-search runs three example queries and prints the ranked clips;
 #   9. vtr-index indexes the archive again with the HGR∞ model (each clip keeps its global
 #      vector and per-frame level vectors), and vtr-search ranks the clips for a caption by
-#      the fused score, with the caption's role graph (--graphs) and without.
+#      the fused score, with the caption's role graph (--graphs) and without;
+#  10. vtr-index and vtr-search with the set model: 4 vectors per clip, smooth-Chamfer.
 #
 # VTR_DEMO_CLIPS sets the number of clips (default 300), VTR_DEMO_DIR the output
 # directory (default demo-out/), VTR_DEMO_SEED the seed of the archive and the backbone
@@ -67,13 +70,13 @@ vtr-backbone-init -a resnet18 --seed "$seed" -o "$out/resnet18-random.safetensor
 vtr-features -w "$out/resnet18-random.safetensors" -a resnet18 --resize 0 --crop 0 \
     --store "$out/store" "$out/frames.vtr"
 
-stage "5. vtr-train: VSE++ (mean pooling), VSE∞ (GPO), HGR and HGR∞ (role graphs; attention, GPO)"
-# The four runs at once, one thread each: models this small are slower with more threads
+stage "5. vtr-train: VSE++ (mean pooling), VSE∞ (GPO), HGR and HGR∞ (role graphs; attention, GPO), sets"
+# The five runs at once, one thread each: models this small are slower with more threads
 # on a busy machine (6 epochs of VSE∞ on 2 shared cores: 9.6 s with one thread, 31 s with
 # two). Each run's log goes to its file; its summary is shown when all are done.
 data="--set data.catalog=$out/vtr.db --set data.features=$out/store"
 [ -z "${VTR_DEMO_EPOCHS:-}" ] || data="$data --set train.epochs=$VTR_DEMO_EPOCHS"
-models="vsepp vse-inf hgr hgr-inf"
+models="vsepp vse-inf hgr hgr-inf set"
 pids=
 for m in $models; do
     # shellcheck disable=SC2086
@@ -96,7 +99,7 @@ done
 }
 
 stage "6. vtr-eval: the test split"
-# one protocol for the four rows: VSE's (every caption a query, no de-duplication), which
+# one protocol for the five rows: VSE's (every caption a query, no de-duplication), which
 # an HGR model is scored under with --vse-protocol (its own default de-duplicates captions)
 for m in $models; do
     case $m in hgr*) protocol=--vse-protocol ;; *) protocol= ;; esac
@@ -122,6 +125,7 @@ captions=$(sed -n 's/.*"captions":\([0-9]*\).*/\1/p' "$out/eval-vse-inf.json")
     row 22 "VSE∞ (GPO)" vse-inf
     row 20 "HGR (attention)" hgr
     row 22 "HGR∞ (GPO)" hgr-inf
+    row 20 "Sets (K=4)" set
 } | awk -v n="$items" -v c="$captions" '
 function none(total, good, k,   p, i) { # P(no correct one in the top k of a random order)
     p = 1
@@ -130,7 +134,8 @@ function none(total, good, k,   p, i) { # P(no correct one in the top k of a ran
 }
 BEGIN {
     printf "\ntest split: %d clips, %d captions; R@K in %%; VSE protocol for all rows (every caption\n", n, c
-    printf "a query, no de-duplication; HGR and HGR∞ ranked by their fused score)\n"
+    printf "a query, no de-duplication; HGR and HGR∞ ranked by their fused score, the sets by\n"
+    printf "smooth-Chamfer similarity)\n"
     printf "%-20s %7s %7s %7s   %7s %7s %7s   %7s\n", "", "v2t R@1", "R@5", "R@10", "t2v R@1", "R@5", "R@10", "RSUM"
     cap = c / n; s = 0
     split("1 5 10", ks, " ")
@@ -142,7 +147,7 @@ BEGIN {
 END { print chance }'
 echo
 echo "(untrained random ResNet-18 features: these numbers show that training works on this"
-echo " toy archive, not what the four models reach with a pretrained backbone)"
+echo " toy archive, not what the five models reach with a pretrained backbone)"
 
 stage "7. vtr-index: the archive, with the VSE∞ model, for text search"
 index() {
@@ -189,5 +194,14 @@ echo "without one (only the global level can match it):"
 vtr-search "$q" --index "$out/index-hgr" --graphs "$a/sent2rolegraph.augment.json" -k 5
 echo
 vtr-search "$q" --index "$out/index-hgr" -k 5
+
+stage "10. vtr-index + vtr-search with set embeddings: 4 vectors per clip, smooth-Chamfer"
+set +e
+vtr-index "$a" --model "$out/runs/set/best.safetensors" --index "$out/index-set" \
+    -w "$out/resnet18-random.safetensors" -a resnet18 --frames 10 --resize 0 --crop 0
+status=$?
+set -e
+[ "$status" -eq 2 ] || { echo "demo: expected exit status 2 for the broken file" >&2; exit 1; }
+vtr-search "a red circle" --index "$out/index-set" -k 5
 
 echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"

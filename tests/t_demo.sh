@@ -59,25 +59,26 @@ done
 [ "$(wc -l <"$out/store/keys.txt")" -eq 120 ] || fail "store: expected 120 keys"
 grep -q '"rows": 1200' "$out/store/meta.json" || fail "store: expected 1200 rows"
 grep -q '"dim": 512' "$out/store/meta.json" || fail "store: expected dim 512"
-# 5-6: the four runs, their evaluations, the table
-for m in vsepp vse-inf hgr hgr-inf; do
+# 5-6: the five runs, their evaluations, the table
+for m in vsepp vse-inf hgr hgr-inf set; do
     for f in best.safetensors last.safetensors metrics.jsonl config.yaml vocab.json; do
         [ -s "$out/runs/$m/$f" ] || fail "run $m: no $f"
     done
     [ "$(wc -l <"$out/runs/$m/metrics.jsonl")" -eq 10 ] || fail "run $m: expected 10 epochs"
     [ -s "$out/eval-$m.json" ] || fail "no eval-$m.json"
 done
-for row in 'VSE++ (mean)' 'VSE∞ (GPO)' 'HGR (attention)' 'HGR∞ (GPO)' 'chance'; do
+for row in 'VSE++ (mean)' 'VSE∞ (GPO)' 'HGR (attention)' 'HGR∞ (GPO)' 'Sets (K=4)' 'chance'; do
     grep -q "^$row " "$dir/log" || fail "table row '$row' missing"
 done
 grep -q 'VSE protocol for all rows' "$dir/log" || fail "the table does not name its protocol"
 /usr/bin/python3 - "$out" >"$dir/learned" 2>&1 <<'EOF' || fail "evaluations: $(cat "$dir/learned")"
 import json, sys
 out = sys.argv[1]
-ev = {m: json.load(open(f"{out}/eval-{m}.json")) for m in ("vsepp", "vse-inf", "hgr", "hgr-inf")}
+ev = {m: json.load(open(f"{out}/eval-{m}.json"))
+      for m in ("vsepp", "vse-inf", "hgr", "hgr-inf", "set")}
 for m, e in ev.items():
     assert e["split"] == "test" and e["items"] == 24 and e["captions"] == 120, (m, e)
-    # one protocol for the four: VSE's, every caption a query (HGR's de-duplicates)
+    # one protocol for the five: VSE's, every caption a query (HGR's de-duplicates)
     assert not e["protocol"]["dedup"], (m, e["protocol"])
     assert (e.get("score") == "fused") == m.startswith("hgr"), (m, e.get("score"))
 # the HGR runs' vocabulary: built from the training captions, HGR's specials first
@@ -109,6 +110,9 @@ for m in ("hgr", "hgr-inf"):
         bad.append(f"{m}: t2v R@10 < chance + 15 or RSUM < chance + 50")
     if e["rsum"] < vse["rsum"] - 100:
         bad.append(f"{m}: RSUM < VSE∞'s - 100")
+e = ev["set"]
+if e["t2v"]["r10"] < t2v[10] + 15 or e["rsum"] < rsum + 50:
+    bad.append("sets: t2v R@10 < chance + 15 or RSUM < chance + 50")
 if bad:
     sys.exit("; ".join(bad))
 EOF
@@ -127,4 +131,9 @@ grep -q '^levels: global, verb ([1-9] phrases*), noun ([1-9] phrases*)$' "$dir/l
 grep -q '^levels: global only (no role graph' "$dir/log" || fail "HGR search without a graph"
 [ "$(sed -n '/== 9\./,$p' "$dir/log" | grep -Ec '^ +[1-5] +-?0\.[0-9]{4} +-?0\.[0-9]{4} +-?0\.[0-9]{4} +-?0\.[0-9]{4} .*video[0-9]+\.mp4$')" -eq 10 ] ||
     fail "HGR search tables: $(sed -n '/== 9\./,$p' "$dir/log")"
+# the sets' index: 4 rows per clip, searched by smooth-Chamfer
+grep -q "index-set: 120 added, 0 updated, 0 removed, 1 failed" "$dir/log" ||
+    fail "the sets' index: $(grep 'index-set' "$dir/log")"
+[ "$(sed -n '/== 10\./,$p' "$dir/log" | grep -Ec '^ +[1-5] +-?0\.[0-9]{4} .*video[0-9]+\.mp4$')" -eq 5 ] ||
+    fail "search with the sets: $(sed -n '/== 10\./,$p' "$dir/log")"
 echo "ok: text -> video R@10 and RSUM, $(cat "$dir/learned")"
