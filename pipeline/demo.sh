@@ -150,19 +150,20 @@ echo "(untrained random ResNet-18 features: these numbers show that training wor
 echo " toy archive, not what the five models reach with a pretrained backbone)"
 
 stage "7. vtr-index: the archive, with the VSE∞ model, for text search"
+# index MODEL DIR [STATUS]: the archive with run MODEL's best checkpoint into DIR; the exit
+# status must be STATUS (2: the broken file failed, the others were indexed)
 index() {
     set +e
-    vtr-index "$a" --model "$out/runs/vse-inf/best.safetensors" --index "$out/index" \
+    vtr-index "$a" --model "$out/runs/$1/best.safetensors" --index "$2" \
         -w "$out/resnet18-random.safetensors" -a resnet18 --frames 10 --resize 0 --crop 0
     status=$?
     set -e
     echo "vtr-index exit status: $status"
+    [ "$status" -eq "${3:-2}" ] || { echo "demo: vtr-index exit status $status" >&2; exit 1; }
 }
-index
-[ "$status" -eq 2 ] || { echo "demo: expected exit status 2 for the broken file" >&2; exit 1; }
+index vse-inf "$out/index"
 echo "again (incremental: unchanged files are skipped, the failed one is not retried):"
-index
-[ "$status" -eq 0 ] || { echo "demo: the second vtr-index run failed" >&2; exit 1; }
+index vse-inf "$out/index" 0
 
 stage "8. vtr-search: three example queries"
 # what the annotation JSON says clip $1 shows (its first caption)
@@ -182,12 +183,7 @@ done
 rm -f "$out/search.txt"
 
 stage "9. vtr-index + vtr-search with HGR∞: the fused score of three levels"
-set +e
-vtr-index "$a" --model "$out/runs/hgr-inf/best.safetensors" --index "$out/index-hgr" \
-    -w "$out/resnet18-random.safetensors" -a resnet18 --frames 10 --resize 0 --crop 0
-status=$?
-set -e
-[ "$status" -eq 2 ] || { echo "demo: expected exit status 2 for the broken file" >&2; exit 1; }
+index hgr-inf "$out/index-hgr"
 q=$(first_caption video1)
 echo "a caption with its role graph (the graph vtr-synth wrote for it), then the same text"
 echo "without one (only the global level can match it):"
@@ -196,12 +192,7 @@ echo
 vtr-search "$q" --index "$out/index-hgr" -k 5
 
 stage "10. vtr-index + vtr-search with set embeddings: 4 vectors per clip, smooth-Chamfer"
-set +e
-vtr-index "$a" --model "$out/runs/set/best.safetensors" --index "$out/index-set" \
-    -w "$out/resnet18-random.safetensors" -a resnet18 --frames 10 --resize 0 --crop 0
-status=$?
-set -e
-[ "$status" -eq 2 ] || { echo "demo: expected exit status 2 for the broken file" >&2; exit 1; }
+index set "$out/index-set"
 vtr-search "a red circle" --index "$out/index-set" -k 5
 
 echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"
