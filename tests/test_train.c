@@ -175,10 +175,11 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
                       o.vocab_threshold == 4 && o.max_frames == 10);
                 CHECK(o.hgr.global_pool == (inf ? VTR_HGR_POOL_GPO : VTR_HGR_POOL_ATTENTION));
             } else {
-                vtr_vse_pooler pool = strstr(e->d_name, "vse-inf") ? VTR_VSE_POOL_GPO
-                                                                   : VTR_VSE_POOL_MEAN;
+                bool gpo = strstr(e->d_name, "vse-inf") || strstr(e->d_name, "-set");
+                vtr_vse_pooler pool = gpo ? VTR_VSE_POOL_GPO : VTR_VSE_POOL_MEAN;
                 CHECK(o.kind == VTR_MODEL_VSE && o.model.img_pool.kind == pool &&
                       o.model.txt_pool.kind == pool);
+                CHECK(o.model.set.K == (strstr(e->d_name, "-set") ? 4 : 0));
             }
             vtr_config_free(cfg);
             n++;
@@ -209,6 +210,29 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
             continue;
         }
         CHECK(o.kind == VTR_MODEL_VSE);
+        bool image = strncmp(e->d_name, "coco", 4) == 0 || strncmp(e->d_name, "f30k", 4) == 0;
+        if (strstr(e->d_name, "-set")) {
+            /* set embeddings (paper 002, section 4.2 and appendix A) on VSE∞'s encoders */
+            const vtr_vse_set_config *sc = &o.model.set;
+            CHECK(sc->K == 4 && sc->T == 4 && sc->Dh == 2048 && sc->H == 4096 &&
+                  sc->dropout == 0.1f && sc->alpha == 16.0f && sc->div_weight == 0.01f &&
+                  sc->mmd_weight == 0.01f);
+            CHECK(o.model.img_pool.kind == VTR_VSE_POOL_GPO &&
+                  o.model.txt_pool.kind == VTR_VSE_POOL_GPO && o.model.margin == 0.2f &&
+                  o.model.reduction == VTR_REDUCE_MEAN && o.warmup_epochs == 0 &&
+                  o.negatives == VTR_HINGE_HARDEST_NEGATIVE);
+            CHECK(o.optim.kind == VTR_OPTIM_ADAMW && o.optim.weight_decay == 1e-4 &&
+                  o.grad_clip == 1.0 && o.lr.decay == VTR_LR_COSINE);
+            if (image)
+                CHECK(o.epochs == 80 && o.lr.base_lr == 1e-3 && o.lr.cosine_epochs == 80 &&
+                      sc->lr_scale == (strncmp(e->d_name, "coco", 4) == 0 ? 0.1f : 0.05f));
+            else
+                CHECK(o.epochs == 35 && o.lr.base_lr == 1e-4 && sc->lr_scale == 1.0f);
+            vtr_config_free(cfg);
+            n++;
+            continue;
+        }
+        CHECK(o.model.set.K == 0);
         vtr_vse_pooler pool = strstr(e->d_name, "vse-inf")  ? VTR_VSE_POOL_GPO
                               : strstr(e->d_name, "adpool") ? VTR_VSE_POOL_ADPOOL
                                                             : VTR_VSE_POOL_MEAN;
@@ -224,7 +248,6 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
               o.model.adopt_positive_in_denominator);
         CHECK(o.model.embed_size == 1024 && o.grad_clip == 2.0 && o.lr.decay == VTR_LR_MULTISTEP);
         CHECK(o.optim.kind == VTR_OPTIM_ADAMW && o.vocab_threshold == 4);
-        bool image = strncmp(e->d_name, "coco", 4) == 0 || strncmp(e->d_name, "f30k", 4) == 0;
         CHECK(o.val_max_items == (image ? 1000 : 0));
         if (image) {
             CHECK(o.epochs == 25 && o.lr.base_lr == 5e-4 && o.lr.milestone_count == 1 &&
@@ -237,7 +260,7 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
         n++;
     }
     closedir(dir);
-    CHECK_MSG(n >= 17, "only %d configs", n);
+    CHECK_MSG(n >= 22, "only %d configs", n);
 }
 
 TEST(train_config_hgr_keys_are_checked)
