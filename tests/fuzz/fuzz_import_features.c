@@ -9,15 +9,31 @@
  *            bad item;
  *   hgr      reads the top directory as the release root (annotation/RET/...,
  *            public_split/..., the mean-pooled ordered_feature/MP/NAME/{set}_ft.npy)
- *            into a float32 store, with on_skip.
+ *            into a float32 store, with on_skip;
+ *   hgr-h5   the same root with HGR's per-video frames (VTR_HGR_FRAMES), the HDF5 files
+ *            ordered_feature/SA/NAME/{set}_ft.hdf5 made first from the input's recipes
+ *            (below), with on_skip.
  * A failure must come with one line (fuzz_check_message) and leave neither store nor items;
  * a success leaves a store that opens with the counts of the stats.
  *
- * Not fuzzed: HGR's per-video HDF5 frames (VTR_HGR_FRAMES). libhdf5 (Debian's 1.10, not
- * instrumented) trusts sizes in the file: within minutes the fuzzer has it ask malloc for
- * 0xc800000000000058 bytes in H5C_protect, which ASan aborts on (allocation-size-too-big),
- * while the normal build gets NULL and vtr-import reports the file as bad. That is inside
- * libhdf5, beyond what vtr can bound; tests/test_import.c covers the HDF5 path. */
+ * HDF5 recipes. libhdf5's own parser is not fuzzed here: Debian's 1.10 (not instrumented)
+ * trusts sizes in the file, and within minutes the fuzzer had it ask malloc for
+ * 0xc800000000000058 bytes in H5C_protect, which ASan aborts on while the normal build gets
+ * NULL and vtr-import reports the file as bad: inside libhdf5, beyond what vtr can bound.
+ * What is fuzzed is vtr's reader of the files libhdf5 parses: a file
+ * ordered_feature/SA/NAME/SET_ft.hdf5.recipe becomes SET_ft.hdf5 beside it, written through
+ * the HDF5 API, one object per record of the recipe:
+ *     byte    n, then n bytes: the object's name (any bytes; '/' makes groups on the way)
+ *     byte    kind % 5: 0 float32, 1 float64, 2 int32 and 3 variable-length string
+ *             datasets, 4 a group
+ *     byte    rank % 4, then rank bytes: the dimensions (each % 9)
+ *     then    the dataset's values from the following bytes (as many as its size takes,
+ *             reused from the start of the recipe when they run out)
+ * A record the HDF5 API refuses (a name it cannot take) is skipped. So names, ranks,
+ * shapes, types and values (NaN and infinities included) reach vtr's reader in every
+ * combination, through valid files. */
+#include <dirent.h>
+#include <hdf5.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,9 +76,89 @@ static void check_store(vtr_catalog *cat, const char *name, vtr_status st, const
     vtr_feature_store_reader_close(r);
 }
 
+/* The object of one recipe record at off in r (n bytes) into file; returns the offset of
+ * the next record. */
+static size_t h5_object(hid_t file, const uint8_t *r, size_t n, size_t off)
+{
+    char name[257];
+    size_t len = r[off++ % n];
+    for (size_t i = 0; i < len; i++)
+        name[i] = (char)r[off++ % n];
+    name[len] = '\0';
+    int kind = r[off++ % n] % 5, rank = r[off++ % n] % 4;
+    hsize_t dims[3] = {0, 0, 0}, count = 1;
+    for (int d = 0; d < rank; d++) {
+        dims[d] = r[off++ % n] % 9;
+        count *= dims[d];
+    }
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    if (kind == 4) {
+        hid_t g = H5Gcreate2(file, name, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+        if (g >= 0)
+            H5Gclose(g);
+        H5Pclose(lcpl);
+        return off;
+    }
+    hid_t types[4] = {H5T_NATIVE_FLOAT, H5T_NATIVE_DOUBLE, H5T_NATIVE_INT32, H5T_C_S1};
+    hid_t type = kind == 3 ? H5Tcopy(H5T_C_S1) : H5Tcopy(types[kind]);
+    if (kind == 3)
+        H5Tset_size(type, H5T_VARIABLE);
+    hid_t space = rank ? H5Screate_simple(rank, dims, NULL) : H5Screate(H5S_SCALAR);
+    hid_t ds = H5Dcreate2(file, name, type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    size_t bytes = kind == 3 ? 0 : (size_t)count * H5Tget_size(type);
+    uint8_t *values = bytes ? malloc(bytes) : NULL;
+    if (ds >= 0 && values) {
+        for (size_t i = 0; i < bytes; i++)
+            values[i] = r[off++ % n];
+        H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
+    }
+    free(values);
+    if (ds >= 0)
+        H5Dclose(ds);
+    H5Sclose(space);
+    H5Tclose(type);
+    H5Pclose(lcpl);
+    return off;
+}
+
+/* SET_ft.hdf5 from every SET_ft.hdf5.recipe under ordered_feature/SA/NAME/: at most 16
+ * objects, as many as the recipe's bytes start. */
+static void h5_from_recipes(void)
+{
+    char *sa = fuzz_path("ordered_feature/SA");
+    DIR *top = opendir(sa);
+    struct dirent *e;
+    while (top && (e = readdir(top))) {
+        if (e->d_name[0] == '.')
+            continue;
+        for (int k = 0; k < 3; k++) {
+            static const char *const sets[] = {"trn", "val", "tst"};
+            char path[4096], h5[4096];
+            snprintf(h5, sizeof h5, "%s/%s/%s_ft.hdf5", sa, e->d_name, sets[k]);
+            snprintf(path, sizeof path, "%s.recipe", h5);
+            FILE *f = fopen(path, "rb");
+            if (!f)
+                continue;
+            uint8_t r[4096];
+            size_t n = fread(r, 1, sizeof r, f);
+            fclose(f);
+            hid_t file = H5Fcreate(h5, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+            if (file < 0)
+                abort(); /* the scratch directory is the harness's */
+            for (size_t off = 0, i = 0; n > 0 && off < n && i < 16; i++)
+                off = h5_object(file, r, n, off);
+            H5Fclose(file);
+        }
+    }
+    if (top)
+        closedir(top);
+    free(sa);
+}
+
 static void run(vtr_catalog *cat, int layout, const char *dir)
 {
-    static const char *const datasets[] = {"npy-dir", "precomp", "hgr"};
+    static const char *const datasets[] = {"npy-dir", "precomp", "hgr", "hgr-h5"};
     vtr_error err;
     char *store = fuzz_path("store");
     vtr_import_options opt = {.catalog = cat, .dataset = datasets[layout], .store = store};
@@ -81,7 +177,8 @@ static void run(vtr_catalog *cat, int layout, const char *dir)
         st = vtr_import_precomp(dir, 0, &opt, &stats, &err);
     } else {
         opt.on_skip = on_skip;
-        st = vtr_import_hgr(dir, VTR_HGR_MEAN, NULL, &opt, &stats, &err);
+        st = vtr_import_hgr(dir, layout == 2 ? VTR_HGR_MEAN : VTR_HGR_FRAMES, NULL, &opt,
+                            &stats, &err);
     }
     if (st != VTR_OK)
         fuzz_check_message(&err, NULL);
@@ -99,7 +196,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     vtr_catalog *cat = NULL; /* one per input (a new catalog costs more than an import) */
     if (vtr_catalog_open(":memory:", &cat, &err) != VTR_OK)
         abort();
-    for (int layout = 0; layout < 3; layout++)
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* the recipes' refusals are not to be printed */
+    h5_from_recipes();
+    for (int layout = 0; layout < 4; layout++)
         run(cat, layout, dir);
     vtr_catalog_close(cat);
     return 0;

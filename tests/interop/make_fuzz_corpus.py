@@ -246,10 +246,23 @@ def import_json_corpus(tmp):
     })
 
 
+def h5_recipe(path):
+    """The recipe (tests/fuzz/fuzz_import_features.c) of the float datasets of an HDF5 file:
+    per dataset its name, kind 0 (float32), rank 2, its shape, its values."""
+    import h5py
+    out = b""
+    with h5py.File(path, "r") as f:
+        for name in sorted(f):
+            a = np.asarray(f[name], dtype="<f4")
+            out += bytes([len(name.encode())]) + name.encode() + bytes([0, 2]) + bytes(a.shape)
+            out += a.tobytes()
+    return out
+
+
 def import_features_corpus(tmp):
     """The importer fixtures, packed: npy-dir (a/, b/), precomp, and the HGR release with
-    mean-pooled features, with and without role graphs and vocabulary (fuzz_import_features
-    leaves out the HDF5 frames: see there)."""
+    mean-pooled features, with and without role graphs and vocabulary, and with its
+    per-video HDF5 frames as the target's recipes (see there)."""
     npy_dir = fixture(tmp, "npy-dir")
     hgr = fixture(tmp, "hgr")
     mean = [p for p in tree(hgr, ("ordered_feature/SA",))
@@ -257,11 +270,17 @@ def import_features_corpus(tmp):
     mp = "ordered_feature/MP/resnet152.pth/"
     graphs = tree(hgr, ("ordered_feature/SA", "public_split/val", "public_split/tst",
                         mp + "val", mp + "tst"))
+    sa = "ordered_feature/SA/"
+    frames = [p for p in tree(hgr, ("ordered_feature/MP",))
+              if "sent2rolegraph" not in p[0] and "word2int" not in p[0] and "int2word" not in p[0]]
+    frames = [(n + ".recipe", h5_recipe(os.path.join(hgr, n))) if n.startswith(sa) else (n, b)
+              for n, b in frames]
     write_corpus("import_features", {
         "npy_dir": multi(b"", tree(npy_dir)),
         "precomp": multi(b"", tree(fixture(tmp, "precomp"))),
         "hgr_mean": multi(b"", mean),
         "hgr_graphs": multi(b"", graphs),
+        "hgr_frames": multi(b"", frames),
     })
 
 
