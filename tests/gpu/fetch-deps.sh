@@ -2,8 +2,8 @@
 # tests/gpu/fetch-deps.sh: downloads, here (Debian 12, amd64, with network), the Debian
 # packages that the GPU check's reduced build (tests/gpu/gpu.mk) needs and that a machine
 # lent with a GPU lacks: OpenBLAS (its library, cblas.h, and the Fortran runtime it
-# links), jansson (safetensors) and oneDNN (the backbone's CPU engine, with the OpenCL
-# loader it links). They go into .gpu-deps/ (ignored by git) as .deb files, about 19 MB,
+# links), jansson (safetensors), oneDNN (the backbone's CPU engine, with the OpenCL
+# loader it links), and GNU make, for a machine that has a compiler but no make. They go into .gpu-deps/ (ignored by git) as .deb files, about 19 MB,
 # that travel with the working tree (carry ".gpu-deps"); unpacked they take 141 MB (84 MB
 # of shared libraries alone), over the 64 MiB a call may carry, so tests/gpu/run.sh
 # unpacks them where it runs.
@@ -15,7 +15,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 dir=.gpu-deps
 packages="libopenblas0-pthread libopenblas-pthread-dev libgfortran5 libquadmath0
-libjansson4 libjansson-dev libdnnl2 libdnnl-dev ocl-icd-libopencl1"
+libjansson4 libjansson-dev libdnnl2 libdnnl-dev ocl-icd-libopencl1 make"
 
 arch=$(dpkg --print-architecture 2>/dev/null)
 if [ "$arch" != amd64 ]; then

@@ -11,7 +11,7 @@
 #           the other libraries were found (cuBLAS and cuDNN in the toolkit, in a Python
 #           environment's nvidia-* packages, or under /usr)                         45 s
 #   deps    .gpu-deps/*.deb (sh tests/gpu/fetch-deps.sh, here) unpacked into
-#           build-gpu/deps: OpenBLAS, jansson, oneDNN                                45 s
+#           build-gpu/deps: OpenBLAS, jansson, oneDNN, and make where none is here   45 s
 #   build   make -f tests/gpu/gpu.mk: build-gpu/unit-tests (the parity tests) and
 #           build-gpu/op-timing, for the GPU's architecture, then every library the
 #           programs load resolved (ldd)                                           180 s
@@ -101,8 +101,12 @@ step_deps() {
 }
 
 step_build() {
-    # shellcheck disable=SC2086 # GPU_MAKE_FLAGS is a word list
-    make -s -f tests/gpu/gpu.mk -j"$(nproc)" B="$B" NVCC="$NVCC" CUDA_ARCH="$CUDA_ARCH" \
+    make='make'
+    if ! command -v make >/dev/null 2>&1 && [ -x "$B/deps/usr/bin/make" ]; then
+        make=$B/deps/usr/bin/make # .gpu-deps's, where the machine has none
+        echo "build: make from .gpu-deps"
+    fi
+    "$make" -s -f tests/gpu/gpu.mk -j"$(nproc)" B="$B" NVCC="$NVCC" CUDA_ARCH="$CUDA_ARCH" \
         WERROR="$WERROR" DEP_CFLAGS="$DEP_CFLAGS" CUDA_CFLAGS="$CUDA_CFLAGS" LIBS="$LIBS" ||
         return 1
     echo "flags ($B/flags):"
