@@ -3,10 +3,11 @@
 # packages that the GPU check's reduced build (tests/gpu/gpu.mk) needs and that a machine
 # lent with a GPU lacks: OpenBLAS (its library, cblas.h, and the Fortran runtime it
 # links), jansson (safetensors), oneDNN (the backbone's CPU engine, with the OpenCL
-# loader it links), and GNU make, for a machine that has a compiler but no make. They go into .gpu-deps/ (ignored by git) as .deb files, about 19 MB,
-# that travel with the working tree (carry ".gpu-deps"); unpacked they take 141 MB (84 MB
-# of shared libraries alone), over the 64 MiB a call may carry, so tests/gpu/run.sh
-# unpacks them where it runs.
+# loader it links), and GNU make, for a machine with a compiler but no make. They go
+# into .gpu-deps/ (ignored by git) as .deb files, about 20 MB, that travel with the
+# working tree (carry ".gpu-deps"); unpacked they take 143 MB (84 MB of shared libraries
+# alone), over the 64 MiB a call may carry, so tests/gpu/run.sh unpacks them where it
+# runs.
 #
 #   sh tests/gpu/fetch-deps.sh
 #
