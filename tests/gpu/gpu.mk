@@ -1,0 +1,78 @@
+# tests/gpu/gpu.mk: the reduced build of the GPU check (tests/gpu/run.sh, which sets the
+# variables below): the CPU-vs-GPU parity tests and the op timing, with only what they
+# link: the CUDA toolkit, cuBLAS, cuDNN, OpenBLAS, jansson (safetensors), oneDNN (the
+# backbone's CPU engine, the reference of its cuDNN one), libgomp and libm; none of
+# FFmpeg, libsndfile, libyaml, SQLite or HDF5, which the machines lent with a GPU lack.
+#
+#   make -f tests/gpu/gpu.mk [B=build-gpu] [CUDA_ARCH=90] [WERROR=yes] NVCC=... \
+#        DEP_CFLAGS=... CUDA_CFLAGS=... LIBS=...
+#
+# Outputs: $(B)/unit-tests (tests/check.c's runner over the tests below) and
+# $(B)/op-timing. The C sources are the closure of what the tests call (a change that
+# makes one of them call another file's function adds that file here); every .cu of the
+# stage folders is compiled, so that all CUDA code builds for CUDA_ARCH, and the archive
+# lets the linker take only what is called. Flags are Makefile.in's and configure's, for
+# one GPU architecture; warnings are errors only with WERROR=yes (this project's
+# compilers), not on a lent machine's.
+
+B          = build-gpu
+CC         = cc
+NVCC       = nvcc
+CUDA_ARCH  = 90
+WERROR     =
+DEP_CFLAGS =
+CUDA_CFLAGS =
+LIBS       =
+
+TEST_SRCS = tests/check.c tests/test_cuda.c tests/test_cuda_nn.c tests/test_backbone.c
+TIMING_SRCS = tests/gpu/op_timing.c
+LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c lib/linear.c \
+            lib/norm.c lib/npy.c lib/rng.c lib/safetensors.c lib/similarity.c lib/softmax.c \
+            lib/tensor.c aggregate/gpo.c aggregate/set_pooling.c match/hinge_loss.c \
+            features/backbone.c features/conv.c features/extractor.c features/preprocess.c
+CUDA_SRCS = $(wildcard $(addsuffix /*.cu,lib decode features text import aggregate match index tools))
+
+WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+CFLAGS    = -std=c11 -O2 -g -fno-math-errno -DNDEBUG $(WARN) $(if $(WERROR),-Werror) -fopenmp \
+            -DVTR_HAVE_CUDA=1 -I. $(DEP_CFLAGS)
+NVCCFLAGS = -O2 -std=c++17 -I. -Xcompiler -Wall,-fPIC \
+            -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -DVTR_HAVE_CUDA=1 \
+            $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror) $(CUDA_CFLAGS)
+
+LIB_OBJS    = $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(patsubst %.cu,$(B)/%.cu.o,$(CUDA_SRCS))
+TEST_OBJS   = $(patsubst %.c,$(B)/%.o,$(TEST_SRCS))
+TIMING_OBJS = $(patsubst %.c,$(B)/%.o,$(TIMING_SRCS))
+
+.PHONY: all FORCE
+all: $(B)/unit-tests $(B)/op-timing
+
+# $(B)/flags changes only when the flags do, so that another set (system libraries or
+# .gpu-deps, another architecture) recompiles everything and the same set nothing.
+$(B)/flags: FORCE
+	@mkdir -p $(B)
+	@printf '%s\n' '$(CC) $(CFLAGS)' '$(NVCC) $(NVCCFLAGS)' '$(LIBS)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(B)/%.o: %.c $(B)/flags
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/%.cu.o: %.cu $(B)/flags
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/libvtr-gpu.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/unit-tests: $(TEST_OBJS) $(B)/libvtr-gpu.a
+	$(CC) -fopenmp $(TEST_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+
+$(B)/op-timing: $(TIMING_OBJS) $(B)/libvtr-gpu.a
+	$(CC) -fopenmp $(TIMING_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+
+FORCE:
+
+.SECONDARY:
+
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TIMING_OBJS:.o=.d)

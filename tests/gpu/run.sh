@@ -1,0 +1,330 @@
+#!/bin/sh
+# tests/gpu/run.sh: the GPU check, one command on a machine lent with a GPU (issue 15,
+# item 5; tests/gpu/README.md says how to call it). From the top of the tree:
+#
+#   sh tests/gpu/run.sh [--dry-run] [--system-libs]
+#
+# Steps, each under a time limit (8 minutes in all at the worst), each logged to
+# $OUT/STEP.log when OUT is set (the device tool brings those files back), else to
+# build-gpu/logs/:
+#   env     the GPU, driver, nvcc, host compiler, PyTorch, and where cuBLAS, cuDNN and
+#           the other libraries were found (cuBLAS and cuDNN in the toolkit, in a Python
+#           environment's nvidia-* packages, or under /usr)                         45 s
+#   deps    .gpu-deps/*.deb (sh tests/gpu/fetch-deps.sh, here) unpacked into
+#           build-gpu/deps: OpenBLAS, jansson, oneDNN, and make where none is here   45 s
+#   build   make -f tests/gpu/gpu.mk: build-gpu/unit-tests (the parity tests) and
+#           build-gpu/op-timing, for the GPU's architecture, then every library the
+#           programs load resolved (ldd)                                           180 s
+#   tests   build-gpu/unit-tests cuda: tests/test_cuda.c, tests/test_cuda_nn.c and
+#           test_backbone.c:backbone_cuda_matches_cpu, relative errors printed; on a GPU
+#           each must pass (a skip fails the check)                                150 s
+#   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU   60 s
+# then summary.txt.
+#
+# --dry-run (the test suite's tests/t_gpu_dry.sh): everything up to the GPU: the build,
+# then the tests with no GPU visible (CUDA_VISIBLE_DEVICES empty), where they skip and
+# test_cuda.c:cuda_unavailable_is_a_clear_error_or_works passes; no timing.
+# --system-libs: OpenBLAS, jansson and oneDNN from the system (pkg-config) even when
+# .gpu-deps holds packages; the build goes to build-gpu/system-libs/ instead.
+#
+# Exit 0 when every step passed; 1 when one failed, or when, without --dry-run, no GPU
+# was found (the steps then ran as a dry run, and the last line says so).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+# ---- the steps that are shell code run as `sh run.sh __step NAME` (under timeout), with
+# the variables that the code after them exports
+
+step_env() {
+    echo "host: $(uname -srm), $(nproc) cores"
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        timeout 10 nvidia-smi -L
+        timeout 10 nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total \
+            --format=csv,noheader
+    else
+        echo "nvidia-smi: not found"
+    fi
+    echo "nvcc: $NVCC"
+    "$NVCC" --version | tail -n 2
+    echo "host compiler: $(cc --version | head -n 1)"
+    echo "CUDA_ARCH: $CUDA_ARCH"
+    echo "cuBLAS: $CUBLAS_FOUND"
+    echo "cuDNN: $CUDNN_FOUND"
+    echo "OpenBLAS, jansson, oneDNN: $DEPS_FOUND"
+    echo "fixture python (test_backbone.c's /usr/bin/python3 + numpy): $FIXTURE_PYTHON"
+    # PyTorch with the machine's own LD_LIBRARY_PATH, not the one set for vtr's libraries
+    LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH timeout 25 python3 -c '
+try:
+    import torch
+except ImportError:
+    raise SystemExit("python3: no torch")
+print("python3: torch", torch.__version__, "CUDA", torch.version.cuda, "cuDNN",
+      torch.backends.cudnn.version(), "device",
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")
+try:
+    import torchvision
+    print("python3: torchvision", torchvision.__version__)
+except ImportError:
+    print("python3: no torchvision")
+' 2>&1
+    return 0
+}
+
+# Unpacks each .deb of .gpu-deps into build-gpu/deps, once per set of packages.
+step_deps() {
+    if [ "$LIBS_FROM" != .gpu-deps ]; then
+        echo "deps: the system's libraries ($DEPS_FOUND)"
+        return 0
+    fi
+    list=$(ls .gpu-deps/*.deb)
+    if [ "$(cat "$B/deps/.unpacked" 2>/dev/null)" = "$list" ]; then
+        echo "deps: already unpacked in $B/deps"
+        return 0
+    fi
+    rm -rf "$B/deps" && mkdir -p "$B/deps" || return 1
+    for deb in $list; do
+        echo "deps: $deb"
+        if command -v dpkg-deb >/dev/null 2>&1; then
+            dpkg-deb -x "$deb" "$B/deps" || return 1
+        else # a .deb is an ar archive holding data.tar.*
+            member=$(ar t "$deb" | grep '^data\.tar') || return 1
+            case $member in
+            *.xz) unpack="tar -xJf -" ;;
+            *.zst) unpack="tar --zstd -xf -" ;;
+            *) unpack="tar -xzf -" ;;
+            esac
+            ar p "$deb" "$member" | (cd "$B/deps" && $unpack) || return 1
+        fi
+    done
+    echo "$list" >"$B/deps/.unpacked"
+    du -sh "$B/deps" | sed 's/^/deps: unpacked /'
+}
+
+step_build() {
+    make='make'
+    if ! command -v make >/dev/null 2>&1 && [ -x "$B/deps/usr/bin/make" ]; then
+        make=$B/deps/usr/bin/make # .gpu-deps's, where the machine has none
+        echo "build: make from .gpu-deps"
+    fi
+    "$make" -s -f tests/gpu/gpu.mk -j"$(nproc)" B="$B" NVCC="$NVCC" CUDA_ARCH="$CUDA_ARCH" \
+        WERROR="$WERROR" DEP_CFLAGS="$DEP_CFLAGS" CUDA_CFLAGS="$CUDA_CFLAGS" LIBS="$LIBS" ||
+        return 1
+    echo "flags ($B/flags):"
+    sed 's/^/  /' "$B/flags"
+    echo "libraries loaded by $B/unit-tests:"
+    ldd "$B/unit-tests" | sed 's/^[[:space:]]*/  /'
+    if ldd "$B/unit-tests" "$B/op-timing" | grep 'not found'; then
+        echo "build: a library above is not found (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+        return 1
+    fi
+}
+
+if [ "${1:-}" = __step ]; then
+    "step_$2"
+    exit $?
+fi
+
+# ---- options, then what this machine has -------------------------------------------
+
+B=build-gpu
+dry=no
+libs=auto
+for a in "$@"; do
+    case $a in
+    --dry-run) dry=yes ;;
+    --system-libs) libs=system B=build-gpu/system-libs ;;
+    *) echo "usage: sh tests/gpu/run.sh [--dry-run] [--system-libs]" >&2; exit 1 ;;
+    esac
+done
+logs=${OUT:-$B/logs}
+mkdir -p "$logs" || exit 1
+
+gpu=no
+if [ $dry = no ] && command -v nvidia-smi >/dev/null 2>&1 &&
+    timeout 20 nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    gpu=yes
+fi
+
+# nvcc, and the toolkit it belongs to
+NVCC=
+for c in ${CUDA_HOME:+"$CUDA_HOME/bin/nvcc"} /usr/local/cuda/bin/nvcc "$(command -v nvcc)"; do
+    if [ -x "$c" ]; then
+        NVCC=$(readlink -f "$c")
+        break
+    fi
+done
+if [ -z "$NVCC" ]; then
+    echo "run.sh: nvcc not found (CUDA_HOME, /usr/local/cuda, PATH): install the CUDA toolkit" >&2
+    exit 1
+fi
+cuda_dir=$(dirname "$(dirname "$NVCC")")
+CUDA_ARCH=90
+if [ $gpu = yes ]; then
+    cap=$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')
+    [ -n "$cap" ] && CUDA_ARCH=$cap
+fi
+
+# Python's site-packages, where pip's nvidia-* packages put cuBLAS and cuDNN
+site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null)
+
+# find_library HEADER LIB: the first install that has both (the toolkit, pip's nvidia-*
+# packages, the system), as "INCLUDE_DIR LIB_DIR LIB_FILE"; nothing when none has.
+find_library() {
+    for root in "$cuda_dir" "$site"/nvidia/* /opt/*/.venv/lib/python3*/site-packages/nvidia/* /usr; do
+        [ -d "$root" ] || continue
+        h=$(find -L "$root" -maxdepth 3 -name "$1" ! -path '*/stubs/*' 2>/dev/null | sort | head -n 1)
+        l=$(find -L "$root" -maxdepth 3 \( -name "$2.so" -o -name "$2.so.[0-9]*" \) \
+            ! -path '*/stubs/*' 2>/dev/null | sort | head -n 1)
+        if [ -n "$h" ] && [ -n "$l" ]; then
+            echo "$(dirname "$h") $(dirname "$l") $(basename "$l")"
+            return
+        fi
+    done
+}
+
+CUDA_CFLAGS=
+LIBS=
+ld_path=
+# use_library NAME HEADER LIB: adds the include and link flags of the install found and
+# says which in $found, or stops
+use_library() {
+    found=$(find_library "$2" "$3")
+    if [ -z "$found" ]; then
+        echo "run.sh: $1 not found ($2 and $3.so* under $cuda_dir, ${site:-no python3}/nvidia, /usr)" >&2
+        exit 1
+    fi
+    # shellcheck disable=SC2086 # three words
+    set -- $found
+    case " $CUDA_CFLAGS " in *" -I$1 "*) ;; *) CUDA_CFLAGS="$CUDA_CFLAGS -I$1" ;; esac
+    add_lib_dir "$2"
+    LIBS="$LIBS -l:$3"
+    found="$1/, $2/$3"
+}
+# add_lib_dir DIR: where the linker and the loader look, once per folder
+add_lib_dir() {
+    case ":$ld_path:" in *":$1:"*) return ;; esac
+    LIBS="$LIBS -L$1 -Wl,-rpath,$1 -Wl,-rpath-link,$1"
+    ld_path="$ld_path:$1"
+}
+use_library cuBLAS cublas_v2.h libcublas
+CUBLAS_FOUND=$found
+use_library cuDNN cudnn.h libcudnn
+CUDNN_FOUND=$found
+cudart=$(find -L "$cuda_dir" -maxdepth 3 -name 'libcudart.so' ! -path '*/stubs/*' 2>/dev/null | sort | head -n 1)
+if [ -z "$cudart" ]; then
+    echo "run.sh: libcudart.so not found under $cuda_dir" >&2
+    exit 1
+fi
+add_lib_dir "$(dirname "$cudart")"
+LIBS="$LIBS -lcudart"
+
+# OpenBLAS, jansson, oneDNN: .gpu-deps's packages, else the system's
+if [ $libs = auto ] && ls .gpu-deps/*.deb >/dev/null 2>&1; then
+    LIBS_FROM=.gpu-deps
+    d=$(pwd)/$B/deps/usr
+    DEP_CFLAGS="-I$d/include -I$d/include/x86_64-linux-gnu/openblas-pthread"
+    add_lib_dir "$d/lib/x86_64-linux-gnu"
+    add_lib_dir "$d/lib/x86_64-linux-gnu/openblas-pthread"
+    LIBS="$LIBS -lopenblas -ljansson -ldnnl"
+    DEPS_FOUND="Debian's packages in .gpu-deps, unpacked in $B/deps"
+else
+    LIBS_FROM=system
+    if ! pkg-config --exists openblas jansson 2>/dev/null; then
+        echo "run.sh: OpenBLAS and jansson not found: run 'sh tests/gpu/fetch-deps.sh' on a Debian machine and carry .gpu-deps" >&2
+        exit 1
+    fi
+    DEP_CFLAGS=$(pkg-config --cflags openblas jansson)
+    LIBS="$LIBS $(pkg-config --libs openblas jansson) -ldnnl"
+    DEPS_FOUND="the system's (pkg-config openblas jansson; -ldnnl)"
+fi
+MACHINE_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+LD_LIBRARY_PATH=${ld_path#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# test_backbone.c writes its random weights with /usr/bin/python3 and numpy; where only
+# another python3 (a virtual environment) has numpy, its site-packages serve.
+if /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1; then
+    FIXTURE_PYTHON="/usr/bin/python3 has numpy"
+elif [ -n "$site" ] && PYTHONPATH=$site /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1; then
+    PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+    export PYTHONPATH
+    FIXTURE_PYTHON="/usr/bin/python3 with PYTHONPATH=$site"
+else
+    FIXTURE_PYTHON="none: backbone_cuda_matches_cpu will skip"
+fi
+
+WERROR=
+[ $dry = yes ] && WERROR=yes # here, with this project's compilers: warnings are errors
+export B NVCC CUDA_ARCH CUDA_CFLAGS LIBS DEP_CFLAGS LIBS_FROM LD_LIBRARY_PATH WERROR \
+    MACHINE_LD_LIBRARY_PATH CUBLAS_FOUND CUDNN_FOUND DEPS_FOUND FIXTURE_PYTHON
+
+# ---- the steps ---------------------------------------------------------------------
+
+failed=
+summary=
+# step NAME SECONDS COMMAND...: COMMAND under a time limit, its output shown and kept in
+# $logs/NAME.log; a failure is recorded.
+step() {
+    name=$1 limit=$2
+    shift 2
+    echo "== $name (at most ${limit}s)"
+    start=$(date +%s)
+    { timeout -k 5 "$limit" "$@" 2>&1; echo $? >"$B/.status"; } | tee "$logs/$name.log"
+    rc=$(cat "$B/.status")
+    took=$(($(date +%s) - start))
+    case $rc in
+    0) result=ok ;;
+    124|137) result="FAILED: over ${limit}s" ;;
+    *) result="FAILED (exit $rc)" ;;
+    esac
+    echo "== $name: $result in ${took}s"
+    summary="$summary$name: $result in ${took}s
+"
+    [ "$rc" -eq 0 ] || failed="$failed $name"
+}
+
+mkdir -p "$B"
+self=tests/gpu/run.sh
+step env 45 sh $self __step env
+step deps 45 sh $self __step deps
+[ -z "$failed" ] && step build 180 sh $self __step build
+
+if [ -z "$failed" ]; then
+    if [ $gpu = yes ]; then
+        step tests 150 env VTR_TEST_VERBOSE=1 "$B/unit-tests" cuda
+        # on a GPU a skipped parity test is a check not made
+        if [ -z "$failed" ] && grep -q '^skip ' "$logs/tests.log"; then
+            echo "tests: these skipped on a GPU, so they were not checked:"
+            grep '^skip ' "$logs/tests.log"
+            failed="$failed tests"
+            summary="${summary}tests: FAILED: $(grep -c '^skip ' "$logs/tests.log") skipped on a GPU
+"
+        fi
+        step timing 60 "$B/op-timing" 20
+    else
+        step tests 150 env CUDA_VISIBLE_DEVICES= "$B/unit-tests" cuda
+        if [ -z "$failed" ] && ! grep -q '^ok   test_cuda.c:cuda_unavailable_is_a_clear_error_or_works$' "$logs/tests.log"; then
+            echo "tests: cuda_unavailable_is_a_clear_error_or_works did not pass without a GPU"
+            failed="$failed tests"
+        fi
+    fi
+fi
+
+if [ $gpu = yes ]; then
+    mode="GPU run ($(timeout 20 nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1))"
+elif [ $dry = yes ]; then
+    mode="dry run (--dry-run): CUDA tests skipped"
+else
+    mode="dry run: NO GPU FOUND (nvidia-smi -L lists none), so nothing ran on a GPU"
+fi
+{
+    echo "tests/gpu/run.sh: $mode; libraries: $LIBS_FROM; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    printf '%s' "$summary"
+    if [ -n "$failed" ]; then
+        echo "FAILED:$failed"
+    elif [ $dry = no ] && [ $gpu = no ]; then
+        echo "FAILED: no GPU"
+    else
+        echo "PASSED"
+    fi
+} | tee "$logs/summary.txt"
+[ -z "$failed" ] && { [ $dry = yes ] || [ $gpu = yes ]; }
