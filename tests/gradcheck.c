@@ -104,6 +104,14 @@ void nn_fill_separated(float *x, int B, int T, int D, vtr_rng *rng)
         }
 }
 
+double nn_max_abs(const float *x, size_t n)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)x[i]));
+    return m;
+}
+
 float *nn_alloc_floats(size_t n)
 {
     float *p = calloc(n ? n : 1, sizeof(float));
@@ -112,11 +120,18 @@ float *nn_alloc_floats(size_t n)
     return p;
 }
 
+const char *nn_fixture_path(const char *name)
+{
+    static char path[1024];
+    const char *dir = getenv("VTR_NN_FIXTURES") ? getenv("VTR_NN_FIXTURES") : "tests/fixtures/nn";
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return path;
+}
+
 static void *nn_fixture_load(const char *name, size_t n, vtr_dtype dtype)
 {
-    const char *dir = getenv("VTR_NN_FIXTURES") ? getenv("VTR_NN_FIXTURES") : "tests/fixtures/nn";
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    char path[1040];
+    snprintf(path, sizeof path, "%s.npy", nn_fixture_path(name));
     vtr_error err;
     vtr_npy_file f = {0};
     if (vtr_npy_load(path, &f, &err) != VTR_OK)
@@ -150,10 +165,10 @@ int *nn_fixture_ints(const char *name, size_t n)
     return nn_fixture_load(name, n, VTR_I32);
 }
 
-double nn_parity_check(const char *name, const float *got, size_t n)
+double nn_parity_compare(const char *name, const float *got, const float *ref, size_t n,
+                         double scale, double tol)
 {
-    float *ref = nn_fixture_floats(name, n);
-    double diff = 0.0, scale = 1e-6;
+    double diff = 0.0, max_ref = 1e-6;
     size_t worst_i = 0;
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)got[i] - ref[i]);
@@ -161,18 +176,29 @@ double nn_parity_check(const char *name, const float *got, size_t n)
             diff = d;
             worst_i = i;
         }
-        if (fabs(ref[i]) > scale)
-            scale = fabs(ref[i]);
+        if (fabs(ref[i]) > max_ref)
+            max_ref = fabs(ref[i]);
     }
-    double rel = diff / scale;
-    float got_w = got[worst_i], ref_w = ref[worst_i];
-    free(ref);
+    double rel = diff / (scale > 0.0 ? fmax(scale, 1e-6) : max_ref);
     if (getenv("VTR_TEST_VERBOSE"))
         printf("    parity %-32s relative error %.2e\n", name, rel);
-    if (rel > PARITY_TOL)
+    if (rel > tol)
         test_fail(__FILE__, __LINE__,
                   "parity %s: element %zu is %.8g, PyTorch %.8g "
                   "(relative error %.3g)",
-                  name, worst_i, got_w, ref_w, rel);
+                  name, worst_i, got[worst_i], ref[worst_i], rel);
     return rel;
+}
+
+double nn_parity_check_at(const char *name, const float *got, size_t n, double tol)
+{
+    float *ref = nn_fixture_floats(name, n);
+    double rel = nn_parity_compare(name, got, ref, n, 0.0, tol);
+    free(ref);
+    return rel;
+}
+
+double nn_parity_check(const char *name, const float *got, size_t n)
+{
+    return nn_parity_check_at(name, got, n, PARITY_TOL);
 }

@@ -53,6 +53,9 @@ void nn_fill_uniform(float *x, size_t n, float lo, float hi, vtr_rng *rng);
  * 0.15, so a finite-difference step never reorders a sort, max or k-max. */
 void nn_fill_separated(float *x, int B, int T, int D, vtr_rng *rng);
 
+/* max |x[i]| over n (0 when n = 0) */
+double nn_max_abs(const float *x, size_t n);
+
 /* malloc'd, zero-filled (test_fail when out of memory) */
 float *nn_alloc_floats(size_t n);
 
@@ -62,9 +65,22 @@ float *nn_alloc_floats(size_t n);
 float *nn_fixture_floats(const char *name, size_t n);
 int *nn_fixture_ints(const char *name, size_t n);
 
+/* The path of the fixture file <name> in that directory (a file other than .npy: a
+ * safetensors fixture), in a static buffer that the next call overwrites. */
+const char *nn_fixture_path(const char *name);
+
 /* Relative error of got (n) against the fixture <name>: max|got - ref| / max(max|ref|, 1e-6)
  * over the whole tensor. Fails the test above PARITY_TOL; returns the error. With
  * VTR_TEST_VERBOSE set, prints it. */
 double nn_parity_check(const char *name, const float *got, size_t n);
+
+/* The same failing above tol (a tighter bar than PARITY_TOL). */
+double nn_parity_check_at(const char *name, const float *got, size_t n, double tol);
+
+/* The same against ref (n) in memory (a slice of a fixture, a tensor of a safetensors
+ * fixture), relative to scale when scale > 0 (another tensor's, for one that is zero in
+ * exact arithmetic), else to max|ref|, failing above tol; name labels the messages. */
+double nn_parity_compare(const char *name, const float *got, const float *ref, size_t n,
+                         double scale, double tol);
 
 #endif

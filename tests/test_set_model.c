@@ -2,8 +2,10 @@
  * finite differences of the whole training loss (encoders, set modules, smooth-Chamfer,
  * hinge, diversity and MMD) with training-mode dropout, the dropout's streams, encoding K
  * unit vectors per input in evaluation mode, evaluation by smooth-Chamfer, the set
- * modules' learning-rate scale, and the config's errors. The ops alone are checked against
- * PyTorch in test_set_prediction.c and test_set_similarity.c. */
+ * modules' learning-rate scale, the config's errors, and parity with PyTorch of one whole
+ * training step and the AdamW step after it (tests/fixtures/nn/set_model/, written by
+ * tests/fixtures/make_set_model_fixtures.py; VTR_TEST_VERBOSE=1 prints the errors). The ops
+ * alone are checked against PyTorch in test_set_prediction.c and test_set_similarity.c. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 
 #include "check.h"
 #include "gradcheck.h"
+#include "lib/checkpoint.h"
 #include "lib/optim.h"
 #include "lib/rng.h"
 #include "match/encode.h"
@@ -301,4 +304,96 @@ TEST(set_model_config_errors)
     c.set.T = 0;
     CHECK_OK(vtr_vse_config_check(&c, &err));
     CHECK(vtr_vse_vectors(&c) == 1);
+}
+
+/* ---- parity with PyTorch: one training step and one AdamW step --------------------- */
+
+/* tests/fixtures/nn/set_model/, written by tests/fixtures/make_set_model_fixtures.py with
+ * these settings (its top comment says why eps is 1e-3) */
+#define FIXTURE(name) "set_model/" name
+#define SET_MODEL_PARITY_TOL 1e-5 /* issue 17's bar, tighter than PARITY_TOL */
+#define PARITY_LR 1e-2
+#define PARITY_LR_SCALE 0.1f
+#define PARITY_WEIGHT_DECAY 0.1
+#define PARITY_EPS 1e-3
+
+/* The tensor called name in a safetensors fixture: F32 with n elements, or the test fails. */
+static const float *fixture_tensor(const vtr_safetensors *st, const char *name, size_t n)
+{
+    const vtr_tensor *t = vtr_safetensors_find(st, name);
+    CHECK_MSG(t && t->dtype == VTR_F32 && (size_t)vtr_tensor_numel(t) == n,
+              "fixture tensor %s: missing, not F32 or not %zu elements", name, n);
+    return t->data;
+}
+
+TEST(parity_set_model_one_adamw_step)
+{
+    /* The whole set model (fc over frames and mean pooling; BiGRU and GPO over words; both
+     * set modules, dropout 0; smooth-Chamfer at alpha 16; hinge with the hardest negative,
+     * mean over the batch; diversity and MMD at 0.5): vtr_vse_train_step, then one AdamW
+     * step with the set modules at lr x 0.1, against PyTorch in float64 on the same float32
+     * values: the loss, its three terms, S, every gradient and every parameter after the
+     * step. The weights load by their checkpoint names from a PyTorch state_dict. */
+    vtr_error err;
+    vtr_vse_config cfg = small_config(0.0f, VTR_SET_ALPHA);
+    cfg.img_pool.kind = VTR_VSE_POOL_MEAN;
+    cfg.reduction = VTR_REDUCE_MEAN;
+    cfg.set.lr_scale = PARITY_LR_SCALE;
+    vtr_vse_model m;
+    CHECK_OK(vtr_vse_model_init(&m, &cfg, B, T, L, &err));
+    vtr_checkpoint ck;
+    CHECK_OK(vtr_checkpoint_open(nn_fixture_path(FIXTURE("init.safetensors")),
+                                 VTR_CHECKPOINT_ALLOW_PLAIN, &ck, &err));
+    CHECK_OK(vtr_checkpoint_load_params(&ck, &m.params, 0, &err));
+    vtr_checkpoint_close(&ck);
+
+    float *frames = nn_fixture_floats(FIXTURE("frames"), B * T * F);
+    int *frame_lengths = nn_fixture_ints(FIXTURE("frame_lengths"), B);
+    int *ids = nn_fixture_ints(FIXTURE("ids"), B * L);
+    int *caption_lengths = nn_fixture_ints(FIXTURE("caption_lengths"), B);
+    vtr_vse_batch batch = {.B = B, .T = T, .frames = frames, .frame_lengths = frame_lengths,
+                           .L = L, .ids = ids, .caption_lengths = caption_lengths};
+    float loss;
+    vtr_param_set_zero_grad(&m.params);
+    CHECK_OK(vtr_vse_train_step(&m, &batch, VTR_HINGE_HARDEST_NEGATIVE, &loss, &err));
+    double worst = nn_parity_check_at(FIXTURE("loss"), &loss, 1, SET_MODEL_PARITY_TOL);
+    worst = fmax(worst, nn_parity_check_at(FIXTURE("terms"), m.set_terms, 3,
+                                           SET_MODEL_PARITY_TOL));
+    worst = fmax(worst, nn_parity_check_at(FIXTURE("S"), m.sim, B * B, SET_MODEL_PARITY_TOL));
+
+    vtr_optimizer opt;
+    vtr_optim_hparams hp = vtr_optim_defaults(VTR_OPTIM_ADAMW);
+    hp.weight_decay = PARITY_WEIGHT_DECAY;
+    hp.eps = PARITY_EPS;
+    CHECK_OK(vtr_optimizer_init(&opt, &m.params, &hp, &err));
+    vtr_optimizer_step(&opt, &m.params, PARITY_LR);
+
+    vtr_safetensors grad, after;
+    CHECK_OK(vtr_safetensors_open(nn_fixture_path(FIXTURE("grad.safetensors")), &grad, &err));
+    CHECK_OK(vtr_safetensors_open(nn_fixture_path(FIXTURE("after_step.safetensors")), &after,
+                                  &err));
+    CHECK_EQ_INT(m.params.n_trainable, m.params.n_data); /* no buffers: every entry trains */
+    CHECK_EQ_INT(grad.count, m.params.count);           /* no fixture tensor left unchecked */
+    CHECK_EQ_INT(after.count, m.params.count);
+    double previous_scale = 0.0; /* max |gradient| of the entry before */
+    for (size_t i = 0; i < m.params.count; i++) {
+        const vtr_param_entry *e = &m.params.entries[i];
+        const float *g = fixture_tensor(&grad, e->name, e->numel);
+        /* norm_q.bias's gradient is 0 in exact arithmetic (aggregate/set_prediction.h), float32
+         * rounding noise here: held at the scale of norm_q.weight's, the entry before */
+        double scale = strstr(e->name, ".spm.norm_q.bias") ? previous_scale : 0.0;
+        worst = fmax(worst, nn_parity_compare(e->name, m.params.grad + e->offset, g, e->numel,
+                                              scale, SET_MODEL_PARITY_TOL));
+        previous_scale = nn_max_abs(g, e->numel);
+        const float *p = fixture_tensor(&after, e->name, e->numel);
+        worst = fmax(worst, nn_parity_compare(e->name, m.params.data + e->offset, p, e->numel,
+                                              0.0, SET_MODEL_PARITY_TOL));
+    }
+    if (getenv("VTR_TEST_VERBOSE"))
+        printf("    set model parity: worst relative error %.2e\n", worst);
+    vtr_safetensors_close(&grad);
+    vtr_safetensors_close(&after);
+    vtr_optimizer_free(&opt);
+    free(frames), free(frame_lengths), free(ids), free(caption_lengths);
+    vtr_vse_model_free(&m);
 }

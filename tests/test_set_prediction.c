@@ -460,31 +460,6 @@ TEST(set_prediction_flops)
 /* The task's bar for parity: relative error (max |got - ref| / max |ref|) under 1e-5. */
 #define SET_PREDICTION_PARITY_TOL 1e-5
 
-/* max |ref| over n */
-static double max_abs(const float *ref, size_t n)
-{
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++)
-        m = fmax(m, fabs((double)ref[i]));
-    return m;
-}
-
-/* Relative error of got (n) against ref (n), max |got - ref| / max(scale, 1e-6), scale
- * max |ref| as nn_parity_check measures it; fails above SET_PREDICTION_PARITY_TOL. For
- * slices of a fixture (one parameter tensor, one iteration). */
-static double parity_slice(const char *name, const float *got, const float *ref, size_t n,
-                           double scale)
-{
-    double diff = 0.0;
-    for (size_t i = 0; i < n; i++)
-        diff = fmax(diff, fabs((double)got[i] - ref[i]));
-    double rel = diff / fmax(scale, 1e-6);
-    if (getenv("VTR_TEST_VERBOSE"))
-        printf("    parity %-32s relative error %.2e\n", name, rel);
-    CHECK_MSG(rel <= SET_PREDICTION_PARITY_TOL, "parity %s: relative error %.3g", name, rel);
-    return rel;
-}
-
 TEST(set_prediction_parity_with_pytorch)
 {
     const vtr_set_prediction_config c = {.C = 12, .D = 16, .K = 4, .T = 3, .Dh = 10, .H = 24};
@@ -515,7 +490,7 @@ TEST(set_prediction_parity_with_pytorch)
         snprintf(name, sizeof name, "slots E_%d", t);
         const float *e = vtr_set_prediction_slots_at(s.workspace, &c, B, N, t);
         const float *r = ref + (size_t)(t - 1) * no;
-        worst = fmax(worst, parity_slice(name, e, r, no, max_abs(r, no)));
+        worst = fmax(worst, nn_parity_compare(name, e, r, no, 0.0, SET_PREDICTION_PARITY_TOL));
     }
     free(ref);
     worst = fmax(worst, nn_parity_check(FIXTURE("set"), s.set, no));
@@ -531,10 +506,11 @@ TEST(set_prediction_parity_with_pytorch)
         size_t off;
         const char *name = vtr_set_prediction_param_name(&c, i, shape, &off);
         size_t n = (size_t)shape[0] * (shape[1] ? shape[1] : 1);
-        double scale = strcmp(name, "norm_q.bias") == 0 ? scale_q : max_abs(ref + off, n);
+        double scale = strcmp(name, "norm_q.bias") == 0 ? scale_q : nn_max_abs(ref + off, n);
         if (strcmp(name, "norm_q.weight") == 0)
             scale_q = scale;
-        worst = fmax(worst, parity_slice(name, s.dparams + off, ref + off, n, scale));
+        worst = fmax(worst, nn_parity_compare(name, s.dparams + off, ref + off, n, scale,
+                                              SET_PREDICTION_PARITY_TOL));
     }
     CHECK_MSG(worst <= SET_PREDICTION_PARITY_TOL, "parity: relative error %.3g", worst);
     for (int b = 0; b < B; b++) /* padded inputs: exactly no gradient */

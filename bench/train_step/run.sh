@@ -1,9 +1,11 @@
 #!/bin/sh
 # bench/train_step: one VSE∞ video training step, vtr (train_step.c) against the same model
 # in PyTorch (torch_step.py), in one run, same threads, same OpenBLAS; with --model hgr, one
-# HGR step at the MSR-VTT sizes instead (train_step_hgr.c against torch_hgr_step.py).
+# HGR step at the MSR-VTT sizes instead (train_step_hgr.c against torch_hgr_step.py); with
+# --model set, one set-embedding step on VSE∞'s video encoders (train_step.c and
+# torch_step.py with --model set).
 #
-#   sh bench/train_step/run.sh [--model vse|hgr] [--append] [--threads N] [--warmup W]
+#   sh bench/train_step/run.sh [--model vse|hgr|set] [--append] [--threads N] [--warmup W]
 #                              [--steps N]
 #
 # From the top of the tree after ./configure. Builds build/libvtr.a and the bench program
@@ -13,12 +15,12 @@
 # load during the run touches both sides, and prints one table
 # (bench/train_step/report.py); --append adds it to bench/RESULTS.md. Defaults: 2 threads,
 # 2 warm-up steps, then 10 timed steps per run (vtr's median is over both of its runs); for
-# hgr 1 and 5 (a PyTorch HGR step takes tens of seconds on 2 cores).
+# hgr and set 1 and 5 (such a step takes seconds to tens of seconds on 2 cores).
 #
-# hgr: the timed runs train with the released dropouts on both sides, whose masks differ
-# (vtr draws its own), so their losses agree only roughly; after them (outside the timing
-# and the load readings) each side runs 2 more steps with dropout off, untimed for the
-# table, whose losses show that the two compute the same step.
+# hgr, set: the timed runs train with the released dropouts on both sides, whose masks
+# differ (vtr draws its own), so their losses agree only roughly; after them (outside the
+# timing and the load readings) each side runs 2 more steps with dropout off, untimed for
+# the table, whose losses show that the two compute the same step.
 #
 # Both sides: OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = threads, OPENBLAS_CORETYPE and
 # OPENBLAS_L2_SIZE unset (OpenBLAS picks its kernels the same way for both). vtr runs with
@@ -35,17 +37,20 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --warmup) warmup=$2; shift ;;
     --steps) steps=$2; shift ;;
-    *) echo "usage: sh bench/train_step/run.sh [--model vse|hgr] [--append] [--threads N]" \
+    *) echo "usage: sh bench/train_step/run.sh [--model vse|hgr|set] [--append] [--threads N]" \
             "[--warmup W] [--steps N]" >&2
        exit 2 ;;
     esac
     shift
 done
+# model_args: how both sides' programs pick the model (none for train_step_hgr: it has one)
 case $model in
-vse) prog=train_step torch_py=torch_step.py model_opt= ;;
-hgr) prog=train_step_hgr torch_py=torch_hgr_step.py model_opt="--model hgr "
+vse) prog=train_step torch_py=torch_step.py model_opt='' model_args="--model vse" ;;
+hgr) prog=train_step_hgr torch_py=torch_hgr_step.py model_opt="--model hgr " model_args=
      warmup=${warmup:-1} steps=${steps:-5} ;;
-*) echo "bench/train_step: --model is vse or hgr" >&2; exit 2 ;;
+set) prog=train_step torch_py=torch_step.py model_opt="--model set " model_args="--model set"
+     warmup=${warmup:-1} steps=${steps:-5} ;;
+*) echo "bench/train_step: --model is vse, hgr or set" >&2; exit 2 ;;
 esac
 warmup=${warmup:-2} steps=${steps:-10}
 if [ ! -f Makefile ]; then
@@ -67,26 +72,35 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/vtr-bench-train-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads"
+# shellcheck disable=SC2086 # $model_args is a word list
 if [ "$model" = hgr ]; then
     bench/out/train_step_hgr prepare "$work"
 else
-    bench/out/train_step prepare "$work" --warmup "$warmup" --steps "$steps"
+    # the batches of the timed runs, and at least the 2 of the dropout-off runs
+    bench/out/train_step prepare "$work" $model_args --warmup 0 \
+        --steps $((warmup + steps < 2 ? 2 : warmup + steps))
 fi
 load_before=$(cut -d' ' -f1 /proc/loadavg)
-OMP_WAIT_POLICY=passive "bench/out/$prog" run --warmup "$warmup" --steps "$steps" \
+# shellcheck disable=SC2086
+OMP_WAIT_POLICY=passive "bench/out/$prog" run $model_args --warmup "$warmup" --steps "$steps" \
     >"$work/vtr.json"
-/usr/bin/python3 "bench/train_step/$torch_py" "$work" --warmup "$warmup" --steps "$steps" \
-    >"$work/torch.json"
-OMP_WAIT_POLICY=passive /usr/bin/python3 "bench/train_step/$torch_py" "$work" \
+# shellcheck disable=SC2086
+/usr/bin/python3 "bench/train_step/$torch_py" "$work" $model_args --warmup "$warmup" \
+    --steps "$steps" >"$work/torch.json"
+# shellcheck disable=SC2086
+OMP_WAIT_POLICY=passive /usr/bin/python3 "bench/train_step/$torch_py" "$work" $model_args \
     --warmup "$warmup" --steps "$steps" >"$work/torch_passive.json"
-OMP_WAIT_POLICY=passive "bench/out/$prog" run --warmup "$warmup" --steps "$steps" \
+# shellcheck disable=SC2086
+OMP_WAIT_POLICY=passive "bench/out/$prog" run $model_args --warmup "$warmup" --steps "$steps" \
     >"$work/vtr_after.json"
 load_after=$(cut -d' ' -f1 /proc/loadavg)
 parity=
-if [ "$model" = hgr ]; then
-    OMP_WAIT_POLICY=passive bench/out/train_step_hgr run --warmup 0 --steps 2 --dropout-off \
-        >"$work/vtr_p0.json"
-    OMP_WAIT_POLICY=passive /usr/bin/python3 bench/train_step/torch_hgr_step.py "$work" \
+if [ "$model" != vse ]; then
+    # shellcheck disable=SC2086
+    OMP_WAIT_POLICY=passive "bench/out/$prog" run $model_args --warmup 0 --steps 2 \
+        --dropout-off >"$work/vtr_p0.json"
+    # shellcheck disable=SC2086
+    OMP_WAIT_POLICY=passive /usr/bin/python3 "bench/train_step/$torch_py" "$work" $model_args \
         --warmup 0 --steps 2 --dropout-off >"$work/torch_p0.json"
     parity="--parity $work/vtr_p0.json $work/torch_p0.json"
 fi

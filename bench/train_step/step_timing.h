@@ -34,10 +34,11 @@ static vtr_status save_npy(const char *dir, const char *name, vtr_dtype dtype, v
 }
 
 /* `prepare DIR [options]` (*dir = DIR) or `run [options]` (*dir = NULL); options --warmup W,
- * --steps N and, where dropout is not NULL, --dropout-off (*dropout = 0). Returns 0, or 2
- * after printing usage to stderr. */
+ * --steps N and, where dropout is not NULL, --dropout-off (*dropout = 0), where model is not
+ * NULL, --model NAME (*model = NAME; the program checks it). Returns 0, or 2 after printing
+ * usage to stderr. */
 static int parse_args(int argc, char **argv, const char *usage, const char **dir, int *warmup,
-                      int *nsteps, int *dropout)
+                      int *nsteps, int *dropout, const char **model)
 {
     const char *mode = argc > 1 ? argv[1] : "";
     int i = 2;
@@ -53,6 +54,8 @@ static int parse_args(int argc, char **argv, const char *usage, const char **dir
             *nsteps = atoi(argv[++i]);
         else if (dropout && strcmp(argv[i], "--dropout-off") == 0)
             *dropout = 0;
+        else if (model && strcmp(argv[i], "--model") == 0 && i + 1 < argc)
+            *model = argv[++i];
         else
             break;
     }

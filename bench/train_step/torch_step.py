@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""bench/train_step, the PyTorch side: the reference VSE∞ for video (REFERENCE.md), one
-training step timed per batch, on the batches and initial weights that
-`train_step prepare DIR` wrote. Prints one JSON line. Driven by bench/train_step/run.sh.
+"""bench/train_step, the PyTorch side: the reference VSE∞ for video (REFERENCE.md), or with
+--model set the set-embedding model on its encoders, one training step timed per batch, on
+the batches and initial weights that `train_step prepare DIR [--model set]` wrote. Prints
+one JSON line. Driven by bench/train_step/run.sh.
 
-    torch_step.py DIR [--warmup W] [--steps N]
+    torch_step.py DIR [--model vse|set] [--warmup W] [--steps N] [--dropout-off]
 
 The model follows the reference code (vse_infty): a frame branch Linear(2048 -> 1024) over
 the padded frames, GPO(32, 32) (positional encodings, a packed BiGRU, a bias-free scorer,
@@ -14,9 +15,22 @@ l2norm; the VSE++ ContrastiveLoss with max violation (margin 0.2, sum); clip_gra
 backward, clip, step, as in the reference's train_emb. The weights are vtr's initial ones
 (init.safetensors, the reference tensor names; load_state_dict is strict), so the two
 sides' losses can be compared step by step.
+
+--model set (configs/msrvtt-set.yaml's model; match/vse_model.h): the same encoders give
+each side's element embeddings and GPO-pooled global feature (before l2norm); a set
+prediction module per side (the parity tests' reference, imported from
+tests/fixtures/make_set_prediction_fixtures.py, in a module that holds its tensors under
+vtr's names: K 4, T 4, Dh 2048, H 4096, dropout 0.1 with torch's own masks, none with
+--dropout-off) makes K unit vectors; S is their smooth-Chamfer similarity (alpha 16), the
+loss the hinge with max violation averaged over the batch + 0.01 (L_div of both sides'
+slots) + 0.01 L_mmd (tests/fixtures/make_set_similarity_fixtures.py; the MMD over
+torch.cdist's distances, as the official code has it: the reference's exact ones would
+hold three (512, 512, 1024) differences); clip_grad_norm_ at 1.0; AdamW (lr 1e-4, weight
+decay 1e-4) with the set modules in a parameter group at lr x 0.1.
 """
 import json
 import math
+import os
 import resource
 import struct
 import sys
@@ -27,8 +41,17 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "fixtures"))
+from make_set_prediction_fixtures import set_prediction  # noqa: E402
+from make_set_similarity_fixtures import diversity, mmd, smooth_chamfer  # noqa: E402
+
 FEAT, EMBED, WORD_DIM, VOCAB = 2048, 1024, 300, 10000
-MARGIN, LR, WEIGHT_DECAY, CLIP = 0.2, 1e-4, 0.01, 2.0
+MARGIN, LR = 0.2, 1e-4
+# model -> (weight decay, clipping norm)
+RECIPES = {"vse": (0.01, 2.0), "set": (1e-4, 1.0)}
+SET_K, SET_T, SET_DH, SET_H, SET_DROPOUT = 4, 4, 2048, 4 * EMBED, 0.1
+SET_ALPHA, SET_GAMMA, DIV_WEIGHT, MMD_WEIGHT, SET_LR_SCALE = 16.0, 0.5, 0.01, 0.01, 0.1
 
 
 def positional_encoding_1d(d_model, length):
@@ -79,47 +102,96 @@ def l2norm(x, dim=-1, eps=1e-8):
     return x / (torch.pow(x, 2).sum(dim=dim, keepdim=True).sqrt() + eps)
 
 
-class FrameEncoder(nn.Module):
-    """Frame features: fc alone (REFERENCE.md, video-text), GPO, l2norm."""
+class SetPrediction(nn.Module):
+    """aggregate/set_prediction.h's module: its tensors under vtr's names (the values come
+    from init.safetensors), the forward of the parity tests' reference."""
 
     def __init__(self):
         super().__init__()
+        d = EMBED
+        self.slots = nn.Parameter(torch.zeros(SET_K, d))
+        self.norm_in, self.norm_q = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.to_q, self.to_k = nn.Linear(d, SET_DH, bias=False), nn.Linear(d, SET_DH, bias=False)
+        self.to_v, self.to_out = nn.Linear(d, SET_DH, bias=False), nn.Linear(SET_DH, d, bias=False)
+        self.norm_mlp = nn.LayerNorm(d)
+        self.mlp = nn.ModuleList([nn.Linear(d, SET_H), nn.Linear(SET_H, d)])
+        self.norm_out, self.norm_global = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, features, lengths, glob, dropout):
+        """-> set (B,K,D), slots_n (B,K,D)"""
+        out_set, slots_n, _ = set_prediction(features, lengths, glob, dict(self.named_parameters()),
+                                             SET_T, dropout)
+        return out_set, slots_n
+
+
+class FrameEncoder(nn.Module):
+    """Frame features: fc alone (REFERENCE.md, video-text), GPO, l2norm."""
+
+    def __init__(self, sets):
+        super().__init__()
         self.fc = nn.Linear(FEAT, EMBED)
         self.gpool = GPO(32, 32)
+        if sets:
+            self.spm = SetPrediction()
+
+    def encode(self, images, lengths):
+        """the frame embeddings (B,T,E) and the pooled one (B,E), before l2norm"""
+        features = self.fc(images)
+        pooled, _ = self.gpool(features, lengths)
+        return features, pooled
 
     def forward(self, images, lengths):
-        features = self.fc(images)
-        features, _ = self.gpool(features, lengths)
-        return l2norm(features)
+        return l2norm(self.encode(images, lengths)[1])
 
 
 class TextEncoder(nn.Module):
-    def __init__(self):
+    def __init__(self, sets):
         super().__init__()
         self.embed = nn.Embedding(VOCAB, WORD_DIM)
         self.rnn = nn.GRU(WORD_DIM, EMBED, 1, batch_first=True, bidirectional=True)
         self.gpool = GPO(32, 32)
+        if sets:
+            self.spm = SetPrediction()
 
-    def forward(self, x, lengths):
+    def encode(self, x, lengths):
+        """the BiGRU states (B,L,E) and the pooled one (B,E), before l2norm"""
         x_emb = self.embed(x)
         packed = pack_padded_sequence(x_emb, lengths.cpu(), batch_first=True)  # sorted batch
         out, _ = self.rnn(packed)
         cap_emb, _ = pad_packed_sequence(out, batch_first=True)
         cap_emb = (cap_emb[:, :, :cap_emb.size(2) // 2] + cap_emb[:, :, cap_emb.size(2) // 2:]) / 2
         pooled, _ = self.gpool(cap_emb, lengths.to(cap_emb.device))
-        return l2norm(pooled)
+        return cap_emb, pooled
+
+    def forward(self, x, lengths):
+        return l2norm(self.encode(x, lengths)[1])
 
 
 class VSE(nn.Module):
-    def __init__(self):
+    def __init__(self, sets=False):
         super().__init__()
-        self.img_enc = FrameEncoder()
-        self.txt_enc = TextEncoder()
+        self.img_enc = FrameEncoder(sets)
+        self.txt_enc = TextEncoder(sets)
 
 
-def contrastive_loss_max_violation(im, s):
-    scores = im @ s.t()
-    diagonal = scores.diag().view(im.size(0), 1)
+def set_loss(model, images, img_lengths, targets, lengths, dropout):
+    """the set path of match/vse_model.h: the hinge on smooth-Chamfer S + the regularisers"""
+    sets, slots = [], []
+    for enc, x, n in ((model.img_enc, images, img_lengths), (model.txt_enc, targets, lengths)):
+        features, pooled = enc.encode(x, n)
+        out_set, slots_n = enc.spm(features, n, pooled, dropout)
+        sets.append(out_set)
+        slots.append(slots_n)
+    scores = smooth_chamfer(sets[0], sets[1], SET_ALPHA)
+    return (contrastive_loss_max_violation(scores, mean=True) +
+            DIV_WEIGHT * (diversity(slots[0]) + diversity(slots[1])) +
+            MMD_WEIGHT * mmd(sets[0].reshape(-1, EMBED), sets[1].reshape(-1, EMBED), SET_GAMMA,
+                             torch.cdist))
+
+
+def contrastive_loss_max_violation(scores, mean=False):
+    """VSE++'s ContrastiveLoss with max violation on S (B,B), summed or averaged"""
+    diagonal = scores.diag().view(scores.size(0), 1)
     d1 = diagonal.expand_as(scores)
     d2 = diagonal.t().expand_as(scores)
     cost_s = (MARGIN + scores - d1).clamp(min=0)
@@ -129,7 +201,8 @@ def contrastive_loss_max_violation(im, s):
     cost_im = cost_im.masked_fill_(mask, 0)
     cost_s = cost_s.max(1)[0]
     cost_im = cost_im.max(0)[0]
-    return cost_s.sum() + cost_im.sum()
+    loss = cost_s.sum() + cost_im.sum()
+    return loss / scores.size(0) if mean else loss
 
 
 def load_safetensors(path):
@@ -151,16 +224,22 @@ def load_safetensors(path):
 
 def main(argv):
     work = argv[0]
-    warmup, steps = 2, 10
+    warmup, steps, model_name, dropout = 2, 10, "vse", SET_DROPOUT
     args = argv[1:]
     while args:
-        if args[0] == "--warmup":
-            warmup = int(args[1])
-        elif args[0] == "--steps":
-            steps = int(args[1])
+        if args[0] == "--warmup" and len(args) > 1:
+            warmup, args = int(args[1]), args[2:]
+        elif args[0] == "--steps" and len(args) > 1:
+            steps, args = int(args[1]), args[2:]
+        elif args[0] == "--model" and len(args) > 1 and args[1] in RECIPES:
+            model_name, args = args[1], args[2:]
+        elif args[0] == "--dropout-off":
+            dropout, args = 0.0, args[1:]
         else:
-            sys.exit("usage: torch_step.py DIR [--warmup W] [--steps N]")
-        args = args[2:]
+            sys.exit("usage: torch_step.py DIR [--model vse|set] [--warmup W] [--steps N] "
+                     "[--dropout-off]")
+    weight_decay, clip = RECIPES[model_name]
+    sets = model_name == "set"
     torch.manual_seed(0)
 
     frames = np.load(work + "/frames.npy")  # (items, 20, 2048)
@@ -171,11 +250,14 @@ def main(argv):
         sys.exit("torch_step.py: %s holds %d batches, %d wanted" %
                  (work, item.shape[0], warmup + steps))
 
-    model = VSE()
+    model = VSE(sets)
     model.load_state_dict(load_safetensors(work + "/init.safetensors"), strict=True)
     model.train()
     params = list(model.parameters())
-    optimizer = torch.optim.AdamW(params, lr=LR, weight_decay=WEIGHT_DECAY)
+    spm = [p for name, p in model.named_parameters() if ".spm." in name]
+    rest = [p for name, p in model.named_parameters() if ".spm." not in name]
+    groups = [{"params": rest}] + ([{"params": spm, "lr": LR * SET_LR_SCALE}] if spm else [])
+    optimizer = torch.optim.AdamW(groups, lr=LR, weight_decay=weight_decay)
 
     times, losses = [], []
     for s in range(warmup + steps):
@@ -191,21 +273,25 @@ def main(argv):
 
         t0 = time.perf_counter()
         optimizer.zero_grad()
-        img_emb = model.img_enc(images, img_lengths)
-        cap_emb = model.txt_enc(targets, lengths)
-        loss = contrastive_loss_max_violation(img_emb, cap_emb)
+        if sets:
+            loss = set_loss(model, images, img_lengths, targets, lengths, dropout)
+        else:
+            img_emb = model.img_enc(images, img_lengths)
+            cap_emb = model.txt_enc(targets, lengths)
+            loss = contrastive_loss_max_violation(img_emb @ cap_emb.t())
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, CLIP)
+        torch.nn.utils.clip_grad_norm_(params, clip)
         optimizer.step()
         times.append(time.perf_counter() - t0)
         losses.append(float(loss))
-        del images, img_emb, cap_emb, loss
+        del images, loss
 
     timed = sorted(times[warmup:])
     n = len(timed)
     median = timed[n // 2] if n % 2 else 0.5 * (timed[n // 2 - 1] + timed[n // 2])
     print(json.dumps({
-        "side": "torch", "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "side": "torch", "model": model_name, "dropout": sets and dropout > 0,
+        "torch": torch.__version__, "threads": torch.get_num_threads(),
         "warmup": warmup, "steps": steps, "median_s": median, "min_s": timed[0],
         "max_s": timed[-1], "mean_s": sum(timed) / n,
         "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,

@@ -1,14 +1,23 @@
-/* bench/train_step: one VSE∞ video training step of vtr (match/vse_model.h), timed; the
- * PyTorch side is bench/train_step/torch_step.py, the driver bench/train_step/run.sh.
+/* bench/train_step: one VSE∞ video training step of vtr (match/vse_model.h), timed; with
+ * --model set, one set-embedding step on the same encoders. The PyTorch side is
+ * bench/train_step/torch_step.py, the driver bench/train_step/run.sh.
  *
- *   train_step prepare DIR [--warmup W] [--steps N]   writes the batches and the initial
- *                                                     weights for torch_step.py to DIR
- *   train_step run [--warmup W] [--steps N]           times vtr, prints one JSON line
+ *   train_step prepare DIR [--model vse|set] [--warmup W] [--steps N]
+ *                        writes the batches and the initial weights for torch_step.py to DIR
+ *   train_step run [--model vse|set] [--warmup W] [--steps N] [--dropout-off]
+ *                        times vtr, prints one JSON line
  *
- * The model is the reference VSE∞ for video (REFERENCE.md): frame features 2048 -> fc 1024
- * (no MLP), BiGRU 300 -> 1024 with directions averaged, GPO (32, 32) on both sides, l2norm,
- * hinge loss with the hardest negative (margin 0.2, sum), gradient clipping at 2.0, AdamW
- * (lr 1e-4, weight decay 0.01). Vocabulary 10,000 (the last id is <mask>).
+ * vse (the default) is the reference VSE∞ for video (REFERENCE.md): frame features 2048 ->
+ * fc 1024 (no MLP), BiGRU 300 -> 1024 with directions averaged, GPO (32, 32) on both sides,
+ * l2norm, hinge loss with the hardest negative (margin 0.2, sum), gradient clipping at 2.0,
+ * AdamW (lr 1e-4, weight decay 0.01). Vocabulary 10,000 (the last id is <mask>).
+ *
+ * set is configs/msrvtt-set.yaml's model on the same encoders (match/vse_model.h, set
+ * embeddings): a set prediction module per side (K 4, T 4, Dh 2048, H 4096, dropout 0.1; 0
+ * with --dropout-off) on the element embeddings and the GPO-pooled global feature,
+ * smooth-Chamfer (alpha 16), hinge with the hardest negative averaged over the batch + 0.01
+ * L_div + 0.01 L_mmd; clipping at 1.0, AdamW (lr 1e-4, weight decay 1e-4) with the set
+ * modules at lr x 0.1. The dropout of step s draws from (SEED, s).
  *
  * Data: 128 items of 20 random frame features and one caption of 8..16 tokens each (fixed
  * seed). Each step's batch applies size augmentation (aggregate/gpo.h: frames dropped with
@@ -23,6 +32,7 @@
  * memory (getrusage).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +55,6 @@ enum {
 };
 #define SEED 20240601u
 #define LR 1e-4
-#define CLIP 2.0
 
 /* The data set and one step's batch. */
 typedef struct bench_data {
@@ -132,20 +141,43 @@ static void pad_batch(float *frames, int *ids, const step_batch *sb, const bench
     }
 }
 
-static vtr_vse_config video_config(void)
+/* The benchmarked recipe: the model, its optimizer's weight decay, the clipping norm. */
+typedef struct bench_recipe {
+    const char *model; /* "vse" or "set" */
+    bool dropout;      /* set: the set modules' dropout on (0.1) or off */
+    vtr_vse_config cfg;
+    double weight_decay, clip;
+} bench_recipe;
+
+/* The recipe of model ("vse" or "set"; -1 for another name). */
+static int bench_recipe_of(bench_recipe *r, const char *model, bool dropout)
 {
     vtr_vse_config cfg = vtr_vse_config_infinity(VOCAB);
     cfg.mlp_hidden = 0; /* frame features: Linear 2048 -> 1024 alone */
-    return cfg;
+    if (strcmp(model, "vse") == 0) {
+        *r = (bench_recipe){.model = "vse", .dropout = false, .cfg = cfg, .weight_decay = 0.01,
+                            .clip = 2.0};
+        return 0;
+    }
+    if (strcmp(model, "set") != 0)
+        return -1;
+    cfg.reduction = VTR_REDUCE_MEAN;
+    cfg.set = vtr_vse_set_config_default(cfg.embed_size);
+    cfg.set.lr_scale = 0.1f;
+    if (!dropout)
+        cfg.set.dropout = 0.0f;
+    *r = (bench_recipe){.model = "set", .dropout = dropout, .cfg = cfg, .weight_decay = 1e-4,
+                        .clip = 1.0};
+    return 0;
 }
 
 /* ---- prepare: the same batches and weights for torch_step.py ---- */
 
-static vtr_status prepare(const char *dir, int nsteps, const bench_data *d, vtr_error *err)
+static vtr_status prepare(const char *dir, int nsteps, const bench_recipe *recipe,
+                          const bench_data *d, vtr_error *err)
 {
     vtr_status st;
     vtr_vse_model m;
-    vtr_vse_config cfg = video_config();
     char path[4096];
     size_t per = (size_t)nsteps * BATCH;
     int *item = malloc(sizeof(int) * per), *flen = malloc(sizeof(int) * per);
@@ -177,7 +209,7 @@ static vtr_status prepare(const char *dir, int nsteps, const bench_data *d, vtr_
         (st = save_npy(dir, "keep", VTR_I32, keep, 3, s3, err)) ||
         (st = save_npy(dir, "ids", VTR_I32, ids, 3, w3, err)))
         goto end;
-    if ((st = vtr_vse_model_init(&m, &cfg, BATCH, FRAMES, MAX_WORDS, err)))
+    if ((st = vtr_vse_model_init(&m, &recipe->cfg, BATCH, FRAMES, MAX_WORDS, err)))
         goto end;
     vtr_vse_init_params(&m, SEED);
     snprintf(path, sizeof path, "%s/init.safetensors", dir);
@@ -190,13 +222,14 @@ end:
 
 /* ---- run ---- */
 
-static vtr_status run(int warmup, int nsteps, const bench_data *d, vtr_error *err)
+static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, const bench_data *d,
+                      vtr_error *err)
 {
     vtr_status st;
     vtr_vse_model m;
     vtr_optimizer opt;
-    vtr_vse_config cfg = video_config();
     vtr_optim_hparams hp = vtr_optim_defaults(VTR_OPTIM_ADAMW);
+    hp.weight_decay = recipe->weight_decay;
     float *frames = malloc(sizeof(float) * BATCH * FRAMES * FEAT);
     int *ids = malloc(sizeof(int) * BATCH * MAX_WORDS);
     step_batch *sb = malloc(sizeof *sb);
@@ -209,7 +242,7 @@ static vtr_status run(int warmup, int nsteps, const bench_data *d, vtr_error *er
         goto end;
     }
     double peak = sgemm_peak(2048);
-    if ((st = vtr_vse_model_init(&m, &cfg, BATCH, FRAMES, MAX_WORDS, err)))
+    if ((st = vtr_vse_model_init(&m, &recipe->cfg, BATCH, FRAMES, MAX_WORDS, err)))
         goto end;
     vtr_vse_init_params(&m, SEED);
     if ((st = vtr_optimizer_init(&opt, &m.params, &hp, err)))
@@ -225,12 +258,14 @@ static vtr_status run(int warmup, int nsteps, const bench_data *d, vtr_error *er
                                .frame_lengths = sb->frame_len,
                                .L = sb->L,
                                .ids = ids,
-                               .caption_lengths = sb->cap_len};
+                               .caption_lengths = sb->cap_len,
+                               .seed = SEED,
+                               .step = s};
         double t0 = now();
         vtr_param_set_zero_grad(&m.params);
         if ((st = vtr_vse_train_step(&m, &batch, VTR_HINGE_HARDEST_NEGATIVE, &losses[s], err)))
             goto end;
-        vtr_clip_grad_norm(&m.params, CLIP);
+        vtr_clip_grad_norm(&m.params, recipe->clip);
         vtr_optimizer_step(&opt, &m.params, LR);
         times[s] = now() - t0;
         if (s >= warmup) {
@@ -238,7 +273,10 @@ static vtr_status run(int warmup, int nsteps, const bench_data *d, vtr_error *er
             timed += times[s];
         }
     }
-    print_run("", warmup, nsteps, times, losses, flops, timed, peak);
+    char fields[64];
+    snprintf(fields, sizeof fields, "\"model\": \"%s\", \"dropout\": %s, ", recipe->model,
+             recipe->dropout ? "true" : "false");
+    print_run(fields, warmup, nsteps, times, losses, flops, timed, peak);
 end:
     vtr_optimizer_free(&opt);
     vtr_vse_model_free(&m);
@@ -248,13 +286,18 @@ end:
 
 int main(int argc, char **argv)
 {
-    int warmup = 2, nsteps = 10;
-    const char *dir;
-    if (parse_args(argc, argv,
-                   "usage: train_step prepare DIR [--warmup W] [--steps N]\n"
-                   "       train_step run [--warmup W] [--steps N]\n",
-                   &dir, &warmup, &nsteps, NULL))
+    int warmup = 2, nsteps = 10, dropout = 1;
+    const char *dir, *model = "vse";
+    const char *usage = "usage: train_step prepare DIR [--model vse|set] [--warmup W] [--steps N]\n"
+                        "       train_step run [--model vse|set] [--warmup W] [--steps N] "
+                        "[--dropout-off]\n";
+    bench_recipe recipe;
+    if (parse_args(argc, argv, usage, &dir, &warmup, &nsteps, &dropout, &model))
         return 2;
+    if (bench_recipe_of(&recipe, model, dropout) != 0) {
+        fputs(usage, stderr);
+        return 2;
+    }
     vtr_error err;
     vtr_status st;
     bench_data *d = malloc(sizeof *d);
@@ -266,7 +309,8 @@ int main(int argc, char **argv)
     }
     d->frames = frames;
     make_data(d);
-    st = dir ? prepare(dir, warmup + nsteps, d, &err) : run(warmup, nsteps, d, &err);
+    st = dir ? prepare(dir, warmup + nsteps, &recipe, d, &err)
+             : run(warmup, nsteps, &recipe, d, &err);
     free(frames), free(d);
     if (st) {
         fprintf(stderr, "train_step: %s\n", err.msg);
