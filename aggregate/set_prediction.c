@@ -492,7 +492,7 @@ static void attention_backward(const sp_scratch *s, const sp_iteration *it, cons
 static void iteration_forward(const sp_iteration *it, const sp_workspace *w, const float *e_prev,
                               const int *lengths, const sp_params *P,
                               const vtr_set_prediction_config *c, int B, int t, float p,
-                              uint64_t seed, uint64_t stream)
+                              uint64_t seed, uint64_t stream, int64_t first)
 {
     int K = c->K, D = c->D, Dh = c->Dh, H = c->H, BK = B * K;
     int q_rows = t == 1 ? K : BK;
@@ -505,7 +505,8 @@ static void iteration_forward(const sp_iteration *it, const sp_workspace *w, con
     // E' = E_{t-1} + drop(U Woᵀ)
     vtr_linear_forward(w->tmp, it->upd, P->to_out, NULL, BK, Dh, D);
     if (p > 0.0f)
-        vtr_dropout_forward(w->tmp, w->tmp, nd, p, seed, update_stream(stream, t));
+        vtr_dropout_forward(w->tmp, w->tmp, nd, p, seed, update_stream(stream, t),
+                            (uint64_t)first * K * D);
 #pragma omp parallel for schedule(static) if (nd > PARALLEL_MIN)
     for (int r = 0; r < BK; r++) {
         const float *prev = e_prev + (size_t)(t == 1 ? r % K : r) * D;
@@ -518,7 +519,8 @@ static void iteration_forward(const sp_iteration *it, const sp_workspace *w, con
     vtr_linear_forward(it->z, it->lm, P->mlp0_w, P->mlp0_b, BK, D, H);
     vtr_gelu_forward(it->h, it->z, nh);
     if (p > 0.0f)
-        vtr_dropout_forward(it->h, it->h, nh, p, seed, hidden_stream(stream, t));
+        vtr_dropout_forward(it->h, it->h, nh, p, seed, hidden_stream(stream, t),
+                            (uint64_t)first * K * H);
     vtr_linear_forward(w->tmp, it->h, P->mlp1_w, P->mlp1_b, BK, H, D);
 #pragma omp parallel for schedule(static) if (nd > PARALLEL_MIN)
     for (size_t i = 0; i < nd; i++)
@@ -530,7 +532,7 @@ static void iteration_forward(const sp_iteration *it, const sp_workspace *w, con
 static void iteration_backward(const sp_params *G, const sp_scratch *s, const sp_iteration *it,
                                const sp_workspace *w, const float *e_prev, const int *lengths,
                                const sp_params *P, const vtr_set_prediction_config *c, int B, int t,
-                               float p, uint64_t seed, uint64_t stream)
+                               float p, uint64_t seed, uint64_t stream, int64_t first)
 {
     int K = c->K, D = c->D, Dh = c->Dh, H = c->H, BK = B * K;
     int q_rows = t == 1 ? K : BK;
@@ -541,7 +543,8 @@ static void iteration_backward(const sp_params *G, const sp_scratch *s, const sp
     float *dgelu = s->dh1, *dz = s->dh2;
     if (p > 0.0f) {
         memset(s->dh2, 0, sizeof(float) * nh);
-        vtr_dropout_backward(s->dh2, s->dh1, nh, p, seed, hidden_stream(stream, t));
+        vtr_dropout_backward(s->dh2, s->dh1, nh, p, seed, hidden_stream(stream, t),
+                             (uint64_t)first * K * H);
         dgelu = s->dh2, dz = s->dh1;
     }
     memset(dz, 0, sizeof(float) * nh);
@@ -555,7 +558,8 @@ static void iteration_backward(const sp_params *G, const sp_scratch *s, const sp
     const float *datt = s->de;
     if (p > 0.0f) {
         memset(s->datt, 0, sizeof(float) * nd);
-        vtr_dropout_backward(s->datt, s->de, nd, p, seed, update_stream(stream, t));
+        vtr_dropout_backward(s->datt, s->de, nd, p, seed, update_stream(stream, t),
+                             (uint64_t)first * K * D);
         datt = s->datt;
     }
     memset(s->dupd, 0, sizeof(float) * (size_t)BK * Dh);
@@ -624,7 +628,7 @@ static void output_backward(float *dglob, const sp_params *G, const sp_scratch *
 void vtr_set_prediction_forward(float *set, float *slots_n, void *workspace, const float *inp,
                                 const int *lengths, const float *glob, const float *params,
                                 const vtr_set_prediction_config *c, int B, int N, float p,
-                                uint64_t seed, uint64_t stream)
+                                uint64_t seed, uint64_t stream, int64_t first)
 {
     sp_workspace w = workspace_of(workspace, c, B, N, NULL);
     sp_params P = params_of(params, c);
@@ -632,7 +636,7 @@ void vtr_set_prediction_forward(float *set, float *slots_n, void *workspace, con
     const float *e_prev = P.slots;
     for (int t = 1; t <= c->T; t++) {
         sp_iteration it = iteration_of(&w, c, B, N, t);
-        iteration_forward(&it, &w, e_prev, lengths, &P, c, B, t, p, seed, stream);
+        iteration_forward(&it, &w, e_prev, lengths, &P, c, B, t, p, seed, stream, first);
         e_prev = it.e;
     }
     output_forward(set, slots_n, &w, e_prev, glob, &P, c, B);
@@ -642,7 +646,7 @@ void vtr_set_prediction_backward(float *dinp, float *dglob, float *dparams, void
                                  const float *dset, const float *dslots_n, const void *workspace,
                                  const float *inp, const int *lengths, const float *glob,
                                  const float *params, const vtr_set_prediction_config *c, int B,
-                                 int N, float p, uint64_t seed, uint64_t stream)
+                                 int N, float p, uint64_t seed, uint64_t stream, int64_t first)
 {
     sp_workspace w = workspace_of((void *)workspace, c, B, N, NULL);
     sp_scratch s = scratch_of(scratch, c, B, N, NULL);
@@ -652,7 +656,7 @@ void vtr_set_prediction_backward(float *dinp, float *dglob, float *dparams, void
     for (int t = c->T; t >= 1; t--) {
         sp_iteration it = iteration_of(&w, c, B, N, t);
         const float *e_prev = t == 1 ? P.slots : iteration_of(&w, c, B, N, t - 1).e;
-        iteration_backward(&G, &s, &it, &w, e_prev, lengths, &P, c, B, t, p, seed, stream);
+        iteration_backward(&G, &s, &it, &w, e_prev, lengths, &P, c, B, t, p, seed, stream, first);
     }
     // E_0 is the slots in every item: their residual gradients summed over the items in order
     vtr_bias_backward(G.slots, s.de, B, c->K * c->D);

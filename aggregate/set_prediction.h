@@ -47,7 +47,9 @@
  *
  * Dropout (training only, p > 0): site 2(t-1) is the attention update of iteration t, site
  * 2(t-1)+1 its MLP hidden layer; each draws lib/activation.h's dropout from (seed, stream +
- * site), element i of the site's (B,K,D) or (B,K,H) buffer from draw i. p = 0 draws nothing.
+ * site), element i of the site's (B,K,D) or (B,K,H) buffer from draw i, or, when the B items
+ * are items first .. first+B-1 of a larger batch (a data-parallel rank's share), from the
+ * draw of that element in the larger batch's buffer. p = 0 draws nothing.
  */
 #ifndef VTR_SET_PREDICTION_H
 #define VTR_SET_PREDICTION_H
@@ -88,11 +90,12 @@ size_t vtr_set_prediction_workspace_size(const vtr_set_prediction_config *c, int
 size_t vtr_set_prediction_scratch_size(const vtr_set_prediction_config *c, int B, int N);
 
 /* set (B,K,D), slots_n (B,K,D); workspace; inp (B,N,C) padded, lengths (B) in 1 .. N,
- * glob (B,D); params; dropout p in [0, 1) from (seed, stream) (see the top). */
+ * glob (B,D); params; dropout p in [0, 1) from (seed, stream) at item first (see the top;
+ * 0 for a whole batch). */
 void vtr_set_prediction_forward(float *set, float *slots_n, void *workspace, const float *inp,
                                 const int *lengths, const float *glob, const float *params,
                                 const vtr_set_prediction_config *c, int B, int N, float p,
-                                uint64_t seed, uint64_t stream);
+                                uint64_t seed, uint64_t stream, int64_t first);
 
 /* dinp (B,N,C) or NULL, dglob (B,D) or NULL, dparams (the parameter count), accumulated;
  * scratch; dset (B,K,D), dslots_n (B,K,D) or NULL (no diversity term); the forward's
@@ -101,7 +104,7 @@ void vtr_set_prediction_backward(float *dinp, float *dglob, float *dparams, void
                                  const float *dset, const float *dslots_n, const void *workspace,
                                  const float *inp, const int *lengths, const float *glob,
                                  const float *params, const vtr_set_prediction_config *c, int B,
-                                 int N, float p, uint64_t seed, uint64_t stream);
+                                 int N, float p, uint64_t seed, uint64_t stream, int64_t first);
 
 /* E_t (B,K,D), the slots after iteration t (1 .. T) of the forward that filled workspace
  * (for tests and inspection: the layout of the workspace is the .c file's). */

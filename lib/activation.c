@@ -59,18 +59,24 @@ void vtr_sigmoid_backward(float *dinp, const float *dout, const float *out, size
         dinp[i] += dout[i] * vtr_sigmoid_grad(out[i]);
 }
 
-/* dst[i] (+)= src[i] * multiplier of element i, one Philox block per 4 elements. */
+/* dst[i] (+)= src[i] * multiplier of element i (draw first + i), one Philox block per 4
+ * draws. */
 static void dropout_apply(float *dst, const float *src, size_t n, float p, uint64_t seed,
-                          uint64_t stream, int accumulate)
+                          uint64_t stream, uint64_t first, int accumulate)
 {
+    if (n == 0)
+        return;
     const vtr_dropout_scale s = vtr_dropout_scale_of(p);
-    size_t blocks = (n + 3) / 4;
+    uint64_t blk0 = first / 4, blocks = (first + n - 1) / 4 - blk0 + 1;
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN / 4)
-    for (size_t blk = 0; blk < blocks; blk++) {
+    for (uint64_t b = 0; b < blocks; b++) {
         uint32_t words[4];
-        vtr_philox_block(seed, stream, blk, words);
-        for (size_t k = 0; k < 4 && blk * 4 + k < n; k++) {
-            size_t i = blk * 4 + k;
+        vtr_philox_block(seed, stream, blk0 + b, words);
+        for (uint64_t k = 0; k < 4; k++) {
+            uint64_t draw = (blk0 + b) * 4 + k;
+            if (draw < first || draw >= first + n)
+                continue;
+            size_t i = (size_t)(draw - first);
             float v = src[i] * vtr_dropout_multiplier(words[k], s);
             dst[i] = accumulate ? dst[i] + v : v;
         }
@@ -78,13 +84,13 @@ static void dropout_apply(float *dst, const float *src, size_t n, float p, uint6
 }
 
 void vtr_dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t seed,
-                         uint64_t stream)
+                         uint64_t stream, uint64_t first)
 {
-    dropout_apply(out, inp, n, p, seed, stream, 0);
+    dropout_apply(out, inp, n, p, seed, stream, first, 0);
 }
 
 void vtr_dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t seed,
-                          uint64_t stream)
+                          uint64_t stream, uint64_t first)
 {
-    dropout_apply(dinp, dout, n, p, seed, stream, 1);
+    dropout_apply(dinp, dout, n, p, seed, stream, first, 1);
 }

@@ -58,10 +58,11 @@ __global__ static void sigmoid_backward_kernel(float *dinp, const float *dout, c
 
 // dst[i] (+)= src[i] * the multiplier of element i, drawn as the CPU draws it
 __global__ static void dropout_kernel(float *dst, const float *src, size_t n, vtr_dropout_scale s,
-                                      uint64_t seed, uint64_t stream, int accumulate)
+                                      uint64_t seed, uint64_t stream, uint64_t first,
+                                      int accumulate)
 {
     for (size_t i = vtr_cuda_first(); i < n; i += vtr_cuda_stride()) {
-        float v = src[i] * vtr_dropout_multiplier(vtr_philox_word_at(seed, stream, i), s);
+        float v = src[i] * vtr_dropout_multiplier(vtr_philox_word_at(seed, stream, first + i), s);
         dst[i] = accumulate ? dst[i] + v : v;
     }
 }
@@ -120,17 +121,19 @@ extern "C" vtr_status vtr_cuda_sigmoid_backward(float *dinp, const float *dout, 
 }
 
 extern "C" vtr_status vtr_cuda_dropout_forward(float *out, const float *inp, size_t n, float p,
-                                               uint64_t seed, uint64_t stream, vtr_error *err)
+                                               uint64_t seed, uint64_t stream, uint64_t first,
+                                               vtr_error *err)
 {
     dropout_kernel<<<vtr_cuda_blocks(n), VTR_CUDA_THREADS>>>(out, inp, n, vtr_dropout_scale_of(p),
-                                                             seed, stream, 0);
+                                                             seed, stream, first, 0);
     return vtr_cuda_launched("dropout forward", err);
 }
 
 extern "C" vtr_status vtr_cuda_dropout_backward(float *dinp, const float *dout, size_t n, float p,
-                                                uint64_t seed, uint64_t stream, vtr_error *err)
+                                                uint64_t seed, uint64_t stream, uint64_t first,
+                                                vtr_error *err)
 {
     dropout_kernel<<<vtr_cuda_blocks(n), VTR_CUDA_THREADS>>>(dinp, dout, n, vtr_dropout_scale_of(p),
-                                                             seed, stream, 1);
+                                                             seed, stream, first, 1);
     return vtr_cuda_launched("dropout backward", err);
 }

@@ -105,13 +105,15 @@ void vtr_sigmoid_forward(float *out, const float *inp, size_t n);
 void vtr_sigmoid_backward(float *dinp, const float *dout, const float *out, size_t n);
 
 // inp (n), out (n). Training-mode dropout: element i is zeroed when
-// vtr_philox_uniform_at(seed, stream, i) < p, the others are scaled by 1 / (1 - p).
+// vtr_philox_uniform_at(seed, stream, first + i) < p, the others are scaled by 1 / (1 - p).
+// first: 0, or where these n elements start in a larger tensor whose mask this is a part
+// of (a data-parallel rank's rows of a global batch draw what one process would).
 // No mask is stored: backward redraws it from (seed, stream). p = 0 copies; p >= 1 zeroes.
 void vtr_dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t seed,
-                         uint64_t stream);
-// dinp (n), dout (n); the same n, p, seed and stream as the forward
+                         uint64_t stream, uint64_t first);
+// dinp (n), dout (n); the same n, p, seed, stream and first as the forward
 void vtr_dropout_backward(float *dinp, const float *dout, size_t n, float p, uint64_t seed,
-                          uint64_t stream);
+                          uint64_t stream, uint64_t first);
 
 #ifdef __cplusplus
 }

@@ -189,7 +189,8 @@ static vtr_status gather(vtr_dist *d, const void *mine, size_t bytes, void *all,
         displs[r] = (int)total;
         total += sizes[r];
     }
-    MPI_TRY(MPI_Allgatherv(mine, (int)bytes, MPI_BYTE, all, counts, displs, MPI_BYTE,
+    const void *send = (const char *)mine == (char *)all + displs[d->rank] ? MPI_IN_PLACE : mine;
+    MPI_TRY(MPI_Allgatherv(send, (int)bytes, MPI_BYTE, all, counts, displs, MPI_BYTE,
                            MPI_COMM_WORLD));
     return VTR_OK;
 }

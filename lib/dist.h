@@ -63,7 +63,8 @@ vtr_status vtr_dist_sum_double(vtr_dist *d, double *buf, size_t n, vtr_error *er
 vtr_status vtr_dist_sum_int64(vtr_dist *d, int64_t *buf, size_t n, vtr_error *err);
 
 /* Every rank's `bytes` bytes at mine, concatenated in rank order into all (the sum of
- * every rank's bytes), on every rank. Ranks may give different sizes. */
+ * every rank's bytes), on every rank. Ranks may give different sizes (0 too). mine may be
+ * this rank's own place in all (in place: the bytes of the ranks before it first). */
 vtr_status vtr_dist_gather(vtr_dist *d, const void *mine, size_t bytes, void *all,
                            vtr_error *err);
 

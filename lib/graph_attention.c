@@ -255,7 +255,7 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
     }
     // c = agg Wcᵀ (0 at the rows without an edge), held in out until the LayerNorm writes it
     linear_rows_forward(out, agg, attending, na, rows, w.ctx_w, NULL, D, D, xp, yp);
-    vtr_dropout_forward(out, out, n, p, seed, stream);
+    vtr_dropout_forward(out, out, n, p, seed, stream, 0);
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         resid[i] = x[i] + out[i];
@@ -296,7 +296,7 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
             dx[i] += dresid[i];
     }
     memset(dctx, 0, sizeof(float) * n);
-    vtr_dropout_backward(dctx, dresid, n, p, seed, stream);
+    vtr_dropout_backward(dctx, dresid, n, p, seed, stream, 0);
     // the context Linear over the attending rows: the others' agg is 0, and their dagg meets
     // only their attention rows, which are 0
     memset(dagg, 0, sizeof(float) * n);

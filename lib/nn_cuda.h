@@ -60,11 +60,12 @@ vtr_status vtr_cuda_tanh_backward(float *dinp, const float *dout, const float *o
 vtr_status vtr_cuda_sigmoid_forward(float *out, const float *inp, size_t n, vtr_error *err);
 vtr_status vtr_cuda_sigmoid_backward(float *dinp, const float *dout, const float *out, size_t n,
                                      vtr_error *err);
-/* The same mask as the CPU for the same (n, p, seed, stream), bit for bit. */
+/* The same mask as the CPU for the same (n, p, seed, stream, first), bit for bit. */
 vtr_status vtr_cuda_dropout_forward(float *out, const float *inp, size_t n, float p, uint64_t seed,
-                                    uint64_t stream, vtr_error *err);
+                                    uint64_t stream, uint64_t first, vtr_error *err);
 vtr_status vtr_cuda_dropout_backward(float *dinp, const float *dout, size_t n, float p,
-                                     uint64_t seed, uint64_t stream, vtr_error *err);
+                                     uint64_t seed, uint64_t stream, uint64_t first,
+                                     vtr_error *err);
 
 /* lib/embedding.h (ids already checked with vtr_nn_check_ids on the host) */
 vtr_status vtr_cuda_embedding_forward(float *out, const int *ids, const float *table, int N, int D,

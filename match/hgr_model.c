@@ -479,7 +479,7 @@ static void video_forward(vtr_hgr_model *m, const float *x, const int *lengths, 
     for (int k = 0; k < 3; k++) {
         vtr_linear_forward(m->rows[0], m->vid_rows, m->level_w[k], m->level_b[k], (int)n, F, E);
         vtr_dropout_forward(m->rows[0], m->rows[0], n * E, p, seed,
-                            DROPOUT_SITES * step + SITE_LEVEL0 + k);
+                            DROPOUT_SITES * step + SITE_LEVEL0 + k, 0);
         size_t r = 0;
         for (int b = 0; b < B; b++) {
             float *dst = m->vid_level[k] + (size_t)b * T * E;
@@ -531,7 +531,7 @@ static void caption_forward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p
         memset(dst + (size_t)c->lengths[b] * W, 0, sizeof(float) * (L - c->lengths[b]) * W);
     }
     vtr_dropout_forward(m->word_emb, m->word_emb, (size_t)B * L * W, p_words, seed,
-                        DROPOUT_SITES * step + SITE_WORDS);
+                        DROPOUT_SITES * step + SITE_WORDS, 0);
     vtr_caption_bigru_forward(m->cap_feat, &m->bigru, m->word_emb, c->lengths, m->rnn, B, L, W, E);
 
     // nodes (B,N,E) = [root, verbs, nouns]
@@ -623,7 +623,7 @@ static void video_backward(vtr_hgr_model *m, const int *lengths, int B, int T, f
         }
         memset(m->rows[1], 0, sizeof(float) * n * E);
         vtr_dropout_backward(m->rows[1], m->rows[0], n * E, p, seed,
-                             DROPOUT_SITES * step + SITE_LEVEL0 + k);
+                             DROPOUT_SITES * step + SITE_LEVEL0 + k, 0);
         vtr_linear_backward(NULL, m->level_dw[k], m->level_db[k], m->rows[1], m->vid_rows,
                             m->level_w[k], (int)n, F, E);
     }
@@ -663,7 +663,7 @@ static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float 
                                c->lengths, m->rnn, B, L, W, E);
     memset(m->dword[1], 0, sizeof(float) * nw);
     vtr_dropout_backward(m->dword[1], m->dword[0], nw, p_words, seed,
-                         DROPOUT_SITES * step + SITE_WORDS);
+                         DROPOUT_SITES * step + SITE_WORDS, 0);
     for (int b = 0; b < B; b++)
         vtr_embedding_backward(m->embed_dw, m->dword[1] + (size_t)b * L * W, c->ids + (size_t)b * L,
                                c->lengths[b], W);

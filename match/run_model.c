@@ -65,10 +65,14 @@ void vtr_run_model_init_params(vtr_run_model *m, uint64_t seed)
 }
 
 vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_negatives neg,
-                              uint64_t seed, int64_t step, float *loss, int *negatives,
-                              vtr_error *err)
+                              uint64_t seed, int64_t step, vtr_dist *dist, float *loss,
+                              int *negatives, vtr_error *err)
 {
     vtr_status st;
+    bool parallel = dist && dist->size > 1;
+    if (m->kind == VTR_MODEL_HGR && parallel)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "HGR models train in one process: "
+                        "data-parallel HGR is not built yet");
     if (m->kind == VTR_MODEL_HGR) {
         if (!b->split->verb_masks)
             return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has no role graphs (an HGR "
@@ -79,6 +83,18 @@ vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_
     }
     vtr_vse_batch batch = b->batch;
     batch.seed = seed, batch.step = step; /* set embeddings' dropout */
+    if (parallel) { /* this rank's pairs of the global batch, with its padding */
+        int64_t first, count;
+        vtr_dist_share(batch.B, dist->rank, dist->size, &first, &count);
+        batch.dist = dist;
+        batch.B_global = batch.B;
+        batch.first = (int)first;
+        batch.B = (int)count;
+        batch.frames += (size_t)first * batch.T * (size_t)vtr_run_model_feature_dim(m);
+        batch.frame_lengths += first;
+        batch.ids += (size_t)first * batch.L;
+        batch.caption_lengths += first;
+    }
     st = vtr_vse_train_step(&m->vse, &batch, neg, loss, err);
     *negatives = m->vse.negatives;
     return st;

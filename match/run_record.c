@@ -198,9 +198,27 @@ static json_t *training_result(const vtr_training_setup *su, vtr_status st,
                                "best_rsum", res->best_rsum, "best_epoch", res->best_epoch,
                                "output", su->dir, "resumed", su->resume, "threads",
                                omp_get_max_threads());
+    if (result)
+        json_object_set_new(result, "ranks",
+                            json_integer(su->trainer.dist ? su->trainer.dist->size : 1));
     if (result && st != VTR_OK)
         json_object_set_new(result, "error", json_string(err->msg));
     return result;
+}
+
+/* The ranks' checks before a data-parallel run: the same code and config everywhere. */
+static vtr_status check_ranks(vtr_dist *d, const vtr_config *cfg, vtr_error *err)
+{
+    char *text = NULL;
+    vtr_status st = vtr_config_dump_string(cfg, &text, err);
+    if (st == VTR_OK)
+        st = vtr_dist_agree(d, st, err);
+    if (st == VTR_OK)
+        st = vtr_dist_check_same(d, "vtr version", vtr_version, strlen(vtr_version), err);
+    if (st == VTR_OK)
+        st = vtr_dist_check_same(d, "config", text, strlen(text), err);
+    free(text);
+    return st;
 }
 
 vtr_status vtr_run_training(const vtr_training_setup *su, vtr_train_result *res,
@@ -208,41 +226,45 @@ vtr_status vtr_run_training(const vtr_training_setup *su, vtr_train_result *res,
 {
     const vtr_train_options *o = su->opt;
     void *ctx = su->trainer.ctx;
+    vtr_dist solo = {.size = 1}, *d = su->trainer.dist ? su->trainer.dist : &solo;
+    bool writer = d->rank == 0; /* rank 0 writes the run directory and the record */
     vtr_train_data data = {0};
     vtr_run_record rec = {.id = -1};
     run_paths p = {0};
-    char vocab_sha[VTR_SHA256_HEX_SIZE];
+    char vocab_sha[VTR_SHA256_HEX_SIZE] = "";
     bool made_files = false; /* this run made the run directory's files */
     memset(res, 0, sizeof *res);
-    vtr_status st = run_paths_init(&p, su->dir, err);
-    if (st != VTR_OK)
-        goto end;
-    if (!su->resume && access(p.last, F_OK) == 0) {
+    vtr_status st = check_ranks(d, su->config, err);
+    if (st == VTR_OK)
+        st = run_paths_init(&p, su->dir, err);
+    if (st == VTR_OK && !su->resume && access(p.last, F_OK) == 0)
         st = vtr_fail(err, VTR_ERR_INVALID, "%s holds a run already: continue it with "
                       "--resume %s, or choose another --output", su->dir, su->dir);
-        goto end;
-    }
-    if (su->resume && (st = check_resumable(su->dir, p.last, err)))
+    if (st == VTR_OK && su->resume)
+        st = check_resumable(su->dir, p.last, err);
+    if ((st = vtr_dist_agree(d, st, err)))
         goto end;
 
     /* the data (before the run directory is made: a bad path leaves nothing behind); a
      * resumed run reads the vocabulary it was trained with */
     if (su->on_reading)
         su->on_reading(ctx);
-    if ((st = vtr_train_data_open(o, su->resume ? p.vocab : NULL, &data, err))) {
-        if (su->resume && !vtr_train_explain_data_path(o->catalog, "resume from there", err))
-            vtr_train_explain_data_path(o->features, "resume from there", err);
+    st = vtr_train_data_open(o, su->resume ? p.vocab : NULL, &data, err);
+    if (st && su->resume && !vtr_train_explain_data_path(o->catalog, "resume from there", err))
+        vtr_train_explain_data_path(o->features, "resume from there", err);
+    if ((st = vtr_dist_agree(d, st, err)))
         goto end;
-    }
-    if (!su->resume) {
-        if ((st = vtr_make_dirs(su->dir, err)))
-            goto end;
+    if (!su->resume && writer) {
         made_files = true;
-        if ((st = vtr_run_vocab_save(data.vocab, p.vocab, err)))
-            goto end;
+        if ((st = vtr_make_dirs(su->dir, err)) == VTR_OK)
+            st = vtr_run_vocab_save(data.vocab, p.vocab, err);
     }
-    if ((st = vtr_file_sha256(p.vocab, vocab_sha, err)) ||
-        (!su->resume && (st = write_config(p.config, su->config, err))))
+    if (st == VTR_OK && writer)
+        st = vtr_file_sha256(p.vocab, vocab_sha, err);
+    if (st == VTR_OK && writer && !su->resume)
+        st = write_config(p.config, su->config, err);
+    if ((st = vtr_dist_agree(d, st, err)) ||
+        (st = vtr_dist_broadcast(d, vocab_sha, sizeof vocab_sha, 0, err)))
         goto end;
     if (su->on_data)
         su->on_data(ctx, &data);
@@ -250,9 +272,10 @@ vtr_status vtr_run_training(const vtr_training_setup *su, vtr_train_result *res,
     const char *hashed[] = {"vocab", data.vocab_built || data.vocab_from_catalog || su->resume ? p.vocab
                                                                                     : o->vocab,
                             "init", o->init, "word_vectors", o->word_vectors, NULL};
-    if ((st = vtr_run_record_init(&rec, "train", su->config, o->seed, o->features, hashed,
-                                  err)) ||
-        (st = vtr_run_record_begin(&rec, data.catalog, err)))
+    if (writer && (st = vtr_run_record_init(&rec, "train", su->config, o->seed, o->features,
+                                            hashed, err)) == VTR_OK)
+        st = vtr_run_record_begin(&rec, data.catalog, err);
+    if ((st = vtr_dist_agree(d, st, err)))
         goto end;
     if (su->on_recorded)
         su->on_recorded(ctx);

@@ -23,6 +23,8 @@
 typedef struct trainer {
     const vtr_trainer_setup *su;
     const vtr_train_options *o;
+    vtr_dist *dist;        /* su->dist, or solo: one process */
+    vtr_dist solo;
     vtr_run_model m;       /* either kind (run_model.h) */
     vtr_optimizer optim;
     vtr_batcher train_b, val_b;
@@ -39,10 +41,17 @@ typedef struct trainer {
     int64_t loss_steps;
 } trainer;
 
-int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop_last)
+int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop_last,
+                                       int ranks)
 {
     int64_t full = n_caps / batch_size, rem = n_caps % batch_size;
-    return full + (!drop_last && rem >= 2 ? 1 : 0);
+    return full + (!drop_last && rem >= 2 && rem >= ranks ? 1 : 0);
+}
+
+/* Whether this process writes the run directory: rank 0 (trainer.h). */
+static bool is_writer(const trainer *t)
+{
+    return t->dist->rank == 0;
 }
 
 /* ---- checkpoints ------------------------------------------------------------------ */
@@ -67,7 +76,10 @@ static vtr_status save_last(trainer *t, int64_t epoch, int64_t iteration, vtr_er
                                   .config = t->config_text,
                                   .extra = extra,
                                   .extra_count = sizeof extra / sizeof extra[0]};
-    return vtr_checkpoint_save(t->last_path, vtr_run_model_params(&t->m), &t->optim, &state, err);
+    vtr_status st = is_writer(t) ? vtr_checkpoint_save(t->last_path, vtr_run_model_params(&t->m),
+                                                       &t->optim, &state, err)
+                                 : VTR_OK;
+    return vtr_dist_agree(t->dist, st, err);
 }
 
 static vtr_status save_best(trainer *t, int epoch, double rsum, vtr_error *err)
@@ -86,7 +98,10 @@ static vtr_status save_best(trainer *t, int epoch, double rsum, vtr_error *err)
                                   .config = t->config_text,
                                   .extra = extra,
                                   .extra_count = sizeof extra / sizeof extra[0]};
-    return vtr_checkpoint_save(t->best_path, vtr_run_model_params(&t->m), NULL, &state, err);
+    vtr_status st = is_writer(t) ? vtr_checkpoint_save(t->best_path, vtr_run_model_params(&t->m),
+                                                       NULL, &state, err)
+                                 : VTR_OK;
+    return vtr_dist_agree(t->dist, st, err);
 }
 
 /* Parses a metadata string of the resumed checkpoint. */
@@ -194,7 +209,7 @@ static vtr_status start_params(trainer *t, int64_t *word_vectors, vtr_error *err
 /* Rewrites the log keeping only the lines of epochs before `epoch` (all of them written by
  * an earlier part of this run); a missing log is created empty. A log that cannot be read
  * whole fails the rewrite (it is left as it was). */
-static vtr_status truncate_metrics(trainer *t, int64_t epoch, vtr_error *err)
+static vtr_status truncate_metrics_file(trainer *t, int64_t epoch, vtr_error *err)
 {
     vtr_atomic_file out;
     vtr_status st = vtr_atomic_open(&out, t->metrics_path, err);
@@ -225,9 +240,15 @@ static vtr_status truncate_metrics(trainer *t, int64_t epoch, vtr_error *err)
     return vtr_atomic_commit(&out, err);
 }
 
-static vtr_status append_metrics(trainer *t, const vtr_train_epoch_info *info, int64_t steps,
-                                 double lr_first, double lr_last, vtr_hinge_negatives neg,
-                                 vtr_error *err)
+static vtr_status truncate_metrics(trainer *t, int64_t epoch, vtr_error *err)
+{
+    vtr_status st = is_writer(t) ? truncate_metrics_file(t, epoch, err) : VTR_OK;
+    return vtr_dist_agree(t->dist, st, err);
+}
+
+static vtr_status append_metrics_line(trainer *t, const vtr_train_epoch_info *info,
+                                      int64_t steps, double lr_first, double lr_last,
+                                      vtr_hinge_negatives neg, vtr_error *err)
 {
     json_t *obj = json_pack("{s:i, s:I, s:f, s:s, s:f, s:[f, f], s:o, s:b, s:f, s:f}", "epoch",
                             info->epoch, "steps", (json_int_t)steps, "loss", info->loss,
@@ -249,6 +270,16 @@ static vtr_status append_metrics(trainer *t, const vtr_train_epoch_info *info, i
         st = vtr_fail_errno(err, "closing %s", t->metrics_path);
     free(text);
     return st;
+}
+
+static vtr_status append_metrics(trainer *t, const vtr_train_epoch_info *info, int64_t steps,
+                                 double lr_first, double lr_last, vtr_hinge_negatives neg,
+                                 vtr_error *err)
+{
+    vtr_status st = is_writer(t) ? append_metrics_line(t, info, steps, lr_first, lr_last, neg,
+                                                       err)
+                                 : VTR_OK;
+    return vtr_dist_agree(t->dist, st, err);
 }
 
 /* ---- the loop --------------------------------------------------------------------- */
@@ -274,6 +305,15 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     memset(t, 0, sizeof *t);
     t->su = su;
     t->o = o;
+    t->solo = (vtr_dist){.size = 1};
+    t->dist = su->dist ? su->dist : &t->solo;
+    int ranks = t->dist->size;
+    if (o->batch_size % ranks != 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "train.batch_size %d is not a multiple of the %d "
+                        "ranks", o->batch_size, ranks);
+    if (ranks > 1 && o->kind == VTR_MODEL_HGR)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "HGR models train in one process: "
+                        "data-parallel HGR is not built yet");
     t->best_rsum = -1.0;
     t->best_epoch = -1;
     int64_t F = vtr_feature_store_reader_dim(tr->store);
@@ -284,7 +324,7 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     if (vtr_feature_store_reader_dim(va->store) != F)
         return vtr_fail(err, VTR_ERR_INVALID, "the training and validation features differ "
                         "in size");
-    if (vtr_train_iterations_per_epoch(tr->n_caps, o->batch_size, o->drop_last) < 1)
+    if (vtr_train_iterations_per_epoch(tr->n_caps, o->batch_size, o->drop_last, ranks) < 1)
         return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has %d captions, fewer than one "
                         "batch of %d", tr->name, tr->n_caps, o->batch_size);
     int max_batch = o->batch_size > o->val_batch_size ? o->batch_size : o->val_batch_size;
@@ -380,7 +420,8 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
     if ((st = truncate_metrics(&t, epoch, err)))
         goto end;
 
-    int64_t iters = vtr_train_iterations_per_epoch(tr->n_caps, o->batch_size, o->drop_last);
+    int64_t iters = vtr_train_iterations_per_epoch(tr->n_caps, o->batch_size, o->drop_last,
+                                                   t.dist->size);
     vtr_augment aug = {.seed = (uint64_t)o->seed,
                        .frame_drop = o->frame_drop,
                        .caption_hit = o->caption_hit,
@@ -398,15 +439,18 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
             int64_t first = iteration * o->batch_size;
             int B = (int)(tr->n_caps - first < o->batch_size ? tr->n_caps - first
                                                                : o->batch_size);
-            float loss;
-            if ((st = vtr_batcher_pairs(&t.train_b, t.order + first, B,
-                                        o->size_augment ? &aug : NULL, err)))
-                goto end;
+            float loss = 0.0f;
             vtr_param_set *params = vtr_run_model_params(&t.m);
-            int negatives;
+            int negatives = 0;
             vtr_param_set_zero_grad(params);
-            if ((st = vtr_run_model_step(&t.m, &t.train_b, neg, (uint64_t)o->seed, t.step,
-                                         &loss, &negatives, err)))
+            st = vtr_batcher_pairs(&t.train_b, t.order + first, B, o->size_augment ? &aug : NULL,
+                                   err);
+            if (st == VTR_OK)
+                st = vtr_run_model_step(&t.m, &t.train_b, neg, (uint64_t)o->seed, t.step, t.dist,
+                                        &loss, &negatives, err);
+            /* data parallel: every rank learns a failure of any, then the summed gradients */
+            if ((st = vtr_dist_agree(t.dist, st, err)) ||
+                (st = vtr_dist_sum(t.dist, params->grad, params->n_trainable, err)))
                 goto end;
             if (!isfinite(loss)) {
                 st = vtr_fail(err, VTR_ERR_INVALID, "loss is %g at epoch %d, step %lld",
@@ -437,7 +481,10 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
                                             .negatives = negatives};
                 su->on_step(su->ctx, &info);
             }
-            if ((su->max_steps > 0 && t.step >= su->max_steps) || (su->stop && *su->stop)) {
+            bool stop = su->stop && *su->stop;
+            if ((st = vtr_dist_any(t.dist, &stop, err)))
+                goto end;
+            if ((su->max_steps > 0 && t.step >= su->max_steps) || stop) {
                 stopped = true;
                 iteration++;
                 if ((st = save_last(&t, epoch, iteration, err)))

@@ -27,6 +27,18 @@
  * resumed ends with a last.safetensors byte-identical to an uninterrupted run's, and the
  * same best.safetensors and metrics (the times in metrics.jsonl aside). Resuming rewrites
  * metrics.jsonl without the lines of epochs the checkpoint has not finished.
+ *
+ * Data parallel (setup->dist with N > 1 ranks, lib/dist.h; VSE models): every rank runs
+ * this loop on the same data and config; each builds every global batch of batch_size pairs
+ * (the same order and augmentation) and computes its share of the pairs
+ * (vtr_run_model_step), the gradients are summed over the ranks in rank order, and each
+ * rank clips and steps the same optimizer on the same sums, so the ranks hold the same
+ * parameters bit for bit, and N ranks train what one process with the same batch size
+ * trains, to float rounding (the loss sees the whole batch). batch_size must be a multiple
+ * of N. Only rank 0 writes the run directory (checkpoints, metrics); every rank reads
+ * last.safetensors when resuming (a shared file system), so a run resumes on any N.
+ * Validation runs on every rank. A failure on any rank (its message prefixed "rank R: ")
+ * or a stop request on any rank ends every rank after the same step.
  */
 #ifndef VTR_TRAINER_H
 #define VTR_TRAINER_H
@@ -36,6 +48,7 @@
 #include <stdint.h>
 
 #include "lib/config.h"
+#include "lib/dist.h"
 #include "lib/error.h"
 #include "match/retrieval_metrics.h"
 #include "match/run_dir.h"
@@ -89,7 +102,9 @@ typedef struct vtr_trainer_setup {
     int64_t max_steps;             /* > 0: stop (state saved) once the run has taken this
                                       many steps in all */
     volatile sig_atomic_t *stop;   /* may be NULL; polled after every step: nonzero saves
-                                      the state and stops */
+                                      the state and stops (on any rank: all stop) */
+    vtr_dist *dist;                /* NULL: one process; else the ranks of a data-parallel
+                                      run (see the top) */
     void (*on_start)(void *ctx, const vtr_train_start_info *info); /* may be NULL */
     void (*on_step)(void *ctx, const vtr_train_step_info *info);   /* may be NULL */
     void (*on_epoch)(void *ctx, const vtr_train_epoch_info *info); /* may be NULL */
@@ -121,9 +136,11 @@ typedef struct vtr_train_result {
 vtr_status vtr_train_run(const vtr_trainer_setup *setup, vtr_train_result *result,
                          vtr_error *err);
 
-/* Steps per epoch for n captions: n / batch, plus one for a remainder of at least 2 pairs
- * when drop_last is false (a one-pair batch has no negative and is dropped). */
-int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop_last);
+/* Steps per epoch for n captions on `ranks` processes: n / batch, plus one for a remainder
+ * of at least 2 pairs, and at least one per rank, when drop_last is false (a one-pair batch
+ * has no negative and is dropped; so is a remainder that cannot give every rank a pair). */
+int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop_last,
+                                       int ranks);
 
 
 #ifdef __cplusplus

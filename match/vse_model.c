@@ -16,6 +16,7 @@
 #include "lib/norm.h"
 #include "lib/rng.h"
 #include "lib/similarity.h"
+#include "lib/sync_batchnorm.h"
 #include "match/adopt_loss.h"
 #include "match/caption_bigru.h"
 #include "match/model_arena.h"
@@ -473,6 +474,7 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     m->mlp_a1 = vtr_arena_carve(base, &off, f * R * M);
     m->bn_mean = vtr_arena_carve(base, &off, f * M);
     m->bn_rstd = vtr_arena_carve(base, &off, f * M);
+    m->bn_sums = vtr_arena_carve(base, &off, sizeof(double) * 2 * M);
     m->img_feat = vtr_arena_carve(base, &off, f * R * E);
     m->img_pooled = vtr_arena_carve(base, &off, f * Bm * E);
     m->img_emb = vtr_arena_carve(base, &off, f * Bm * E);
@@ -624,9 +626,10 @@ static vtr_status check_captions(const vtr_vse_model *m, const int *ids, const i
 /* ---- forward ------------------------------------------------------------------- */
 
 /* Visual side: x (B,T,F), lengths (B) -> m->img_emb (B,E). Leaves in the arena what
- * image_backward reads. */
-static void image_forward(vtr_vse_model *m, const float *x, const int *lengths, int B, int T,
-                          bool train)
+ * image_backward reads. dp: NULL, or a data-parallel training batch (BatchNorm over the
+ * global batch's rows; dist's errors). */
+static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *lengths, int B,
+                                int T, bool train, const vtr_vse_batch *dp, vtr_error *err)
 {
     int F = m->cfg.feature_dim, E = m->cfg.embed_size, M = m->cfg.mlp_hidden;
     int R = B * T;
@@ -635,7 +638,15 @@ static void image_forward(vtr_vse_model *m, const float *x, const int *lengths, 
         // rows included (they enter BatchNorm's statistics, as in the reference)
         vtr_linear_forward(m->img_feat, x, m->fc_w, m->fc_b, R, F, E);
         vtr_linear_forward(m->mlp_a0, x, m->mlp0_w, m->mlp0_b, R, F, M);
-        if (train) {
+        if (train && dp) {
+            vtr_status st = vtr_sync_batchnorm_forward(
+                dp->dist, m->mlp_a1, m->bn_mean, m->bn_rstd, m->bn_running_mean,
+                m->bn_running_var, m->mlp_a0, m->bn_w, m->bn_b, R, M, (int64_t)dp->B_global * T,
+                VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS, m->bn_sums, err);
+            if (st)
+                return st;
+            (*m->bn_batches_tracked)++;
+        } else if (train) {
             vtr_batchnorm_forward(m->mlp_a1, m->bn_mean, m->bn_rstd, m->bn_running_mean,
                                   m->bn_running_var, m->mlp_a0, m->bn_w, m->bn_b, R, M,
                                   VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS);
@@ -671,6 +682,7 @@ static void image_forward(vtr_vse_model *m, const float *x, const int *lengths, 
     }
     pool_forward(&m->img_pool, m->img_pooled, m->img_feat, lengths, B, T, E);
     vtr_l2norm_forward(m->img_emb, m->img_norm, m->img_pooled, B, E);
+    return VTR_OK;
 }
 
 /* ---- the text BiGRU (match/caption_bigru.h) ---------------------------------- */
@@ -711,10 +723,11 @@ vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *fram
         return vtr_fail(err, VTR_ERR_INVALID,
                         "vse model: BatchNorm in training mode needs at least 2 rows, got %d",
                         B * T);
-    image_forward(m, frames, lengths, B, T, train);
+    if ((st = image_forward(m, frames, lengths, B, T, train, NULL, err)))
+        return st;
     if (m->cfg.set.K > 0)
         vtr_set_prediction_forward(out, m->slots_n[0], m->spm_workspace[0], m->img_feat, lengths,
-                                   m->img_pooled, m->spm_w[0], &m->spm, B, T, 0.0f, 0, 0);
+                                   m->img_pooled, m->spm_w[0], &m->spm, B, T, 0.0f, 0, 0, 0);
     else
         memcpy(out, m->img_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
     return VTR_OK;
@@ -729,7 +742,7 @@ vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids,
     caption_forward(m, ids, lengths, B, L);
     if (m->cfg.set.K > 0)
         vtr_set_prediction_forward(out, m->slots_n[1], m->spm_workspace[1], m->cap_feat, lengths,
-                                   m->cap_pooled, m->spm_w[1], &m->spm, B, L, 0.0f, 0, 0);
+                                   m->cap_pooled, m->spm_w[1], &m->spm, B, L, 0.0f, 0, 0, 0);
     else
         memcpy(out, m->cap_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
     return VTR_OK;
@@ -751,9 +764,10 @@ static void single_vector_backward(vtr_vse_model *m, int B, int T, int L)
     memset(m->dcap_feat, 0, sizeof(float) * B * L * E);
 }
 
-/* Visual side, after image_forward(train) on the same x: m->dimg_pooled (B,E) and the
- * element gradients m->dimg_feat (B,T,E) so far -> the visual parameters' gradients. */
-static void image_backward(vtr_vse_model *m, const float *x, const int *lengths, int B, int T)
+/* Visual side, after image_forward(train) on the same x and dp: m->dimg_pooled (B,E) and
+ * the element gradients m->dimg_feat (B,T,E) so far -> the visual parameters' gradients. */
+static vtr_status image_backward(vtr_vse_model *m, const float *x, const int *lengths, int B,
+                                 int T, const vtr_vse_batch *dp, vtr_error *err)
 {
     int F = m->cfg.feature_dim, E = m->cfg.embed_size, M = m->cfg.mlp_hidden;
     int R = B * T;
@@ -770,8 +784,16 @@ static void image_backward(vtr_vse_model *m, const float *x, const int *lengths,
         memset(m->dmlp[1], 0, n);
         vtr_relu_backward(m->dmlp[1], m->dmlp[0], m->mlp_a1, (size_t)R * M);
         memset(m->dmlp[0], 0, n);
-        vtr_batchnorm_backward(m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1], m->mlp_a0, m->bn_w,
-                               m->bn_mean, m->bn_rstd, R, M);
+        if (dp) {
+            vtr_status st = vtr_sync_batchnorm_backward(
+                dp->dist, m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1], m->mlp_a0, m->bn_w,
+                m->bn_mean, m->bn_rstd, R, M, (int64_t)dp->B_global * T, m->bn_sums, err);
+            if (st)
+                return st;
+        } else {
+            vtr_batchnorm_backward(m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1], m->mlp_a0,
+                                   m->bn_w, m->bn_mean, m->bn_rstd, R, M);
+        }
         vtr_linear_backward(NULL, m->mlp0_dw, m->mlp0_db, m->dmlp[0], x, m->mlp0_w, R, F, M);
     } else {
         // gather the real rows' gradients into fc_rows (N,E), the packed layout of the forward
@@ -784,6 +806,7 @@ static void image_backward(vtr_vse_model *m, const float *x, const int *lengths,
         vtr_linear_backward(NULL, m->fc_dw, m->fc_db, m->fc_rows, m->img_rows, m->fc_w, (int)n, F,
                             E);
     }
+    return VTR_OK;
 }
 
 /* Text side, after caption_forward on the same ids: m->dcap_pooled (B,E) and the element
@@ -805,32 +828,56 @@ static void caption_backward(vtr_vse_model *m, const int *ids, const int *length
 
 /* ---- the training step ----------------------------------------------------------- */
 
+/* Data parallel: this rank's B rows (of `row` floats) at the start of buf -> the global
+ * batch's B_global rows of every rank, in buf (which has room for them). */
+static vtr_status gather_rows(const vtr_vse_batch *bt, float *buf, size_t row, vtr_error *err)
+{
+    size_t n = sizeof(float) * row * (size_t)bt->B;
+    float *mine = buf + row * (size_t)bt->first;
+    memmove(mine, buf, n);
+    return vtr_dist_gather(bt->dist, mine, n, buf, err);
+}
+
+/* Data parallel: this rank's rows of the global batch's gradient rows in buf -> the start
+ * of buf, where the encoders' backward reads them. */
+static void own_rows(const vtr_vse_batch *bt, float *buf, size_t row)
+{
+    memmove(buf, buf + row * (size_t)bt->first, sizeof(float) * row * (size_t)bt->B);
+}
+
 /* Set embeddings, after both encoders' forward: the set modules, S = smooth-Chamfer, the
  * loss (vse_model.h) and the backward down to m->dimg_pooled, dimg_feat, dcap_pooled and
- * dcap_feat (the encoders' backward takes it from there). */
-static void set_step(vtr_vse_model *m, const vtr_vse_batch *bt, vtr_hinge_negatives negatives,
-                     float *loss)
+ * dcap_feat (the encoders' backward takes it from there). dp: a data-parallel batch (the
+ * sets gathered for S and the loss) or NULL. */
+static vtr_status set_step(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_vse_batch *dp,
+                           vtr_hinge_negatives negatives, float *loss, vtr_error *err)
 {
     const vtr_vse_config *c = &m->cfg;
     const vtr_vse_set_config *sc = &c->set;
     int B = bt->B, E = c->embed_size, K = sc->K, len[2] = {bt->T, bt->L};
+    int Bg = dp ? dp->B_global : B, first = dp ? dp->first : 0;
     const int *lengths[2] = {bt->frame_lengths, bt->caption_lengths};
     float *feat[2] = {m->img_feat, m->cap_feat}, *pooled[2] = {m->img_pooled, m->cap_pooled};
     float *dfeat[2] = {m->dimg_feat, m->dcap_feat}, *dpooled[2] = {m->dimg_pooled, m->dcap_pooled};
     uint64_t stream[2];
+    vtr_status st;
     for (int side = 0; side < 2; side++) {
         stream[side] = ((uint64_t)bt->step * 2 + (uint64_t)side) * 256;
         vtr_set_prediction_forward(m->set[side], m->slots_n[side], m->spm_workspace[side],
                                    feat[side], lengths[side], pooled[side], m->spm_w[side],
-                                   &m->spm, B, len[side], sc->dropout, bt->seed, stream[side]);
+                                   &m->spm, B, len[side], sc->dropout, bt->seed, stream[side],
+                                   first);
+        if (dp && ((st = gather_rows(dp, m->set[side], (size_t)K * E, err)) ||
+                   (st = gather_rows(dp, m->slots_n[side], (size_t)K * E, err))))
+            return st;
     }
-    vtr_smooth_chamfer_forward(m->sim, B, m->sim_scratch, m->set[0], m->set[1], B, B, K, K, E,
+    vtr_smooth_chamfer_forward(m->sim, Bg, m->sim_scratch, m->set[0], m->set[1], Bg, Bg, K, K, E,
                                sc->alpha);
-    m->negatives = negatives == VTR_HINGE_ALL_NEGATIVES ? B - 1 : 1;
-    float hinge = vtr_hinge_loss_forward(m->sim, B, c->margin, negatives, c->reduction);
-    float div = vtr_set_diversity_forward(m->slots_n[0], B, K, E) +
-                vtr_set_diversity_forward(m->slots_n[1], B, K, E);
-    long rows = (long)B * K;
+    m->negatives = negatives == VTR_HINGE_ALL_NEGATIVES ? Bg - 1 : 1;
+    float hinge = vtr_hinge_loss_forward(m->sim, Bg, c->margin, negatives, c->reduction);
+    float div = vtr_set_diversity_forward(m->slots_n[0], Bg, K, E) +
+                vtr_set_diversity_forward(m->slots_n[1], Bg, K, E);
+    long rows = (long)Bg * K;
     float mmd = vtr_set_mmd_forward(m->sim_scratch, m->set[0], m->set[1], rows, rows, E,
                                     VTR_SET_MMD_GAMMA);
     *loss = hinge + sc->div_weight * div + sc->mmd_weight * mmd;
@@ -844,31 +891,84 @@ static void set_step(vtr_vse_model *m, const vtr_vse_batch *bt, vtr_hinge_negati
     }
     vtr_set_mmd_backward(m->dset[0], m->dset[1], sc->mmd_weight, m->sim_scratch, m->set[0],
                          m->set[1], rows, rows, E, VTR_SET_MMD_GAMMA);
-    memset(m->dsim, 0, sizeof(float) * (size_t)B * B);
-    vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, B, c->margin, negatives, c->reduction);
-    vtr_smooth_chamfer_backward(m->dset[0], m->dset[1], m->sim_scratch, m->dsim, B, m->set[0],
-                                m->set[1], B, B, K, K, E, sc->alpha);
+    memset(m->dsim, 0, sizeof(float) * (size_t)Bg * Bg);
+    vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, Bg, c->margin, negatives, c->reduction);
+    vtr_smooth_chamfer_backward(m->dset[0], m->dset[1], m->sim_scratch, m->dsim, Bg, m->set[0],
+                                m->set[1], Bg, Bg, K, K, E, sc->alpha);
     for (int side = 0; side < 2; side++) {
-        vtr_set_diversity_backward(m->dslots_n[side], sc->div_weight, m->slots_n[side], B, K, E);
+        vtr_set_diversity_backward(m->dslots_n[side], sc->div_weight, m->slots_n[side], Bg, K, E);
+        if (dp) {
+            own_rows(dp, m->dset[side], (size_t)K * E);
+            own_rows(dp, m->dslots_n[side], (size_t)K * E);
+        }
         memset(dfeat[side], 0, sizeof(float) * (size_t)B * len[side] * E);
         memset(dpooled[side], 0, sizeof(float) * (size_t)B * E);
         vtr_set_prediction_backward(dfeat[side], dpooled[side], m->spm_dw[side], m->scratch,
                                     m->dset[side], m->dslots_n[side], m->spm_workspace[side],
                                     feat[side], lengths[side], pooled[side], m->spm_w[side],
-                                    &m->spm, B, len[side], sc->dropout, bt->seed, stream[side]);
+                                    &m->spm, B, len[side], sc->dropout, bt->seed, stream[side],
+                                    first);
     }
+    return VTR_OK;
+}
+
+/* One vector per item: S over the (gathered) embeddings, the loss, and the backward down
+ * to m->dimg_pooled, dimg_feat, dcap_pooled and dcap_feat. */
+static vtr_status single_vector_step(vtr_vse_model *m, const vtr_vse_batch *bt,
+                                     const vtr_vse_batch *dp, vtr_hinge_negatives negatives,
+                                     float *loss, vtr_error *err)
+{
+    const vtr_vse_config *c = &m->cfg;
+    int B = bt->B, E = c->embed_size, Bg = dp ? dp->B_global : B;
+    vtr_status st;
+    if (dp && ((st = gather_rows(dp, m->img_emb, (size_t)E, err)) ||
+               (st = gather_rows(dp, m->cap_emb, (size_t)E, err))))
+        return st;
+    vtr_cosine_similarity_forward(m->sim, m->img_emb, m->cap_emb, Bg, Bg, E);
+    memset(m->dsim, 0, sizeof(float) * (size_t)Bg * Bg);
+    if (c->loss == VTR_VSE_LOSS_ADOPT) {
+        int K = Bg - 1;
+        if (negatives == VTR_HINGE_HARDEST_NEGATIVE)
+            K = c->adopt_fixed_k > 0 ? (c->adopt_fixed_k < Bg - 1 ? c->adopt_fixed_k : Bg - 1)
+                                     : vtr_adopt_negatives(m->sim, Bg, NULL, NULL);
+        m->negatives = K;
+        *loss = vtr_adopt_loss_forward(m->sim, Bg, K, c->adopt_temperature,
+                                       c->adopt_positive_in_denominator, c->reduction);
+        vtr_adopt_loss_backward(m->dsim, 1.0f, m->sim, Bg, K, c->adopt_temperature,
+                                c->adopt_positive_in_denominator, c->reduction);
+    } else {
+        m->negatives = negatives == VTR_HINGE_ALL_NEGATIVES ? Bg - 1 : 1;
+        *loss = vtr_hinge_loss_forward(m->sim, Bg, c->margin, negatives, c->reduction);
+        vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, Bg, c->margin, negatives, c->reduction);
+    }
+    // backward: every gradient buffer of the arena is zeroed before it accumulates
+    memset(m->dimg_emb, 0, sizeof(float) * (size_t)Bg * E);
+    memset(m->dcap_emb, 0, sizeof(float) * (size_t)Bg * E);
+    vtr_cosine_similarity_backward(m->dimg_emb, m->dcap_emb, m->dsim, m->img_emb, m->cap_emb, Bg,
+                                   Bg, E);
+    if (dp) {
+        own_rows(dp, m->dimg_emb, (size_t)E);
+        own_rows(dp, m->dcap_emb, (size_t)E);
+    }
+    single_vector_backward(m, B, bt->T, bt->L);
+    return VTR_OK;
 }
 
 vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
                               vtr_hinge_negatives negatives, float *loss, vtr_error *err)
 {
     const vtr_vse_batch *bt = batch;
-    int B = bt->B, E = m->cfg.embed_size;
+    /* the data-parallel batch, when there is more than one rank */
+    const vtr_vse_batch *dp = bt->dist && bt->dist->size > 1 ? bt : NULL;
+    int B = bt->B, Bg = dp ? bt->B_global : B;
     vtr_status st;
-    if (B < 2)
+    if (dp && (B < 1 || bt->first < 0 || bt->first > Bg - B || Bg > m->max_batch))
+        return vtr_fail(err, VTR_ERR_INVALID, "vse model: pairs %d .. %d of a global batch of "
+                        "%d (at most %d)", bt->first, bt->first + B - 1, Bg, m->max_batch);
+    if (Bg < 2)
         return vtr_fail(err, VTR_ERR_INVALID,
                         "vse model: a training batch needs at least 2 pairs (negatives), got %d",
-                        B);
+                        Bg);
     if ((st = check_images(m, bt->frame_lengths, B, bt->T, err)) ||
         (st = check_captions(m, bt->ids, bt->caption_lengths, B, bt->L, err)))
         return st;
@@ -876,41 +976,13 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
         return vtr_fail(err, VTR_ERR_INVALID, "vse model: negatives = %d is no hinge mode",
                         (int)negatives);
 
-    // forward
-    image_forward(m, bt->frames, bt->frame_lengths, B, bt->T, true);
+    if ((st = image_forward(m, bt->frames, bt->frame_lengths, B, bt->T, true, dp, err)))
+        return st;
     caption_forward(m, bt->ids, bt->caption_lengths, B, bt->L);
-    if (m->cfg.set.K > 0) {
-        set_step(m, bt, negatives, loss);
-        image_backward(m, bt->frames, bt->frame_lengths, B, bt->T);
-        caption_backward(m, bt->ids, bt->caption_lengths, B, bt->L);
-        return VTR_OK;
-    }
-    vtr_cosine_similarity_forward(m->sim, m->img_emb, m->cap_emb, B, B, E);
-    memset(m->dsim, 0, sizeof(float) * (size_t)B * B);
-    const vtr_vse_config *c = &m->cfg;
-    if (c->loss == VTR_VSE_LOSS_ADOPT) {
-        int K = B - 1;
-        if (negatives == VTR_HINGE_HARDEST_NEGATIVE)
-            K = c->adopt_fixed_k > 0 ? (c->adopt_fixed_k < B - 1 ? c->adopt_fixed_k : B - 1)
-                                     : vtr_adopt_negatives(m->sim, B, NULL, NULL);
-        m->negatives = K;
-        *loss = vtr_adopt_loss_forward(m->sim, B, K, c->adopt_temperature,
-                                       c->adopt_positive_in_denominator, c->reduction);
-        vtr_adopt_loss_backward(m->dsim, 1.0f, m->sim, B, K, c->adopt_temperature,
-                                c->adopt_positive_in_denominator, c->reduction);
-    } else {
-        m->negatives = negatives == VTR_HINGE_ALL_NEGATIVES ? B - 1 : 1;
-        *loss = vtr_hinge_loss_forward(m->sim, B, c->margin, negatives, c->reduction);
-        vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, B, c->margin, negatives, c->reduction);
-    }
-
-    // backward: every gradient buffer of the arena is zeroed before it accumulates
-    memset(m->dimg_emb, 0, sizeof(float) * (size_t)B * E);
-    memset(m->dcap_emb, 0, sizeof(float) * (size_t)B * E);
-    vtr_cosine_similarity_backward(m->dimg_emb, m->dcap_emb, m->dsim, m->img_emb, m->cap_emb, B, B,
-                                   E);
-    single_vector_backward(m, B, bt->T, bt->L);
-    image_backward(m, bt->frames, bt->frame_lengths, B, bt->T);
+    if ((st = m->cfg.set.K > 0 ? set_step(m, bt, dp, negatives, loss, err)
+                               : single_vector_step(m, bt, dp, negatives, loss, err)) ||
+        (st = image_backward(m, bt->frames, bt->frame_lengths, B, bt->T, dp, err)))
+        return st;
     caption_backward(m, bt->ids, bt->caption_lengths, B, bt->L);
     return VTR_OK;
 }

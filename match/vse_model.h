@@ -63,6 +63,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/dist.h"
 #include "lib/error.h"
 #include "lib/nn.h"
 #include "lib/params.h"
@@ -202,6 +203,7 @@ typedef struct vtr_vse_model {
     float *mlp_a0;            /* (R,M) Linear 0 output (BatchNorm input) */
     float *mlp_a1;            /* (R,M) ReLU(BatchNorm(a0)) */
     float *bn_mean, *bn_rstd; /* (M) batch statistics */
+    double *bn_sums;          /* (2 M) SyncBatchNorm's column sums (data parallel) */
     float *img_feat;          /* (R,E) element embeddings, the pooler's input */
     float *img_pooled;        /* (B,E) */
     float *img_emb;           /* (B,E) l2-normalized */
@@ -294,9 +296,19 @@ typedef struct vtr_vse_batch {
     const int *caption_lengths; /* (B) */
     uint64_t seed;              /* set embeddings' dropout: streams (seed, 8 step + site) */
     int64_t step;
+    /* Data parallel (lib/dist.h): NULL, or the job whose ranks each hold a share of one
+     * global batch of B_global pairs: this batch is its pairs first .. first+B-1, padded to
+     * the global batch's T and L. The loss is the global batch's (every rank gathers the
+     * embeddings of all ranks, computes it whole, and takes its rows' gradients), dropout
+     * draws what one process would for these pairs, and BatchNorm's statistics are the
+     * global batch's (lib/sync_batchnorm.h). The parameter gradients accumulated are this
+     * rank's share: summed over the ranks (vtr_dist_sum) they are one process's. */
+    vtr_dist *dist;
+    int first, B_global;
 } vtr_vse_batch;
 
-/* One training step's forward and backward: both encoders in training mode, S, the loss
+/* One training step's forward and backward (with batch->dist, this rank's part of it):
+ * both encoders in training mode, S, the loss
  * (cfg.loss) with the given negatives (VTR_HINGE_ALL_NEGATIVES for the VSE∞ first-epoch
  * warm-up, VTR_HINGE_HARDEST_NEGATIVE after; with ADOPT, ALL is InfoNCE over every
  * negative, K = B-1, and HARDEST over the K hardest, K by eq. 6 or adopt_fixed_k; the K
@@ -305,7 +317,8 @@ typedef struct vtr_vse_batch {
  * loss. BatchNorm's running statistics and num_batches_tracked advance as in PyTorch.
  * The caller then clips (vtr_clip_grad_norm) and steps the optimizer. The input buffers
  * are not kept after the call. Fails with VTR_ERR_INVALID as the encoders do (before
- * anything is changed). */
+ * anything is changed); data parallel, with lib/dist.h's errors. After the call, img_emb,
+ * cap_emb (or the sets) and sim hold the global batch's. */
 vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
                               vtr_hinge_negatives negatives, float *loss, vtr_error *err);
 

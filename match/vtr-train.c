@@ -12,6 +12,7 @@
 
 #include "lib/args.h"
 #include "lib/blas_threads.h"
+#include "lib/dist.h"
 #include "lib/log.h"
 #include "lib/version.h"
 #include "match/run_record.h"
@@ -291,12 +292,19 @@ int main(int argc, char **argv)
         return 1;
     }
     vtr_log_init(argv[0], log_json);
+    vtr_error err;
+    vtr_dist dist;
+    if (vtr_dist_init(&dist, &argc, &argv, &err)) {
+        vtr_log_item_error(NULL, &err);
+        free(sets);
+        return 1;
+    }
+    bool talk = dist.rank == 0; /* rank 0 speaks for a data-parallel job */
     if (threads > 0) {
         omp_set_num_threads(threads);
         vtr_blas_set_threads(threads);
     }
 
-    vtr_error err;
     vtr_status st = VTR_OK;
     int rc = 1;
     vtr_config *cfg = NULL;
@@ -335,19 +343,23 @@ int main(int argc, char **argv)
     }
 
     progress_ctx pc = {.o = &o};
+    if (talk && dist.size > 1)
+        vtr_log_info("data parallel: %d ranks, %d pairs each per batch of %d", dist.size,
+                     o.batch_size / dist.size, o.batch_size);
     vtr_training_setup su = {.config = cfg,
                              .opt = &o,
                              .dir = out_dir,
                              .resume = resume_dir != NULL,
                              .trainer = {.max_steps = max_steps,
                                          .stop = &stop_requested,
-                                         .on_start = on_start,
-                                         .on_step = on_step,
-                                         .on_epoch = on_epoch,
-                                         .on_validate = on_validate,
+                                         .dist = &dist,
+                                         .on_start = talk ? on_start : NULL,
+                                         .on_step = talk ? on_step : NULL,
+                                         .on_epoch = talk ? on_epoch : NULL,
+                                         .on_validate = talk ? on_validate : NULL,
                                          .ctx = &pc},
-                             .on_reading = on_reading,
-                             .on_data = on_data,
+                             .on_reading = talk ? on_reading : NULL,
+                             .on_data = talk ? on_data : NULL,
                              .on_recorded = on_recorded,
                              .on_record_error = on_record_error};
     vtr_train_result res;
@@ -356,6 +368,10 @@ int main(int argc, char **argv)
         vtr_progress_end(&pc.bar);
     if (st != VTR_OK)
         goto end;
+    if (!talk) { /* the other ranks end as rank 0 does, silently */
+        rc = res.finished || !stop_requested ? 0 : 2;
+        goto end;
+    }
     if (res.finished) {
         if (res.resumed_from_end)
             vtr_log_info("the run in %s had finished already", out_dir);
@@ -369,10 +385,11 @@ int main(int argc, char **argv)
         rc = stop_requested ? 2 : 0;
     }
 end:
-    if (st != VTR_OK)
+    if (st != VTR_OK && dist.rank == 0)
         vtr_log_item_error(NULL, &err);
     vtr_config_free(cfg);
     free(out_dir);
     free(sets);
+    vtr_dist_finalize(&dist);
     return rc;
 }

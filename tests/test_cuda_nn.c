@@ -264,11 +264,11 @@ TEST(cuda_nn_dropout_masks_match_cpu_bit_for_bit)
     float *d_x = device_floats(x, n), *d_g = device_floats(g, n);
     for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
         float *out = host_alloc(sizeof(float) * n), *dx = copy_floats(dx0, n);
-        vtr_dropout_forward(out, x, n, ps[k], 42, 1000 + k);
-        vtr_dropout_backward(dx, g, n, ps[k], 42, 1000 + k);
+        vtr_dropout_forward(out, x, n, ps[k], 42, 1000 + k, 0);
+        vtr_dropout_backward(dx, g, n, ps[k], 42, 1000 + k, 0);
         float *d_out = device_alloc(sizeof(float) * n), *d_dx = device_floats(dx0, n);
-        CHECK_OK(vtr_cuda_dropout_forward(d_out, d_x, n, ps[k], 42, 1000 + k, &err));
-        CHECK_OK(vtr_cuda_dropout_backward(d_dx, d_g, n, ps[k], 42, 1000 + k, &err));
+        CHECK_OK(vtr_cuda_dropout_forward(d_out, d_x, n, ps[k], 42, 1000 + k, 0, &err));
+        CHECK_OK(vtr_cuda_dropout_backward(d_dx, d_g, n, ps[k], 42, 1000 + k, 0, &err));
         expect_close("dropout.out", d_out, out, n, TOL_EXACT);
         expect_close("dropout.dinp", d_dx, dx, n, TOL_ELEMENTWISE);
         // the mask itself: zero exactly where the CPU's is

@@ -163,7 +163,7 @@ TEST(dropout_draws_scale_and_determinism)
     for (size_t i = 0; i < n; i++)
         x[i] = g[i] = 1.0f + (float)(i % 7);
     float p = 0.2f;
-    vtr_dropout_forward(y, x, n, p, 42, 5);
+    vtr_dropout_forward(y, x, n, p, 42, 5, 0);
     size_t dropped = 0;
     for (size_t i = 0; i < n; i++) {
         int drop = vtr_philox_uniform_at(42, 5, i) < p;
@@ -172,18 +172,28 @@ TEST(dropout_draws_scale_and_determinism)
     }
     CHECK(fabs((double)dropped / n - p) < 0.01);
     /* the same seed and stream give the same bytes; another stream differs */
-    vtr_dropout_forward(y2, x, n, p, 42, 5);
+    vtr_dropout_forward(y2, x, n, p, 42, 5, 0);
     CHECK(memcmp(y, y2, sizeof(float) * n) == 0);
-    vtr_dropout_forward(y2, x, n, p, 42, 6);
+    vtr_dropout_forward(y2, x, n, p, 42, 6, 0);
     CHECK(memcmp(y, y2, sizeof(float) * n) != 0);
     /* backward applies the same mask and scale: dx = g * y / x here */
-    vtr_dropout_backward(dx, g, n, p, 42, 5);
+    vtr_dropout_backward(dx, g, n, p, 42, 5, 0);
     for (size_t i = 0; i < n; i++)
         CHECK(dx[i] == y[i]);
+    /* a part of the tensor from any offset (odd, not a block boundary) draws its elements'
+     * masks: a data-parallel rank's rows get what one process gives them */
+    for (size_t first = 0; first < 9; first += 3) {
+        size_t part = 1001;
+        vtr_dropout_forward(y2, x + first * 11, part, p, 42, 5, first * 11);
+        CHECK_MSG(memcmp(y2, y + first * 11, sizeof(float) * part) == 0, "offset %zu", first * 11);
+        memset(dx, 0, sizeof(float) * part);
+        vtr_dropout_backward(dx, g + first * 11, part, p, 42, 5, first * 11);
+        CHECK(memcmp(dx, y + first * 11, sizeof(float) * part) == 0);
+    }
     /* p = 0 is the identity; p = 1 zeroes */
-    vtr_dropout_forward(y2, x, 10, 0.0f, 1, 1);
+    vtr_dropout_forward(y2, x, 10, 0.0f, 1, 1, 0);
     CHECK(memcmp(y2, x, sizeof(float) * 10) == 0);
-    vtr_dropout_forward(y2, x, 10, 1.0f, 1, 1);
+    vtr_dropout_forward(y2, x, 10, 1.0f, 1, 1, 0);
     for (int i = 0; i < 10; i++)
         CHECK(y2[i] == 0.0f);
     free(x), free(y), free(y2), free(dx), free(g);

@@ -24,6 +24,7 @@ typedef struct sp_case {
     int B, N;
     float p;
     uint64_t seed, stream;
+    int64_t first;                 /* the dropout draws' item offset (0: a whole batch) */
     int *lengths;
     float *inp, *glob, *params;    /* (B,N,C), (B,D), the parameter count */
     float *gset, *gslots_n;        /* (B,K,D) upstream gradients; gslots_n may be unused */
@@ -105,7 +106,8 @@ static void case_random(sp_case *s, const int *lengths, uint64_t seed)
 static void case_forward(sp_case *s)
 {
     vtr_set_prediction_forward(s->set, s->slots_n, s->workspace, s->inp, s->lengths, s->glob,
-                               s->params, &s->c, s->B, s->N, s->p, s->seed, s->stream);
+                               s->params, &s->c, s->B, s->N, s->p, s->seed, s->stream,
+                               s->first);
 }
 
 static void case_backward(sp_case *s, float *dinp, float *dglob, float *dparams)
@@ -113,7 +115,7 @@ static void case_backward(sp_case *s, float *dinp, float *dglob, float *dparams)
     vtr_set_prediction_backward(dinp, dglob, dparams, s->scratch, s->gset,
                                 s->use_gslots_n ? s->gslots_n : NULL, s->workspace, s->inp,
                                 s->lengths, s->glob, s->params, &s->c, s->B, s->N, s->p, s->seed,
-                                s->stream);
+                                s->stream, s->first);
 }
 
 static double case_loss(void *ctx)
@@ -334,8 +336,11 @@ TEST(set_prediction_padding_invariance)
 
 TEST(set_prediction_item_alone_equals_item_in_batch)
 {
+    /* with dropout too: item b alone at first = b draws the batch's masks for it (what a
+     * data-parallel rank holding item b computes) */
     sp_case all;
     case_small(&all, 56);
+    all.p = 0.3f;
     case_forward(&all);
     int K = small.K, D = small.D, C = small.C;
     for (int b = 0; b < all.B; b++) {
@@ -347,6 +352,8 @@ TEST(set_prediction_item_alone_equals_item_in_batch)
         memcpy(one.inp, all.inp + (size_t)b * all.N * C, sizeof(float) * len * C);
         memcpy(one.glob, all.glob + (size_t)b * D, sizeof(float) * D);
         memcpy(one.params, all.params, sizeof(float) * vtr_set_prediction_param_count(&small));
+        one.p = all.p;
+        one.first = b;
         case_forward(&one);
         for (int i = 0; i < K * D; i++) {
             CHECK(fabsf(one.set[i] - all.set[(size_t)b * K * D + i]) <= 1e-6f);

@@ -539,7 +539,7 @@ TEST(train_hgr_split_graphs_batches_and_model)
         CHECK(m.kind == VTR_MODEL_HGR && vtr_run_model_feature_dim(&m) == 32);
         vtr_run_model_init_params(&m, 3);
         vtr_param_set_zero_grad(vtr_run_model_params(&m));
-        CHECK_OK(vtr_run_model_step(&m, &b, VTR_HINGE_HARDEST_NEGATIVE, 3, 0, &loss, &negatives,
+        CHECK_OK(vtr_run_model_step(&m, &b, VTR_HINGE_HARDEST_NEGATIVE, 3, 0, NULL, &loss, &negatives,
                                     &err));
         CHECK(isfinite(loss) && loss > 0.0f && negatives == 1);
         CHECK(vtr_grad_norm(vtr_run_model_params(&m)) > 0.0f);
@@ -911,9 +911,12 @@ TEST(train_rejects_data_that_does_not_fit)
     CHECK_FAILS(vtr_train_run(&su, &res, &err), VTR_ERR_IO, "last.safetensors");
     vtr_train_data_close(&d);
     vtr_config_free(cfg);
-    CHECK_EQ_INT(vtr_train_iterations_per_epoch(33, 16, true), 2);
-    CHECK_EQ_INT(vtr_train_iterations_per_epoch(33, 16, false), 2); /* a 1-pair rest: no */
-    CHECK_EQ_INT(vtr_train_iterations_per_epoch(34, 16, false), 3);
+    CHECK_EQ_INT(vtr_train_iterations_per_epoch(33, 16, true, 1), 2);
+    CHECK_EQ_INT(vtr_train_iterations_per_epoch(33, 16, false, 1), 2); /* a 1-pair rest: no */
+    CHECK_EQ_INT(vtr_train_iterations_per_epoch(34, 16, false, 1), 3);
+    /* data parallel: a rest of fewer pairs than ranks (one each at least) is dropped */
+    CHECK_EQ_INT(vtr_train_iterations_per_epoch(35, 16, false, 4), 2);
+    CHECK_EQ_INT(vtr_train_iterations_per_epoch(36, 16, false, 4), 3);
 }
 
 /* The largest |a - b| over the elements of tensor `name` of two checkpoints (all tensors
