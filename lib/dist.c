@@ -216,7 +216,8 @@ static vtr_status agree(vtr_dist *d, vtr_status st, vtr_error *err)
     }
     MPI_TRY(MPI_Bcast(&e, (int)sizeof e, MPI_BYTE, first, MPI_COMM_WORLD));
     vtr_fail(err, e.status, "%s", e.msg);
-    vtr_error_context(err, "rank %d", first);
+    if (first > 0)
+        vtr_error_context(err, "rank %d", first);
     return e.status;
 }
 

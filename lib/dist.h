@@ -72,8 +72,9 @@ vtr_status vtr_dist_gather(vtr_dist *d, const void *mine, size_t bytes, void *al
 vtr_status vtr_dist_broadcast(vtr_dist *d, void *buf, size_t n, int root, vtr_error *err);
 
 /* Every rank's local status -> the job's: VTR_OK when all are; otherwise, on every rank,
- * the status of the lowest failing rank and its message prefixed with "rank R: " (a rank
- * that did not fail gets the copy). With one process: st and err as they are. */
+ * the status and message of the lowest failing rank R, prefixed with "rank R: " when R > 0
+ * (a rank that did not fail gets the copy; rank 0's message is the job's as it is). With
+ * one process: st and err as they are. */
 vtr_status vtr_dist_agree(vtr_dist *d, vtr_status st, vtr_error *err);
 
 /* Whether any rank's flag is set (a stop request seen by one rank only). */

@@ -206,17 +206,20 @@ static json_t *training_result(const vtr_training_setup *su, vtr_status st,
     return result;
 }
 
-/* The ranks' checks before a data-parallel run: the same code and config everywhere. */
-static vtr_status check_ranks(vtr_dist *d, const vtr_config *cfg, vtr_error *err)
+/* The ranks' checks before a data-parallel run: the same code and config everywhere, and
+ * a run that divides among them. */
+static vtr_status check_ranks(vtr_dist *d, const vtr_config *cfg, const vtr_train_options *o,
+                              vtr_error *err)
 {
     char *text = NULL;
     vtr_status st = vtr_config_dump_string(cfg, &text, err);
-    if (st == VTR_OK)
-        st = vtr_dist_agree(d, st, err);
+    st = vtr_dist_agree(d, st, err);
     if (st == VTR_OK)
         st = vtr_dist_check_same(d, "vtr version", vtr_version, strlen(vtr_version), err);
     if (st == VTR_OK)
         st = vtr_dist_check_same(d, "config", text, strlen(text), err);
+    if (st == VTR_OK)
+        st = vtr_train_check_ranks(o, d->size, err);
     free(text);
     return st;
 }
@@ -234,9 +237,10 @@ vtr_status vtr_run_training(const vtr_training_setup *su, vtr_train_result *res,
     char vocab_sha[VTR_SHA256_HEX_SIZE] = "";
     bool made_files = false; /* this run made the run directory's files */
     memset(res, 0, sizeof *res);
-    vtr_status st = check_ranks(d, su->config, err);
-    if (st == VTR_OK)
-        st = run_paths_init(&p, su->dir, err);
+    vtr_status st = check_ranks(d, su->config, o, err);
+    if (st)
+        goto end;
+    st = run_paths_init(&p, su->dir, err);
     if (st == VTR_OK && !su->resume && access(p.last, F_OK) == 0)
         st = vtr_fail(err, VTR_ERR_INVALID, "%s holds a run already: continue it with "
                       "--resume %s, or choose another --output", su->dir, su->dir);

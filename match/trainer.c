@@ -48,6 +48,17 @@ int64_t vtr_train_iterations_per_epoch(int64_t n_caps, int batch_size, bool drop
     return full + (!drop_last && rem >= 2 && rem >= ranks ? 1 : 0);
 }
 
+vtr_status vtr_train_check_ranks(const vtr_train_options *o, int ranks, vtr_error *err)
+{
+    if (o->batch_size % ranks != 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "train.batch_size %d is not a multiple of the %d "
+                        "ranks", o->batch_size, ranks);
+    if (ranks > 1 && o->kind == VTR_MODEL_HGR)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "HGR models train in one process: "
+                        "data-parallel HGR is not built yet");
+    return VTR_OK;
+}
+
 /* Whether this process writes the run directory: rank 0 (trainer.h). */
 static bool is_writer(const trainer *t)
 {
@@ -308,12 +319,8 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     t->solo = (vtr_dist){.size = 1};
     t->dist = su->dist ? su->dist : &t->solo;
     int ranks = t->dist->size;
-    if (o->batch_size % ranks != 0)
-        return vtr_fail(err, VTR_ERR_INVALID, "train.batch_size %d is not a multiple of the %d "
-                        "ranks", o->batch_size, ranks);
-    if (ranks > 1 && o->kind == VTR_MODEL_HGR)
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "HGR models train in one process: "
-                        "data-parallel HGR is not built yet");
+    if ((st = vtr_train_check_ranks(o, ranks, err)))
+        return st;
     t->best_rsum = -1.0;
     t->best_epoch = -1;
     int64_t F = vtr_feature_store_reader_dim(tr->store);

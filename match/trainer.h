@@ -136,6 +136,10 @@ typedef struct vtr_train_result {
 vtr_status vtr_train_run(const vtr_trainer_setup *setup, vtr_train_result *result,
                          vtr_error *err);
 
+/* Whether o trains on `ranks` processes: batch_size a multiple of them, and a VSE model
+ * when there are several; else VTR_ERR_INVALID or VTR_ERR_UNSUPPORTED naming the cause. */
+vtr_status vtr_train_check_ranks(const vtr_train_options *o, int ranks, vtr_error *err);
+
 /* Steps per epoch for n captions on `ranks` processes: n / batch, plus one for a remainder
  * of at least 2 pairs, and at least one per rank, when drop_last is false (a one-pair batch
  * has no negative and is dropped; so is a remainder that cannot give every rank a pair). */

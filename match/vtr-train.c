@@ -343,7 +343,7 @@ int main(int argc, char **argv)
     }
 
     progress_ctx pc = {.o = &o};
-    if (talk && dist.size > 1)
+    if (talk && dist.size > 1 && o.batch_size % dist.size == 0)
         vtr_log_info("data parallel: %d ranks, %d pairs each per batch of %d", dist.size,
                      o.batch_size / dist.size, o.batch_size);
     vtr_training_setup su = {.config = cfg,
