@@ -328,6 +328,20 @@ vtr_status vtr_dist_sum_int64(vtr_dist *d, int64_t *buf, size_t n, vtr_error *er
     return d->size > 1 ? ordered_sum(d, buf, n, sizeof *buf, add_int64, err) : VTR_OK;
 }
 
+vtr_status vtr_dist_gather_rows(vtr_dist *d, void *buf, size_t row_bytes, int64_t first,
+                                int64_t count, vtr_error *err)
+{
+    char *mine = (char *)buf + row_bytes * (size_t)first;
+    size_t n = row_bytes * (size_t)count;
+    memmove(mine, buf, n);
+    return vtr_dist_gather(d, mine, n, buf, err);
+}
+
+void vtr_dist_own_rows(void *buf, size_t row_bytes, int64_t first, int64_t count)
+{
+    memmove(buf, (char *)buf + row_bytes * (size_t)first, row_bytes * (size_t)count);
+}
+
 vtr_status vtr_dist_check_same(vtr_dist *d, const char *what, const void *bytes, size_t n,
                                vtr_error *err)
 {

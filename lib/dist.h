@@ -86,6 +86,16 @@ vtr_status vtr_dist_any(vtr_dist *d, bool *flag, vtr_error *err);
 vtr_status vtr_dist_check_same(vtr_dist *d, const char *what, const void *bytes, size_t n,
                                vtr_error *err);
 
+/* The rows of a data-parallel batch: this rank's `count` rows of row_bytes bytes at the
+ * start of buf -> every rank's rows, in rank order, this rank's at row `first` (buf has
+ * room for them all). Collective. */
+vtr_status vtr_dist_gather_rows(vtr_dist *d, void *buf, size_t row_bytes, int64_t first,
+                                int64_t count, vtr_error *err);
+
+/* The other way, locally: rows first .. first+count-1 of buf -> its start (this rank's
+ * rows of a gradient computed for the whole batch). */
+void vtr_dist_own_rows(void *buf, size_t row_bytes, int64_t first, int64_t count);
+
 /* [first, first + count) of n things for rank `rank` of `size`: contiguous, in rank order,
  * the first n % size ranks one more than the others. */
 void vtr_dist_share(int64_t n, int rank, int size, int64_t *first, int64_t *count);

@@ -217,7 +217,7 @@ static void linear_rows_backward(float *dx, float *dweight, float *dbias, const 
 
 void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const float *rel_edges,
                           const float *params, int B, int N, int D, int F, float p, uint64_t seed,
-                          uint64_t stream)
+                          uint64_t stream, int64_t first)
 {
     size_t l[WS_REGIONS + 1];
     workspace_layout(l, B, N, D, F);
@@ -255,7 +255,7 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
     }
     // c = agg Wcᵀ (0 at the rows without an edge), held in out until the LayerNorm writes it
     linear_rows_forward(out, agg, attending, na, rows, w.ctx_w, NULL, D, D, xp, yp);
-    vtr_dropout_forward(out, out, n, p, seed, stream, 0);
+    vtr_dropout_forward(out, out, n, p, seed, stream, (uint64_t)first * N * D);
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         resid[i] = x[i] + out[i];
@@ -264,7 +264,7 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
 
 void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float *dout,
                            const float *x, const float *params, const void *workspace, int B, int N,
-                           int D, int F, float p, uint64_t seed, uint64_t stream)
+                           int D, int F, float p, uint64_t seed, uint64_t stream, int64_t first)
 {
     size_t l[WS_REGIONS + 1], sl[SC_REGIONS + 1];
     workspace_layout(l, B, N, D, F);
@@ -296,7 +296,7 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
             dx[i] += dresid[i];
     }
     memset(dctx, 0, sizeof(float) * n);
-    vtr_dropout_backward(dctx, dresid, n, p, seed, stream, 0);
+    vtr_dropout_backward(dctx, dresid, n, p, seed, stream, (uint64_t)first * N * D);
     // the context Linear over the attending rows: the others' agg is 0, and their dagg meets
     // only their attention rows, which are 0
     memset(dagg, 0, sizeof(float) * n);

@@ -104,10 +104,12 @@ size_t vtr_attn_gcn_scratch_size(int B, int N, int D, int F);
 // (vtr_attn_gcn_param_count), out (B,N,D); workspace (vtr_attn_gcn_workspace_size) keeps
 // q, k, the attention (B,N,N), the LayerNorm input and statistics and the rows with edges
 // for backward. Dropout p in
-// [0, 1) of the context with (seed, stream), as the top of this file says.
+// [0, 1) of the context with (seed, stream), as the top of this file says; first: 0, or
+// the B items are items first .. first+B-1 of a larger batch whose masks they draw (a
+// data-parallel rank's share).
 void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const float *rel_edges,
                           const float *params, int B, int N, int D, int F, float p, uint64_t seed,
-                          uint64_t stream);
+                          uint64_t stream, int64_t first);
 
 // dx (B,N,D) or NULL, dparams (vtr_attn_gcn_param_count), scratch
 // (vtr_attn_gcn_scratch_size), dout (B,N,D); x, params, dims and dropout as given to
@@ -115,7 +117,7 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
 // kept there). Both gradients accumulate.
 void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float *dout,
                            const float *x, const float *params, const void *workspace, int B, int N,
-                           int D, int F, float p, uint64_t seed, uint64_t stream);
+                           int D, int F, float p, uint64_t seed, uint64_t stream, int64_t first);
 
 #ifdef __cplusplus
 }

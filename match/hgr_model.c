@@ -464,9 +464,10 @@ static vtr_status check_captions(const vtr_hgr_model *m, const vtr_hgr_captions 
 /* ---- forward ------------------------------------------------------------------- */
 
 /* Video side: x (B,T,F) -> m->vid_level[0..2] (B,T,E), m->vid_glob_n (B,E). Dropout p with
- * streams 8 * step + k when p > 0. */
+ * streams 8 * step + k when p > 0, the packed rows' draws from row row0 on (the real frames
+ * of the pairs before these in a data-parallel batch; else 0). */
 static void video_forward(vtr_hgr_model *m, const float *x, const int *lengths, int B, int T,
-                          float p, uint64_t seed, uint64_t step)
+                          float p, uint64_t seed, uint64_t step, int64_t row0)
 {
     int F = m->cfg.feature_dim, E = m->cfg.embed_size;
     // the Linear layers over the real frames only, packed: the padded frames (the
@@ -479,7 +480,7 @@ static void video_forward(vtr_hgr_model *m, const float *x, const int *lengths, 
     for (int k = 0; k < 3; k++) {
         vtr_linear_forward(m->rows[0], m->vid_rows, m->level_w[k], m->level_b[k], (int)n, F, E);
         vtr_dropout_forward(m->rows[0], m->rows[0], n * E, p, seed,
-                            DROPOUT_SITES * step + SITE_LEVEL0 + k, 0);
+                            DROPOUT_SITES * step + SITE_LEVEL0 + k, (uint64_t)row0 * E);
         size_t r = 0;
         for (int b = 0; b < B; b++) {
             float *dst = m->vid_level[k] + (size_t)b * T * E;
@@ -518,9 +519,10 @@ static void copy_nodes(float *dst, int dst_n, int dst_from, const float *src, in
 }
 
 /* Text side: captions -> m->sent_n (B,E), m->verbs (B,NV,E), m->nouns (B,NN,E), n_verbs,
- * n_nouns. Dropout (words p_words, GCN p_gcn) from seed and step. */
+ * n_nouns. Dropout (words p_words, GCN p_gcn) from seed and step, the draws of captions
+ * first .. first+B-1 of a data-parallel batch (else first 0). */
 static void caption_forward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p_words, float p_gcn,
-                            uint64_t seed, uint64_t step)
+                            uint64_t seed, uint64_t step, int64_t first)
 {
     const vtr_hgr_config *cf = &m->cfg;
     int B = c->B, L = c->L, W = cf->word_dim, E = cf->embed_size;
@@ -531,7 +533,7 @@ static void caption_forward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p
         memset(dst + (size_t)c->lengths[b] * W, 0, sizeof(float) * (L - c->lengths[b]) * W);
     }
     vtr_dropout_forward(m->word_emb, m->word_emb, (size_t)B * L * W, p_words, seed,
-                        DROPOUT_SITES * step + SITE_WORDS, 0);
+                        DROPOUT_SITES * step + SITE_WORDS, (uint64_t)first * L * W);
     vtr_caption_bigru_forward(m->cap_feat, &m->bigru, m->word_emb, c->lengths, m->rnn, B, L, W, E);
 
     // nodes (B,N,E) = [root, verbs, nouns]
@@ -551,7 +553,7 @@ static void caption_forward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p
     copy_nodes(m->nodes, N, 1 + NV, m->nouns, NN, 0, NN, B, E);
 
     vtr_attn_gcn_forward(m->gcn_out, m->gcn_workspace, m->nodes, c->rel_edges, m->gcn, B, N, E,
-                         E / 2, p_gcn, seed, DROPOUT_SITES * step + SITE_GCN);
+                         E / 2, p_gcn, seed, DROPOUT_SITES * step + SITE_GCN, first);
     copy_nodes(m->sent, 1, 0, m->gcn_out, N, 0, 1, B, E);
     copy_nodes(m->verbs, NV, 0, m->gcn_out, N, 1, NV, B, E);
     copy_nodes(m->nouns, NN, 0, m->gcn_out, N, 1 + NV, NN, B, E);
@@ -607,7 +609,7 @@ static void scores_backward(vtr_hgr_model *m, const int *vlen, int B, int T)
 }
 
 static void video_backward(vtr_hgr_model *m, const int *lengths, int B, int T, float p,
-                           uint64_t seed, uint64_t step)
+                           uint64_t seed, uint64_t step, int64_t row0)
 {
     int F = m->cfg.feature_dim, E = m->cfg.embed_size;
     memset(m->dvid_glob, 0, sizeof(float) * B * E);
@@ -623,14 +625,14 @@ static void video_backward(vtr_hgr_model *m, const int *lengths, int B, int T, f
         }
         memset(m->rows[1], 0, sizeof(float) * n * E);
         vtr_dropout_backward(m->rows[1], m->rows[0], n * E, p, seed,
-                             DROPOUT_SITES * step + SITE_LEVEL0 + k, 0);
+                             DROPOUT_SITES * step + SITE_LEVEL0 + k, (uint64_t)row0 * E);
         vtr_linear_backward(NULL, m->level_dw[k], m->level_db[k], m->rows[1], m->vid_rows,
                             m->level_w[k], (int)n, F, E);
     }
 }
 
 static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p_words,
-                             float p_gcn, uint64_t seed, uint64_t step)
+                             float p_gcn, uint64_t seed, uint64_t step, int64_t first)
 {
     const vtr_hgr_config *cf = &m->cfg;
     int B = c->B, L = c->L, W = cf->word_dim, E = cf->embed_size;
@@ -645,7 +647,7 @@ static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float 
     memset(m->dnodes, 0, sizeof(float) * B * N * E);
     vtr_attn_gcn_backward(m->dnodes, m->dgcn, m->scratch, m->dgcn_out, m->nodes, m->gcn,
                           m->gcn_workspace, B, N, E, E / 2, p_gcn, seed,
-                          DROPOUT_SITES * step + SITE_GCN);
+                          DROPOUT_SITES * step + SITE_GCN, first);
     // nodes -> the word states
     copy_nodes(dsent, 1, 0, m->dnodes, N, 0, 1, B, E);
     copy_nodes(m->dverbs, NV, 0, m->dnodes, N, 1, NV, B, E);
@@ -663,7 +665,7 @@ static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float 
                                c->lengths, m->rnn, B, L, W, E);
     memset(m->dword[1], 0, sizeof(float) * nw);
     vtr_dropout_backward(m->dword[1], m->dword[0], nw, p_words, seed,
-                         DROPOUT_SITES * step + SITE_WORDS, 0);
+                         DROPOUT_SITES * step + SITE_WORDS, (uint64_t)first * L * W);
     for (int b = 0; b < B; b++)
         vtr_embedding_backward(m->embed_dw, m->dword[1] + (size_t)b * L * W, c->ids + (size_t)b * L,
                                c->lengths[b], W);
@@ -671,17 +673,53 @@ static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float 
 
 /* ---- the public calls -------------------------------------------------------------- */
 
+/* Data parallel: this rank's encodings -> the global batch's (in place, rank order). */
+static vtr_status gather_encodings(vtr_hgr_model *m, const vtr_hgr_batch *dp, vtr_error *err)
+{
+    size_t E = (size_t)m->cfg.embed_size, T = (size_t)dp->T, f = sizeof(float);
+    size_t NV = (size_t)m->cfg.num_verbs, NN = (size_t)m->cfg.num_nouns;
+    struct { void *buf; size_t row; } parts[] = {
+        {m->vid_glob_n, f * E}, {m->vid_level[1], f * T * E}, {m->vid_level[2], f * T * E},
+        {m->sent_n, f * E},     {m->verbs, f * NV * E},       {m->nouns, f * NN * E},
+        {m->n_verbs, sizeof(int)}, {m->n_nouns, sizeof(int)},
+    };
+    vtr_status st = VTR_OK;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && st == VTR_OK; i++)
+        st = vtr_dist_gather_rows(dp->dist, parts[i].buf, parts[i].row, dp->first, dp->B, err);
+    return st;
+}
+
+/* Data parallel: this rank's rows of the global gradients of the encodings. */
+static void own_gradients(vtr_hgr_model *m, const vtr_hgr_batch *dp)
+{
+    size_t E = (size_t)m->cfg.embed_size, T = (size_t)dp->T, f = sizeof(float);
+    size_t NV = (size_t)m->cfg.num_verbs, NN = (size_t)m->cfg.num_nouns;
+    struct { void *buf; size_t row; } parts[] = {
+        {m->dvid_glob_n, f * E}, {m->dvid_level[1], f * T * E}, {m->dvid_level[2], f * T * E},
+        {m->dsent_n, f * E},     {m->dverbs, f * NV * E},       {m->dnouns, f * NN * E},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        vtr_dist_own_rows(parts[i].buf, parts[i].row, dp->first, dp->B);
+}
+
 vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch,
                               vtr_hinge_negatives negatives, uint64_t seed, uint64_t step,
                               float *loss, vtr_error *err)
 {
     const vtr_hgr_config *c = &m->cfg;
-    int B = batch->B, T = batch->T;
+    /* the data-parallel batch, when there is more than one rank */
+    const vtr_hgr_batch *dp = batch->dist && batch->dist->size > 1 ? batch : NULL;
+    int B = batch->B, T = batch->T, Bg = dp ? dp->B_global : B, first = dp ? dp->first : 0;
+    const int *lengths_g = dp ? dp->frame_lengths_global : batch->frame_lengths;
     vtr_status st;
-    if (B < 2)
+    if (dp && (B < 1 || first < 0 || first > Bg - B || Bg > m->max_batch ||
+               !dp->frame_lengths_global))
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr model: pairs %d .. %d of a global batch of "
+                        "%d (at most %d)", first, first + B - 1, Bg, m->max_batch);
+    if (Bg < 2)
         return vtr_fail(err, VTR_ERR_INVALID,
                         "hgr model: a training batch needs at least 2 pairs (negatives), got %d",
-                        B);
+                        Bg);
     if (negatives != VTR_HINGE_ALL_NEGATIVES && negatives != VTR_HINGE_HARDEST_NEGATIVE)
         return vtr_fail(err, VTR_ERR_INVALID, "hgr model: negatives = %d is no hinge mode",
                         (int)negatives);
@@ -689,21 +727,30 @@ vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch,
         return vtr_fail(err, VTR_ERR_INVALID, "hgr model: %d videos but %d captions", B,
                         batch->captions.B);
     if ((st = check_videos(m, batch->frame_lengths, B, T, err)) ||
-        (st = check_captions(m, &batch->captions, err)))
+        (st = check_captions(m, &batch->captions, err)) ||
+        (dp && (st = check_videos(m, lengths_g, Bg, T, err))))
         return st;
+    int64_t row0 = 0; /* the real frames of the pairs before this rank's */
+    for (int b = 0; b < first; b++)
+        row0 += lengths_g[b];
 
-    video_forward(m, batch->frames, batch->frame_lengths, B, T, c->video_dropout, seed, step);
-    caption_forward(m, &batch->captions, c->text_dropout, c->gcn_dropout, seed, step);
-    scores_forward(m, m->vid_glob_n, m->vid_level[1], m->vid_level[2], batch->frame_lengths, B, T,
-                   m->sent_n, m->verbs, m->nouns, m->n_verbs, m->n_nouns, B);
-    *loss = vtr_hinge_loss_forward(m->s_fused, B, c->margin, negatives, VTR_REDUCE_MEAN);
+    video_forward(m, batch->frames, batch->frame_lengths, B, T, c->video_dropout, seed, step,
+                  row0);
+    caption_forward(m, &batch->captions, c->text_dropout, c->gcn_dropout, seed, step, first);
+    if (dp && (st = gather_encodings(m, dp, err)))
+        return st;
+    scores_forward(m, m->vid_glob_n, m->vid_level[1], m->vid_level[2], lengths_g, Bg, T,
+                   m->sent_n, m->verbs, m->nouns, m->n_verbs, m->n_nouns, Bg);
+    *loss = vtr_hinge_loss_forward(m->s_fused, Bg, c->margin, negatives, VTR_REDUCE_MEAN);
 
-    memset(m->ds_fused, 0, sizeof(float) * B * B);
-    vtr_hinge_loss_backward(m->ds_fused, 1.0f, m->s_fused, B, c->margin, negatives,
+    memset(m->ds_fused, 0, sizeof(float) * Bg * Bg);
+    vtr_hinge_loss_backward(m->ds_fused, 1.0f, m->s_fused, Bg, c->margin, negatives,
                             VTR_REDUCE_MEAN);
-    scores_backward(m, batch->frame_lengths, B, T);
-    video_backward(m, batch->frame_lengths, B, T, c->video_dropout, seed, step);
-    caption_backward(m, &batch->captions, c->text_dropout, c->gcn_dropout, seed, step);
+    scores_backward(m, lengths_g, Bg, T);
+    if (dp)
+        own_gradients(m, dp);
+    video_backward(m, batch->frame_lengths, B, T, c->video_dropout, seed, step, row0);
+    caption_backward(m, &batch->captions, c->text_dropout, c->gcn_dropout, seed, step, first);
     return VTR_OK;
 }
 
@@ -714,7 +761,7 @@ vtr_status vtr_hgr_encode_videos(vtr_hgr_model *m, float *global, float *verb, f
     vtr_status st = check_videos(m, lengths, B, T, err);
     if (st)
         return st;
-    video_forward(m, frames, lengths, B, T, 0.0f, 0, 0);
+    video_forward(m, frames, lengths, B, T, 0.0f, 0, 0, 0);
     size_t E = (size_t)m->cfg.embed_size;
     memcpy(global, m->vid_glob_n, sizeof(float) * B * E);
     memcpy(verb, m->vid_level[1], sizeof(float) * B * T * E);
@@ -729,7 +776,7 @@ vtr_status vtr_hgr_encode_captions(vtr_hgr_model *m, float *sent, float *verbs, 
     vtr_status st = check_captions(m, c, err);
     if (st)
         return st;
-    caption_forward(m, c, 0.0f, 0.0f, 0, 0);
+    caption_forward(m, c, 0.0f, 0.0f, 0, 0, 0);
     size_t E = (size_t)m->cfg.embed_size, B = (size_t)c->B;
     memcpy(sent, m->sent_n, sizeof(float) * B * E);
     memcpy(verbs, m->verbs, sizeof(float) * B * m->cfg.num_verbs * E);

@@ -58,6 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/dist.h"
 #include "lib/error.h"
 #include "lib/nn.h"
 #include "lib/params.h"
@@ -128,6 +129,15 @@ typedef struct vtr_hgr_batch {
     const float *frames;      /* (B,T,F) */
     const int *frame_lengths; /* (B) */
     vtr_hgr_captions captions;
+    /* Data parallel (lib/dist.h), as match/vse_model.h's vtr_vse_batch: NULL, or this batch
+     * is pairs first .. first+B-1 of a global batch of B_global pairs spread over dist's
+     * ranks, padded to its T and L; frame_lengths_global (B_global) are the global batch's.
+     * The fused score and the loss are the global batch's (every rank gathers the others'
+     * encodings); dropout draws what one process would for these pairs; the gradients are
+     * this rank's share, to be summed over the ranks. */
+    vtr_dist *dist;
+    int first, B_global;
+    const int *frame_lengths_global;
 } vtr_hgr_batch;
 
 /* One side's global pooler: parameters (pointers into the set) and arena buffers. */

@@ -72,11 +72,11 @@ void vtr_run_model_init_params(vtr_run_model *m, uint64_t seed);
  * its graphs): forward, loss (*loss), backward accumulating into the gradients (zero them
  * first). dist: NULL or one process, or the ranks of a data-parallel job that each built
  * the same global batch: this rank computes its share (vtr_dist_share) of the pairs, the
- * loss is the whole batch's (vse_model.h), and the gradients are this rank's share, to be
- * summed over the ranks (VSE models only; HGR fails with VTR_ERR_UNSUPPORTED). neg: the hinge's negatives (all or the hardest); seed and step: the dropout
- * streams of HGR and of set embeddings (the run's step count, so a resumed run draws the
- * same). *negatives: the
- * negatives per query the loss used (the hinge's 1 or B-1, ADOPT's K). */
+ * loss is the whole batch's (vse_model.h, hgr_model.h), and the gradients are this rank's
+ * share, to be summed over the ranks. neg: the hinge's negatives (all or the hardest);
+ * seed and step: the dropout streams of HGR and of set embeddings (the run's step count, so
+ * a resumed run draws the same). *negatives: the negatives per query the loss used (the
+ * hinge's 1 or B-1, ADOPT's K). */
 vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_negatives neg,
                               uint64_t seed, int64_t step, vtr_dist *dist, float *loss,
                               int *negatives, vtr_error *err);

@@ -53,9 +53,6 @@ vtr_status vtr_train_check_ranks(const vtr_train_options *o, int ranks, vtr_erro
     if (o->batch_size % ranks != 0)
         return vtr_fail(err, VTR_ERR_INVALID, "train.batch_size %d is not a multiple of the %d "
                         "ranks", o->batch_size, ranks);
-    if (ranks > 1 && o->kind == VTR_MODEL_HGR)
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "HGR models train in one process: "
-                        "data-parallel HGR is not built yet");
     return VTR_OK;
 }
 

@@ -28,7 +28,7 @@
  * same best.safetensors and metrics (the times in metrics.jsonl aside). Resuming rewrites
  * metrics.jsonl without the lines of epochs the checkpoint has not finished.
  *
- * Data parallel (setup->dist with N > 1 ranks, lib/dist.h; VSE models): every rank runs
+ * Data parallel (setup->dist with N > 1 ranks, lib/dist.h; every model): every rank runs
  * this loop on the same data and config; each builds every global batch of batch_size pairs
  * (the same order and augmentation) and computes its share of the pairs
  * (vtr_run_model_step), the gradients are summed over the ranks in rank order, and each
@@ -136,8 +136,8 @@ typedef struct vtr_train_result {
 vtr_status vtr_train_run(const vtr_trainer_setup *setup, vtr_train_result *result,
                          vtr_error *err);
 
-/* Whether o trains on `ranks` processes: batch_size a multiple of them, and a VSE model
- * when there are several; else VTR_ERR_INVALID or VTR_ERR_UNSUPPORTED naming the cause. */
+/* Whether o trains on `ranks` processes: batch_size a multiple of them; else
+ * VTR_ERR_INVALID naming the cause. */
 vtr_status vtr_train_check_ranks(const vtr_train_options *o, int ranks, vtr_error *err);
 
 /* Steps per epoch for n captions on `ranks` processes: n / batch, plus one for a remainder

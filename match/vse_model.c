@@ -828,21 +828,16 @@ static void caption_backward(vtr_vse_model *m, const int *ids, const int *length
 
 /* ---- the training step ----------------------------------------------------------- */
 
-/* Data parallel: this rank's B rows (of `row` floats) at the start of buf -> the global
- * batch's B_global rows of every rank, in buf (which has room for them). */
+/* Data parallel: this rank's B rows of `row` floats at the start of buf -> the global
+ * batch's, and this rank's rows of a global gradient back to the start. */
 static vtr_status gather_rows(const vtr_vse_batch *bt, float *buf, size_t row, vtr_error *err)
 {
-    size_t n = sizeof(float) * row * (size_t)bt->B;
-    float *mine = buf + row * (size_t)bt->first;
-    memmove(mine, buf, n);
-    return vtr_dist_gather(bt->dist, mine, n, buf, err);
+    return vtr_dist_gather_rows(bt->dist, buf, sizeof(float) * row, bt->first, bt->B, err);
 }
 
-/* Data parallel: this rank's rows of the global batch's gradient rows in buf -> the start
- * of buf, where the encoders' backward reads them. */
 static void own_rows(const vtr_vse_batch *bt, float *buf, size_t row)
 {
-    memmove(buf, buf + row * (size_t)bt->first, sizeof(float) * row * (size_t)bt->B);
+    vtr_dist_own_rows(buf, sizeof(float) * row, bt->first, bt->B);
 }
 
 /* Set embeddings, after both encoders' forward: the set modules, S = smooth-Chamfer, the

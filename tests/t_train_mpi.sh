@@ -2,8 +2,8 @@
 # Data-parallel training under mpirun (match/trainer.h, lib/dist.h) on one machine:
 # lib/dist.h's collectives on 2, 3 and 4 ranks; one rank at batch 8 and 2 and 4 ranks
 # (4 and 2 pairs each) train the same model (losses and weights, VSE∞ with BatchNorm, 200
-# steps; set embeddings with dropout); the same N twice gives the same bytes; only rank 0
-# writes, and the catalog records the ranks; a run stopped on 2 ranks resumes on 2 (the
+# steps; set embeddings and HGR, with dropout); the same N twice gives the same bytes;
+# only rank 0 writes, and the catalog records the ranks; a run stopped on 2 ranks resumes on 2 (the
 # same bytes as uninterrupted), 4 and 1; a killed rank ends the job within seconds and
 # the run resumes from its last checkpoint; bad input (batch not divisible, configs that
 # differ between ranks) fails with one line from rank 0 and leaves no run behind.
@@ -126,6 +126,22 @@ train 1 k1 $S
 train 2 k2 $S
 same_losses "$dir/k1/metrics.jsonl" "$dir/k2/metrics.jsonl"
 echo "set embeddings, 1 vs 2 ranks: $(close "$dir/k1/last.safetensors" "$dir/k2/last.safetensors" 0.01)"
+
+# HGR (dropout on frames, words and the role graph's GCN; the fused score over the gathered
+# encodings) on the release-layout fixture of tests/interop/import_fixtures.py: 7 training
+# captions, batches of 4 and a rest of 3 (20 epochs, 40 steps)
+$PY -c 'import h5py' 2>/dev/null || { echo "$PY without h5py: HGR not tested"; exit 1; }
+top=$(pwd)
+$PY tests/interop/import_fixtures.py hgr "$dir/hgr" || fail "hgr fixture"
+(cd "$dir" && vtr-import hgr hgr -c vtr.db -d msrvtt --store stores/msrvtt-resnet152 >/dev/null 2>&1) ||
+    fail "import hgr"
+for n in 1 2; do
+    (cd "$dir" && $MPIRUN -np $n vtr-train "$top/configs/msrvtt-hgr.yaml" -o "h$n" --threads 1 \
+        --set model.feature_dim=8 --set train.batch_size=4 --set train.epochs=20 \
+        --set data.vocab_threshold=1 >"h$n.log" 2>&1) || fail "HGR on $n ranks: $(cat "$dir/h$n.log")"
+done
+same_losses "$dir/h1/metrics.jsonl" "$dir/h2/metrics.jsonl"
+echo "HGR, 1 vs 2 ranks: $(close "$dir/h1/last.safetensors" "$dir/h2/last.safetensors" 0.01)"
 
 # ---- resume on the same and on another N -------------------------------------------------
 train 2 s --max-steps 70

@@ -99,7 +99,7 @@ static void gcn_case_free(gcn_case *c)
 static void gcn_forward(gcn_case *c)
 {
     vtr_attn_gcn_forward(c->out, c->workspace, c->x, c->rel, c->params, c->B, NODES, c->D, c->F,
-                         c->p, c->seed, c->stream);
+                         c->p, c->seed, c->stream, 0);
 }
 
 /* forward, then backward of upstream g into dx and dparams (accumulating) */
@@ -107,7 +107,7 @@ static void gcn_forward_backward(gcn_case *c, float *dx)
 {
     gcn_forward(c);
     vtr_attn_gcn_backward(dx, c->dparams, c->scratch, c->g, c->x, c->params, c->workspace, c->B,
-                          NODES, c->D, c->F, c->p, c->seed, c->stream);
+                          NODES, c->D, c->F, c->p, c->seed, c->stream, 0);
 }
 
 static double gcn_loss(void *ctx)
@@ -408,8 +408,8 @@ static void gcn_parity(const char *tag, int B, int D, int F)
     void *ws = malloc(vtr_attn_gcn_workspace_size(B, NODES, D, F));
     void *scratch = malloc(vtr_attn_gcn_scratch_size(B, NODES, D, F));
     CHECK(ws && scratch);
-    vtr_attn_gcn_forward(out, ws, x, rel, params, B, NODES, D, F, 0.0f, 1, 0);
-    vtr_attn_gcn_backward(dx, dparams, scratch, dout, x, params, ws, B, NODES, D, F, 0.0f, 1, 0);
+    vtr_attn_gcn_forward(out, ws, x, rel, params, B, NODES, D, F, 0.0f, 1, 0, 0);
+    vtr_attn_gcn_backward(dx, dparams, scratch, dout, x, params, ws, B, NODES, D, F, 0.0f, 1, 0, 0);
     char name[96];
     snprintf(name, sizeof name, "gcn/%s_out", tag);
     nn_parity_check(name, out, nx);
