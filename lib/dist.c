@@ -54,6 +54,15 @@ static void add_int64(void *acc, const void *x, size_t n)
         a[i] += b[i];
 }
 
+void vtr_dist_share_blocks(const vtr_dist *d, int n, int block, int *first, int *count)
+{
+    int64_t b0, nb;
+    vtr_dist_share((n + block - 1) / block, d->rank, d->size, &b0, &nb);
+    int64_t end = (b0 + nb) * block < n ? (b0 + nb) * block : n;
+    *first = (int)(b0 * block);
+    *count = end > *first ? (int)(end - *first) : 0;
+}
+
 #ifdef VTR_HAVE_MPI
 
 /* An MPI failure as one line: the call and MPI's own words. */

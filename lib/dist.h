@@ -100,6 +100,10 @@ void vtr_dist_own_rows(void *buf, size_t row_bytes, int64_t first, int64_t count
  * the first n % size ranks one more than the others. */
 void vtr_dist_share(int64_t n, int rank, int size, int64_t *first, int64_t *count);
 
+/* d's rank's rows [first, first + count) of n rows worked on in blocks of `block`: whole
+ * blocks (the same blocks as one process), vtr_dist_share of them; count may be 0. */
+void vtr_dist_share_blocks(const vtr_dist *d, int n, int block, int *first, int *count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "lib/dist.h"
 #include "lib/error.h"
 #include "match/retrieval_metrics.h"
 #include "match/train_data.h"
@@ -25,20 +26,26 @@ typedef void (*vtr_encode_progress_fn)(void *ctx, int64_t done, int64_t total);
 
 /* Embeds every item of the batcher's split into items (n_items, E) and every caption into
  * captions (n_caps, E), l2-normalized rows; set embeddings (n_items, K, E) and
- * (n_caps, K, E). Fails with VTR_ERR_INVALID when the model does
- * not fit the split (sizes above), or as the model's encoders do. */
-vtr_status vtr_encode_split(vtr_vse_model *m, vtr_batcher *b, float *items, float *captions,
-                            vtr_encode_progress_fn progress, void *ctx, vtr_error *err);
+ * (n_caps, K, E). dist: NULL, or the ranks of a job that share the work (each embeds its
+ * share of the batches, vtr_dist_share, then all gather every rank's rows: the same bytes
+ * as one process, whose batches they are). Fails with VTR_ERR_INVALID when the model does
+ * not fit the split (sizes above), or as the model's encoders do (on every rank: the
+ * ranks agree). progress counts this rank's rows. */
+vtr_status vtr_encode_split(vtr_vse_model *m, vtr_batcher *b, vtr_dist *dist, float *items,
+                            float *captions, vtr_encode_progress_fn progress, void *ctx,
+                            vtr_error *err);
 
 /* The embeddings of a model of cfg as match/retrieval_metrics.h scores them (a set model's
  * by smooth-Chamfer with its alpha). */
 vtr_embedding_model vtr_vse_embedding_model(const vtr_vse_config *cfg, const float *items,
                                             const float *captions);
 
-/* Embeds the split and evaluates retrieval on it (match/retrieval_metrics.h, options opt,
- * which may be NULL). The embeddings are freed before returning. */
-vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, const vtr_retrieval_options *opt,
-                              vtr_retrieval_metrics *out, vtr_error *err);
+/* Embeds the split (shared among dist's ranks as vtr_encode_split does; dist may be NULL)
+ * and evaluates retrieval on it (match/retrieval_metrics.h, options opt, which may be
+ * NULL; every rank computes the same metrics). The embeddings are freed before returning. */
+vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, vtr_dist *dist,
+                              const vtr_retrieval_options *opt, vtr_retrieval_metrics *out,
+                              vtr_error *err);
 
 #ifdef __cplusplus
 }

@@ -145,7 +145,23 @@ static void hgr_encoded_free(hgr_encoded *h)
     memset(h, 0, sizeof *h);
 }
 
-static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, hgr_encoded *h, vtr_error *err)
+/* Every rank's rows [first, first + count) of the arrays (rows of the given bytes) at
+ * their places, in each array. */
+static vtr_status gather_arrays(vtr_dist *d, void *const *arrays, const size_t *row_bytes,
+                                int n_arrays, int first, int count, vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    for (int k = 0; k < n_arrays && st == VTR_OK; k++) {
+        char *a = arrays[k];
+        st = vtr_dist_gather(d, a + row_bytes[k] * (size_t)first, row_bytes[k] * (size_t)count,
+                             a, err);
+    }
+    return st;
+}
+
+/* Encodes the split (this rank's share of the batches, then every rank's gathered). */
+static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, vtr_dist *d, hgr_encoded *h,
+                             vtr_error *err)
 {
     const vtr_split *s = b->split;
     size_t I = (size_t)s->n_items, C = (size_t)s->n_caps, mb = (size_t)m->max_batch;
@@ -184,19 +200,23 @@ static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, hgr_encoded *h, v
     if (!h->global || !h->verb || !h->noun || !h->frame_lengths || !h->sent || !h->verbs ||
         !h->nouns || !h->n_verbs || !h->n_nouns || !h->g_sent || !h->g_verbs || !h->g_nouns ||
         !h->g_nv || !h->g_nn || !h->fused || !h->levels)
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding split '%s'", s->name);
-    vtr_status st;
-    for (int i = 0; i < s->n_items; i += b->max_batch) {
-        int n = s->n_items - i < b->max_batch ? s->n_items - i : b->max_batch;
+        return vtr_dist_agree(d, vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding split "
+                                          "'%s'", s->name), err);
+    vtr_status st = VTR_OK;
+    int i0, ni, j0, nj;
+    vtr_dist_share_blocks(d, s->n_items, b->max_batch, &i0, &ni);
+    vtr_dist_share_blocks(d, s->n_caps, b->max_batch, &j0, &nj);
+    for (int i = i0; i < i0 + ni && st == VTR_OK; i += b->max_batch) {
+        int n = i0 + ni - i < b->max_batch ? i0 + ni - i : b->max_batch;
         if ((st = vtr_batcher_items(b, i, n, err)))
-            return st;
+            break;
         size_t Tb = (size_t)b->hgr.T;
         /* the batch's levels (n, Tb, E) land at item i's place, then spread to stride T */
         float *lv = h->verb + (size_t)i * T * E, *ln = h->noun + (size_t)i * T * E;
         if ((st = vtr_hgr_encode_videos(m, h->global + (size_t)i * E, lv, ln, b->hgr.frames,
                                         b->hgr.frame_lengths, n, (int)Tb, err))) {
             vtr_error_context(err, "split '%s', items %d .. %d", s->name, i, i + n - 1);
-            return st;
+            break;
         }
         for (int k = n - 1; k >= 0; k--) { /* backwards: Tb <= T, slots only move up */
             float *dv = h->verb + ((size_t)i + (size_t)k) * T * E;
@@ -208,18 +228,24 @@ static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, hgr_encoded *h, v
             h->frame_lengths[i + k] = b->hgr.frame_lengths[k];
         }
     }
-    for (int j = 0; j < s->n_caps; j += b->max_batch) {
-        int n = s->n_caps - j < b->max_batch ? s->n_caps - j : b->max_batch;
+    for (int j = j0; j < j0 + nj && st == VTR_OK; j += b->max_batch) {
+        int n = j0 + nj - j < b->max_batch ? j0 + nj - j : b->max_batch;
         size_t J = (size_t)j;
         if ((st = vtr_batcher_captions(b, j, n, err)) ||
             (st = vtr_hgr_encode_captions(m, h->sent + J * E, h->verbs + J * NV * E,
                                           h->nouns + J * NN * E, h->n_verbs + J,
-                                          h->n_nouns + J, &b->hgr.captions, err))) {
+                                          h->n_nouns + J, &b->hgr.captions, err)))
             vtr_error_context(err, "split '%s', captions %d .. %d", s->name, j, j + n - 1);
-            return st;
-        }
     }
-    return VTR_OK;
+    size_t f = sizeof(float);
+    void *const items[] = {h->global, h->verb, h->noun, h->frame_lengths};
+    const size_t item_rows[] = {f * E, f * T * E, f * T * E, sizeof(int)};
+    void *const caps[] = {h->sent, h->verbs, h->nouns, h->n_verbs, h->n_nouns};
+    const size_t cap_rows[] = {f * E, f * NV * E, f * NN * E, sizeof(int), sizeof(int)};
+    if ((st = vtr_dist_agree(d, st, err)) ||
+        (st = gather_arrays(d, items, item_rows, 4, i0, ni, err)))
+        return st;
+    return gather_arrays(d, caps, cap_rows, 5, j0, nj, err);
 }
 
 /* Scores of items item0 .. item0+n_items-1 x captions caps[0 .. n_caps-1], blockwise:
@@ -265,8 +291,9 @@ static vtr_status score_tiles(hgr_encoded *h, int item0, int n_items, const int 
 
 /* The fused score and, when levels is not NULL, the three levels: each a whole (n_items,
  * n_caps) matrix computed in one pass over the blocks (items and captions in split order,
- * max_batch at a time), then evaluated as a precomputed matrix. */
-static vtr_status evaluate_scores(hgr_encoded *h, const vtr_retrieval_options *opt,
+ * max_batch at a time; each rank its share of the item blocks, then gathered), then
+ * evaluated as a precomputed matrix. */
+static vtr_status evaluate_scores(hgr_encoded *h, vtr_dist *d, const vtr_retrieval_options *opt,
                                   vtr_retrieval_metrics *out, vtr_retrieval_metrics *levels,
                                   vtr_error *err)
 {
@@ -283,8 +310,18 @@ static vtr_status evaluate_scores(hgr_encoded *h, const vtr_retrieval_options *o
         caps[j] = j;
     float *const mats[4] = {all, levels ? all + n : NULL, levels ? all + 2 * n : NULL,
                             levels ? all + 3 * n : NULL};
-    if (st == VTR_OK)
-        st = score_tiles(h, 0, s->n_items, caps, s->n_caps, mats, (size_t)s->n_caps, err);
+    int i0, ni;
+    vtr_dist_share_blocks(d, s->n_items, h->m->max_batch, &i0, &ni);
+    float *const mine[4] = {mats[0] ? mats[0] + (size_t)i0 * s->n_caps : NULL,
+                            mats[1] ? mats[1] + (size_t)i0 * s->n_caps : NULL,
+                            mats[2] ? mats[2] + (size_t)i0 * s->n_caps : NULL,
+                            mats[3] ? mats[3] + (size_t)i0 * s->n_caps : NULL};
+    if (st == VTR_OK && ni > 0)
+        st = score_tiles(h, i0, ni, caps, s->n_caps, mine, (size_t)s->n_caps, err);
+    const size_t rows[4] = {sizeof(float) * s->n_caps, sizeof(float) * s->n_caps,
+                            sizeof(float) * s->n_caps, sizeof(float) * s->n_caps};
+    if ((st = vtr_dist_agree(d, st, err)) == VTR_OK)
+        st = gather_arrays(d, (void *const *)mats, rows, n_mats, i0, ni, err);
     for (int k = 0; k < n_mats && st == VTR_OK; k++) {
         vtr_similarity_matrix sm = {.S = mats[k], .ld = s->n_caps};
         st = vtr_retrieval_evaluate(vtr_similarity_matrix_block, &sm, s->n_items, s->n_caps,
@@ -295,16 +332,17 @@ static vtr_status evaluate_scores(hgr_encoded *h, const vtr_retrieval_options *o
     return st;
 }
 
-vtr_status vtr_run_model_evaluate(vtr_run_model *m, vtr_batcher *b,
+vtr_status vtr_run_model_evaluate(vtr_run_model *m, vtr_batcher *b, vtr_dist *dist,
                                   const vtr_retrieval_options *opt, vtr_retrieval_metrics *out,
                                   vtr_retrieval_metrics *levels, vtr_error *err)
 {
     if (m->kind == VTR_MODEL_VSE)
-        return vtr_evaluate_split(&m->vse, b, opt, out, err);
+        return vtr_evaluate_split(&m->vse, b, dist, opt, out, err);
+    vtr_dist solo = {.size = 1}, *d = dist ? dist : &solo;
     hgr_encoded h;
-    vtr_status st = hgr_encode(&m->hgr, b, &h, err);
+    vtr_status st = hgr_encode(&m->hgr, b, d, &h, err);
     if (st == VTR_OK)
-        st = evaluate_scores(&h, opt, out, levels, err);
+        st = evaluate_scores(&h, d, opt, out, levels, err);
     hgr_encoded_free(&h);
     return st;
 }

@@ -84,8 +84,10 @@ vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_
 /* Retrieval metrics of b's split (VSE: vtr_evaluate_split; HGR: the fused score, see the
  * top). levels: NULL, or (3) the metrics of HGR's global, verb and noun levels alone
  * (VSE leaves them untouched). The model must have been made for the batcher's batch size
- * and the split's longest set and caption. */
-vtr_status vtr_run_model_evaluate(vtr_run_model *m, vtr_batcher *b,
+ * and the split's longest set and caption. dist: NULL, or the ranks of a job that share
+ * the work: each encodes its share of the batches and (HGR) scores its share of the item
+ * blocks, then all gather; the same bytes as one process, on every rank. */
+vtr_status vtr_run_model_evaluate(vtr_run_model *m, vtr_batcher *b, vtr_dist *dist,
                                   const vtr_retrieval_options *opt, vtr_retrieval_metrics *out,
                                   vtr_retrieval_metrics *levels, vtr_error *err);
 

@@ -366,7 +366,7 @@ static vtr_status finish_epoch(trainer *t, int e, int64_t iters, double train_s,
     if (su->on_validate)
         su->on_validate(su->ctx, e);
     double t0 = vtr_now_seconds();
-    if ((st = vtr_run_model_evaluate(&t->m, &t->val_b, &ro, &info.val, NULL, err))) {
+    if ((st = vtr_run_model_evaluate(&t->m, &t->val_b, t->dist, &ro, &info.val, NULL, err))) {
         vtr_error_context(err, "validation after epoch %d", e);
         return st;
     }

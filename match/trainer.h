@@ -37,7 +37,8 @@
  * trains, to float rounding (the loss sees the whole batch). batch_size must be a multiple
  * of N. Only rank 0 writes the run directory (checkpoints, metrics); every rank reads
  * last.safetensors when resuming (a shared file system), so a run resumes on any N.
- * Validation runs on every rank. A failure on any rank (its message prefixed "rank R: ")
+ * Validation is split across the ranks (vtr_run_model_evaluate with the job: each encodes
+ * its share of the split, all gather) and gives one process's metrics. A failure on any rank (its message prefixed "rank R: ")
  * or a stop request on any rank ends every rank after the same step.
  */
 #ifndef VTR_TRAINER_H

@@ -114,7 +114,7 @@ static vtr_status embed(const char *path, const vtr_eval_source *src, vtr_eval_m
         return st;
     vtr_progress p;
     vtr_progress_begin(&p, "embedding", (int64_t)m->split.n_items + m->split.n_caps);
-    st = vtr_encode_split(&m->model.vse, &b, *items, *captions, on_progress, &p, err);
+    st = vtr_encode_split(&m->model.vse, &b, NULL, *items, *captions, on_progress, &p, err);
     vtr_progress_end(&p);
     vtr_batcher_free(&b);
     if (st != VTR_OK)
@@ -203,7 +203,7 @@ static vtr_status score_hgr(vtr_eval_model *m, int batch, const vtr_retrieval_op
     vtr_batcher b;
     vtr_status st = vtr_batcher_init(&b, &m->split, batch, err);
     if (st == VTR_OK)
-        st = vtr_run_model_evaluate(&m->model, &b, ro, r, levels, err);
+        st = vtr_run_model_evaluate(&m->model, &b, NULL, ro, r, levels, err);
     vtr_batcher_free(&b);
     if (st != VTR_OK)
         vtr_error_context(err, "%s", m->trained.ck.path);

@@ -3,7 +3,8 @@
 # lib/dist.h's collectives on 2, 3 and 4 ranks; one rank at batch 8 and 2 and 4 ranks
 # (4 and 2 pairs each) train the same model (losses and weights, VSE∞ with BatchNorm, 200
 # steps; set embeddings and HGR, with dropout); the same N twice gives the same bytes;
-# only rank 0 writes, and the catalog records the ranks; a run stopped on 2 ranks resumes on 2 (the
+# validation split across the ranks gives one process's metrics; only rank 0 writes, and
+# the catalog records the ranks; a run stopped on 2 ranks resumes on 2 (the
 # same bytes as uninterrupted), 4 and 1; a killed rank ends the job within seconds and
 # the run resumes from its last checkpoint; bad input (batch not divisible, configs that
 # differ between ranks) fails with one line from rank 0 and leaves no run behind.
@@ -142,6 +143,29 @@ for n in 1 2; do
 done
 same_losses "$dir/h1/metrics.jsonl" "$dir/h2/metrics.jsonl"
 echo "HGR, 1 vs 2 ranks: $(close "$dir/h1/last.safetensors" "$dir/h2/last.safetensors" 0.01)"
+
+# ---- validation split across the ranks: the same metrics as one process ------------------
+# (a learning rate too small to move a weight: the same model on any N; no BatchNorm,
+# whose running statistics would differ in their last bits; validation batches of 3, so
+# that 1, 2 and 3 ranks split the 8 items and 40 captions differently)
+val_json() {
+    $PY -c 'import json, sys; [print(json.dumps(json.loads(l)["val"], sort_keys=True)) for l in open(sys.argv[1])]' "$1"
+}
+for n in 1 2 3; do
+    train $n v$n --set train.epochs=2 --set train.lr=1e-30 --set model.mlp_hidden=0 \
+        --set train.batch_size=6 --set val.batch_size=3
+    val_json "$dir/v$n/metrics.jsonl" >"$dir/v$n.val"
+done
+cmp -s "$dir/v1.val" "$dir/v2.val" && cmp -s "$dir/v1.val" "$dir/v3.val" ||
+    fail "validation on 1, 2, 3 ranks differs: $(cat "$dir/v1.val" "$dir/v2.val" "$dir/v3.val")"
+for n in 1 2; do
+    (cd "$dir" && $MPIRUN -np $n vtr-train "$top/configs/msrvtt-hgr.yaml" -o "hv$n" --threads 1 \
+        --set model.feature_dim=8 --set train.batch_size=4 --set train.epochs=1 \
+        --set train.lr=1e-30 --set val.batch_size=1 --set data.vocab_threshold=1 \
+        --set data.val_split=test >"hv$n.log" 2>&1) || fail "HGR validation on $n ranks: $(cat "$dir/hv$n.log")"
+    val_json "$dir/hv$n/metrics.jsonl" >"$dir/hv$n.val"
+done
+cmp -s "$dir/hv1.val" "$dir/hv2.val" || fail "HGR validation on 1 and 2 ranks differs"
 
 # ---- resume on the same and on another N -------------------------------------------------
 train 2 s --max-steps 70

@@ -122,7 +122,7 @@ static void encode_split(const char *ckpt, int b, vtr_eval_model *m, float **ite
     *items = malloc((size_t)(m->split.n_items * E) * sizeof **items);
     *caps = malloc((size_t)(m->split.n_caps * E) * sizeof **caps);
     CHECK(*items && *caps);
-    CHECK_OK(vtr_encode_split(&m->model.vse, &bt, *items, *caps, NULL, NULL, &err));
+    CHECK_OK(vtr_encode_split(&m->model.vse, &bt, NULL, *items, *caps, NULL, NULL, &err));
     vtr_batcher_free(&bt);
 }
 

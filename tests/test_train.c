@@ -123,7 +123,7 @@ static vtr_retrieval_metrics evaluate(const char *ckpt, const char *split, int b
     vtr_eval_source src = {.split = split, .batch = batch};
     CHECK_OK(vtr_eval_model_open(ckpt, &src, &m, &err));
     CHECK_OK(vtr_batcher_init(&b, &m.split, batch, &err));
-    CHECK_OK(vtr_evaluate_split(&m.model.vse, &b, NULL, &r, &err));
+    CHECK_OK(vtr_evaluate_split(&m.model.vse, &b, NULL, NULL, &r, &err));
     vtr_batcher_free(&b);
     vtr_eval_model_close(&m);
     return r;
@@ -548,8 +548,8 @@ TEST(train_hgr_split_graphs_batches_and_model)
         vtr_retrieval_metrics r, r2, lv[3];
         vtr_retrieval_options ro = {.cap_text = d.val.cap_text, .n_texts = d.val.n_texts,
                                     .median_no_floor = 1};
-        CHECK_OK(vtr_run_model_evaluate(&m, &vb, &ro, &r, lv, &err));
-        CHECK_OK(vtr_run_model_evaluate(&m, &vb, &ro, &r2, NULL, &err));
+        CHECK_OK(vtr_run_model_evaluate(&m, &vb, NULL, &ro, &r, lv, &err));
+        CHECK_OK(vtr_run_model_evaluate(&m, &vb, NULL, &ro, &r2, NULL, &err));
         /* with or without the levels, and whatever the metrics' tiles: the same metrics */
         CHECK(r.rsum == r2.rsum && r.rsum >= 0.0 && r.rsum <= 600.0);
         CHECK(r.v2t.map == r2.v2t.map && r.t2v.mean_rank == r2.t2v.mean_rank &&
@@ -559,7 +559,7 @@ TEST(train_hgr_split_graphs_batches_and_model)
         vtr_retrieval_options small = ro;
         small.tile_items = 1;
         small.tile_caps = 1;
-        CHECK_OK(vtr_run_model_evaluate(&m, &vb, &small, &r2, NULL, &err));
+        CHECK_OK(vtr_run_model_evaluate(&m, &vb, NULL, &small, &r2, NULL, &err));
         CHECK(r2.rsum == r.rsum && r2.t2v.mean_rank == r.t2v.mean_rank &&
               r2.v2t.map == r.v2t.map && r2.v2t.ndcg == r.v2t.ndcg);
         vtr_batcher_free(&vb);
