@@ -18,6 +18,12 @@ void vtr_batchnorm_forward(float *out, float *mean, float *rstd, float *running_
         vtr_batchnorm_stats_columns(mean, rstd, running_mean, running_var, inp, N, C, c0, nc,
                                     momentum, eps);
     }
+    vtr_batchnorm_normalize(out, inp, mean, rstd, weight, bias, N, C);
+}
+
+void vtr_batchnorm_normalize(float *out, const float *inp, const float *mean, const float *rstd,
+                             const float *weight, const float *bias, int N, int C)
+{
 #pragma omp parallel for schedule(static) if ((long)N * C > PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;

@@ -222,6 +222,11 @@ void vtr_batchnorm_forward(float *out, float *mean, float *rstd, float *running_
                            float *running_var, const float *inp, const float *weight,
                            const float *bias, int N, int C, float momentum, float eps);
 
+// out (N,C) = (inp - mean) * rstd * weight + bias, per column: the normalization of
+// vtr_batchnorm_forward with given statistics (SyncBatchNorm's, lib/sync_batchnorm.h)
+void vtr_batchnorm_normalize(float *out, const float *inp, const float *mean, const float *rstd,
+                             const float *weight, const float *bias, int N, int C);
+
 // dinp (N,C) or NULL, dweight (C), dbias (C), dout (N,C), inp (N,C), weight (C),
 // mean (C), rstd (C) as saved by vtr_batchnorm_forward
 void vtr_batchnorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,

@@ -52,13 +52,7 @@ vtr_status vtr_sync_batchnorm_forward(vtr_dist *d, float *out, float *mean, floa
         running_var[c] = (1.0f - momentum) * running_var[c] +
                          momentum * (float)(ss[c] / (double)(N_global - 1));
     }
-#pragma omp parallel for schedule(static) if ((long)N * C > PARALLEL_MIN)
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float *y = out + (size_t)n * C;
-        for (int c = 0; c < C; c++)
-            y[c] = vtr_norm_affine(x[c], mean[c], rstd[c], weight[c], bias[c]);
-    }
+    vtr_batchnorm_normalize(out, inp, mean, rstd, weight, bias, N, C);
     return VTR_OK;
 }
 

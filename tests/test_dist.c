@@ -1,17 +1,74 @@
-/* lib/dist.h: the job's collectives. Alone (rank 0 of 1) in the unit-test run; under
+/* lib/dist.h: the job's collectives, and lib/sync_batchnorm.h over them. Alone (rank 0 of 1) in the unit-test run; under
  * mpirun (tests/t_train_mpi.sh runs `mpirun -np 3 build/tests/unit-tests dist_`) every
  * rank checks what it receives from the others. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "lib/dist.h"
+#include "lib/norm.h"
+#include "lib/rng.h"
+#include "lib/sync_batchnorm.h"
 
 /* rank r's value i of the sum test: not exactly representable sums, so the order shows */
 static float part(int r, int i)
 {
     return 0.1f * (float)(r + 1) + 1e-3f * (float)i + (r % 2 ? 1e7f : 0.0f);
+}
+
+/* SyncBatchNorm: each rank holds its share of the rows of one (R,C) batch; forward and
+ * backward give, on its rows, what vtr_batchnorm_forward / _backward give on the whole
+ * batch in one process (to rounding), and the rank's weight and bias gradients summed over
+ * the ranks are the whole batch's. */
+static void check_sync_batchnorm(vtr_dist *d)
+{
+    enum { R = 23, C = 70 }; /* C over one column block */
+    vtr_error err;
+    float x[R * C], dy[R * C], w[C], bias[C];
+    vtr_rng rng;
+    vtr_rng_init(&rng, 5, 0);
+    for (int i = 0; i < R * C; i++) {
+        x[i] = 3.0f * vtr_rng_normal(&rng) + 1.5f;
+        dy[i] = vtr_rng_normal(&rng);
+    }
+    for (int c = 0; c < C; c++) {
+        w[c] = 1.0f + 0.1f * vtr_rng_normal(&rng);
+        bias[c] = 0.1f * vtr_rng_normal(&rng);
+    }
+    /* one process, the whole batch */
+    float y[R * C], mean[C], rstd[C], rm[C], rv[C], dx[R * C] = {0}, dw[C] = {0}, db[C] = {0};
+    for (int c = 0; c < C; c++)
+        rm[c] = 0.0f, rv[c] = 1.0f;
+    vtr_batchnorm_forward(y, mean, rstd, rm, rv, x, w, bias, R, C, 0.1f, 1e-5f);
+    vtr_batchnorm_backward(dx, dw, db, dy, x, w, mean, rstd, R, C);
+    /* this rank's rows */
+    int64_t first, n;
+    vtr_dist_share(R, d->rank, d->size, &first, &n);
+    size_t o = (size_t)first * C;
+    float sy[R * C], smean[C], srstd[C], srm[C], srv[C], sdx[R * C] = {0}, sdw[C] = {0},
+                                                         sdb[C] = {0};
+    double scratch[2 * C];
+    for (int c = 0; c < C; c++)
+        srm[c] = 0.0f, srv[c] = 1.0f;
+    CHECK_OK(vtr_sync_batchnorm_forward(d, sy, smean, srstd, srm, srv, x + o, w, bias, (int)n, C,
+                                        R, 0.1f, 1e-5f, scratch, &err));
+    CHECK_OK(vtr_sync_batchnorm_backward(d, sdx, sdw, sdb, dy + o, x + o, w, smean, srstd, (int)n,
+                                         C, R, scratch, &err));
+    CHECK_OK(vtr_dist_sum(d, sdw, C, &err));
+    CHECK_OK(vtr_dist_sum(d, sdb, C, &err));
+    for (int c = 0; c < C; c++) {
+        CHECK_MSG(fabsf(smean[c] - mean[c]) <= 1e-6f && fabsf(srstd[c] - rstd[c]) <= 1e-6f &&
+                      fabsf(srm[c] - rm[c]) <= 1e-6f && fabsf(srv[c] - rv[c]) <= 1e-5f,
+                  "statistics of column %d", c);
+        CHECK_MSG(fabsf(sdw[c] - dw[c]) <= 1e-4f && fabsf(sdb[c] - db[c]) <= 1e-4f,
+                  "parameter gradients of column %d: %g %g, want %g %g", c, (double)sdw[c],
+                  (double)sdb[c], (double)dw[c], (double)db[c]);
+    }
+    for (size_t i = 0; i < (size_t)n * C; i++)
+        CHECK_MSG(fabsf(sy[i] - y[o + i]) <= 1e-5f && fabsf(sdx[i] - dx[o + i]) <= 1e-5f,
+                  "element %zu of rank %d", i, d->rank);
 }
 
 TEST(dist_collectives)
@@ -108,6 +165,7 @@ TEST(dist_collectives)
     } else {
         CHECK(st == VTR_OK);
     }
+    check_sync_batchnorm(&d);
     vtr_dist_finalize(&d);
     CHECK(d.size == 1 && d.rank == 0);
 }
