@@ -195,7 +195,7 @@ static json_t *training_result(const vtr_training_setup *su, vtr_status st,
     json_t *result = json_pack("{s:b, s:I, s:i, s:I, s:f, s:i, s:s, s:b, s:i}", "finished",
                                st == VTR_OK && res->finished, "steps", (json_int_t)res->steps,
                                "epoch", res->epoch, "iteration", (json_int_t)res->iteration,
-                               "best_rsum", res->best_rsum, "best_epoch", res->best_epoch,
+                               "best_rsum", res->best_rsum, "best_epoch", res->best_epoch + 1,
                                "output", su->dir, "resumed", su->resume, "threads",
                                omp_get_max_threads());
     if (result)

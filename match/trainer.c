@@ -68,7 +68,7 @@ static vtr_status save_last(trainer *t, int64_t epoch, int64_t iteration, vtr_er
 {
     char best_rsum[64], best_epoch[32], loss_sum[64], loss_steps[32], negatives_sum[32];
     snprintf(best_rsum, sizeof best_rsum, "%a", t->best_rsum);
-    snprintf(best_epoch, sizeof best_epoch, "%d", t->best_epoch);
+    snprintf(best_epoch, sizeof best_epoch, "%d", t->best_epoch + 1); /* 0: none yet */
     snprintf(loss_sum, sizeof loss_sum, "%a", t->loss_sum);
     snprintf(loss_steps, sizeof loss_steps, "%" PRId64, t->loss_steps);
     snprintf(negatives_sum, sizeof negatives_sum, "%" PRId64, t->negatives_sum);
@@ -94,7 +94,7 @@ static vtr_status save_best(trainer *t, int epoch, double rsum, vtr_error *err)
 {
     char rsum_text[64], epoch_text[32];
     snprintf(rsum_text, sizeof rsum_text, "%.17g", rsum);
-    snprintf(epoch_text, sizeof epoch_text, "%d", epoch);
+    snprintf(epoch_text, sizeof epoch_text, "%d", epoch + 1);
     vtr_checkpoint_kv extra[] = {
         {"rsum", rsum_text},
         {"best_epoch", epoch_text},
@@ -170,7 +170,7 @@ static vtr_status resume(trainer *t, int64_t *epoch, int64_t *iteration, vtr_err
                                             err)) ||
         (st = vtr_checkpoint_load_state(&ck, &state, err)))
         goto end;
-    t->best_epoch = (int)best_epoch;
+    t->best_epoch = (int)best_epoch - 1;
     t->step = state.step;
     *epoch = state.epoch;
     *iteration = state.iteration;
@@ -233,7 +233,7 @@ static vtr_status truncate_metrics_file(trainer *t, int64_t epoch, vtr_error *er
     while (in && st == VTR_OK && (st = vtr_line_next(&r, &line, &len, err)) == VTR_OK && line) {
         json_t *obj = json_loadb(line, len, 0, NULL);
         json_t *e = obj ? json_object_get(obj, "epoch") : NULL;
-        bool keep = e && json_is_integer(e) && json_integer_value(e) < epoch;
+        bool keep = e && json_is_integer(e) && json_integer_value(e) <= epoch;
         json_decref(obj);
         if (keep && (st = vtr_write_all(out.fp, line, len, t->metrics_path, err)) == VTR_OK)
             st = vtr_write_all(out.fp, "\n", 1, t->metrics_path, err);
@@ -259,7 +259,7 @@ static vtr_status append_metrics_line(trainer *t, const vtr_train_epoch_info *in
                                       vtr_hinge_negatives neg, vtr_error *err)
 {
     json_t *obj = json_pack("{s:i, s:I, s:f, s:s, s:f, s:[f, f], s:o, s:b, s:f, s:f}", "epoch",
-                            info->epoch, "steps", (json_int_t)steps, "loss", info->loss,
+                            info->epoch + 1, "steps", (json_int_t)steps, "loss", info->loss,
                             "negatives", neg == VTR_HINGE_ALL_NEGATIVES ? "all" : "hardest",
                             "k", info->negatives, "lr", lr_first, lr_last, "val",
                             vtr_retrieval_metrics_json(&info->val), "best", info->best,

@@ -4,6 +4,9 @@
  * validation after every epoch (HGR: the fused score under HGR's protocol), checkpoints
  * and a metrics log in a run directory, and exact resume.
  *
+ * Epochs are numbered from 1 in every file and line a run writes (epoch 1 is the first);
+ * the loop's and the callbacks' epoch indexes below count from 0.
+ *
  * Run directory (setup->output_dir, which must exist):
  *   last.safetensors  the whole training state (lib/checkpoint.h): parameters, AdamW
  *                     state, step / epoch / iteration, the resolved config, and the extra

@@ -196,7 +196,7 @@ static void on_epoch(void *ctx, const vtr_train_epoch_info *info)
     vtr_log_info("epoch %d: loss %.4f, K %.1f, val R@1 %.1f/%.1f, RSUM %.1f%s (%.1f s + "
                  "%.1f s val)", info->epoch + 1, info->loss, info->negatives, v->v2t.r1,
                  v->t2v.r1, v->rsum, info->best ? ", best" : "", info->train_s, info->val_s);
-    json_t *f = json_pack("{s:i, s:f, s:f, s:o, s:b, s:f, s:f}", "epoch", info->epoch, "loss",
+    json_t *f = json_pack("{s:i, s:f, s:f, s:o, s:b, s:f, s:f}", "epoch", info->epoch + 1, "loss",
                           info->loss, "k", info->negatives, "val", vtr_retrieval_metrics_json(v),
                           "best", info->best, "train_s", info->train_s, "val_s", info->val_s);
     vtr_log_event("epoch", f);

@@ -867,12 +867,12 @@ TEST(train_resume_gives_identical_bytes)
     CHECK_OK(vtr_checkpoint_open(tmp("run_full/best.safetensors"), 0, &ck, &err));
     CHECK(vtr_checkpoint_meta(&ck, "optimizer") == NULL);
     char epoch[16];
-    snprintf(epoch, sizeof epoch, "%d", full.best_epoch);
+    snprintf(epoch, sizeof epoch, "%d", full.best_epoch + 1); /* epochs count from 1 */
     CHECK_STR(vtr_checkpoint_meta(&ck, "best_epoch"), epoch);
     vtr_checkpoint_close(&ck);
 
     /* metrics.jsonl: the warm-up epoch sums over all negatives */
-    CHECK_EQ_INT(test_run("head -n 1 '%s' | grep -q '\"epoch\":0,\"steps\":6,.*\"negatives\":"
+    CHECK_EQ_INT(test_run("head -n 1 '%s' | grep -q '\"epoch\":1,\"steps\":6,.*\"negatives\":"
                           "\"all\",\"k\":15.0,'", tmp("run_full/metrics.jsonl")), 0);
     CHECK_EQ_INT(test_run("sed -n 2p '%s' | grep -q '\"negatives\":\"hardest\",\"k\":1.0,.*"
                           "\"rsum\"'", tmp("run_full/metrics.jsonl")), 0);
@@ -1142,6 +1142,35 @@ TEST(train_cli_train_resume_kill_and_eval)
          *name; name++)
         CHECK_MSG(access(tmp("cli_a/%s", *name), R_OK) == 0, "no %s", *name);
     CHECK_EQ_INT(test_run("test $(wc -l < '%s') -eq 8", tmp("cli_a/metrics.jsonl")), 0);
+    /* one epoch numbering (from 1): the log's best epoch, the last metrics line marked
+     * best and best.safetensors's best_epoch */
+    int logged = -1, logged_best = -1;
+    FILE *lf = fopen(tmp("a.log"), "r");
+    CHECK(lf);
+    char line[1024];
+    while (fgets(line, sizeof line, lf)) {
+        const char *at = strstr(line, "best validation RSUM");
+        if (at && (at = strstr(at, "after epoch ")))
+            logged = atoi(at + strlen("after epoch "));
+    }
+    fclose(lf);
+    FILE *mf = fopen(tmp("cli_a/metrics.jsonl"), "r");
+    CHECK(mf);
+    while (fgets(line, sizeof line, mf)) {
+        json_t *o = json_loads(line, 0, NULL);
+        CHECK(o);
+        if (json_is_true(json_object_get(o, "best")))
+            logged_best = (int)json_integer_value(json_object_get(o, "epoch"));
+        json_decref(o);
+    }
+    fclose(mf);
+    vtr_checkpoint best_ck;
+    CHECK_OK(vtr_checkpoint_open(tmp("cli_a/best.safetensors"), 0, &best_ck, &err));
+    int meta_best = atoi(vtr_checkpoint_meta(&best_ck, "best_epoch"));
+    vtr_checkpoint_close(&best_ck);
+    CHECK_MSG(logged >= 1 && logged <= 8 && logged == logged_best && logged == meta_best,
+              "best epoch: log %d, metrics.jsonl %d, best.safetensors %d", logged, logged_best,
+              meta_best);
     CHECK_EQ_INT(sh("a2.log", "bin/vtr-train '%s' -o '%s'", cfg, tmp("cli_a")), 1);
     CHECK(log_has("a2.log", "holds a run already"));
 
