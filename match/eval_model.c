@@ -55,6 +55,10 @@ vtr_status vtr_eval_model_open(const char *ckpt, const vtr_eval_source *src, vtr
         return st;
     const vtr_train_options *o = &m.trained.o;
     /* a checkpoint's relative data paths are missing when run elsewhere than vtr-train */
+    if ((st = vtr_train_options_check_data(o, err))) {
+        vtr_error_context(err, "%s (give --catalog, --dataset, --store)", ckpt);
+        goto fail;
+    }
     if ((st = vtr_catalog_open_existing(o->catalog, &cat, err))) {
         if (!overridden(src, "data.catalog"))
             vtr_train_explain_data_path(o->catalog, "--catalog gives another", err);

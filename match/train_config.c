@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 const vtr_config_field vtr_train_schema[] = {
-    {"data.catalog", VTR_CONFIG_STRING, NULL, "SQLite catalog of the dataset (required)"},
-    {"data.dataset", VTR_CONFIG_STRING, NULL, "dataset name in the catalog (required)"},
-    {"data.features", VTR_CONFIG_STRING, NULL, "feature store directory (required)"},
+    {"data.catalog", VTR_CONFIG_STRING, "''", "SQLite catalog of the dataset (to train and evaluate)"},
+    {"data.dataset", VTR_CONFIG_STRING, "''", "dataset name in the catalog (to train and evaluate)"},
+    {"data.features", VTR_CONFIG_STRING, "''", "feature store directory (to train and evaluate)"},
     {"data.train_split", VTR_CONFIG_STRING, "train", "split trained on"},
     {"data.val_split", VTR_CONFIG_STRING, "val", "split validated on after every epoch"},
     {"data.vocab", VTR_CONFIG_STRING, "''",
@@ -282,6 +282,24 @@ static vtr_status hgr_options(const vtr_config *cfg, vtr_train_options *o, vtr_e
     return st;
 }
 
+vtr_status vtr_train_options_check_data(const vtr_train_options *o, vtr_error *err)
+{
+    const char *keys[] = {"data.catalog", "data.dataset", "data.features"};
+    const char *values[] = {o->catalog, o->dataset, o->features};
+    char names[256] = "";
+    int missing = 0;
+    size_t n = 0;
+    for (int i = 0; i < 3; i++)
+        if (!values[i][0] && n < sizeof names)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s'%s'", missing++ ? ", " : "",
+                                  keys[i]);
+    if (missing == 1)
+        return vtr_fail(err, VTR_ERR_INVALID, "required key %s is not set", names);
+    if (missing)
+        return vtr_fail(err, VTR_ERR_INVALID, "required keys not set: %s", names);
+    return VTR_OK;
+}
+
 vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_options *out,
                                          vtr_error *err)
 {
@@ -297,10 +315,10 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
                                     err)) != VTR_OK)
             return st;
 
-    if ((st = non_empty(cfg, "data.catalog", &o.catalog, err)) ||
-        (st = non_empty(cfg, "data.dataset", &o.dataset, err)) ||
-        (st = non_empty(cfg, "data.features", &o.features, err)) ||
-        (st = non_empty(cfg, "data.train_split", &o.train_split, err)) ||
+    o.catalog = vtr_config_string(cfg, "data.catalog");
+    o.dataset = vtr_config_string(cfg, "data.dataset");
+    o.features = vtr_config_string(cfg, "data.features");
+    if ((st = non_empty(cfg, "data.train_split", &o.train_split, err)) ||
         (st = non_empty(cfg, "data.val_split", &o.val_split, err)))
         return st;
     o.vocab = vtr_config_string(cfg, "data.vocab");

@@ -95,6 +95,11 @@ typedef struct vtr_train_options {
                                  reference validates on the first 1,000 of COCO's 5,000) */
 } vtr_train_options;
 
+/* The data a run trains or evaluates on: data.catalog, data.dataset and data.features must
+ * be set (the programs that only embed, vtr-aggregate, vtr-index and vtr-search, read none
+ * of them); else VTR_ERR_INVALID naming them, as vtr_config_check_required does. */
+vtr_status vtr_train_options_check_data(const vtr_train_options *o, vtr_error *err);
+
 /* Reads and checks every key (the required ones must be set: vtr_config_check_required).
  * Out-of-range values fail with VTR_ERR_INVALID through vtr_config_fail, naming the file,
  * line and key ("msrvtt.yaml:12: key 'train.batch_size': must be >= 2, got 1"). */

@@ -786,7 +786,8 @@ vtr_status vtr_train_data_open(const vtr_train_options *o, const char *vocab_pat
     memset(d, 0, sizeof *d);
     if (!vocab_path && o->vocab[0])
         vocab_path = o->vocab;
-    if ((st = vtr_catalog_open_existing(o->catalog, &d->catalog, err)) ||
+    if ((st = vtr_train_options_check_data(o, err)) ||
+        (st = vtr_catalog_open_existing(o->catalog, &d->catalog, err)) ||
         (st = vtr_feature_store_reader_open(o->features, &d->store, err)))
         goto fail;
     if ((st = vtr_split_load(d->catalog, o->dataset, o->train_split, d->store, o->max_frames,

@@ -146,4 +146,23 @@ grep -q "gives 24 ids (with <mask>), the word embedding has 23 rows" "$dir/e.log
 vtr-eval -c "$d/conv.safetensors" --vocab "$dir/vocab2.json" --no-record >"$dir/e.log" 2>&1 &&
     fail "vtr-eval took another vocabulary"
 grep -q "is not the vocabulary it was trained with" "$dir/e.log" || fail "vtr-eval vocab message"
+
+# the minimal conversion (no data keys) gives a model that embeds: vtr-aggregate takes it
+# and gives the embeddings of the full conversion; vtr-eval, which reads the data, says
+# which keys to give
+$PY $CONVERT "$d/model.pth" "$dir/min.safetensors" --vocab "$d/vocab.json" 2>"$dir/e.log" ||
+    { cat "$dir/e.log"; fail "minimal conversion"; }
+for m in min conv; do
+    ck="$dir/min.safetensors"
+    [ $m = conv ] && ck="$d/conv.safetensors"
+    vtr-aggregate -m "$ck" --vocab "$d/vocab.json" "$d/store" --threads 1 --out-dir "$dir/$m.emb" \
+        2>"$dir/e.log" || { cat "$dir/e.log"; fail "vtr-aggregate of the $m conversion"; }
+done
+for f in "$dir"/conv.emb/*.npy; do
+    cmp -s "$f" "$dir/min.emb/${f##*/}" || fail "the minimal conversion embeds ${f##*/} differently"
+done
+vtr-eval -c "$dir/min.safetensors" --vocab "$d/vocab.json" --no-record >"$dir/e.log" 2>&1 &&
+    fail "vtr-eval ran without data"
+grep -q "min.safetensors (give --catalog, --dataset, --store): required keys not set: 'data.catalog', 'data.dataset', 'data.features'" \
+    "$dir/e.log" || { cat "$dir/e.log"; fail "vtr-eval's missing data message"; }
 echo "ok"
