@@ -319,11 +319,19 @@ TEST(train_config_errors_name_the_key)
     vtr_train_options o;
     vtr_config *cfg = NULL;
     CHECK_OK(vtr_train_config_new(&cfg, &err));
-    CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID, "data.catalog");
+    /* the data keys are not needed to read the options (a model that only embeds), only
+     * to train or evaluate */
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    CHECK_FAILS(vtr_train_options_check_data(&o, &err), VTR_ERR_INVALID,
+                "required keys not set: 'data.catalog', 'data.dataset', 'data.features'");
     CHECK_OK(vtr_config_set(cfg, "data.catalog=c.db", &err));
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    CHECK_FAILS(vtr_train_options_check_data(&o, &err), VTR_ERR_INVALID,
+                "required keys not set: 'data.dataset', 'data.features'");
     CHECK_OK(vtr_config_set(cfg, "data.dataset=x", &err));
     CHECK_OK(vtr_config_set(cfg, "data.features=f", &err));
     CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    CHECK_OK(vtr_train_options_check_data(&o, &err));
     CHECK(o.epochs == 25 && o.lr.base_lr == 5e-4 && o.model.img_pool.kind == VTR_VSE_POOL_GPO);
     CHECK_OK(vtr_config_set(cfg, "train.batch_size=1", &err));
     CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID,
