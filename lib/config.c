@@ -175,6 +175,46 @@ static size_t find_child(const vtr_config *cfg, size_t node, const char *name, s
     return NO_INDEX;
 }
 
+/* Levenshtein distance of a[0..na) and b (at most 63 bytes of each compared). */
+static size_t edit_distance(const char *a, size_t na, const char *b)
+{
+    size_t nb = strlen(b), row[64];
+    na = na < 63 ? na : 63;
+    nb = nb < 63 ? nb : 63;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+/* For an unknown key[0..len): " (did you mean 'K'?)" naming the schema's closest key when it
+ * is a typo away (at most 2 edits, and fewer than half the key), else "". */
+static const char *near_key(const vtr_config *cfg, const char *key, size_t len, char *buf,
+                            size_t size)
+{
+    size_t best = (size_t)-1, at = 0;
+    for (size_t i = 0; i < cfg->count; i++) {
+        size_t d = edit_distance(key, len, cfg->schema[i].key);
+        if (d < best)
+            best = d, at = i;
+    }
+    buf[0] = 0;
+    if (cfg->count && best <= 2 && 2 * best < len)
+        snprintf(buf, size, " (did you mean '%s'?)", cfg->schema[at].key);
+    return buf;
+}
+
 /* The node at dotted path key[0..len) below `node`, or NO_INDEX. */
 static size_t find_path(const vtr_config *cfg, size_t node, const char *key, size_t len)
 {
@@ -670,8 +710,10 @@ static vtr_status parse_mapping(parse_ctx *ctx, size_t node, const char *path)
         }
         size_t target = find_path(ctx->cfg, node, key, len);
         if (target == NO_INDEX) {
-            st = ctx_fail(ctx, VTR_ERR_INVALID, line, "unknown key '%s'",
-                          show(full, strlen(full), SHOW_KEY, shown));
+            char hint[128];
+            st = ctx_fail(ctx, VTR_ERR_INVALID, line, "unknown key '%s'%s",
+                          show(full, strlen(full), SHOW_KEY, shown),
+                          near_key(ctx->cfg, full, strlen(full), hint, sizeof hint));
             goto end;
         }
         struct seen *grown = realloc(seen, (n_seen + 1) * sizeof *seen);
@@ -975,8 +1017,9 @@ vtr_status vtr_config_set(vtr_config *cfg, const char *assignment, vtr_error *er
     size_t len = (size_t)(eq - assignment);
     size_t node = len ? find_path(cfg, 0, assignment, len) : NO_INDEX;
     if (node == NO_INDEX)
-        return vtr_fail(err, VTR_ERR_INVALID, "--set: unknown key '%s'",
-                        show(assignment, len, SHOW_KEY, shown));
+        return vtr_fail(err, VTR_ERR_INVALID, "--set: unknown key '%s'%s",
+                        show(assignment, len, SHOW_KEY, shown),
+                        near_key(cfg, assignment, len, other, sizeof other));
     if (cfg->nodes[node].field == NO_INDEX) {
         size_t leaf = node;
         while (cfg->nodes[leaf].field == NO_INDEX)

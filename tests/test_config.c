@@ -373,7 +373,19 @@ TEST(config_unknown_keys)
 {
     check_load_fails("seed: 1\ntrain:\n  lrr: 1e-4\n", VTR_ERR_INVALID,
                      "cfg.yaml:3: unknown key 'train.lrr'");
-    check_load_fails("sed: 1\n", VTR_ERR_INVALID, "cfg.yaml:1: unknown key 'sed'");
+    check_load_fails("sed: 1\n", VTR_ERR_INVALID, "cfg.yaml:1: unknown key 'sed' (did you "
+                     "mean 'seed'?)");
+    /* a typo away from a key: the key suggested; far from every key: nothing suggested */
+    check_load_fails("train:\n  epoch: 3\n", VTR_ERR_INVALID,
+                     "cfg.yaml:2: unknown key 'train.epoch' (did you mean 'train.epochs'?)");
+    vtr_error err;
+    vtr_config *cfg = new_config();
+    CHECK_FAILS(vtr_config_set(cfg, "model.gpo.dpe=1", &err), VTR_ERR_INVALID,
+                "--set: unknown key 'model.gpo.dpe' (did you mean 'model.gpo.d_pe'?)");
+    CHECK_FAILS(vtr_config_set(cfg, "optimizer.kind=adam", &err), VTR_ERR_INVALID,
+                "--set: unknown key 'optimizer.kind'");
+    CHECK(strstr(err.msg, "did you mean") == NULL);
+    vtr_config_free(cfg);
     check_load_fails("model:\n  gpo:\n    d_pe: 1\n    dpe: 2\n", VTR_ERR_INVALID,
                      "cfg.yaml:4: unknown key 'model.gpo.dpe'");
     check_load_fails("train.lr.x: 1\n", VTR_ERR_INVALID, "cfg.yaml:1: unknown key 'train.lr.x'");
