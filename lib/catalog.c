@@ -132,6 +132,7 @@ enum stmt_id {
     ST_CAPTIONS_OF_ITEM,
     ST_SPLIT_SET,
     ST_SPLIT_ITEMS,
+    ST_SPLIT_NAMES,
     ST_STORE_UPSERT,
     ST_STORE_ID,
     ST_STORE_FIND,
@@ -190,6 +191,7 @@ static const char *const stmt_sql[ST_COUNT] = {
                        " JOIN items ON items.id = splits.item_id"
                        " WHERE splits.dataset_id = ?1 AND splits.split = ?2"
                        " ORDER BY splits.item_id",
+    [ST_SPLIT_NAMES] = "SELECT DISTINCT split FROM splits WHERE dataset_id = ?1 ORDER BY split",
     [ST_STORE_UPSERT] =
         "INSERT INTO feature_stores (dataset_id, name, path, extractor, dim, dtype, rows,"
         " items, config) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
@@ -1084,6 +1086,29 @@ vtr_status vtr_catalog_set_split(vtr_catalog *cat, int64_t item_id, const char *
     snprintf(what, sizeof what, "item with id %lld", (long long)item_id);
     int64_t one = 0;
     return step_id(cat, s, rc, &one, what, err);
+}
+
+vtr_status vtr_catalog_split_names(vtr_catalog *cat, int64_t dataset_id, char *buf,
+                                   size_t size, vtr_error *err)
+{
+    sqlite3_stmt *s = NULL;
+    vtr_status st = stmt_get(cat, ST_SPLIT_NAMES, &s, err);
+    if (st != VTR_OK)
+        return st;
+    size_t n = 0;
+    int rc = SQLITE_OK;
+    buf[0] = 0;
+    bind_int64(s, 1, dataset_id, &rc);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(s, 0);
+        int w = snprintf(buf + n, size - n, "%s%s", n ? ", " : "", name ? name : "");
+        n = w < 0 || (size_t)w >= size - n ? size - 1 : n + (size_t)w;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE)
+        st = db_fail(cat, rc, err, "listing the splits of dataset %lld", (long long)dataset_id);
+    stmt_release(s);
+    return st;
 }
 
 vtr_status vtr_catalog_split_items(vtr_catalog *cat, int64_t dataset_id, const char *split,

@@ -257,6 +257,11 @@ vtr_status vtr_catalog_split_items(vtr_catalog *cat, int64_t dataset_id, const c
 
 void vtr_item_ref_list_free(vtr_item_ref_list *list);
 
+/* The names of dataset_id's splits, sorted, ", "-separated, into buf (size bytes, cut to
+ * fit; "" when it has none): for messages ("its splits: test, train, val"). */
+vtr_status vtr_catalog_split_names(vtr_catalog *cat, int64_t dataset_id, char *buf,
+                                   size_t size, vtr_error *err);
+
 /* ---- vocabularies (schema version 2) --------------------------------------------- */
 
 /* A dataset's vocabulary as a list of words: the word with id i is words[i]. Stored in

@@ -100,8 +100,10 @@ vtr_status vtr_split_load(vtr_catalog *cat, const char *dataset, const char *spl
         (st = vtr_catalog_split_items(cat, dataset_id, split, &items, err)))
         goto fail;
     if (items.n == 0) {
-        st = vtr_fail(err, VTR_ERR_INVALID, "dataset '%s' has no items in split '%s'", dataset,
-                      split);
+        char names[256];
+        if ((st = vtr_catalog_split_names(cat, dataset_id, names, sizeof names, err)) == VTR_OK)
+            st = vtr_fail(err, VTR_ERR_INVALID, "dataset '%s' has no items in split '%s' (its "
+                          "splits: %s)", dataset, split, names[0] ? names : "none");
         goto fail;
     }
     if (items.n > INT_MAX) {

@@ -745,7 +745,7 @@ TEST(train_split_errors_name_the_item)
     CHECK_FAILS(vtr_split_load(cat, "nope", "train", store, 0, &s, &err), VTR_ERR_NOT_FOUND,
                 "nope");
     CHECK_FAILS(vtr_split_load(cat, "synth", "dev", store, 0, &s, &err), VTR_ERR_INVALID,
-                "has no items in split 'dev'");
+                "has no items in split 'dev' (its splits: test, train, val)");
     int64_t ds, id;
     CHECK_OK(vtr_catalog_find_dataset(cat, "synth", &ds, &err));
     vtr_item it = {.dataset_id = ds, .key = "ghost", .size_bytes = -1, .mtime_ns = -1,
