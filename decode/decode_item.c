@@ -169,6 +169,7 @@ static json_t *build_meta(const char *path, const vtr_video_reader *r, const fra
     json_object_set_new(m, "duration", real_or_null(vtr_video_reader_seconds(r, in->duration),
                                                     in->duration >= 0));
     json_object_set_new(m, "fps", real_or_null(in->fps, in->fps > 0));
+    json_object_set_new(m, "image", json_boolean(in->is_image));
     json_object_set_new(m, "rotation", json_integer(in->orientation.rotation));
     json_object_set_new(m, "mirrored", json_boolean(in->orientation.mirrored));
     json_object_set_new(m, "source_width", json_integer(in->width));

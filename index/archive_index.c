@@ -237,8 +237,11 @@ static vtr_status process_item(indexer *ix, work_item *w, vtr_error *err)
     }
     if (st != VTR_OK)
         goto failed;
+    /* the catalog's duration: 0 for an image (lib/catalog.h), the stream's for a video */
     json_t *duration = json_object_get(item.meta, "duration");
-    if (json_is_number(duration))
+    if (json_is_true(json_object_get(item.meta, "image")))
+        w->duration = 0.0;
+    else if (json_is_number(duration))
         w->duration = json_number_value(duration);
     if (vtr_extractor_check_frames(ix->extractor, &item.frames, &w->error) != VTR_OK)
         goto failed;

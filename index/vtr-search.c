@@ -44,8 +44,8 @@ static const char usage_text[] =
     "      --preselect N     HGR models: score only each query's N best items by the\n"
     "                        global level (for large indexes) [0: every item]\n"
     "      --json            one JSON object per query: {\"query\", \"results\": [{\"rank\",\n"
-    "                        \"score\", \"key\", \"path\", \"duration\"}]} (path and duration\n"
-    "                        null when unknown); HGR adds the query's \"phrases\" {\"verbs\",\n"
+    "                        \"score\", \"key\", \"path\", \"duration\", \"image\"}]} (path,\n"
+    "                        duration and image null when unknown); HGR adds the query's \"phrases\" {\"verbs\",\n"
     "                        \"nouns\"} and each result's \"levels\" {\"global\", \"verb\",\n"
     "                        \"noun\"}\n"
     "      --threads N       OpenMP and BLAS threads [their defaults]\n"
@@ -54,7 +54,8 @@ static const char usage_text[] =
     "      --version         the version\n"
     "\n"
     "The table gives per query: rank, score (4 decimals), duration in seconds when the\n"
-    "catalog knows it, and the item's path (its key when the catalog has none).\n"
+    "catalog knows it (\"image\" for a photo), and the item's path (its key when the\n"
+    "catalog has none).\n"
     "An HGR model (HGR, HGR∞) scores each item with the mean of three levels (global,\n"
     "verb, noun; docs/search.md), shown in three more columns; a query's verb and noun\n"
     "levels need its role graph (--graphs): without one only the global level matches\n"
@@ -95,8 +96,10 @@ static void print_table(const char *query, const vtr_search_result *r, int64_t f
         printf("%7s  %7s  %7s  ", "global", "verb", "noun");
     printf("%9s  %s\n", "duration", "item");
     for (int64_t j = 0; j < found; j++) {
-        char dur[32] = "-";
-        if (r[j].duration_s >= 0)
+        char dur[32] = "-"; /* the catalog's duration: 0 for an image */
+        if (r[j].duration_s == 0)
+            snprintf(dur, sizeof dur, "image");
+        else if (r[j].duration_s > 0)
             snprintf(dur, sizeof dur, "%.2fs", r[j].duration_s);
         printf("%5lld  %7.4f  ", (long long)(j + 1), (double)r[j].score);
         if (phrases)
@@ -112,11 +115,12 @@ static int print_json(const char *query, const vtr_search_result *r, int64_t fou
     json_t *list = json_array();
     for (int64_t j = 0; list && j < found; j++) {
         /* JSON has no NaN: a damaged row's score is null (main reports the row) */
-        json_t *o = json_pack("{s:I, s:o, s:s, s:s?, s:o}", "rank", (json_int_t)(j + 1), "score",
-                              isfinite(r[j].score) ? json_real(r[j].score) : json_null(), "key",
-                              r[j].key, "path", r[j].path,
-                              "duration", r[j].duration_s >= 0 ? json_real(r[j].duration_s)
-                                                               : json_null());
+        json_t *o = json_pack("{s:I, s:o, s:s, s:s?, s:o, s:o}", "rank", (json_int_t)(j + 1),
+                              "score", isfinite(r[j].score) ? json_real(r[j].score) : json_null(),
+                              "key", r[j].key, "path", r[j].path, "duration",
+                              r[j].duration_s >= 0 ? json_real(r[j].duration_s) : json_null(),
+                              "image", r[j].duration_s >= 0 ? json_boolean(r[j].duration_s == 0)
+                                                            : json_null());
         if (o && phrases &&
             json_object_set_new(o, "levels", json_pack("{s:f, s:f, s:f}", "global",
                                                        (double)r[j].levels[0], "verb",

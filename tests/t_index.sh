@@ -110,6 +110,22 @@ dump "$dir/ix" >"$dir/d1" || fail "dump 1"
 catalog "$dir/ix" >"$dir/c1" || fail "catalog 1"
 [ "$(grep -c ' ok duration $' "$dir/c1")" -eq 4 ] ||
     fail "catalog after the first run: $(cat "$dir/c1")"
+# a photo's duration is 0 (lib/catalog.h), a video's its stream's; vtr-search says "image"
+$PY - "$dir/ix" <<'EOF' || fail "durations"
+import sqlite3, sys
+db = sqlite3.connect("file:%s/catalog.sqlite?mode=ro" % sys.argv[1], uri=True)
+d = dict(db.execute("SELECT key, duration_s FROM items"))
+assert d["d.png"] == 0 and all(v > 0 for k, v in d.items() if k != "d.png"), d
+EOF
+if command -v vtr-search >/dev/null 2>&1; then
+    vtr-search "a video of a cat" --index "$dir/ix" --model "$CK" -k 4 >"$dir/search" 2>"$dir/err" &&
+        vtr-search "a video of a cat" --index "$dir/ix" --model "$CK" -k 4 --json >"$dir/search.json" 2>>"$dir/err" ||
+        fail "vtr-search: $(cat "$dir/err")"
+    grep -q " image  .*/d\.png$" "$dir/search" && [ "$(grep -c ' image  ' "$dir/search")" -eq 1 ] ||
+        fail "the photo in the table: $(cat "$dir/search")"
+    $PY -c 'import json, sys; r = json.load(open(sys.argv[1]))["results"]; assert sorted((x["key"], x["image"]) for x in r) == [("a.mp4", False), ("b.webm", False), ("d.png", True), ("sub/c.mp4", False)], r' \
+        "$dir/search.json" || fail "the photo in --json: $(cat "$dir/search.json")"
+fi
 g1=$(generation "$dir/ix")
 
 # ---- 2. rerun: nothing redone, nothing published ---------------------------------------
