@@ -126,6 +126,11 @@ if command -v vtr-search >/dev/null 2>&1; then
     $PY -c 'import json, sys; r = json.load(open(sys.argv[1]))["results"]; assert sorted((x["key"], x["image"]) for x in r) == [("a.mp4", False), ("b.webm", False), ("d.png", True), ("sub/c.mp4", False)], r' \
         "$dir/search.json" || fail "the photo in --json: $(cat "$dir/search.json")"
 fi
+# vtr-inspect describes the index
+if command -v vtr-inspect >/dev/null 2>&1; then
+    vtr-inspect "$dir/ix" | grep -q "^$dir/ix: embedding index, 4 rows (4 live) in [0-9]* segments, dimension 16, generation [0-9]*, model " ||
+        fail "vtr-inspect of the index: $(vtr-inspect "$dir/ix" 2>&1)"
+fi
 g1=$(generation "$dir/ix")
 
 # ---- 2. rerun: nothing redone, nothing published ---------------------------------------

@@ -12,6 +12,7 @@
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/version.h"
 #include "tools/gpo_synthetic.h"
 
 static void usage(FILE *out)
@@ -35,6 +36,7 @@ static void usage(FILE *out)
           "  --batch N           sets per step [16]\n"
           "  --lr X              Adam learning rate [0.001]\n"
           "  -h, --help          this text\n"
+          "      --version       the version\n"
           "\n"
           "The same options give the same RMSE for any --threads. Set OMP_WAIT_POLICY=passive\n"
           "(lib/nn.h) for the timings the docs give.\n"
@@ -257,7 +259,8 @@ int main(int argc, char **argv)
         OPT_STEPS,
         OPT_DIM,
         OPT_BATCH,
-        OPT_LR
+        OPT_LR,
+        OPT_VERSION
     };
     static const struct option options[] = {
         {"seed", required_argument, NULL, OPT_SEED},
@@ -272,6 +275,7 @@ int main(int argc, char **argv)
         {"batch", required_argument, NULL, OPT_BATCH},
         {"lr", required_argument, NULL, OPT_LR},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     vtr_log_init("vtr-gpo-synthetic", false);
@@ -314,6 +318,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'h': usage(stdout); return 0;
+        case OPT_VERSION: printf("vtr-gpo-synthetic %s\n", vtr_version); return 0;
         default: bad = 1; break;
         }
         if (bad) {

@@ -1,9 +1,12 @@
-/* vtr-inspect: show what an NPY file, a safetensors file or a record stream holds.
+/* vtr-inspect: show what an NPY file, a safetensors file, a record stream, an embedding
+ * index or a feature store holds.
  *
- *   vtr-inspect [--json] [FILE...]      (no FILE or "-": a record stream on stdin)
+ *   vtr-inspect [--json] [FILE|DIR...]      (no FILE or "-": a record stream on stdin)
  *
- * One line per array (dtype and shape), per tensor, or per record (key, dtype, shape,
- * metadata); --json prints one JSON object per line instead. Exit status: 0 when every
+ * One line per array (dtype and shape), per tensor (after a line with the file's tensor
+ * count and metadata), per record (key, dtype, shape, metadata), or per directory (an
+ * index: rows, live rows, segments, dimension, generation, model; a store: items, rows,
+ * dimension); --json prints one JSON object per line instead. Exit status: 0 when every
  * input was read, 2 when some could not be (each reported on stderr), 1 on bad usage or
  * when the output could not be written. */
 #define _POSIX_C_SOURCE 200809L
@@ -12,13 +15,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "index/embedding_index.h"
+#include "lib/feature_store.h"
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/npy.h"
 #include "lib/record.h"
 #include "lib/safetensors.h"
+#include "lib/version.h"
 
 static bool json_output;
 
@@ -84,29 +92,121 @@ static vtr_status inspect_records(FILE *in, const char *name, vtr_error *err)
     return st;
 }
 
+/* One line for a whole input (a file's header, a directory): "<source>: <text>" or, with
+ * --json, {"source", "kind", ...fields}. Steals fields. */
+static void print_summary(const char *source_text, const char *kind, const char *text,
+                          json_t *fields)
+{
+    char shown[1024];
+    const char *source = vtr_shown(source_text, shown, sizeof shown);
+    if (json_output) {
+        json_t *obj = json_pack("{s:s, s:s}", "source", source, "kind", kind);
+        json_object_update(obj, fields);
+        char *line = json_dumps(obj, VTR_JSON_FLAGS);
+        puts(line);
+        free(line);
+        json_decref(obj);
+    } else {
+        printf("%s: %s\n", source, text);
+    }
+    json_decref(fields);
+}
+
 static vtr_status inspect_safetensors(const char *path, vtr_error *err)
 {
     vtr_safetensors st;
     vtr_status rc = vtr_safetensors_open(path, &st, err);
     if (rc != VTR_OK)
         return rc;
-    if (!json_output) {
-        char *meta = st.metadata ? json_dumps(st.metadata, VTR_JSON_FLAGS) : NULL;
-        char shown[1024];
-        printf("%s: safetensors, %zu tensors%s%s\n", vtr_shown(path, shown, sizeof shown),
-               st.count, meta ? ", metadata " : "", meta ? meta : "");
-        free(meta);
-    }
+    char *meta = st.metadata ? json_dumps(st.metadata, VTR_JSON_FLAGS) : NULL;
+    char text[64];
+    snprintf(text, sizeof text, "safetensors, %zu tensors", st.count);
+    char *line = malloc(strlen(text) + (meta ? strlen(meta) + 16 : 0) + 1);
+    if (line)
+        sprintf(line, "%s%s%s", text, meta ? ", metadata " : "", meta ? meta : "");
+    print_summary(path, "safetensors file", line ? line : text,
+                  json_pack("{s:I, s:O?}", "tensors", (json_int_t)st.count, "metadata",
+                            st.metadata));
+    free(line);
+    free(meta);
     for (size_t i = 0; i < st.count; i++)
         print_array(path, "safetensors", st.entries[i].name, &st.entries[i].tensor, NULL);
     vtr_safetensors_close(&st);
     return VTR_OK;
 }
 
+static vtr_status inspect_index(const char *dir, vtr_error *err)
+{
+    vtr_embedding_index *ix;
+    vtr_status st = vtr_embedding_index_open(dir, &ix, err);
+    if (st != VTR_OK)
+        return st;
+    const char *model = vtr_embedding_index_model(ix);
+    char text[512];
+    snprintf(text, sizeof text,
+             "embedding index, %lld rows (%lld live) in %lld segments, dimension %lld, "
+             "generation %lld, model %s",
+             (long long)vtr_embedding_index_rows(ix), (long long)vtr_embedding_index_live_rows(ix),
+             (long long)vtr_embedding_index_segments(ix), (long long)vtr_embedding_index_dim(ix),
+             (long long)vtr_embedding_index_generation(ix), model && *model ? model : "-");
+    print_summary(dir, "embedding index", text,
+                  json_pack("{s:I, s:I, s:I, s:I, s:I, s:s?}", "rows",
+                            (json_int_t)vtr_embedding_index_rows(ix), "live_rows",
+                            (json_int_t)vtr_embedding_index_live_rows(ix), "segments",
+                            (json_int_t)vtr_embedding_index_segments(ix), "dim",
+                            (json_int_t)vtr_embedding_index_dim(ix), "generation",
+                            (json_int_t)vtr_embedding_index_generation(ix), "model",
+                            model && *model ? model : NULL));
+    vtr_embedding_index_close(ix);
+    return VTR_OK;
+}
+
+static vtr_status inspect_store(const char *dir, vtr_error *err)
+{
+    vtr_feature_store_reader *r;
+    vtr_status st = vtr_feature_store_reader_open(dir, &r, err);
+    if (st != VTR_OK)
+        return st;
+    char text[256];
+    snprintf(text, sizeof text, "feature store, %lld items, %lld rows of dimension %lld",
+             (long long)vtr_feature_store_reader_items(r),
+             (long long)vtr_feature_store_reader_rows(r),
+             (long long)vtr_feature_store_reader_dim(r));
+    print_summary(dir, "feature store", text,
+                  json_pack("{s:I, s:I, s:I}", "items",
+                            (json_int_t)vtr_feature_store_reader_items(r), "rows",
+                            (json_int_t)vtr_feature_store_reader_rows(r), "dim",
+                            (json_int_t)vtr_feature_store_reader_dim(r)));
+    vtr_feature_store_reader_close(r);
+    return VTR_OK;
+}
+
+/* A directory: an embedding index (DIR/index.sqlite) or a feature store (DIR/meta.json). */
+static vtr_status inspect_dir(const char *dir, vtr_error *err)
+{
+    char *ix = vtr_path_join(dir, "index.sqlite"), *meta = vtr_path_join(dir, "meta.json");
+    vtr_status st;
+    if (!ix || !meta)
+        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    else if (access(ix, F_OK) == 0)
+        st = inspect_index(dir, err);
+    else if (access(meta, F_OK) == 0)
+        st = inspect_store(dir, err);
+    else
+        st = vtr_fail(err, VTR_ERR_FORMAT, "%s: a directory, but neither an embedding index "
+                      "(index.sqlite) nor a feature store (meta.json)", dir);
+    free(ix);
+    free(meta);
+    return st;
+}
+
 static vtr_status inspect_path(const char *path, vtr_error *err)
 {
     if (strcmp(path, "-") == 0)
         return inspect_records(stdin, "stdin", err);
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return inspect_dir(path, err);
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return vtr_fail_errno(err, "%s", path);
@@ -137,11 +237,14 @@ static vtr_status inspect_path(const char *path, vtr_error *err)
 
 static void usage(FILE *out)
 {
-    fputs("usage: vtr-inspect [--json] [--log-json] [FILE...]\n"
-          "Show the arrays in NPY files, safetensors files and vtr record streams\n"
-          "(no FILE or '-': a record stream on stdin).\n"
-          "  --json      one JSON object per array, tensor or record\n"
+    fputs("usage: vtr-inspect [--json] [--log-json] [FILE|DIR...]\n"
+          "Show the arrays in NPY files, safetensors files (and their metadata) and vtr\n"
+          "record streams, and what an embedding index (vtr-index, vtr-aggregate --index)\n"
+          "or a feature store (vtr-features --store) directory holds (no FILE or '-': a\n"
+          "record stream on stdin).\n"
+          "  --json      one JSON object per array, tensor, record, file header or directory\n"
           "  --log-json  errors as JSON events on stderr\n"
+          "  --version   the version\n"
           "Exit status: 0 all inputs read, 2 some could not be read, 1 bad usage or the\n"
           "output could not be written (\"stdout: No space left on device\").\n",
           out);
@@ -153,6 +256,7 @@ int main(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"log-json", no_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     bool log_json = false;
@@ -162,6 +266,7 @@ int main(int argc, char **argv)
         case 'j': json_output = true; break;
         case 'L': log_json = true; break;
         case 'h': usage(stdout); return 0;
+        case 'V': printf("vtr-inspect %s\n", vtr_version); return 0;
         default: usage(stderr); return 1;
         }
     }
