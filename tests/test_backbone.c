@@ -479,11 +479,22 @@ TEST(backbone_rejects_bad_weights)
     CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
                 "unexpected tensor 'layer5.0.conv1.weight'");
 
-    /* resnet18 weights for a resnet34: a block that is not there */
+    /* resnet18 weights for a resnet34 or a resnet50: the weights tell theirs */
     CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET34, VTR_BACKBONE_CPU, &b, &err),
-                VTR_ERR_NOT_FOUND, "missing tensor 'layer1.2.conv1.weight' (resnet34)");
-    /* for a resnet50: another block type */
+                VTR_ERR_INVALID, "resnet18-random.safetensors are resnet18 weights, not "
+                "resnet34: use -a resnet18");
     CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET50, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_INVALID, "are resnet18 weights, not resnet50: use -a resnet18");
+    /* weights of no architecture are checked against the one named: a block not there */
+    rewrite_weights(good, bad, "layer4.1.conv1.weight", NULL, NULL, NULL);
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_NOT_FOUND, "missing tensor 'layer4.1.conv1.weight' (resnet18)");
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_FORMAT, "bad.safetensors are of no architecture vtr knows: 2, 2, 2, 1 "
+                "basic blocks in layer1-4 (resnet18, 34, 50, 101 or 152 expected)");
+    /* another block type */
+    rewrite_weights(good, bad, NULL, NULL, NULL, "layer1.0.conv3.weight");
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET50, VTR_BACKBONE_CPU, &b, &err),
                 VTR_ERR_FORMAT, "'layer1.0.conv1.weight' has shape (64, 64, 3, 3), resnet50 "
                 "expects (64, 64, 1, 1)");
     CHECK_FAILS(vtr_backbone_load(test_path("nothing.safetensors"), VTR_RESNET18,
