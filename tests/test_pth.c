@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "features/backbone.h"
 #include "lib/file.h"
 #include "lib/pth.h"
 #include "lib/tensor_file.h"
@@ -90,18 +89,19 @@ static unsigned char *make_zip(const part *parts, size_t n, size_t *len)
 static const float six[6] = {0, 1, 2, 3, 4, 5};
 
 /* Parses a torch.save archive of `pickle` (len bytes; a C string when len is 0) and the
- * 24-byte storage data/0 (six floats). */
+ * 24-byte storage data/0 (six floats). The archive, which out points into, lives until
+ * the next call. */
 static vtr_status parse_pickle(const char *pickle, size_t len, vtr_safetensors *out,
                                vtr_error *err)
 {
+    static unsigned char *zip;
     part parts[3] = {{"archive/data.pkl", pickle, len ? len : strlen(pickle)},
                      {"archive/data/0", six, sizeof six},
                      {"archive/version", "3\n", 2}};
     size_t zlen;
-    unsigned char *zip = make_zip(parts, 3, &zlen);
-    vtr_status st = vtr_pth_parse(zip, zlen, out, err);
     free(zip);
-    return st;
+    zip = make_zip(parts, 3, &zlen);
+    return vtr_pth_parse(zip, zlen, out, err);
 }
 
 /* The pickle of {'w': a float32 tensor over storage '0' of `numel` elements}, with the
