@@ -7,6 +7,7 @@
 
 #include "features/conv.h"
 #include "lib/device.h"
+#include "lib/tensor_file.h"
 
 #define BN_EPS 1e-5f
 
@@ -40,6 +41,45 @@ vtr_status vtr_backbone_arch_parse(const char *name, vtr_backbone_arch *arch, vt
     return vtr_fail(err, VTR_ERR_INVALID, "unknown architecture '%s' (resnet18, resnet34, "
                     "resnet50, resnet101 or resnet152)",
                     vtr_printable(name, strlen(name), shown, sizeof shown));
+}
+
+vtr_status vtr_backbone_arch_infer(const vtr_safetensors *st, const char *what,
+                                   vtr_backbone_arch *arch, vtr_error *err)
+{
+    const char *recorded = vtr_safetensors_meta(st, "arch");
+    if (recorded) {
+        if (vtr_backbone_arch_parse(recorded, arch, NULL) == VTR_OK)
+            return VTR_OK;
+        char shown[64];
+        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: metadata \"arch\" '%s' is no "
+                        "architecture vtr knows", what,
+                        vtr_printable(recorded, strlen(recorded), shown, sizeof shown));
+    }
+    int blocks[4];
+    for (int li = 0; li < 4; li++) {
+        char name[64];
+        for (blocks[li] = 0;; blocks[li]++) {
+            snprintf(name, sizeof name, "layer%d.%d.conv1.weight", li + 1, blocks[li]);
+            if (!vtr_safetensors_find(st, name))
+                break;
+        }
+    }
+    bool bottleneck = vtr_safetensors_find(st, "layer1.0.conv3.weight") != NULL;
+    const vtr_tensor *first = vtr_safetensors_find(st, "layer1.0.conv1.weight");
+    int k = bottleneck ? 1 : 3;
+    bool stem = first && first->ndim == 4 && first->shape[0] == 64 && first->shape[1] == 64 &&
+                first->shape[2] == k && first->shape[3] == k;
+    for (int a = 0; stem && a < VTR_BACKBONE_ARCH_COUNT; a++) {
+        if (archs[a].bottleneck == bottleneck && !memcmp(archs[a].blocks, blocks, sizeof blocks)) {
+            *arch = (vtr_backbone_arch)a;
+            return VTR_OK;
+        }
+    }
+    return vtr_fail(err, VTR_ERR_FORMAT, "weights %s are of no architecture vtr knows: %d, %d, "
+                    "%d, %d %s blocks in layer1-4%s (resnet18, 34, 50, 101 or 152 expected)",
+                    what, blocks[0], blocks[1], blocks[2], blocks[3],
+                    bottleneck ? "bottleneck" : "basic",
+                    first && !stem ? ", layer1.0.conv1.weight of another shape" : "");
 }
 
 int vtr_backbone_arch_dim(vtr_backbone_arch arch)
@@ -343,8 +383,17 @@ vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *
 {
     vtr_status s = VTR_OK;
     *out = NULL;
-    if ((unsigned)arch >= VTR_BACKBONE_ARCH_COUNT)
+    vtr_backbone_arch theirs;
+    vtr_error infer_err;
+    if (arch == VTR_BACKBONE_ARCH_INFER) {
+        if ((s = vtr_backbone_arch_infer(st, what, &arch, err)) != VTR_OK)
+            return s;
+    } else if ((unsigned)arch >= VTR_BACKBONE_ARCH_COUNT) {
         return vtr_fail(err, VTR_ERR_INVALID, "unknown architecture %d", (int)arch);
+    } else if (vtr_backbone_arch_infer(st, what, &theirs, &infer_err) == VTR_OK && theirs != arch) {
+        return vtr_fail(err, VTR_ERR_INVALID, "%s are %s weights, not %s: use -a %s", what,
+                        archs[theirs].name, archs[arch].name, archs[theirs].name);
+    }
     vtr_backbone *b = calloc(1, sizeof *b);
     builder bld = {.st = st, .what = what, .arch = archs[arch].name};
     bld.used = calloc(st->count ? st->count : 1, sizeof *bld.used);
@@ -387,7 +436,7 @@ vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
 {
     vtr_safetensors st;
     *out = NULL;
-    vtr_status s = vtr_safetensors_open(path, &st, err);
+    vtr_status s = vtr_tensor_file_open(path, &st, err);
     if (s != VTR_OK) {
         vtr_error_context(err, "weights");
         return s;

@@ -10,14 +10,17 @@
  * (grid features: each of its OH x OW cells is one set element of D channels, row-major
  * over the cells; 7x7 cells for a 224x224 input).
  *
- * Weights: a safetensors file with torchvision's (and timm's) names, e.g.
+ * Weights: a safetensors file or a torch.save file (.pth, lib/pth.h: torchvision's
+ * released weights as downloaded), told apart by content (lib/tensor_file.h), with
+ * torchvision's (and timm's) names, e.g.
  *   conv1.weight (64, 3, 7, 7)   bn1.{weight,bias,running_mean,running_var} (64)
  *   layer1.0.conv1.weight        layer1.0.bn1.*
  *   layer1.0.downsample.0.weight layer1.0.downsample.1.*
  * float32, float16 or bfloat16 (converted to float32). fc.* and *.num_batches_tracked
  * are ignored. A missing tensor, a tensor of the wrong shape or dtype, and a tensor that
  * the architecture does not have (weights of another depth) are errors naming the file
- * and the tensor (and both shapes). Batch norms (eps 1e-5, torchvision's) are folded into
+ * and the tensor (and both shapes). The architecture can be inferred from the weights
+ * (vtr_backbone_arch_infer). Batch norms (eps 1e-5, torchvision's) are folded into
  * the convolutions at load time (features/conv.h), so a loaded backbone is a
  * vtr_conv_net: each conv carries a bias, ReLUs and residual additions are fused.
  *
@@ -36,6 +39,7 @@
 #include "lib/safetensors.h"
 
 typedef enum vtr_backbone_arch {
+    VTR_BACKBONE_ARCH_INFER = -1, /* for loading: the architecture the weights are of */
     VTR_RESNET18,
     VTR_RESNET34,
     VTR_RESNET50,
@@ -54,6 +58,16 @@ const char *vtr_backbone_arch_name(vtr_backbone_arch arch);
 
 /* Parses an architecture name; VTR_ERR_INVALID listing the known ones otherwise. */
 vtr_status vtr_backbone_arch_parse(const char *name, vtr_backbone_arch *arch, vtr_error *err);
+
+/* The architecture of the weights in st: the safetensors metadata "arch" where there is
+ * one (vtr-backbone-init records it), else the tensors: blocks per layer
+ * (layerL.B.conv1.weight present) and the block type (layer1.0.conv1.weight 64x64x1x1
+ * and a conv3: Bottleneck; 64x64x3x3 and none: BasicBlock). Only the tensors that tell
+ * the architecture are read: loading checks them all. VTR_ERR_FORMAT naming `what` (a
+ * path) when the metadata names no architecture vtr knows or the tensors are of none of
+ * resnet18/34/50/101/152. */
+vtr_status vtr_backbone_arch_infer(const vtr_safetensors *st, const char *what,
+                                   vtr_backbone_arch *arch, vtr_error *err);
 
 /* Feature dimension D: 512 or 2048. */
 int vtr_backbone_arch_dim(vtr_backbone_arch arch);
@@ -74,14 +88,19 @@ int vtr_backbone_conv_specs(vtr_backbone_arch arch, vtr_backbone_conv_spec *out,
 typedef struct vtr_backbone vtr_backbone;
 
 /* Builds the backbone from the tensors of st (borrowed; copied, so st may be closed
- * afterwards). `what` names the weights in errors (a path). On CUDA also initializes GPU 0
+ * afterwards). `what` names the weights in errors (a path). arch VTR_BACKBONE_ARCH_INFER
+ * takes the architecture from the weights (vtr_backbone_arch_infer's errors); another
+ * arch must be theirs where they tell it, else VTR_ERR_INVALID "W are resnet50 weights,
+ * not resnet152: use -a resnet50"; weights of no known architecture are then checked
+ * tensor by tensor against arch (a missing tensor, a wrong shape: as below). On CUDA also initializes GPU 0
  * (vtr_cuda_init; CUDA_VISIBLE_DEVICES picks which one that is) and uploads the weights;
  * VTR_ERR_DEVICE when vtr has no CUDA or no GPU is visible. *out is NULL on failure. */
 vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *what,
                                          vtr_backbone_arch arch, vtr_backbone_device device,
                                          vtr_backbone **out, vtr_error *err);
 
-/* vtr_backbone_from_safetensors on the file at path. */
+/* vtr_backbone_from_safetensors on the file at path, safetensors or torch.save
+ * (vtr_tensor_file_open). */
 vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
                              vtr_backbone_device device, vtr_backbone **out, vtr_error *err);
 

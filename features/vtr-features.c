@@ -31,10 +31,12 @@ static const char usage_text[] =
     "\"extractor\" added (architecture, weights and their SHA-256, grid, dtype).\n"
     "\n"
     "Model:\n"
-    "  -w, --weights FILE    backbone weights: safetensors with torchvision's names\n"
-    "                        (conv1.weight, bn1.*, layer1.0.conv1.weight, ...; fc.* ignored)\n"
+    "  -w, --weights FILE    backbone weights with torchvision's names (conv1.weight,\n"
+    "                        bn1.*, layer1.0.conv1.weight, ...; fc.* ignored): safetensors,\n"
+    "                        or a torch.save state_dict (.pth, as torchvision releases\n"
+    "                        them; read without PyTorch, its pickle never run)\n"
     "  -a, --arch NAME       resnet18, resnet34, resnet50, resnet101 or resnet152\n"
-    "                        [resnet152]\n"
+    "                        [the weights': their metadata, else their tensors]\n"
     "      --grid            grid features instead of pooled ones\n"
     "      --device DEV      cpu (oneDNN) or cuda (cuDNN) [cpu]\n"
     "      --batch N         frames per backbone call; batches span items [32]\n"
@@ -78,7 +80,8 @@ static const char usage_text[] =
     "audio, and an item of a key written before (x.wav of another folder: the output\n"
     "takes each key once) are reported on stderr in one line naming the key; the other\n"
     "items still finish. Weights that do not fit the architecture (a missing tensor, a\n"
-    "wrong shape) stop the program with one line naming the tensor.\n"
+    "wrong shape) stop the program with one line naming the tensor; weights of another\n"
+    "architecture than --arch, with one line naming theirs.\n"
     "Exit status: 0 every item done; 2 some items (or an input stream) failed, the others\n"
     "were written; 1 bad usage, unusable weights, or the output could not be written.\n";
 
@@ -140,7 +143,7 @@ int main(int argc, char **argv)
     vtr_extractor_options xo;
     vtr_extractor_defaults(&xo);
     const char *weights = NULL, *output = NULL, *out_dir = NULL, *store = NULL;
-    vtr_backbone_arch arch = VTR_RESNET152;
+    vtr_backbone_arch arch = VTR_BACKBONE_ARCH_INFER;
     vtr_backbone_device device = VTR_BACKBONE_CPU;
     bool log_json = false, half = false, audio = false;
     vtr_logmel_options lo;
@@ -336,11 +339,13 @@ int main(int argc, char **argv)
         /* the model and what is recorded about it */
         if (vtr_file_sha256(weights, sha, &err) != VTR_OK ||
             vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK ||
-            vtr_frame_features_new(backbone, arch, weights, sha, &xo, half, &ff, &err) != VTR_OK) {
+            vtr_frame_features_new(backbone, vtr_backbone_get_arch(backbone), weights, sha, &xo,
+                                   half, &ff, &err) != VTR_OK) {
             vtr_log_item_error(NULL, &err);
             goto end;
         }
-        snprintf(what, sizeof what, "%s/%s", vtr_backbone_arch_name(arch),
+        snprintf(what, sizeof what, "%s/%s",
+                 vtr_backbone_arch_name(vtr_backbone_get_arch(backbone)),
                  xo.grid ? "grid" : "avgpool");
         dim = vtr_backbone_dim(backbone);
     }

@@ -540,7 +540,7 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
         return st;
 
     /* the settings: given, else recorded, else the defaults */
-    const char *arch_name = o->arch ? o->arch : exists ? rec.arch : VTR_ARCHIVE_DEFAULT_ARCH;
+    const char *arch_name = o->arch ? o->arch : exists ? rec.arch : NULL; /* NULL: the weights' */
     const char *weights = o->weights ? o->weights : exists ? rec.weights : NULL;
     int frames = o->frames > 0 ? o->frames : exists ? rec.frames : VTR_ARCHIVE_DEFAULT_FRAMES;
     vtr_extractor_options xo;
@@ -549,9 +549,9 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
         xo.pre.resize = o->resize >= 0 ? o->resize : rec.resize;
     if (o->crop >= 0 || exists)
         xo.pre.crop = o->crop >= 0 ? o->crop : rec.crop;
-    vtr_backbone_arch arch;
+    vtr_backbone_arch arch = VTR_BACKBONE_ARCH_INFER;
     char sha[VTR_SHA256_HEX_SIZE];
-    if ((st = vtr_backbone_arch_parse(arch_name, &arch, err)) != VTR_OK)
+    if (arch_name && (st = vtr_backbone_arch_parse(arch_name, &arch, err)) != VTR_OK)
         goto end;
     if (!weights) {
         st = vtr_fail(err, VTR_ERR_NOT_FOUND,
@@ -599,6 +599,7 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
     }
     if ((st = vtr_backbone_load(weights, arch, o->device, &ix->backbone, err)) != VTR_OK)
         goto end;
+    arch_name = vtr_backbone_arch_name(vtr_backbone_get_arch(ix->backbone));
     if (vtr_backbone_dim(ix->backbone) != vtr_embedder_feature_dim(ix->embedder)) {
         st = vtr_fail(err, VTR_ERR_INVALID,
                       "%s takes %lld-d features; %s gives %d-d ones: use the backbone the "

@@ -62,7 +62,6 @@
 
 /* Defaults of the settings an index records. */
 #define VTR_ARCHIVE_DEFAULT_FRAMES 8
-#define VTR_ARCHIVE_DEFAULT_ARCH "resnet152"
 
 /* What happened to one item in a run. */
 typedef enum vtr_archive_outcome {
@@ -103,7 +102,7 @@ typedef struct vtr_archive_options {
     const char *index_dir;  /* OUT, created when absent (its parent must exist) */
     const char *checkpoint; /* the trained model (vtr-train checkpoint) */
     const char *vocab;      /* the model's vocabulary, NULL: found as vtr_embedder_open does */
-    const char *arch;       /* backbone architecture; NULL: recorded, or resnet152 */
+    const char *arch;       /* backbone architecture; NULL: recorded, or the weights' */
     const char *weights;    /* backbone weights (safetensors); NULL: the recorded ones
                              * (required for a new index) */
     vtr_backbone_device device;

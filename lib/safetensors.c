@@ -247,7 +247,8 @@ vtr_status vtr_safetensors_parse(const void *buf, size_t len, vtr_safetensors *o
         }
         prev = &spans[i];
     }
-    qsort(out->entries, out->count, sizeof *out->entries, compare_entries);
+    if ((st = vtr_safetensors_index(out, err)) != VTR_OK)
+        goto end;
     if (meta)
         out->metadata = json_incref(meta);
 end:
@@ -260,12 +261,18 @@ end:
 
 vtr_status vtr_safetensors_open(const char *path, vtr_safetensors *out, vtr_error *err)
 {
+    return vtr_safetensors_open_with(path, vtr_safetensors_parse, out, err);
+}
+
+vtr_status vtr_safetensors_open_with(const char *path, vtr_safetensors_parser parse,
+                                     vtr_safetensors *out, vtr_error *err)
+{
     memset(out, 0, sizeof *out);
     vtr_mapped_file map;
     vtr_status st = vtr_map_file(path, &map, err);
     if (st != VTR_OK)
         return st; /* the message already names the path */
-    st = vtr_safetensors_parse(map.data, map.size, out, err);
+    st = parse(map.data, map.size, out, err);
     if (st != VTR_OK) {
         vtr_error_context(err, "%s", path);
         vtr_unmap_file(&map);
@@ -283,6 +290,20 @@ const vtr_tensor *vtr_safetensors_find(const vtr_safetensors *st, const char *na
     const vtr_safetensors_entry *found =
         bsearch(&key, st->entries, st->count, sizeof *st->entries, compare_entries);
     return found ? &found->tensor : NULL;
+}
+
+vtr_status vtr_safetensors_index(vtr_safetensors *st, vtr_error *err)
+{
+    qsort(st->entries, st->count, sizeof *st->entries, compare_entries);
+    for (size_t i = 1; i < st->count; i++) {
+        const char *name = st->entries[i].name;
+        if (strcmp(st->entries[i - 1].name, name) == 0) {
+            char shown[ST_MAX_MESSAGE_NAME];
+            return vtr_fail(err, VTR_ERR_FORMAT, "two tensors named '%s'",
+                            vtr_printable(name, strlen(name), shown, sizeof shown));
+        }
+    }
+    return VTR_OK;
 }
 
 const char *vtr_safetensors_meta(const vtr_safetensors *st, const char *key)

@@ -58,11 +58,25 @@ vtr_status vtr_safetensors_parse(const void *buf, size_t len, vtr_safetensors *o
  * (VTR_ERR_IO when it cannot be opened or mapped). */
 vtr_status vtr_safetensors_open(const char *path, vtr_safetensors *out, vtr_error *err);
 
+/* A parser of another format into the table (lib/pth.h), with vtr_safetensors_parse's
+ * contract. */
+typedef vtr_status (*vtr_safetensors_parser)(const void *buf, size_t len, vtr_safetensors *out,
+                                             vtr_error *err);
+
+/* vtr_safetensors_open with another parser: on success out->map holds the mapping. */
+vtr_status vtr_safetensors_open_with(const char *path, vtr_safetensors_parser parse,
+                                     vtr_safetensors *out, vtr_error *err);
+
 /* The tensor called name, or NULL. Valid until vtr_safetensors_close. */
 const vtr_tensor *vtr_safetensors_find(const vtr_safetensors *st, const char *name);
 
 /* The "__metadata__" string stored under key, or NULL. Valid until vtr_safetensors_close. */
 const char *vtr_safetensors_meta(const vtr_safetensors *st, const char *key);
+
+/* Sorts st's entries by name, the order vtr_safetensors_find needs, and checks that no
+ * two share one (VTR_ERR_FORMAT naming it): for readers of other formats that fill the
+ * table (lib/pth.h). */
+vtr_status vtr_safetensors_index(vtr_safetensors *st, vtr_error *err);
 
 /* Frees the entries and metadata and unmaps the file; leaves st zeroed. Safe on a zeroed
  * or already-closed value. */

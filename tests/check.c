@@ -80,6 +80,31 @@ int test_run(const char *fmt, ...)
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
 }
 
+void test_fixture(int *state, const char *script, const char *modules, const char *make)
+{
+    enum { NOT_TRIED, MADE, NO_SCRIPT, NO_MODULES, FAILED };
+    if (*state == NOT_TRIED) {
+        *state = access(script, R_OK) != 0 ? NO_SCRIPT
+                 : test_run("/usr/bin/python3 -c 'import %s' >/dev/null 2>&1", modules) != 0
+                     ? NO_MODULES
+                     : FAILED;
+        if (*state == FAILED) {
+            if (test_run("%s", make) != 0)
+                test_fail(__FILE__, __LINE__, "making a fixture failed: %s", make);
+            *state = MADE;
+        }
+    }
+    char why[256];
+    if (*state == NO_SCRIPT)
+        snprintf(why, sizeof why, "run from the top of the source tree to find %s", script);
+    else if (*state == NO_MODULES)
+        snprintf(why, sizeof why, "/usr/bin/python3 cannot import %s", modules);
+    else if (*state == FAILED)
+        snprintf(why, sizeof why, "the fixture failed before: %s", make);
+    if (*state != MADE)
+        test_skip(why);
+}
+
 static int selected(const char *file, const char *name, int argc, char **argv)
 {
     if (argc < 2)

@@ -24,6 +24,12 @@ const char *test_tmpdir(void);
 const char *test_path(const char *name);
 /* Runs a shell command; returns its exit status (or -1). */
 int test_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A fixture made once per run by a script of the tree that needs Python modules: the
+ * first call for *state (a static int, 0 before) runs the shell command `make`, which must
+ * succeed; every call skips the calling test when `script` is not at hand (not run from
+ * the top of the tree) or /usr/bin/python3 cannot import `modules` ("numpy", "torch,
+ * torchvision"), or making it failed before. */
+void test_fixture(int *state, const char *script, const char *modules, const char *make);
 
 #define TEST(name)                                                                      \
     static void test_##name(void);                                                      \

@@ -121,7 +121,8 @@ grep -q "tensor 'layer2.1.conv1.weight' has shape (128, 128, 1, 1), resnet18 exp
     "$dir/err" || fail "wrong shape: $(cat "$dir/err")"
 [ "$(wc -l <"$dir/err")" -eq 1 ] || fail "expected one line: $(cat "$dir/err")"
 vtr-features -w "$dir/w.safetensors" -a resnet50 "$dir/frames.rec" >/dev/null 2>"$dir/err"
-[ $? -eq 1 ] && grep -q "resnet50 expects" "$dir/err" || fail "resnet18 weights as resnet50"
+[ $? -eq 1 ] && [ "$(cat "$dir/err")" = "vtr-features: $dir/w.safetensors are resnet18 weights, not resnet50: use -a resnet18" ] ||
+    fail "resnet18 weights as resnet50: $(cat "$dir/err")"
 # weights that are a device or a FIFO: refused at once, not read for ever or waited on
 mkfifo "$dir/w.fifo" || fail "mkfifo"
 for w in /dev/zero "$dir/w.fifo"; do
@@ -132,7 +133,29 @@ for w in /dev/zero "$dir/w.fifo"; do
         fail "weights $w: exit $rc: $(cat "$dir/err")"
 done
 
-# 7. usage
+# 7. the same weights as torch.save writes them (a .pth, told by its content, not its name;
+# the architecture from the tensors): the same features, bit for bit
+if $PY -c 'import torch, torchvision' 2>/dev/null; then
+    $PY $SCRIPT random-weights resnet18 "$dir/w.pth" 1 || fail "random weights as .pth"
+    cp "$dir/w.pth" "$dir/pth-inside.safetensors"
+    $F --out-dir "$dir/from_st" "$dir/frames.rec" || fail "features from safetensors"
+    vtr-features -w "$dir/pth-inside.safetensors" --resize 72 --crop 64 --threads 2 \
+        --out-dir "$dir/from_pth" "$dir/frames.rec" || fail "features from .pth"
+    n=0
+    for f in "$dir"/from_st/*.npy; do
+        cmp -s "$f" "$dir/from_pth/$(basename "$f")" || fail "$(basename "$f") differs"
+        n=$((n + 1))
+    done
+    [ $n -gt 0 ] || fail "no features written"
+    grep -q '"arch": *"resnet18"' "$dir"/from_pth/*.json || fail "arch not recorded: $(cat "$dir"/from_pth/*.json)"
+    vtr-features -w "$dir/w.pth" -a resnet152 "$dir/frames.rec" >/dev/null 2>"$dir/err"
+    [ $? -eq 1 ] && [ "$(cat "$dir/err")" = "vtr-features: $dir/w.pth are resnet18 weights, not resnet152: use -a resnet18" ] ||
+        fail ".pth for another architecture: $(cat "$dir/err")"
+else
+    echo "skipped the .pth checks: $PY cannot import torch and torchvision"
+fi
+
+# 8. usage
 vtr-features --help | grep -q -- '--weights' || fail "--help"
 vtr-features "$dir/frames.rec" >/dev/null 2>&1
 [ $? -eq 1 ] || fail "no --weights: expected exit 1"

@@ -314,6 +314,17 @@ dump "$dir/im" >"$dir/dm"
 [ "$(wc -l <"$dir/dm")" -eq 2 ] && grep -q "^$A/a.mp4 " "$dir/dm" || fail "manifest keys: $(cut -d' ' -f1 "$dir/dm")"
 [ "$(grep "^$A/a.mp4 " "$dir/dm" | cut -d' ' -f2)" = "$(grep '^a.mp4 ' "$dir/d6" | cut -d' ' -f2)" ] ||
     fail "the same file through a manifest: other bytes"
+# the same weights as a torch.save .pth, without --arch (the weights tell it): the same
+# embeddings
+if $PY -c 'import torch, torchvision' 2>/dev/null; then
+    $PY $SCRIPT random-weights resnet18 "$dir/w.pth" 1 || fail "random weights as .pth"
+    vtr-index "$dir/list.txt" --model "$CK" --frames 3 --resize 72 --crop 64 --threads 2 \
+        --weights "$dir/w.pth" --index "$dir/ipth" 2>"$dir/err"
+    [ $? -eq 2 ] || fail "index from .pth: $(cat "$dir/err")"
+    dump "$dir/ipth" | cmp -s - "$dir/dm" || fail "index from .pth: other embeddings"
+else
+    echo "skipped the .pth index: $PY cannot import torch and torchvision"
+fi
 # a KEY<TAB>PATH line: PATH indexed under KEY; the catalog records the path (absolute)
 printf '# keyed\r\nclips/first\t%s\r\n' "$A/a.mp4" >"$dir/keyed.txt"
 $IX "$dir/keyed.txt" --weights "$dir/w.safetensors" --index "$dir/ik" 2>"$dir/err" ||

@@ -5,7 +5,8 @@
  *
  * Fixtures: tests/fixtures/preprocess/ (committed) and, at test time, the output of
  * tests/fixtures/make_backbone_fixtures.py: "parity" (needs python3-torchvision; the
- * parity tests skip without it) and "random-weights" (numpy only).
+ * parity tests skip without it) and "random-weights" (numpy only; its .pth output, the
+ * torch.save twin of the same weights, needs torch).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -311,24 +312,13 @@ TEST(fold_bn_equals_conv_then_batch_norm)
  * one 224x224 image (the 7x7 grid of the papers). Returns the directory or skips. */
 static const char *parity_dir(void)
 {
-    static int state; /* 0 not tried, 1 made, 2 unavailable */
-    static char why[128];
+    static int state;
     const char *dir = test_path("parity");
-    if (state == 0) {
-        state = 2;
-        snprintf(why, sizeof why, "%s", "run from the top of the source tree to find " SCRIPT);
-        if (access(SCRIPT, R_OK) == 0) {
-            snprintf(why, sizeof why, "%s", PYTHON " with torch and torchvision is not available");
-            if (test_run(PYTHON " -c 'import torchvision' >/dev/null 2>&1") == 0) {
-                CHECK_EQ_INT(test_run(PYTHON " " SCRIPT " parity '%s' resnet18,resnet34,resnet50,"
-                                      "resnet101,resnet152 64x80 2 && " PYTHON " " SCRIPT
-                                      " parity '%s/224' resnet50 224x224 1", dir, dir), 0);
-                state = 1;
-            }
-        }
-    }
-    if (state == 2)
-        test_skip(why);
+    char make[1024];
+    snprintf(make, sizeof make, PYTHON " " SCRIPT " parity '%s' resnet18,resnet34,resnet50,"
+             "resnet101,resnet152 64x80 2 && " PYTHON " " SCRIPT " parity '%s/224' resnet50 "
+             "224x224 1", dir, dir);
+    test_fixture(&state, SCRIPT, "torch, torchvision", make);
     return dir;
 }
 
@@ -392,22 +382,29 @@ TEST(resnet50_matches_torchvision_at_224)
 
 /* ---- weights files ---------------------------------------------------------------- */
 
+/* a and b (resnet18 or 34) give the same pooled features, bit for bit, on two random
+ * 40x40 images. */
+static void check_same_features(vtr_backbone *a, vtr_backbone *b)
+{
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 4, 0);
+    float *x = random_floats(&rng, 2 * 3 * 40 * 40, 1.0f);
+    float fa[2 * 512], fb[2 * 512];
+    CHECK_OK(vtr_backbone_forward(a, x, 2, 40, 40, false, fa, &err));
+    CHECK_OK(vtr_backbone_forward(b, x, 2, 40, 40, false, fb, &err));
+    CHECK(memcmp(fa, fb, sizeof fa) == 0);
+    free(x);
+}
+
 /* random resnet18 weights with torchvision's names (numpy only), once per run */
 static const char *resnet18_weights(void)
 {
     static int state;
     const char *path = test_path("resnet18-random.safetensors");
-    if (state == 0) {
-        state = 2;
-        if (access(SCRIPT, R_OK) != 0)
-            test_skip("run from the top of the source tree to find " SCRIPT);
-        if (test_run(PYTHON " -c 'import numpy' >/dev/null 2>&1") != 0)
-            test_skip(PYTHON " with numpy is not available");
-        CHECK_EQ_INT(test_run(PYTHON " " SCRIPT " random-weights resnet18 '%s' 5", path), 0);
-        state = 1;
-    }
-    if (state == 2)
-        test_skip("no random weights");
+    char make[1024];
+    snprintf(make, sizeof make, PYTHON " " SCRIPT " random-weights resnet18 '%s' 5", path);
+    test_fixture(&state, SCRIPT, "numpy", make);
     return path;
 }
 
@@ -479,11 +476,22 @@ TEST(backbone_rejects_bad_weights)
     CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
                 "unexpected tensor 'layer5.0.conv1.weight'");
 
-    /* resnet18 weights for a resnet34: a block that is not there */
+    /* resnet18 weights for a resnet34 or a resnet50: the weights tell theirs */
     CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET34, VTR_BACKBONE_CPU, &b, &err),
-                VTR_ERR_NOT_FOUND, "missing tensor 'layer1.2.conv1.weight' (resnet34)");
-    /* for a resnet50: another block type */
+                VTR_ERR_INVALID, "resnet18-random.safetensors are resnet18 weights, not "
+                "resnet34: use -a resnet18");
     CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET50, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_INVALID, "are resnet18 weights, not resnet50: use -a resnet18");
+    /* weights of no architecture are checked against the one named: a block not there */
+    rewrite_weights(good, bad, "layer4.1.conv1.weight", NULL, NULL, NULL);
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_NOT_FOUND, "missing tensor 'layer4.1.conv1.weight' (resnet18)");
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_FORMAT, "bad.safetensors are of no architecture vtr knows: 2, 2, 2, 1 "
+                "basic blocks in layer1-4 (resnet18, 34, 50, 101 or 152 expected)");
+    /* another block type */
+    rewrite_weights(good, bad, NULL, NULL, NULL, "layer1.0.conv3.weight");
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET50, VTR_BACKBONE_CPU, &b, &err),
                 VTR_ERR_FORMAT, "'layer1.0.conv1.weight' has shape (64, 64, 3, 3), resnet50 "
                 "expects (64, 64, 1, 1)");
     CHECK_FAILS(vtr_backbone_load(test_path("nothing.safetensors"), VTR_RESNET18,
@@ -584,22 +592,72 @@ TEST(backbone_reads_float16_weights)
                                &err));
     CHECK_OK(vtr_backbone_load(test_path("rounded.safetensors"), VTR_RESNET18, VTR_BACKBONE_CPU,
                                &b, &err));
-    vtr_rng rng;
-    vtr_rng_init(&rng, 4, 0);
-    float *x = random_floats(&rng, 2 * 3 * 40 * 40, 1.0f);
-    float fa[2 * 512], fb[2 * 512];
-    CHECK_OK(vtr_backbone_forward(a, x, 2, 40, 40, false, fa, &err));
-    CHECK_OK(vtr_backbone_forward(b, x, 2, 40, 40, false, fb, &err));
-    CHECK(memcmp(fa, fb, sizeof fa) == 0);
+    check_same_features(a, b);
     /* a 1x1 input still has a 1x1 grid; an empty one is an error */
+    float x[3] = {0}, fa[512];
     int gh, gw;
     vtr_backbone_grid_size(a, 1, 1, &gh, &gw);
     CHECK(gh == 1 && gw == 1);
     CHECK_OK(vtr_backbone_forward(a, x, 1, 1, 1, true, fa, &err));
     CHECK_FAILS(vtr_backbone_forward(a, x, 1, 0, 5, true, fa, &err), VTR_ERR_INVALID, "0x5");
-    free(x);
     vtr_backbone_free(a);
     vtr_backbone_free(b);
+}
+
+/* The architecture from the tensors alone: each of the five, from a table of their
+ * convolutions' names and shapes (no data: inference reads none). */
+TEST(backbone_infers_each_architecture)
+{
+    vtr_error err;
+    for (int a = 0; a < VTR_BACKBONE_ARCH_COUNT; a++) {
+        int n = vtr_backbone_conv_specs((vtr_backbone_arch)a, NULL, 0);
+        vtr_backbone_conv_spec *specs = calloc((size_t)n, sizeof *specs);
+        vtr_backbone_conv_specs((vtr_backbone_arch)a, specs, n);
+        vtr_safetensors st = {.count = (size_t)n};
+        st.entries = calloc((size_t)n, sizeof *st.entries);
+        for (int i = 0; i < n; i++) {
+            char name[80];
+            snprintf(name, sizeof name, "%s.weight", specs[i].conv);
+            st.entries[i].name = strdup(name);
+            st.entries[i].tensor = (vtr_tensor){
+                VTR_F32, 4, {specs[i].out_c, specs[i].in_c, specs[i].k, specs[i].k}, NULL};
+        }
+        CHECK_OK(vtr_safetensors_index(&st, &err));
+        vtr_backbone_arch got = VTR_BACKBONE_ARCH_INFER;
+        CHECK_OK(vtr_backbone_arch_infer(&st, "w", &got, &err));
+        CHECK_STR(vtr_backbone_arch_name(got), vtr_backbone_arch_name((vtr_backbone_arch)a));
+        /* recorded metadata wins over the tensors, and must name an architecture */
+        st.metadata = json_pack("{s:s}", "arch", "resnet34");
+        CHECK_OK(vtr_backbone_arch_infer(&st, "w", &got, &err));
+        CHECK_EQ_INT(got, VTR_RESNET34);
+        json_object_set_new(st.metadata, "arch", json_string("resnet51"));
+        CHECK_FAILS(vtr_backbone_arch_infer(&st, "w", &got, &err), VTR_ERR_FORMAT,
+                    "weights w: metadata \"arch\" 'resnet51' is no architecture vtr knows");
+        vtr_safetensors_close(&st);
+        free(specs);
+    }
+}
+
+/* The same weights as torch.save writes them and as safetensors: the same features, bit
+ * for bit, with or without -a. */
+TEST(backbone_pth_equals_safetensors)
+{
+    vtr_error err;
+    static int state;
+    const char *sf = resnet18_weights(), *pth = test_path("resnet18-random.pth");
+    char make[1024];
+    snprintf(make, sizeof make, PYTHON " " SCRIPT " random-weights resnet18 '%s' 5", pth);
+    test_fixture(&state, SCRIPT, "torch, torchvision", make);
+    vtr_backbone *a = NULL, *b = NULL;
+    CHECK_OK(vtr_backbone_load(sf, VTR_RESNET18, VTR_BACKBONE_CPU, &a, &err));
+    CHECK_OK(vtr_backbone_load(pth, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_EQ_INT(vtr_backbone_get_arch(b), VTR_RESNET18);
+    check_same_features(a, b);
+    vtr_backbone_free(a);
+    vtr_backbone_free(b);
+    CHECK_FAILS(vtr_backbone_load(pth, VTR_RESNET152, VTR_BACKBONE_CPU, &b, &err),
+                VTR_ERR_INVALID, "resnet18-random.pth are resnet18 weights, not resnet152: use "
+                "-a resnet18");
 }
 
 /* ---- preprocessing ---------------------------------------------------------------- */

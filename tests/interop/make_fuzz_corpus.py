@@ -350,6 +350,24 @@ def rng_state(seed, stream, counter, used):
             "used": used}
 
 
+def pth_corpus(tmp):
+    """torch.save files as PyTorch writes them: the samples of tests/test_pth.c (every
+    dtype, views sharing a storage, a Parameter; a transposed tensor), a module's
+    state_dict (_metadata, num_batches_tracked) and a checkpoint nesting one."""
+    import torch
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+    from make_backbone_fixtures import pth_samples
+    pth_samples(tmp)
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    torch.save(module.state_dict(), os.path.join(tmp, "conv_bn.pth"))
+    torch.save({"model": module.state_dict(), "epoch": 3, "lr": 0.1},
+               os.path.join(tmp, "checkpoint.pth"))
+    write_corpus("pth", {name: read(os.path.join(tmp, name))
+                         for name in ["sample.pth", "transposed.pth", "conv_bn.pth",
+                                      "checkpoint.pth"]})
+
+
 def checkpoint_corpus(tmp):
     """docs/checkpoint.md, for fuzz_checkpoint's model: a full checkpoint (Adam's state and
     the training state with its two RNGs), a model-only one, a plain state_dict with F16
@@ -422,6 +440,7 @@ GENERATORS = {
     "vocab": vocab_corpus, "tokenizer": tokenizer_corpus,
     "feature_store": feature_store_corpus, "checkpoint": checkpoint_corpus,
     "npy_item": npy_item_corpus, "manifest": manifest_corpus, "decode": decode_corpus,
+    "pth": pth_corpus,
 }
 
 
