@@ -163,7 +163,7 @@ vtr_status vtr_aggregator_add_text(vtr_aggregator *a, const char *key, json_t *m
                                    const char *text, vtr_error *err)
 {
     vtr_status st;
-    if ((st = vtr_embedder_check_text(a->e, text, err)) || (st = make_room(a, true, 0, err)) ||
+    if ((st = vtr_embedder_check_text(a->e, text, NULL, NULL, err)) || (st = make_room(a, true, 0, err)) ||
         (st = take_slot(a, true, key, meta, err)))
         return st;
     if (!(a->items[a->n].text = strdup(text))) {

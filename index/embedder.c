@@ -201,7 +201,8 @@ vtr_status vtr_embedder_check_set(const vtr_embedder *e, const vtr_tensor *t, vt
     return VTR_OK;
 }
 
-vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error *err)
+vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, int *words, int *known,
+                                   vtr_error *err)
 {
     vtr_status st = vtr_tokenize(text, e->hgr ? VTR_TOKENIZE_WHITESPACE : e->trained.o.tokenizer,
                                  &e->toks, err);
@@ -210,7 +211,18 @@ vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, vtr_error 
     if (st == VTR_OK && e->toks.n > VTR_EMBEDDER_MAX_TOKENS)
         st = vtr_fail(err, VTR_ERR_INVALID, "the text has %zu words; at most %d", e->toks.n,
                       VTR_EMBEDDER_MAX_TOKENS);
-    return st;
+    if (st != VTR_OK)
+        return st;
+    int unk = vtr_vocab_special_ids(e->trained.vocab).unk, n = 0;
+    for (size_t i = 0; i < e->toks.n; i++) {
+        int id = vtr_vocab_id(e->trained.vocab, e->toks.tokens[i]);
+        n += id >= 0 && id != unk;
+    }
+    if (words)
+        *words = (int)e->toks.n;
+    if (known)
+        *known = n;
+    return VTR_OK;
 }
 
 /* Grows *buf (of *cap elements of size sz) to at least n elements. */

@@ -150,7 +150,7 @@ static vtr_status add_text(run *r, const char *key, const char *text, vtr_error 
     if (!m)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     vtr_error e;
-    vtr_status st = vtr_embedder_check_text(r->e, text, &e);
+    vtr_status st = vtr_embedder_check_text(r->e, text, NULL, NULL, &e);
     if (st != VTR_OK) {
         json_decref(m);
         vtr_log_item_error(key, &e);

@@ -43,7 +43,8 @@ static const char usage_text[] =
     "                        query text to its graph, as sent2rolegraph.augment.json\n"
     "      --preselect N     HGR models: score only each query's N best items by the\n"
     "                        global level (for large indexes) [0: every item]\n"
-    "      --json            one JSON object per query: {\"query\", \"results\": [{\"rank\",\n"
+    "      --json            one JSON object per query: {\"query\", \"words\",\n"
+    "                        \"known_words\", \"results\": [{\"rank\",\n"
     "                        \"score\", \"key\", \"path\", \"duration\", \"image\"}]} (path,\n"
     "                        duration and image null when unknown); HGR adds the query's \"phrases\" {\"verbs\",\n"
     "                        \"nouns\"} and each result's \"levels\" {\"global\", \"verb\",\n"
@@ -53,6 +54,9 @@ static const char usage_text[] =
     "  -h, --help            this text\n"
     "      --version         the version\n"
     "\n"
+    "Each query's line says how many of its words the model's vocabulary has (the others\n"
+    "count as unknown, <unk>); a query with none is warned about on stderr: its results\n"
+    "are not about it.\n"
     "The table gives per query: rank, score (4 decimals), duration in seconds when the\n"
     "catalog knows it (\"image\" for a photo), and the item's path (its key when the\n"
     "catalog has none).\n"
@@ -80,11 +84,12 @@ static void print_levels(const int *phrases)
 
 /* The table of one query; the query and the items' names through vtr_shown, so that a
  * key with a line break (or not UTF-8) stays on its row. */
-static void print_table(const char *query, const vtr_search_result *r, int64_t found,
-                        const int *phrases)
+static void print_table(const char *query, const int words[2], const vtr_search_result *r,
+                        int64_t found, const int *phrases)
 {
     char shown[4096];
-    printf("query: %s\n", vtr_shown(query, shown, sizeof shown));
+    printf("query: %s (%d of its %d words known)\n", vtr_shown(query, shown, sizeof shown),
+           words[1], words[0]);
     if (phrases)
         print_levels(phrases);
     if (found == 0) {
@@ -109,8 +114,8 @@ static void print_table(const char *query, const vtr_search_result *r, int64_t f
     }
 }
 
-static int print_json(const char *query, const vtr_search_result *r, int64_t found,
-                      const int *phrases)
+static int print_json(const char *query, const int words[2], const vtr_search_result *r,
+                      int64_t found, const int *phrases)
 {
     json_t *list = json_array();
     for (int64_t j = 0; list && j < found; j++) {
@@ -134,7 +139,9 @@ static int print_json(const char *query, const vtr_search_result *r, int64_t fou
             return -1;
         }
     }
-    json_t *out = list ? json_pack("{s:s, s:o}", "query", query, "results", list) : NULL;
+    json_t *out = list ? json_pack("{s:s, s:i, s:i, s:o}", "query", query, "words", words[0],
+                                   "known_words", words[1], "results", list)
+                       : NULL;
     if (out && phrases &&
         json_object_set_new(out, "phrases", json_pack("{s:i, s:i}", "verbs", phrases[0],
                                                       "nouns", phrases[1])) != 0) {
@@ -256,6 +263,7 @@ int main(int argc, char **argv)
     json_t *graphs = NULL;
     char **ok_graphs = NULL;
     int *phrases = NULL;
+    int *words = NULL; /* per valid query: its words, and those the model knows */
 
     /* the index, its model and the catalog */
     vtr_text_searcher_options so = {.index = index, .model = model, .vocab = vocab,
@@ -276,14 +284,16 @@ int main(int argc, char **argv)
             goto fail;
     if (graphs_path && vtr_import_load_graphs(graphs_path, false, &graphs, &err) != VTR_OK)
         goto fail;
-    if (!(ok_graphs = calloc(q.n ? q.n : 1, sizeof *ok_graphs))) {
+    if (!(ok_graphs = calloc(q.n ? q.n : 1, sizeof *ok_graphs)) ||
+        !(words = calloc(2 * (q.n ? q.n : 1), sizeof *words))) {
         vtr_fail(&err, VTR_ERR_NOMEM, "out of memory for the queries");
         goto fail;
     }
     for (size_t i = 0; i < q.n; i++) {
         vtr_error e2;
         char *graph = NULL;
-        if (vtr_embedder_check_text(ts.e, q.v[i], &e2) != VTR_OK ||
+        int *w = words + 2 * ok.n;
+        if (vtr_embedder_check_text(ts.e, q.v[i], &w[0], &w[1], &e2) != VTR_OK ||
             query_graph(graphs, q.v[i], &graph, &e2) != VTR_OK) {
             char what[32];
             snprintf(what, sizeof what, "query %lld", (long long)(i + 1));
@@ -291,6 +301,9 @@ int main(int argc, char **argv)
             failed++;
             continue;
         }
+        if (w[1] == 0)
+            fprintf(stderr, "vtr-search: query %lld: none of its %d words is in the model's "
+                    "vocabulary: its results are not about it\n", (long long)(i + 1), w[0]);
         ok_graphs[ok.n] = graph;
         if (vtr_line_list_add(&ok, q.v[i], &err) != VTR_OK)
             goto fail;
@@ -322,14 +335,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < ok.n; i++) {
         const int *ph = hgr ? phrases + 2 * i : NULL;
         if (json) {
-            if (print_json(ok.v[i], results + i * k, found[i], ph) != 0) {
+            if (print_json(ok.v[i], words + 2 * i, results + i * k, found[i], ph) != 0) {
                 vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
                 goto fail;
             }
         } else {
             if (i > 0)
                 printf("\n");
-            print_table(ok.v[i], results + i * k, found[i], ph);
+            print_table(ok.v[i], words + 2 * i, results + i * k, found[i], ph);
         }
     }
     if (vtr_output_flush(stdout, "stdout", &err) != VTR_OK)
@@ -344,6 +357,7 @@ end:
     free(results);
     free(found);
     free(phrases);
+    free(words);
     for (size_t i = 0; ok_graphs && i < ok.n; i++)
         free(ok_graphs[i]);
     free(ok_graphs);

@@ -199,6 +199,9 @@ db.commit()" "$dir/idx/catalog.sqlite" || fail "catalog update"
 # 5. vtr-search: one query, the table
 vtr-search "the fish appears" --index "$dir/idx" >"$dir/out" 2>"$dir/err" ||
     fail "search: exit $?: $(cat "$dir/err")"
+sed -n 1p "$dir/out" | grep -qx "query: the fish appears (3 of its 3 words known)" ||
+    fail "query line: $(cat "$dir/out")"
+[ ! -s "$dir/err" ] || fail "a warning for a known query: $(cat "$dir/err")"
 sed -n 2p "$dir/out" | grep -q "rank *score *duration *item" || fail "table header: $(cat "$dir/out")"
 sed -n 3p "$dir/out" | grep -Eq "^ +1 +0\.[0-9]{4} +2\.50s +/videos/video3\.mp4$" ||
     fail "fish: video3 first with its path and duration: $(cat "$dir/out")"
@@ -210,12 +213,21 @@ import json, sys
 lines = open(sys.argv[1]).read().splitlines()
 assert len(lines) == 1
 o = json.loads(lines[0])
-assert o['query'] == 'a video of a lion', o
+assert o['query'] == 'a video of a lion' and (o['words'], o['known_words']) == (5, 5), o
 r = o['results']
 assert [x['rank'] for x in r] == [1, 2, 3], r
 assert r[0]['key'] == 'video8' and r[0]['path'] is None and r[0]['duration'] is None, r
 assert r[0]['score'] >= r[1]['score'] >= r[2]['score'], r
 " "$dir/out" || fail "--json: $(cat "$dir/out")"
+# words the model does not know are counted; a query with none is warned about (exit 0:
+# it still has results)
+vtr-search "a zebra" "quux zork" --index "$dir/idx" -k 1 >"$dir/out" 2>"$dir/err" ||
+    fail "unknown words: exit $?: $(cat "$dir/err")"
+grep -qx "query: a zebra (1 of its 2 words known)" "$dir/out" &&
+    grep -qx "query: quux zork (0 of its 2 words known)" "$dir/out" ||
+    fail "known words: $(cat "$dir/out")"
+[ "$(cat "$dir/err")" = "vtr-search: query 2: none of its 2 words is in the model's vocabulary: its results are not about it" ] ||
+    fail "the warning: $(cat "$dir/err")"
 # all trained captions as one batch: each finds its item first; scores are the inner
 # products of the text embedding and the stored float16 embedding
 vtr-search --queries "$dir/queries.txt" --index "$dir/idx" --json -k 24 >"$dir/out" || fail "--queries"

@@ -108,7 +108,7 @@ TEST(hgr_embedder_gives_the_model_encoders_vectors_and_scores)
     CHECK_EQ_INT(vtr_embedder_text_vectors(e), P);
     CHECK_EQ_INT(vtr_embedder_item_vectors(e, 3), 7);
     CHECK_EQ_INT(vtr_embedder_item_vectors(e, 40), 1 + 2 * CAP);
-    CHECK_FAILS(vtr_embedder_check_text(e, "  ", &err), VTR_ERR_INVALID, "no word");
+    CHECK_FAILS(vtr_embedder_check_text(e, "  ", NULL, NULL, &err), VTR_ERR_INVALID, "no word");
 
     /* sets of 3, 1 and 9 rows (the last keeps 6): the encoder's bytes, one set a call */
     const int64_t counts[] = {3, 1, 9};
