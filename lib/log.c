@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,9 +15,10 @@ static struct {
     char program[64];
     bool json;
     bool tty;
+    bool piped;      /* stdin or stdout is a pipe: progress as whole lines */
     double t0;
     bool line_dirty; /* a progress line is on screen */
-} logger = {"vtr", false, false, 0, false};
+} logger = {"vtr", false, false, false, 0, false};
 
 double vtr_now_seconds(void)
 {
@@ -31,6 +33,9 @@ void vtr_log_init(const char *program, bool json)
     snprintf(logger.program, sizeof logger.program, "%s", slash ? slash + 1 : program);
     logger.json = json;
     logger.tty = isatty(STDERR_FILENO);
+    struct stat in, out;
+    logger.piped = (fstat(STDIN_FILENO, &in) == 0 && S_ISFIFO(in.st_mode)) ||
+                   (fstat(STDOUT_FILENO, &out) == 0 && S_ISFIFO(out.st_mode));
     logger.t0 = vtr_now_seconds();
 }
 
@@ -160,12 +165,15 @@ static void draw(vtr_progress *p, double now)
             format_duration((p->total - p->done) / rate, d, sizeof d);
             snprintf(eta, sizeof eta, ", ETA %s", d);
         }
+        /* in place, or (in a pipeline) a line of its own */
+        const char *head = logger.piped ? "" : "\r", *tail = logger.piped ? "\n" : "\033[K";
         if (p->total >= 0)
-            fprintf(stderr, "\r%s: %lld/%lld, %.1f/s%s\033[K", p->what, (long long)p->done,
-                    (long long)p->total, rate, eta);
+            fprintf(stderr, "%s%s: %s: %lld/%lld, %.1f/s%s%s", head, logger.program, p->what,
+                    (long long)p->done, (long long)p->total, rate, eta, tail);
         else
-            fprintf(stderr, "\r%s: %lld, %.1f/s\033[K", p->what, (long long)p->done, rate);
-        logger.line_dirty = true;
+            fprintf(stderr, "%s%s: %s: %lld, %.1f/s%s", head, logger.program, p->what,
+                    (long long)p->done, rate, tail);
+        logger.line_dirty = !logger.piped;
     }
     p->drawn = true;
     p->last_draw = now;
@@ -186,8 +194,9 @@ void vtr_progress_step(vtr_progress *p, int64_t n)
     if (!logger.json && !logger.tty)
         return;
     double now = vtr_log_elapsed();
-    double interval = logger.json ? 1.0 : 0.2; /* seconds between updates */
-    if (now - p->last_draw >= interval)
+    /* seconds between updates */
+    double interval = logger.json ? 1.0 : logger.piped ? VTR_PROGRESS_LINE_SECONDS : 0.2;
+    if (now - p->last_draw >= interval || (logger.piped && logger.tty && !p->drawn))
         draw(p, now);
 }
 
@@ -195,6 +204,8 @@ void vtr_progress_end(vtr_progress *p)
 {
     if (logger.json)
         progress_event(p, vtr_log_elapsed() - p->start);
+    else if (logger.tty && logger.piped && p->drawn)
+        draw(p, vtr_log_elapsed());
     else
         clear_progress_line();
 }

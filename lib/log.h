@@ -1,7 +1,10 @@
 /* Logging and progress for programs (the library itself never prints).
  *
- * Human mode: messages on stderr prefixed with the program name; a progress line
- * (items, rate, ETA) redrawn in place when stderr is a terminal, nothing when it is not.
+ * Human mode: messages on stderr prefixed with the program name; when stderr is a
+ * terminal, a progress line "program: what: done/total, rate, ETA": redrawn in place when
+ * the program runs alone, and, in a pipeline (stdin or stdout a pipe: other stages share
+ * the terminal and would overwrite one line), printed as a whole line at the first step,
+ * every VTR_PROGRESS_LINE_SECONDS and at the end; nothing when stderr is not a terminal.
  * JSON mode (--log-json): every message and progress update is one JSON object per line
  * on stderr: {"t": seconds since start, "event": "...", ...}.
  */
@@ -45,9 +48,12 @@ typedef struct vtr_progress {
     bool drawn;
 } vtr_progress;
 
+#define VTR_PROGRESS_LINE_SECONDS 10.0
+
 void vtr_progress_begin(vtr_progress *p, const char *what, int64_t total);
 void vtr_progress_step(vtr_progress *p, int64_t n);
-/* Clears the terminal line and, in JSON mode, emits a final "progress" event. */
+/* Clears the terminal line (in a pipeline: prints the final line, when one was printed)
+ * and, in JSON mode, emits a final "progress" event. */
 void vtr_progress_end(vtr_progress *p);
 
 /* How a run that writes items (vtr_decode_items, vtr_audio_features_write, ...) tells its
