@@ -14,9 +14,11 @@
 # temporary names and rename), and a rerun builds only what is missing or older than
 # its video. A video removed from the source takes its item out of the store at the next
 # run: its features are set aside in OUT/gone/ (not deleted) before the store is
-# rebuilt. Parallel: make -j N runs N items at once. With -k a failing item does not
-# stop the others; its messages are kept in OUT/failed/KEY.err and every failed item is
-# listed at the end. File names reach make and the shell: a name make cannot carry in a
+# rebuilt. Parallel: make -j N runs N items at once. A failing item (a corrupt video)
+# stops nothing: `all` builds every item it can, then the store from the items built,
+# lists the failed ones at the end (their messages kept in OUT/failed/KEY.err; a failed
+# item's earlier features are removed, so no stale features enter the store) and exits
+# non-zero. EXCLUDE names videos to leave out. File names reach make and the shell: a name make cannot carry in a
 # target (white space and : ; % # $ \ = * ? [ ] ( ) | and control characters) stops make
 # at once with a message naming it; every other name (quotes, backticks, &, <, >, ...)
 # reaches the recipes single-quoted, so no name is ever run as a command.
@@ -24,7 +26,10 @@
 # Variables (VAR=value on the command line):
 #   VIDEOS          directories (their VIDEO_EXTS files) and/or video files
 #   VIDEO_LIST      a file of video paths, one a line (added to VIDEOS)
-#   VIDEO_EXTS      [mp4 mkv webm avi mov m4v]
+#   EXCLUDE         a file of videos to leave out, one key or path a line ('#' comments)
+#   VIDEO_EXTS      the extensions taken from directories, in lower case (upper case too)
+#                   [vtr-index's: mp4 m4v mov mkv webm avi mpg mpeg ts mts m2ts flv wmv
+#                   3gp ogv jpg jpeg png bmp webp tif tiff; an image is a one-frame video]
 #   WEIGHTS         backbone weights, safetensors with torchvision's names [required]
 #   ARCH            resnet18 .. resnet152 [resnet152]
 #   DECODE_FLAGS    vtr-decode sampling and geometry [--every 16]: HGR's one frame in 16
@@ -38,9 +43,10 @@
 #   (from a dataset fragment) ANNOTATION_LAYOUT, ANNOTATIONS: vtr-import LAYOUT FILES...
 #
 # Goals:
-#   all             every item, then the store; failed items listed at the end [default]
+#   all             every item it can build, then the store of those; failed items
+#                   listed at the end, exit status non-zero when there are any [default]
 #   items           every item's features
-#   store           the store (and annotations), once every item is built
+#   store           the store (and annotations) of the items built so far
 #   annotations     the annotation import alone
 #   list-targets    print the per-item targets, one a line (pipeline/slurm-array.sh)
 #   failed          list the items whose last build failed, with their last message
@@ -60,16 +66,20 @@ ARCH ?= resnet152
 DECODE_FLAGS ?= --every 16
 FEATURES_FLAGS ?=
 IMPORT_FLAGS ?=
-VIDEO_EXTS ?= mp4 mkv webm avi mov m4v
+VIDEO_EXTS ?= mp4 m4v mov mkv webm avi mpg mpeg ts mts m2ts flv wmv 3gp ogv jpg jpeg png bmp webp tif tiff
 VTR = $(if $(VTR_BIN),$(VTR_BIN)/)
 define vtr_newline
 
 
 endef
 
-vtr_dir_videos := $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),$(sort $(foreach e,$(VIDEO_EXTS),$(wildcard $(v)/*.$(e))))))
-vtr_videos := $(vtr_dir_videos) $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),,$(v))) \
+vtr_exts := $(sort $(VIDEO_EXTS) $(shell echo '$(VIDEO_EXTS)' | tr a-z A-Z))
+vtr_dir_videos := $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),$(sort $(foreach e,$(vtr_exts),$(wildcard $(v)/*.$(e))))))
+vtr_listed := $(vtr_dir_videos) $(foreach v,$(VIDEOS),$(if $(wildcard $(v)/.),,$(v))) \
               $(if $(VIDEO_LIST),$(shell cat '$(VIDEO_LIST)'))
+# EXCLUDE: keys or paths, one a line, '#' comments
+vtr_excluded := $(if $(EXCLUDE),$(shell sed -e 's/\#.*//' '$(EXCLUDE)'))
+vtr_videos := $(foreach v,$(vtr_listed),$(if $(filter $(v) $(basename $(notdir $(v))),$(vtr_excluded)),,$(v)))
 # a name with a space comes back from a directory as several words, of which some are no file
 vtr_split := $(firstword $(foreach v,$(vtr_dir_videos),$(if $(wildcard $(v)),,$(v))))
 ifneq ($(vtr_split),)
@@ -110,19 +120,29 @@ ANNOTATIONS_STAMP := $(if $(ANNOTATIONS),$(OUT)/stamps/annotations)
 # The sorted keys of the source, in OUT/stamps/keys, rewritten (atomically) only when they
 # change, so that a removed video, which no prerequisite names any more, still makes the
 # store out of date.
+# OUT/stamps/built likewise holds the keys whose features exist: an item built or lost
+# (deleted, failed) changes the store.
 KEYS_STAMP := $(OUT)/stamps/keys
+BUILT_STAMP := $(OUT)/stamps/built
+vtr_built := $(wildcard $(FEATURES))
 ifneq ($(vtr_building),)
-vtr_keys_tmp := $(KEYS_STAMP).$(shell echo $$PPID)
+# write_stamp(FILE,WORDS): FILE holds WORDS, one a line, rewritten only when they change
+define write_stamp
 $(shell mkdir -p $(OUT)/stamps)
-$(file >$(vtr_keys_tmp),$(subst $(subst ,, ),$(vtr_newline),$(sort $(vtr_keys))))
-$(shell cmp -s $(vtr_keys_tmp) $(KEYS_STAMP) && rm -f $(vtr_keys_tmp) || mv -f $(vtr_keys_tmp) $(KEYS_STAMP))
+$(file >$(1).$(shell echo $$PPID),$(subst $(subst ,, ),$(vtr_newline),$(sort $(2))))
+$(shell cmp -s $(1).$(shell echo $$PPID) $(1) && rm -f $(1).$(shell echo $$PPID) || mv -f $(1).$(shell echo $$PPID) $(1))
+endef
+$(eval $(call write_stamp,$(KEYS_STAMP),$(vtr_keys)))
+$(eval $(call write_stamp,$(BUILT_STAMP),$(notdir $(vtr_built))))
 endif
 
 .PHONY: all items store annotations list-targets failed clean-tmp
 
-# A recursive make, so that with -k the failures can be listed after everything else.
+# Recursive makes: every item that can be built (-k), then the store of the items built
+# (read anew: a failed item has no features), then the failures listed.
 all:
-	@st=0; $(MAKE) --no-print-directory -f $(VTR_FRAGMENT) store || st=$$?; \
+	@st=0; $(MAKE) --no-print-directory -k -f $(VTR_FRAGMENT) items || st=$$?; \
+	$(MAKE) --no-print-directory -f $(VTR_FRAGMENT) store || st=$$?; \
 	if [ $$st -ne 0 ]; then $(MAKE) --no-print-directory -s -f $(VTR_FRAGMENT) failed >&2; fi; \
 	exit $$st
 
@@ -157,6 +177,7 @@ $(FEATURES): $(OUT)/features/%.npy: $$(vtr_video_of_$$*) $(WEIGHTS)
 	} 2>"$$log"; st=$$?; rm -f "$$tmp"; cat "$$log" >&2; \
 	if [ $$st -eq 0 ] && [ -f "$$target" ]; then rm -f "$$log" "$(OUT)/failed/$$key.err"; \
 	else [ $$st -ne 0 ] || echo "$$key: no features written" | tee -a "$$log" >&2; \
+	     rm -f "$$target" "$(OUT)/features/$$key.json"; \
 	     mv -f "$$log" "$(OUT)/failed/$$key.err"; exit 1; fi
 
 # The annotations and the store change the catalog: they run one after the other.
@@ -166,8 +187,9 @@ $(OUT)/stamps/annotations: $(ANNOTATIONS)
 	@touch $@
 
 # Features whose video is no longer in the source are set aside (OUT/gone/) and its
-# failure messages dropped, then the store is rebuilt from the features that remain.
-$(STORE_STAMP): $(FEATURES) $(ANNOTATIONS_STAMP) $(KEYS_STAMP)
+# failure messages dropped, then the store is rebuilt from the features that remain: the
+# items built (a failed one has none).
+$(STORE_STAMP): $(vtr_built) $(ANNOTATIONS_STAMP) $(KEYS_STAMP) $(BUILT_STAMP)
 	@mkdir -p $(@D) $(dir $(STORE))
 	@export LC_ALL=C; ls $(OUT)/features | sed -n 's/\.npy$$//p' | sort | \
 	comm -23 - $(KEYS_STAMP) | while IFS= read -r k; do mkdir -p $(OUT)/gone && \

@@ -84,14 +84,17 @@ after=$(stamp)
 [ "$(echo "$before" | sed -n '1p;3p;4p')" = "$(echo "$after" | sed -n '1p;3p;4p')" ] ||
     fail "items other than video1 were rebuilt"
 
-# 4. a corrupt video fails alone under -k, is listed at the end, leaves nothing behind
+# 4. a corrupt video fails alone (without -k too), the store is built from the others, the
+# failure is listed at the end, nothing is left behind
 echo "not a video" >"$src/TestVideo/video4.mp4"
 vtr-synth --frames 8 --size 64x48 "$src/TestVideo/video5.mp4" || fail "vtr-synth video5"
-pipe_make -k -j2 >"$dir/log" 2>&1
+pipe_make -j2 >"$dir/log" 2>&1
 rc=$?
 [ $rc -ne 0 ] || fail "a corrupt video: exit 0"
 [ -f "$out/features/video5.npy" ] || fail "video5 was not built beside the corrupt video4"
 [ ! -e "$out/features/video4.npy" ] || fail "video4.npy exists"
+grep -q "store $out/store: 5 items, 10 rows" "$dir/log" ||
+    fail "the store was not built from the 5 items that succeeded: $(cat "$dir/log")"
 tail -n 3 "$dir/log" | grep -q '^failed items (1; ' || fail "no list at the end: $(cat "$dir/log")"
 tail -n 2 "$dir/log" | grep -q "^  video4: vtr-decode: video4: .*video4.mp4: not a video" ||
     fail "video4 not listed: $(cat "$dir/log")"
@@ -99,7 +102,29 @@ tail -n 2 "$dir/log" | grep -q "^  video4: vtr-decode: video4: .*video4.mp4: not
 [ -z "$(ls "$out/tmp")" ] && [ -z "$(ls "$out/features" | grep -v '\.npy$' | grep -v '\.json$')" ] ||
     fail "temporary files left"
 pipe_make -s failed | grep -q "video4" || fail "make failed"
-rm "$src/TestVideo/video4.mp4" "$out/failed/video4.err"
+# an item that built once and then fails takes its old features out of the store
+cp "$src/TestVideo/video5.mp4" "$dir/video5.mp4"
+echo "not a video either" >"$src/TestVideo/video5.mp4"
+pipe_make -j2 >"$dir/log" 2>&1 && fail "a video5 gone bad: exit 0"
+[ ! -e "$out/features/video5.npy" ] && grep -q "store $out/store: 4 items, 8 rows" "$dir/log" ||
+    fail "the stale features of video5 stayed: $(cat "$dir/log")"
+mv "$dir/video5.mp4" "$src/TestVideo/video5.mp4"
+# EXCLUDE leaves the corrupt video out: nothing fails
+printf '# left out
+video4
+' >"$dir/exclude.txt"
+pipe_make -j2 EXCLUDE="$dir/exclude.txt" >"$dir/log" 2>&1 || fail "EXCLUDE: exit $?: $(cat "$dir/log")"
+grep -q "video4" "$dir/log" && fail "EXCLUDE built video4: $(cat "$dir/log")"
+grep -q "store $out/store: 5 items, 10 rows" "$dir/log" || fail "EXCLUDE's store: $(cat "$dir/log")"
+rm -f "$src/TestVideo/video4.mp4" "$out/failed/video4.err"
+# vtr-index's extensions, in either case: an MPEG-TS and an upper-case .MP4 are items
+vtr-synth --frames 8 --size 64x48 "$src/TestVideo/video6.ts" &&
+    vtr-synth --frames 8 --size 64x48 "$src/TestVideo/video7.MP4" || fail "vtr-synth ts, MP4"
+pipe_make -j2 >"$dir/log" 2>&1 || fail "ts, MP4: exit $?: $(cat "$dir/log")"
+[ "$(grep '^item' "$dir/log" | sort | tr '\n' ' ')" = "item video6 item video7 " ] ||
+    fail "ts, MP4 not built: $(cat "$dir/log")"
+rm "$src/TestVideo/video6.ts" "$src/TestVideo/video7.MP4"
+pipe_make -j2 >"$dir/log" 2>&1 || fail "after ts, MP4: exit $?: $(cat "$dir/log")"
 
 # 4a. a removed video leaves the store: its features are set aside in OUT/gone/, nothing
 # else is rebuilt, and a rerun has nothing to do
