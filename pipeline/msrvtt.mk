@@ -1,7 +1,7 @@
 # pipeline/msrvtt.mk: MSR-VTT from its release -> per-video ResNet features, a feature
 # store and the annotations in the catalog (the work is pipeline/videos.mk's).
 #
-#   make -f pipeline/msrvtt.mk MSRVTT=/data/msrvtt WEIGHTS=resnet152.safetensors -j8 -k
+#   make -f pipeline/msrvtt.mk MSRVTT=/data/msrvtt WEIGHTS=resnet152.safetensors -j8
 #
 # The release's layout under MSRVTT:
 #   TrainValVideo/video0.mp4 .. video7009.mp4      train_val_videos.zip (train + validate)

@@ -1,7 +1,7 @@
 # pipeline/vatex.mk: VATEX from its release -> per-clip ResNet features, a feature store
 # and the English captions in the catalog (the work is pipeline/videos.mk's).
 #
-#   make -f pipeline/vatex.mk VATEX=/data/vatex WEIGHTS=resnet152.safetensors -j8 -k
+#   make -f pipeline/vatex.mk VATEX=/data/vatex WEIGHTS=resnet152.safetensors -j8
 #
 # The layout under VATEX:
 #   vatex_training_v1.0.json, vatex_validation_v1.0.json, vatex_public_test_english_v1.1.json
