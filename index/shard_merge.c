@@ -63,32 +63,53 @@ static vtr_status order_parts(const char *const *parts, int n, const char **orde
 
 /* ---- feature stores ---------------------------------------------------------------- */
 
+/* The first field (of meta.json, or of its "source" object) in which a and b differ, as
+ * "NAME: A, not B" in buf; NULL when they agree. */
+static const char *first_difference(const json_t *a, const json_t *b, const char *const *names,
+                                    size_t n, char *buf, size_t size)
+{
+    for (size_t i = 0; i < n; i++) {
+        const json_t *x = json_object_get(a, names[i]), *y = json_object_get(b, names[i]);
+        if (json_equal(x, y) || (!x && !y))
+            continue;
+        if (!strcmp(names[i], "source") && json_is_object(x) && json_is_object(y)) {
+            /* name the setting: the first key of either object whose values differ */
+            const char *key;
+            const json_t *v;
+            json_object_foreach((json_t *)x, key, v)
+                if (!json_equal(v, json_object_get(y, key)))
+                    return first_difference(x, y, &key, 1, buf, size);
+            json_object_foreach((json_t *)y, key, v)
+                if (!json_object_get(x, key))
+                    return first_difference(x, y, &key, 1, buf, size);
+        }
+        char *tx = x ? json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        char *ty = y ? json_dumps(y, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+        char sx[200], sy[200];
+        vtr_printable(tx ? tx : "none", strlen(tx ? tx : "none"), sx, sizeof sx);
+        vtr_printable(ty ? ty : "none", strlen(ty ? ty : "none"), sy, sizeof sy);
+        snprintf(buf, size, "%s: %s, not %s", names[i], sx, sy);
+        free(tx);
+        free(ty);
+        return buf;
+    }
+    return NULL;
+}
+
 /* Refuses store r (path) unless it fits r0's: dim, dtype, extractor and source. */
 static vtr_status check_store_fits(const vtr_feature_store_reader *r, const char *path,
                                    const vtr_feature_store_reader *r0, const char *path0,
                                    vtr_error *err)
 {
-    const json_t *m = vtr_feature_store_reader_meta(r), *m0 = vtr_feature_store_reader_meta(r0);
-    const char *what = NULL;
-    if (vtr_feature_store_reader_dim(r) != vtr_feature_store_reader_dim(r0))
-        what = "dim";
-    else if (vtr_feature_store_reader_dtype(r) != vtr_feature_store_reader_dtype(r0))
-        what = "dtype";
-    else if (!json_equal(json_object_get(m, "extractor"), json_object_get(m0, "extractor")))
-        what = "extractor";
-    else if (!json_equal(json_object_get(m, "source"), json_object_get(m0, "source")))
-        what = "source (model, weights or settings)";
-    if (!what)
+    static const char *const fields[] = {"dim", "dtype", "extractor", "source"};
+    char buf[600];
+    const char *diff = first_difference(vtr_feature_store_reader_meta(r),
+                                        vtr_feature_store_reader_meta(r0), fields,
+                                        sizeof fields / sizeof *fields, buf, sizeof buf);
+    if (!diff)
         return VTR_OK;
-    char *a = json_dumps(json_object_get(m, what[0] == 's' ? "source" : what), JSON_ENCODE_ANY);
-    char *b = json_dumps(json_object_get(m0, what[0] == 's' ? "source" : what), JSON_ENCODE_ANY);
-    char sa[160], sb[160];
-    vtr_printable(a ? a : "?", a ? strlen(a) : 1, sa, sizeof sa);
-    vtr_printable(b ? b : "?", b ? strlen(b) : 1, sb, sizeof sb);
-    free(a);
-    free(b);
-    return vtr_fail(err, VTR_ERR_INVALID, "feature store %s has another %s than feature store "
-                    "%s: %s, not %s", path, what, path0, sa, sb);
+    return vtr_fail(err, VTR_ERR_INVALID, "feature store %s was made with other settings than "
+                    "feature store %s: %s", path, path0, diff);
 }
 
 static vtr_status merge_stores(const char *out, const char *const *parts, int n,
@@ -221,9 +242,27 @@ static vtr_status merge_indexes(const char *out, const char *const *parts, int n
     if (!tmp)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     snprintf(tmp, size, "%s.tmp.%ld", out, (long)getpid());
-    vtr_embedding_index *first = NULL;
+    vtr_embedding_index *first = NULL, *ix = NULL;
     vtr_embedding_index_writer *w = NULL;
     vtr_status st = vtr_embedding_index_open(parts[0], &first, err);
+    /* every part of the first one's dimension and model */
+    for (int i = 1; i < n && st == VTR_OK; i++) {
+        if ((st = vtr_embedding_index_open(parts[i], &ix, err)) != VTR_OK)
+            break;
+        const char *m = vtr_embedding_index_model(ix), *m0 = vtr_embedding_index_model(first);
+        char a[300], b[300];
+        if (vtr_embedding_index_dim(ix) != vtr_embedding_index_dim(first))
+            st = vtr_fail(err, VTR_ERR_INVALID, "index %s has dimension %lld, index %s %lld",
+                          parts[i], (long long)vtr_embedding_index_dim(ix), parts[0],
+                          (long long)vtr_embedding_index_dim(first));
+        else if (strcmp(m, m0) != 0)
+            st = vtr_fail(err, VTR_ERR_INVALID, "index %s holds embeddings of another model "
+                          "than index %s: %s, not %s", parts[i], parts[0],
+                          vtr_printable(m, strlen(m), a, sizeof a),
+                          vtr_printable(m0, strlen(m0), b, sizeof b));
+        vtr_embedding_index_close(ix);
+        ix = NULL;
+    }
     if (st == VTR_OK) {
         vtr_embedding_index_options o = {.dim = vtr_embedding_index_dim(first),
                                          .model = vtr_embedding_index_model(first)};
