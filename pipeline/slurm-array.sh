@@ -48,14 +48,7 @@ Test a task without Slurm: SLURM_ARRAY_TASK_ID=0 sh DIR/task.sh
 Exit status: 0 submitted (or written); 1 bad usage or a failed sbatch.
 USAGE
 }
-die() {
-    echo "$prog: $*" >&2
-    exit 1
-}
-# a word quoted for sh
-quote() {
-    printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
-}
+. "$(dirname "$0")/slurm-lib.sh"
 
 targets='' tasks='' chunk=100 jobs='' dir=slurm goal=all submit=yes sbatch_opts=''
 shards='' then='' make_opt=''
@@ -81,16 +74,6 @@ while [ $# -gt 0 ]; do
     *) break ;;
     esac
 done
-is_count() {
-    case $1 in '' | *[!0-9]*) return 1 ;; esac
-    [ "$1" -ge "$2" ]
-}
-write_script() { # FILE BODY: written atomically, executable
-    if ! { printf '%s\n' "$2" >"$1.tmp" && chmod +x "$1.tmp" && mv -f "$1.tmp" "$1"; }; then
-        die "$1: cannot write"
-    fi
-}
-
 if [ -n "$shards" ]; then
     # ---- the shard form ----
     is_count "$shards" 1 || die "--shards needs a count >= 1 (got '$shards')"

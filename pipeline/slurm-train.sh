@@ -33,18 +33,7 @@ Example: slurm-train.sh -N 2 -n 4 -t 24:00:00 -p gpu configs/msrvtt-vse-inf.yaml
 Exit status: 0 submitted (or written); 1 bad usage or a failed sbatch.
 USAGE
 }
-die() {
-    echo "$prog: $*" >&2
-    exit 1
-}
-# a word quoted for sh
-quote() {
-    printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
-}
-is_count() {
-    case $1 in '' | *[!0-9]*) return 1 ;; esac
-    [ "$1" -ge "$2" ]
-}
+. "$(dirname "$0")/slurm-lib.sh"
 
 nodes=1 tasks=1 gpus='' cpus='' time='' partition='' name=vtr-train dir=slurm
 program=vtr-train submit=yes sbatch_opts=''
@@ -97,15 +86,12 @@ header="#SBATCH --job-name=$name
 [ -z "$partition" ] || header="$header
 #SBATCH --partition=$partition"
 script=$dir/train.sh
-if ! { printf '%s\n' "#!/bin/sh
+write_script "$script" "#!/bin/sh
 $header
 # $((nodes * tasks)) ranks: $nodes nodes x $tasks tasks, one vtr-train rank each (lib/dist.h)
 set -u
 cd $(quote "$cwd") || exit 1
-exec srun --mpi=pmix $command" >"$script.tmp" && chmod +x "$script.tmp" &&
-    mv -f "$script.tmp" "$script"; }; then
-    die "$script: cannot write"
-fi
+exec srun --mpi=pmix $command"
 
 submit_cmd="sbatch --parsable$sbatch_opts $(quote "$script")"
 if [ $submit = no ]; then
