@@ -32,10 +32,13 @@ vtr_status vtr_audio_features_list(char *const *paths, int n, vtr_keyed_files *f
     return VTR_OK;
 }
 
-vtr_status vtr_audio_features_write(const vtr_keyed_files *files, const vtr_logmel_options *lo,
-                                    vtr_item_output *out, const vtr_item_report *report)
+vtr_status vtr_audio_features_write(const vtr_keyed_files *files, const vtr_shard *shard,
+                                    const vtr_logmel_options *lo, vtr_item_output *out,
+                                    const vtr_item_report *report)
 {
-    for (size_t i = 0; i < files->n; i++) {
+    int64_t first, count;
+    vtr_shard_range(shard, (int64_t)files->n, &first, &count);
+    for (size_t i = (size_t)first; i < (size_t)(first + count); i++) {
         const vtr_keyed_file *f = &files->v[i];
         vtr_error err;
         vtr_error_clear(&err);

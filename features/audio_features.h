@@ -12,6 +12,7 @@
 #include "lib/item_output.h"
 #include "lib/keyed_files.h"
 #include "lib/log.h"
+#include "lib/shard.h"
 
 /* The parameters as given, for a feature store's provenance (window and hop are in
  * seconds: in samples they depend on each file's rate): {"extractor": "logmel",
@@ -27,11 +28,13 @@ json_t *vtr_audio_features_source(const vtr_logmel_options *lo);
 vtr_status vtr_audio_features_list(char *const *paths, int n, vtr_keyed_files *files,
                                    const vtr_item_report *report, vtr_error *err);
 
-/* Computes each file's log-mel frames with lo and writes them to out. report->item is
+/* Computes the log-mel frames of each file of shard's contiguous share of files
+ * (lib/shard.h) with lo and writes them to out. report->item is
  * told about every item: written, or failed (not audio, refused by out). When out breaks
  * (or memory runs out), report->error is told with the item's key and its status is
  * returned: the run stops. VTR_OK otherwise. */
-vtr_status vtr_audio_features_write(const vtr_keyed_files *files, const vtr_logmel_options *lo,
-                                    vtr_item_output *out, const vtr_item_report *report);
+vtr_status vtr_audio_features_write(const vtr_keyed_files *files, const vtr_shard *shard,
+                                    const vtr_logmel_options *lo, vtr_item_output *out,
+                                    const vtr_item_report *report);
 
 #endif

@@ -15,6 +15,8 @@ struct vtr_frame_features {
     /* during vtr_frame_features_run */
     vtr_item_output *out;
     const vtr_item_report *report;
+    const vtr_shard *shard;
+    int64_t position; /* of the next record, over all streams */
 };
 
 /* a float option as the decimal it was given as (7 significant digits), for metadata */
@@ -107,6 +109,8 @@ static vtr_status add_stream(vtr_frame_features *f, FILE *in, const char *name)
         }
         if (!got)
             break;
+        if (!vtr_shard_takes(f->shard, f->position++))
+            continue;
         if (vtr_extractor_check_frames(f->x, &rec.array, &err) != VTR_OK) {
             rep->error(rep->ctx, rec.key, &err);
             continue;
@@ -121,10 +125,13 @@ static vtr_status add_stream(vtr_frame_features *f, FILE *in, const char *name)
 }
 
 vtr_status vtr_frame_features_run(vtr_frame_features *f, char *const *inputs, int n,
-                                  vtr_item_output *out, const vtr_item_report *report)
+                                  const vtr_shard *shard, vtr_item_output *out,
+                                  const vtr_item_report *report)
 {
     f->out = out;
     f->report = report;
+    f->shard = shard;
+    f->position = 0;
     vtr_status st = VTR_OK;
     if (n == 0)
         st = add_stream(f, stdin, "stdin");

@@ -13,6 +13,7 @@
 #include "lib/error.h"
 #include "lib/item_output.h"
 #include "lib/log.h"
+#include "lib/shard.h"
 
 typedef struct vtr_frame_features vtr_frame_features;
 
@@ -32,13 +33,15 @@ void vtr_frame_features_free(vtr_frame_features *f);
 const json_t *vtr_frame_features_provenance(const vtr_frame_features *f);
 
 /* Reads the n named record streams one after the other (none: stdin; "-": stdin), runs
- * every item's frames uint8 (N, H, W, 3) through the backbone and writes its features to
- * out. report->item is told about every item written or refused by out; report->error
+ * the frames uint8 (N, H, W, 3) of every item that shard takes (lib/shard.h: the records
+ * at positions p, counted over all streams, with vtr_shard_takes) through the backbone
+ * and writes its features to out; the other records are skipped. report->item is told about every item written or refused by out; report->error
  * about a stream that cannot be opened or read (key NULL) and a record that is not
  * frames (its key); the others still go. When out or the backbone breaks, report->error
  * is told (with the key of the record being added, NULL at the end) and its status is
  * returned: the run stops. VTR_OK otherwise. */
 vtr_status vtr_frame_features_run(vtr_frame_features *f, char *const *inputs, int n,
-                                  vtr_item_output *out, const vtr_item_report *report);
+                                  const vtr_shard *shard, vtr_item_output *out,
+                                  const vtr_item_report *report);
 
 #endif

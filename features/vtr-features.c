@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "features/audio_features.h"
@@ -17,6 +18,7 @@
 #include "lib/item_output.h"
 #include "lib/keyed_files.h"
 #include "lib/log.h"
+#include "lib/shard.h"
 #include "lib/version.h"
 
 static const char usage_text[] =
@@ -71,6 +73,14 @@ static const char usage_text[] =
     "      --store DIR       a feature store (rows.npy, offsets.npy, keys.txt, meta.json)\n"
     "      --half            float16 features\n"
     "\n"
+    "Sharding (docs/sharding.md; vtr-merge joins the parts):\n"
+    "      --shard I/N       shard I of N (0 <= I < N) takes the records at positions p\n"
+    "                        with p % N == I (counted over all inputs), with --audio the\n"
+    "                        contiguous share I of the files; under mpirun (without\n"
+    "                        --shard) rank R of N is shard R of N. With N > 1 the output\n"
+    "                        FILE or DIR becomes FILE.shard-I-of-N or DIR.shard-I-of-N;\n"
+    "                        stdout is refused under mpirun\n"
+    "\n"
     "Other:\n"
     "      --log-json        log events as JSON lines on stderr\n"
     "  -h, --help            this text\n"
@@ -109,7 +119,8 @@ int main(int argc, char **argv)
         OPT_FMAX,
         OPT_N_FFT,
         OPT_POWER,
-        OPT_LOG_OFFSET
+        OPT_LOG_OFFSET,
+        OPT_SHARD
     };
     static const struct option options[] = {
         {"weights", required_argument, NULL, 'w'},
@@ -138,11 +149,13 @@ int main(int argc, char **argv)
         {"n-fft", required_argument, NULL, OPT_N_FFT},
         {"power", required_argument, NULL, OPT_POWER},
         {"log-offset", required_argument, NULL, OPT_LOG_OFFSET},
+        {"shard", required_argument, NULL, OPT_SHARD},
         {NULL, 0, NULL, 0},
     };
     vtr_extractor_options xo;
     vtr_extractor_defaults(&xo);
     const char *weights = NULL, *output = NULL, *out_dir = NULL, *store = NULL;
+    const char *shard_option = NULL;
     vtr_backbone_arch arch = VTR_BACKBONE_ARCH_INFER;
     vtr_backbone_device device = VTR_BACKBONE_CPU;
     bool log_json = false, half = false, audio = false;
@@ -224,6 +237,7 @@ int main(int argc, char **argv)
         case OPT_STORE: store = optarg; break;
         case OPT_HALF: half = true; break;
         case OPT_LOG_JSON: log_json = true; break;
+        case OPT_SHARD: shard_option = optarg; break;
         case OPT_AUDIO: audio = true; break;
         case OPT_WINDOW:
             audio_option = "--window";
@@ -290,7 +304,6 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    vtr_log_init("vtr-features", log_json);
     const char *usage_error = NULL;
     char usage_buf[128];
     if (audio && image_option) {
@@ -314,7 +327,20 @@ int main(int argc, char **argv)
     if (threads > 0)
         omp_set_num_threads(threads);
 
+    /* the shard, and where it writes */
     int rc = 1;
+    vtr_dist dist;
+    vtr_shard shard;
+    char name[96], *shard_out = NULL;
+    const char **named = store ? &store : out_dir ? &out_dir : &output;
+    if (vtr_shard_start(shard_option, *named, &dist, &shard, &shard_out, &err) != VTR_OK) {
+        fprintf(stderr, "vtr-features: %s\n", err.msg);
+        vtr_dist_finalize(&dist);
+        return 1;
+    }
+    vtr_log_init(vtr_shard_program_name(&shard, "vtr-features", name, sizeof name), log_json);
+    *named = shard_out;
+
     vtr_item_log r = {0};
     vtr_item_report report = vtr_item_log_report(&r);
     vtr_backbone *backbone = NULL;
@@ -368,8 +394,9 @@ int main(int argc, char **argv)
 
     /* the inputs: audio files, or record streams one after the other */
     vtr_progress_begin(&r.progress, "items", -1);
-    vtr_status st = audio ? vtr_audio_features_write(&audio_files, &lo, out, &report)
-                          : vtr_frame_features_run(ff, argv + optind, argc - optind, out, &report);
+    vtr_status st = audio ? vtr_audio_features_write(&audio_files, &shard, &lo, out, &report)
+                          : vtr_frame_features_run(ff, argv + optind, argc - optind, &shard, out,
+                                                   &report);
     vtr_progress_end(&r.progress);
     if (st != VTR_OK) /* reported */
         goto end;
@@ -384,5 +411,7 @@ end:
     vtr_backbone_free(backbone);
     json_decref(audio_params);
     vtr_keyed_files_free(&audio_files);
+    free(shard_out);
+    vtr_dist_finalize(&dist);
     return rc;
 }

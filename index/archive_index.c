@@ -668,6 +668,21 @@ static void close_all(indexer *ix)
     free(ix->embedding);
 }
 
+/* Keeps the shard's contiguous share of the source's files (sorted by key) and frees the
+ * others. */
+static void keep_share(vtr_archive_files *files, const vtr_shard *shard)
+{
+    int64_t first, count;
+    vtr_shard_range(shard, (int64_t)files->n, &first, &count);
+    for (size_t i = 0; i < files->n; i++)
+        if (i < (size_t)first || i >= (size_t)(first + count)) {
+            free(files->files[i].key);
+            free(files->files[i].path);
+        }
+    memmove(files->files, files->files + first, (size_t)count * sizeof *files->files);
+    files->n = (size_t)count;
+}
+
 /* Items to (re)do, in key order; counts the skipped ones. */
 static vtr_status plan(indexer *ix, work_item **out, size_t *n_out, vtr_error *err)
 {
@@ -738,6 +753,8 @@ vtr_status vtr_archive_index_update(const vtr_archive_options *o, vtr_archive_st
     /* the source first: a typo in it must not cost loading a model */
     if ((st = vtr_archive_files_list(o->source, &ix.files, err)) != VTR_OK)
         goto end;
+    if (o->shard)
+        keep_share(&ix.files, o->shard);
     if ((st = open_all(&ix, err)) != VTR_OK)
         goto end;
     if ((st = vtr_catalog_add_dataset(ix.catalog, VTR_ARCHIVE_DATASET, ix.files.root,

@@ -55,6 +55,7 @@
 
 #include "features/backbone.h"
 #include "lib/error.h"
+#include "lib/shard.h"
 
 #define VTR_ARCHIVE_INDEX_FORMAT "vtr-archive-index"
 #define VTR_ARCHIVE_CATALOG "catalog.sqlite" /* in the index directory */
@@ -112,6 +113,10 @@ typedef struct vtr_archive_options {
     bool retry_failed;      /* redo files that failed before even when unchanged */
     int threads;            /* decoder and embedder threads, 0: default */
     int commit_items;       /* items per commit, >= 1 */
+    /* NULL, or the shard of a sharded run (lib/shard.h): the index mirrors only the
+     * shard's contiguous share of the source's files (in key order); the others are
+     * neither indexed nor kept (an item of the index outside the share is dropped) */
+    const vtr_shard *shard;
     vtr_archive_plan_fn on_plan; /* may be NULL */
     vtr_archive_item_fn on_item; /* may be NULL */
     void *ctx;

@@ -104,6 +104,18 @@ vtr_status vtr_embedding_index_writer_add_batch(vtr_embedding_index_writer *w, i
                                                 const char *const *keys,
                                                 const vtr_tensor *embeddings, vtr_error *err);
 
+/* Stages every live item of the index at part (another index directory, of this index's
+ * dimension and model text), in part's row order, each item's rows copied bit for bit
+ * with their norms, so that an item reads back exactly as it does from part: the join of
+ * a sharded run's parts (vtr-merge). Refusals leave the writer and the index unchanged,
+ * with VTR_ERR_INVALID: part's dimension or model text is not this index's; one of
+ * part's keys is in this index already, committed or staged ("index PART: item K is in
+ * DIR already"). part's own errors as vtr_embedding_index_open gives them (VTR_ERR_IO,
+ * VTR_ERR_FORMAT, VTR_ERR_UNSUPPORTED, VTR_ERR_DB); a failure while staging breaks the
+ * writer. *items (may be NULL) gets the number of items staged. */
+vtr_status vtr_embedding_index_writer_add_index(vtr_embedding_index_writer *w, const char *part,
+                                                int64_t *items, vtr_error *err);
+
 /* Stages the removal of item key (committed or staged). VTR_ERR_NOT_FOUND, leaving the
  * writer usable, when the index (as staged so far) has no such item. */
 vtr_status vtr_embedding_index_writer_remove(vtr_embedding_index_writer *w, const char *key,

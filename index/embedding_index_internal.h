@@ -1,7 +1,7 @@
 /* Internal to the embedding index (embedding_index.h): what its writer
- * (embedding_index_writer.c), compaction (embedding_index_compact.c) and reader
- * (embedding_index_reader.c) share. Not an API: include it only from those files and
- * embedding_index_store.c. The eix_ prefix marks these names as internal.
+ * (embedding_index_writer.c), compaction (embedding_index_compact.c), merge
+ * (embedding_index_merge.c) and reader (embedding_index_reader.c) share. Not an API:
+ * include it only from those files and embedding_index_store.c. The eix_ prefix marks these names as internal.
  *
  * On-disk layout (docs/index.md): DIR/index.sqlite (the manifest), DIR/seg-NNNNNN.npy
  * (segments, (rows, D) float16), DIR/writer.lock. Errors follow embedding_index.h: they
@@ -106,6 +106,13 @@ struct vtr_embedding_index_writer {
     int64_t key_cap;
     uint16_t *convert; /* (D) one normalized row */
 };
+
+/* Stages item key's n rows as stored already (float16, L2-normalized: rows (n, D), read
+ * from another index) with their norms (NaN: none), bit for bit; a key staged before is
+ * replaced, as by vtr_embedding_index_writer_add. The caller has checked the key and the
+ * rows; a failure breaks nothing by itself (the caller marks the writer broken). */
+vtr_status eix_stage_stored(vtr_embedding_index_writer *w, const char *key, const uint16_t *rows,
+                            const double *norms, int64_t n, vtr_error *err);
 
 /* Reports step `name` to the writer's on_step callback, if any. */
 void eix_step(vtr_embedding_index_writer *w, const char *name);

@@ -517,13 +517,56 @@ static vtr_status grow(vtr_embedding_index_writer *w, int64_t n, vtr_error *err)
     return VTR_OK;
 }
 
-/* Stages checked vectors rows [r0, r0 + n) of t under key. */
-static vtr_status stage(vtr_embedding_index_writer *w, const char *key, const vtr_tensor *t,
-                        int64_t r0, int64_t n, vtr_error *err)
+/* Room for an item of n rows in the staged segment (started when there is none). */
+static vtr_status stage_begin(vtr_embedding_index_writer *w, int64_t n, vtr_error *err)
 {
     vtr_status st = grow(w, n, err);
     if (st == VTR_OK && !w->seg)
         st = eix_start_segment(w, err);
+    return st;
+}
+
+/* Records the n rows just written (and their norms) as item key's. */
+static vtr_status stage_end(vtr_embedding_index_writer *w, const char *key, int64_t n,
+                            vtr_error *err)
+{
+    int64_t k;
+    bool added;
+    vtr_status st = vtr_string_table_insert(w->staged, key, strlen(key), &k, &added, err);
+    if (st != VTR_OK)
+        return st;
+    if (!added) /* staged before: those rows are replaced */
+        for (int64_t i = 0; i < w->key_count[k]; i++)
+            w->row_live[w->key_first[k] + i] = 0;
+    w->key_first[k] = w->n_rows;
+    w->key_count[k] = n;
+    for (int64_t i = 0; i < n; i++) {
+        w->row_key[w->n_rows + i] = k;
+        w->row_vec[w->n_rows + i] = i;
+        w->row_live[w->n_rows + i] = 1;
+    }
+    w->n_rows += n;
+    return VTR_OK;
+}
+
+vtr_status eix_stage_stored(vtr_embedding_index_writer *w, const char *key, const uint16_t *rows,
+                            const double *norms, int64_t n, vtr_error *err)
+{
+    vtr_status st = stage_begin(w, n, err);
+    if (st == VTR_OK)
+        st = vtr_write_all(w->seg, rows, (size_t)n * (size_t)w->dim * sizeof *rows, w->tmp_path,
+                           err);
+    if (st != VTR_OK)
+        return st;
+    memcpy(w->row_norm + w->n_rows, norms, (size_t)n * sizeof *norms);
+    return stage_end(w, key, n, err);
+}
+
+/* Stages checked vectors rows [r0, r0 + n) of t under key. */
+static vtr_status stage(vtr_embedding_index_writer *w, const char *key, const vtr_tensor *t,
+                        int64_t r0, int64_t n, vtr_error *err)
+{
+    vtr_status st = stage_begin(w, n, err);
     if (st != VTR_OK)
         return st;
     int64_t dim = w->dim;
@@ -541,22 +584,7 @@ static vtr_status stage(vtr_embedding_index_writer *w, const char *key, const vt
                                 w->tmp_path, err)) != VTR_OK)
             return st;
     }
-    int64_t k;
-    bool added;
-    if ((st = vtr_string_table_insert(w->staged, key, strlen(key), &k, &added, err)) != VTR_OK)
-        return st;
-    if (!added) /* staged before: those rows are replaced */
-        for (int64_t i = 0; i < w->key_count[k]; i++)
-            w->row_live[w->key_first[k] + i] = 0;
-    w->key_first[k] = w->n_rows;
-    w->key_count[k] = n;
-    for (int64_t i = 0; i < n; i++) {
-        w->row_key[w->n_rows + i] = k;
-        w->row_vec[w->n_rows + i] = i;
-        w->row_live[w->n_rows + i] = 1;
-    }
-    w->n_rows += n;
-    return VTR_OK;
+    return stage_end(w, key, n, err);
 }
 
 vtr_status vtr_embedding_index_writer_add(vtr_embedding_index_writer *w, const char *key,

@@ -25,6 +25,7 @@
 #include "lib/npy.h"
 #include "lib/npy_item.h"
 #include "lib/record.h"
+#include "lib/shard.h"
 #include "lib/version.h"
 
 static const char usage_text[] =
@@ -66,6 +67,15 @@ static const char usage_text[] =
     "checkpoint's SHA-256), checkpoint, side (visual / text), dim, dtype, and rows (the\n"
     "input set's) or text.\n"
     "\n"
+    "Sharding (docs/sharding.md; vtr-merge joins the parts):\n"
+    "      --shard I/N       shard I of N (0 <= I < N) takes the contiguous share I of the\n"
+    "                        items of each feature store and directory (in key order), and\n"
+    "                        the records and texts at positions p with p % N == I\n"
+    "                        (counted over all streamed inputs); under mpirun (without\n"
+    "                        --shard) rank R of N is shard R of N. With N > 1 the output\n"
+    "                        FILE or DIR becomes FILE.shard-I-of-N or DIR.shard-I-of-N;\n"
+    "                        stdout is refused under mpirun\n"
+    "\n"
     "Other:\n"
     "      --log-json        log events as JSON lines on stderr\n"
     "  -h, --help            this text\n"
@@ -83,6 +93,8 @@ typedef struct run {
     vtr_aggregator *agg;
     vtr_item_output *out;
     bool text;
+    const vtr_shard *shard;
+    int64_t position;     /* of the next streamed item (record or text), over all inputs */
     json_t *embedding;    /* the "embedding" metadata common to every item */
     size_t failed;
     vtr_progress progress;
@@ -178,7 +190,10 @@ static vtr_status read_records(run *r, FILE *in, const char *name, vtr_error *er
             r->failed++;
             break;
         }
-        if (!got || (st = add_set(r, rec.key, rec.meta, &rec.array, err)))
+        if (!got)
+            break;
+        if (vtr_shard_takes(r->shard, r->position++) &&
+            (st = add_set(r, rec.key, rec.meta, &rec.array, err)) != VTR_OK)
             break;
     }
     vtr_record_reader_free(reader);
@@ -196,7 +211,9 @@ static vtr_status read_store(run *r, const char *dir, vtr_error *err)
     }
     json_t *meta = json_pack("{s:s}", "store", dir);
     vtr_status st = meta ? VTR_OK : vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; st == VTR_OK && i < vtr_feature_store_reader_items(store); i++) {
+    int64_t first, count;
+    vtr_shard_range(r->shard, vtr_feature_store_reader_items(store), &first, &count);
+    for (int64_t i = first; st == VTR_OK && i < first + count; i++) {
         vtr_tensor rows;
         const char *key = vtr_feature_store_reader_key(store, i);
         if ((st = vtr_feature_store_reader_item(store, i, &rows, err)) == VTR_OK)
@@ -223,7 +240,9 @@ static vtr_status read_npy_dir(run *r, const char *dir, vtr_error *err)
         r->failed++;
     }
     vtr_status st = VTR_OK;
-    for (size_t i = 0; st == VTR_OK && i < items.n; i++) {
+    int64_t first, count;
+    vtr_shard_range(r->shard, (int64_t)items.n, &first, &count);
+    for (size_t i = (size_t)first; st == VTR_OK && i < (size_t)(first + count); i++) {
         vtr_npy_file f;
         json_t *meta;
         if (vtr_npy_item_load(items.v[i].path, &f, &meta, &e) != VTR_OK) {
@@ -282,7 +301,7 @@ static vtr_status read_texts(run *r, FILE *in, const char *name, bool keyed, int
         } else {
             snprintf(key, sizeof key, "%lld", (long long)lines.line);
         }
-        if (vtr_line_is_blank(text))
+        if (vtr_line_is_blank(text) || !vtr_shard_takes(r->shard, r->position++))
             continue;
         if ((st = add_text(r, k, text, err)) != VTR_OK)
             break;
@@ -324,7 +343,7 @@ static vtr_status read_input(run *r, const char *arg, bool keyed, int64_t *line,
 int main(int argc, char **argv)
 {
     enum { OPT_VOCAB = 256, OPT_THREADS, OPT_TEXT, OPT_KEYED, OPT_OUT_DIR, OPT_INDEX,
-           OPT_HALF, OPT_LOG_JSON, OPT_VERSION };
+           OPT_HALF, OPT_SHARD, OPT_LOG_JSON, OPT_VERSION };
     static const struct option options[] = {
         {"model", required_argument, NULL, 'm'},
         {"vocab", required_argument, NULL, OPT_VOCAB},
@@ -335,12 +354,14 @@ int main(int argc, char **argv)
         {"out-dir", required_argument, NULL, OPT_OUT_DIR},
         {"index", required_argument, NULL, OPT_INDEX},
         {"half", no_argument, NULL, OPT_HALF},
+        {"shard", required_argument, NULL, OPT_SHARD},
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     const char *model = NULL, *vocab = NULL, *output = NULL, *out_dir = NULL, *index = NULL;
+    const char *shard_option = NULL;
     bool keyed = false, log_json = false, half = false;
     int threads = 0, opt;
     long long v;
@@ -365,6 +386,7 @@ int main(int argc, char **argv)
         case OPT_OUT_DIR: out_dir = optarg; break;
         case OPT_INDEX: index = optarg; break;
         case OPT_HALF: half = true; break;
+        case OPT_SHARD: shard_option = optarg; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case OPT_VERSION: printf("vtr-aggregate %s\n", vtr_version); return 0;
@@ -384,7 +406,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "vtr-aggregate: %s (see --help)\n", usage_error);
         return 1;
     }
-    vtr_log_init("vtr-aggregate", log_json);
+    /* the shard, and where it writes */
+    vtr_dist dist;
+    vtr_shard shard;
+    char name[96], *shard_out = NULL;
+    const char **named = index ? &index : out_dir ? &out_dir : &output;
+    if (vtr_shard_start(shard_option, *named, &dist, &shard, &shard_out, &err) != VTR_OK) {
+        fprintf(stderr, "vtr-aggregate: %s\n", err.msg);
+        vtr_dist_finalize(&dist);
+        return 1;
+    }
+    vtr_log_init(vtr_shard_program_name(&shard, "vtr-aggregate", name, sizeof name), log_json);
+    *named = shard_out;
+    r.shard = &shard;
     if (threads > 0) { /* the embedder's calls and everything else (the top-k search) */
         omp_set_num_threads(threads);
         vtr_blas_set_threads(threads);
@@ -443,5 +477,7 @@ end:
     vtr_aggregator_free(r.agg);
     vtr_embedder_close(r.e);
     json_decref(r.embedding);
+    free(shard_out);
+    vtr_dist_finalize(&dist);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "index/archive_index.h"
 #include "lib/args.h"
 #include "lib/log.h"
+#include "lib/shard.h"
 #include "lib/version.h"
 
 static const char usage_text[] =
@@ -50,6 +51,11 @@ static const char usage_text[] =
     "      --retry-failed    redo files that failed before, even when unchanged\n"
     "      --commit-every N  files per commit [32]\n"
     "      --threads N       CPU threads, 0 = one per core [0]\n"
+    "      --shard I/N       shard I of N (0 <= I < N): index the contiguous share I of\n"
+    "                        the archive's files (in key order) into OUT.shard-I-of-N;\n"
+    "                        under mpirun (without --shard) rank R of N is shard R of N.\n"
+    "                        vtr-merge joins the shards' indexes (docs/sharding.md); keep\n"
+    "                        N from run to run, or the shares move\n"
     "      --log-json        log events as JSON lines on stderr\n"
     "  -h, --help            this text\n"
     "      --version         the version\n"
@@ -106,11 +112,46 @@ static void on_item(void *ctx, const char *key, vtr_archive_outcome outcome,
         vtr_progress_step(&r->progress, 1);
 }
 
+/* Runs the indexing of o and reports it; the exit status. */
+static int index_archive(vtr_archive_options *o, vtr_error *err)
+{
+    reporter r = {0};
+    o->on_plan = on_plan;
+    o->on_item = on_item;
+    o->ctx = &r;
+    o->stop = &stop_requested;
+    vtr_archive_stats s;
+    vtr_status st = vtr_archive_index_update(o, &s, err);
+    if (r.begun)
+        vtr_progress_end(&r.progress);
+    if (st != VTR_OK) {
+        vtr_log_item_error(NULL, err);
+        return 1;
+    }
+    vtr_log_info("%s: %lld added, %lld updated, %lld removed, %lld failed, %lld unchanged, "
+                 "%lld skipped (failed before)%s",
+                 o->index_dir, (long long)s.added, (long long)s.updated, (long long)s.removed,
+                 (long long)s.failed, (long long)s.unchanged, (long long)s.skipped_failed,
+                 s.compacted ? "; compacted" : "");
+    json_t *ev = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "index", o->index_dir,
+                           "added", (json_int_t)s.added, "updated", (json_int_t)s.updated,
+                           "removed", (json_int_t)s.removed, "failed", (json_int_t)s.failed,
+                           "unchanged", (json_int_t)s.unchanged, "skipped_failed",
+                           (json_int_t)s.skipped_failed, "commits", (json_int_t)s.commits,
+                           "compacted", s.compacted);
+    vtr_log_event("indexed", ev);
+    json_decref(ev);
+    if (s.stopped)
+        vtr_log_info("%s: stopped by a signal; the work done is committed, and a rerun goes on "
+                     "from there", o->index_dir);
+    return s.failed || s.stopped ? 2 : 0;
+}
+
 int main(int argc, char **argv)
 {
     enum {
         OPT_VOCAB = 256, OPT_FRAMES, OPT_RESIZE, OPT_CROP, OPT_DEVICE, OPT_RETRY, OPT_COMMIT,
-        OPT_THREADS, OPT_LOG_JSON, OPT_VERSION
+        OPT_THREADS, OPT_SHARD, OPT_LOG_JSON, OPT_VERSION
     };
     static const struct option options[] = {
         {"model", required_argument, NULL, 'm'},
@@ -125,6 +166,7 @@ int main(int argc, char **argv)
         {"retry-failed", no_argument, NULL, OPT_RETRY},
         {"commit-every", required_argument, NULL, OPT_COMMIT},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"shard", required_argument, NULL, OPT_SHARD},
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -133,6 +175,7 @@ int main(int argc, char **argv)
     vtr_archive_options o;
     vtr_archive_options_defaults(&o);
     bool log_json = false;
+    const char *shard_option = NULL;
     int opt;
     long long v;
     vtr_error err;
@@ -191,6 +234,7 @@ int main(int argc, char **argv)
             else
                 bad = "--threads needs a count from 0 to 1024";
             break;
+        case OPT_SHARD: shard_option = optarg; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case OPT_VERSION: printf("vtr-index %s\n", vtr_version); return 0;
@@ -201,7 +245,6 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    vtr_log_init("vtr-index", log_json);
     av_log_set_level(AV_LOG_QUIET); /* a file FFmpeg cannot read gets our one-line error */
     const char *usage_error = NULL;
     if (optind == argc)
@@ -220,11 +263,18 @@ int main(int argc, char **argv)
     if (o.threads > 0)
         omp_set_num_threads(o.threads);
 
-    reporter r = {0};
-    o.on_plan = on_plan;
-    o.on_item = on_item;
-    o.ctx = &r;
-    o.stop = &stop_requested;
+    /* the shard, and its index */
+    vtr_dist dist;
+    vtr_shard shard;
+    char name[96], *index_dir = NULL;
+    if (vtr_shard_start(shard_option, o.index_dir, &dist, &shard, &index_dir, &err) != VTR_OK) {
+        fprintf(stderr, "vtr-index: %s\n", err.msg);
+        vtr_dist_finalize(&dist);
+        return 1;
+    }
+    vtr_log_init(vtr_shard_program_name(&shard, "vtr-index", name, sizeof name), log_json);
+    o.index_dir = index_dir;
+    o.shard = &shard;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -232,29 +282,8 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    vtr_archive_stats s;
-    vtr_status st = vtr_archive_index_update(&o, &s, &err);
-    if (r.begun)
-        vtr_progress_end(&r.progress);
-    if (st != VTR_OK) {
-        vtr_log_item_error(NULL, &err);
-        return 1;
-    }
-    vtr_log_info("%s: %lld added, %lld updated, %lld removed, %lld failed, %lld unchanged, "
-                 "%lld skipped (failed before)%s",
-                 o.index_dir, (long long)s.added, (long long)s.updated, (long long)s.removed,
-                 (long long)s.failed, (long long)s.unchanged, (long long)s.skipped_failed,
-                 s.compacted ? "; compacted" : "");
-    json_t *ev = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "index", o.index_dir,
-                           "added", (json_int_t)s.added, "updated", (json_int_t)s.updated,
-                           "removed", (json_int_t)s.removed, "failed", (json_int_t)s.failed,
-                           "unchanged", (json_int_t)s.unchanged, "skipped_failed",
-                           (json_int_t)s.skipped_failed, "commits", (json_int_t)s.commits,
-                           "compacted", s.compacted);
-    vtr_log_event("indexed", ev);
-    json_decref(ev);
-    if (s.stopped)
-        vtr_log_info("%s: stopped by a signal; the work done is committed, and a rerun goes on "
-                     "from there", o.index_dir);
-    return s.failed || s.stopped ? 2 : 0;
+    int rc = index_archive(&o, &err);
+    free(index_dir);
+    vtr_dist_finalize(&dist);
+    return rc;
 }

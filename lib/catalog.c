@@ -119,6 +119,7 @@ enum stmt_id {
     ST_ROLLBACK,
     ST_DATASET_INSERT,
     ST_DATASET_FIND,
+    ST_DATASET_ROOT,
     ST_ITEM_UPSERT,
     ST_ITEM_ID,
     ST_ITEM_FIND,
@@ -156,6 +157,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DATASET_INSERT] = "INSERT INTO datasets (name, root) VALUES (?1, ?2)"
                           " ON CONFLICT (name) DO NOTHING",
     [ST_DATASET_FIND] = "SELECT id FROM datasets WHERE name = ?1",
+    [ST_DATASET_ROOT] = "SELECT root FROM datasets WHERE id = ?1",
     [ST_ITEM_UPSERT] =
         "INSERT INTO items (dataset_id, key, path, size_bytes, mtime_ns, duration_s,"
         " status, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
@@ -440,6 +442,27 @@ static vtr_status step_id(vtr_catalog *cat, sqlite3_stmt *s, int rc, int64_t *ou
     vtr_status st = step_row(cat, s, rc, what, err);
     if (st == VTR_OK)
         *out = sqlite3_column_int64(s, 0);
+    stmt_release(s);
+    return st;
+}
+
+/* Runs statement id, of one integer parameter (a row id), for its one row and copies the
+ * row's first column, a text, into *out (malloc'ed; SQL NULL: NULL when null_ok, else "").
+ * VTR_ERR_NOT_FOUND "no WHAT" when there is no row. */
+static vtr_status query_text(vtr_catalog *cat, enum stmt_id id, int64_t row_id,
+                             const char *what, bool null_ok, char **out, vtr_error *err)
+{
+    *out = NULL;
+    sqlite3_stmt *s = NULL;
+    vtr_status st = stmt_get(cat, id, &s, err);
+    if (st != VTR_OK)
+        return st;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, row_id, &rc);
+    st = step_row(cat, s, rc, what, err);
+    bool null = st == VTR_OK && sqlite3_column_type(s, 0) == SQLITE_NULL;
+    if (st == VTR_OK && !(null && null_ok) && !(*out = column_strdup(s, 0)))
+        st = nomem(cat, err);
     stmt_release(s);
     return st;
 }
@@ -748,6 +771,14 @@ vtr_status vtr_catalog_find_dataset(vtr_catalog *cat, const char *name, int64_t 
     char what[300];
     snprintf(what, sizeof what, "dataset \"%s\"", name);
     return step_id(cat, s, rc, id, what, err);
+}
+
+vtr_status vtr_catalog_dataset_root(vtr_catalog *cat, int64_t dataset_id, char **root,
+                                    vtr_error *err)
+{
+    char what[64];
+    snprintf(what, sizeof what, "dataset %lld", (long long)dataset_id);
+    return query_text(cat, ST_DATASET_ROOT, dataset_id, what, true, root, err);
 }
 
 /* ---- items ------------------------------------------------------------------------ */
@@ -1501,20 +1532,9 @@ vtr_status vtr_catalog_set_caption_graph(vtr_catalog *cat, int64_t caption_id,
 vtr_status vtr_catalog_caption_graph(vtr_catalog *cat, int64_t caption_id, char **graph,
                                      vtr_error *err)
 {
-    *graph = NULL;
-    sqlite3_stmt *s = NULL;
-    vtr_status st = stmt_get(cat, ST_GRAPH_GET, &s, err);
-    if (st != VTR_OK)
-        return st;
-    int rc = SQLITE_OK;
-    bind_int64(s, 1, caption_id, &rc);
     char what[64];
     snprintf(what, sizeof what, "role graph of caption %lld", (long long)caption_id);
-    st = step_row(cat, s, rc, what, err);
-    if (st == VTR_OK && !(*graph = column_strdup(s, 0)))
-        st = nomem(cat, err);
-    stmt_release(s);
-    return st;
+    return query_text(cat, ST_GRAPH_GET, caption_id, what, false, graph, err);
 }
 
 /* Prepared per call rather than cached, so that the callback may use the cached

@@ -93,6 +93,11 @@ vtr_status vtr_catalog_add_dataset(vtr_catalog *cat, const char *name, const cha
 vtr_status vtr_catalog_find_dataset(vtr_catalog *cat, const char *name, int64_t *id,
                                     vtr_error *err);
 
+/* The root directory of dataset_id into *root (malloc'd, free() it; NULL when the
+ * dataset has none). VTR_ERR_NOT_FOUND for an unknown id. */
+vtr_status vtr_catalog_dataset_root(vtr_catalog *cat, int64_t dataset_id, char **root,
+                                    vtr_error *err);
+
 /* ---- items ------------------------------------------------------------------------ */
 
 typedef enum vtr_item_status {

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE /* renameat2 */
 #include "feature_store.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -22,25 +21,6 @@
 #define KEYS_FILE "keys.txt"
 #define META_FILE "meta.json"
 #define CONVERT_ELEMS 16384 /* elements converted per write when the dtype changes */
-
-/* Removes a directory and the plain files in it (a store has no subdirectories). */
-static void remove_dir(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char *f = vtr_path_join(path, e->d_name);
-            if (f)
-                unlink(f);
-            free(f);
-        }
-        closedir(d);
-    }
-    rmdir(path);
-}
 
 /* The directory that holds path ("." when it has no '/'), malloc'ed. */
 static char *parent_dir(const char *path)
@@ -144,7 +124,7 @@ vtr_status vtr_feature_store_writer_open(const char *path, const vtr_feature_sto
     }
     int rc = mkdir(w->tmp_dir, 0777);
     if (rc != 0 && errno == EEXIST) { /* left by a killed build of a process with our pid */
-        remove_dir(w->tmp_dir);
+        vtr_remove_flat_dir(w->tmp_dir);
         rc = mkdir(w->tmp_dir, 0777);
     }
     if (rc != 0) {
@@ -404,7 +384,7 @@ static vtr_status publish(vtr_feature_store_writer *w, vtr_error *err)
             rename(aside, w->path);
             return st;
         }
-        remove_dir(aside);
+        vtr_remove_flat_dir(aside);
         return VTR_OK;
     }
     if (!w->replace)
@@ -412,7 +392,7 @@ static vtr_status publish(vtr_feature_store_writer *w, vtr_error *err)
                         "feature store %s: appeared while it was being built", w->path);
     if (renameat2(AT_FDCWD, w->tmp_dir, AT_FDCWD, w->path, RENAME_EXCHANGE) != 0)
         return vtr_fail_errno(err, "feature store %s: rename", w->path);
-    remove_dir(w->tmp_dir); /* now the old store */
+    vtr_remove_flat_dir(w->tmp_dir); /* now the old store */
     return VTR_OK;
 }
 
@@ -474,7 +454,7 @@ void vtr_feature_store_writer_abort(vtr_feature_store_writer *w)
     if (w->keys)
         fclose(w->keys);
     if (w->tmp_dir)
-        remove_dir(w->tmp_dir);
+        vtr_remove_flat_dir(w->tmp_dir);
     free(w->tmp_dir);
     free(w->path);
     vtr_string_table_free(w->seen);

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -215,4 +216,22 @@ vtr_status vtr_sync_dir(const char *path, vtr_error *err)
     if (rc != 0 && errno != EINVAL) /* some file systems cannot sync directories */
         return vtr_fail_errno(err, "%s: fsync", path);
     return VTR_OK;
+}
+
+void vtr_remove_flat_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char *f = vtr_path_join(path, e->d_name);
+            if (f)
+                unlink(f);
+            free(f);
+        }
+        closedir(d);
+    }
+    rmdir(path);
 }

@@ -64,6 +64,11 @@ char *vtr_path_join(const char *dir, const char *name);
  * component that failed (one that exists and is not a directory included). */
 vtr_status vtr_make_dirs(const char *path, vtr_error *err);
 
+/* Removes the directory path and the files in it, as far as it can (for a directory
+ * this process built, such as a store or an index being written, which has no
+ * subdirectories): rm -r without the recursion. */
+void vtr_remove_flat_dir(const char *path);
+
 /* fsync of a directory, so that a rename in it is durable (a file system that cannot sync
  * directories is fine). VTR_ERR_IO "DIR: ..." naming it. */
 vtr_status vtr_sync_dir(const char *path, vtr_error *err);

@@ -24,18 +24,8 @@ fail() {
 
 # ---- fixtures ------------------------------------------------------------------------
 $PY $SCRIPT random-weights resnet18 "$dir/w.safetensors" 1 || fail "random weights"
-$PY tests/fixtures/make_precomp_fixture.py "$dir/pre" 16 8 512 || fail "precomp fixture"
-vtr-import precomp "$dir/pre" --catalog "$dir/train.db" --dataset synth --store "$dir/store" \
-    --captions-per-image 5 2>"$dir/err" || fail "vtr-import: $(cat "$dir/err")"
-cat >"$dir/cfg.yaml" <<EOF
-data: {catalog: $dir/train.db, dataset: synth, features: $dir/store, vocab_threshold: 1}
-model: {feature_dim: 512, embed_size: 16, mlp_hidden: 8, word_dim: 8, gpo_pe: 8, gpo_hidden: 8}
-train: {epochs: 1, batch_size: 8, checkpoint_every: 0}
-val: {batch_size: 8}
-EOF
-vtr-train "$dir/cfg.yaml" -o "$dir/run" --threads 2 2>"$dir/err" ||
-    fail "vtr-train: $(cat "$dir/err")"
-CK="$dir/run/last.safetensors"
+. tests/fixtures/tiny_model.sh
+tiny_model "$dir"
 
 A="$dir/archive"
 mkdir -p "$A/sub" "$A/.hidden"

@@ -381,6 +381,79 @@ TEST(multi_vector_item)
     vtr_embedding_index_close(ix);
 }
 
+/* add_index: another index's live items (a multi-vector one included) staged bit for bit
+ * with their norms, in its row order; parts that do not fit are refused, unchanged. */
+TEST(add_index_copies_items_bit_for_bit)
+{
+    vtr_error err;
+    const char *part = test_path("ix_part"), *out = test_path("ix_joined");
+    vtr_embedding_index_writer *w = open_writer(part);
+    add_item(w, 1, 0);
+    add_item(w, 2, 0);
+    float x[3 * DIM];
+    for (int j = 0; j < 3; j++)
+        vector_of(50 + j, 0, x + j * DIM);
+    vtr_tensor t = {.dtype = VTR_F32, .ndim = 2, .shape = {3, DIM}, .data = x};
+    CHECK_OK(vtr_embedding_index_writer_add(w, "set", &t, &err));
+    CHECK_OK(vtr_embedding_index_writer_commit(w, &err));
+    add_item(w, 1, 1); /* replaced: its old row is a tombstone, not copied */
+    CHECK_OK(vtr_embedding_index_writer_commit(w, &err));
+    vtr_embedding_index_writer_close(w);
+
+    w = open_writer(out);
+    add_item(w, 9, 0);
+    int64_t items = -1;
+    CHECK_OK(vtr_embedding_index_writer_add_index(w, part, &items, &err));
+    CHECK_EQ_INT(items, 3);
+    CHECK_FAILS(vtr_embedding_index_writer_add_index(w, part, &items, &err), VTR_ERR_INVALID,
+                "is in");
+    CHECK_EQ_INT(vtr_embedding_index_writer_pending_rows(w), 6);
+    CHECK_OK(vtr_embedding_index_writer_commit(w, &err));
+    vtr_embedding_index_writer_close(w);
+
+    vtr_embedding_index *a, *b;
+    CHECK_OK(vtr_embedding_index_open(part, &a, &err));
+    CHECK_OK(vtr_embedding_index_open(out, &b, &err));
+    static const char *const keys[] = {"item2", "set", "item1"};
+    for (int k = 0; k < 3; k++) {
+        int64_t fa, na, fb, nb;
+        CHECK_OK(vtr_embedding_index_find(a, keys[k], &fa, &na, &err));
+        CHECK_OK(vtr_embedding_index_find(b, keys[k], &fb, &nb, &err));
+        CHECK_EQ_INT(na, nb);
+        for (int64_t r = 0; r < na; r++) {
+            float ra[DIM], rb[DIM];
+            CHECK_OK(vtr_embedding_index_row(a, fa + r, ra, &err));
+            CHECK_OK(vtr_embedding_index_row(b, fb + r, rb, &err));
+            CHECK(memcmp(ra, rb, sizeof ra) == 0);
+        }
+    }
+    vtr_embedding_index_items ia, ib;
+    CHECK_OK(vtr_embedding_index_items_read(a, &ia, &err));
+    CHECK_OK(vtr_embedding_index_items_read(b, &ib, &err));
+    CHECK_EQ_INT(ib.n, 4);
+    /* rows 1.. of the joined index are the part's live rows, in order, with their norms */
+    for (int64_t i = 0; i < ia.n; i++)
+        for (int64_t r = 0; r < ia.count[i]; r++)
+            CHECK(ia.norm[ia.first[i] + r] == ib.norm[ib.first[i + 1] + r]);
+    vtr_embedding_index_close(a);
+    vtr_embedding_index_close(b);
+
+    /* another model or dimension: refused */
+    vtr_embedding_index_options other = {.dim = DIM, .model = "other-model"};
+    CHECK_OK(vtr_embedding_index_writer_open(test_path("ix_other"), &other, &w, &err));
+    CHECK_FAILS(vtr_embedding_index_writer_add_index(w, part, &items, &err), VTR_ERR_INVALID,
+                "another model");
+    CHECK_EQ_INT(vtr_embedding_index_writer_pending_rows(w), 0);
+    vtr_embedding_index_writer_close(w);
+    other = (vtr_embedding_index_options){.dim = DIM + 1, .model = "test-model"};
+    CHECK_OK(vtr_embedding_index_writer_open(test_path("ix_wide"), &other, &w, &err));
+    CHECK_FAILS(vtr_embedding_index_writer_add_index(w, part, &items, &err), VTR_ERR_INVALID,
+                "dimension");
+    CHECK_FAILS(vtr_embedding_index_writer_add_index(w, test_path("nowhere"), &items, &err),
+                VTR_ERR_IO, "no index.sqlite");
+    vtr_embedding_index_writer_close(w);
+}
+
 /* A version 1 index (no norms) is upgraded by the next writer: its old rows have no norm
  * (NaN), new ones have theirs; readers read both versions. */
 TEST(version_1_index_upgrades)
