@@ -254,6 +254,10 @@ while time.time() - t0 < 120:
             if "no such table" in str(e):
                 continue
             raise
+        except FileNotFoundError:
+            # a compaction deleted a listed segment before it was mapped: retry on the
+            # newer snapshot, as vtr's reader does (docs/index.md)
+            continue
         if live:
             scores = [(float(mats[s][r].astype(np.float32) @ q), k) for s, r, k in live]
             best = max(scores)
