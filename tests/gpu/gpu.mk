@@ -27,7 +27,8 @@ LIBS       =
 TEST_SRCS = tests/check.c tests/test_cuda.c tests/test_cuda_nn.c tests/test_backbone.c
 TIMING_SRCS = tests/gpu/op_timing.c
 LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c lib/linear.c \
-            lib/norm.c lib/npy.c lib/rng.c lib/safetensors.c lib/similarity.c lib/softmax.c \
+            lib/norm.c lib/npy.c lib/pth.c lib/rng.c lib/safetensors.c lib/similarity.c \
+            lib/softmax.c lib/tensor_file.c lib/zip.c \
             lib/tensor.c aggregate/gpo.c aggregate/set_pooling.c match/hinge_loss.c \
             features/backbone.c features/conv.c features/extractor.c features/preprocess.c
 CUDA_SRCS = $(wildcard $(addsuffix /*.cu,lib decode features text import aggregate match index tools))
