@@ -83,18 +83,8 @@ vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_
     }
     vtr_vse_batch batch = b->batch;
     batch.seed = seed, batch.step = step; /* set embeddings' dropout */
-    if (parallel) { /* this rank's pairs of the global batch, with its padding */
-        int64_t first, count;
-        vtr_dist_share(batch.B, dist->rank, dist->size, &first, &count);
-        batch.dist = dist;
-        batch.B_global = batch.B;
-        batch.first = (int)first;
-        batch.B = (int)count;
-        batch.frames += (size_t)first * batch.T * (size_t)vtr_run_model_feature_dim(m);
-        batch.frame_lengths += first;
-        batch.ids += (size_t)first * batch.L;
-        batch.caption_lengths += first;
-    }
+    if (parallel) /* this rank's pairs of the global batch, with its padding */
+        batch = vtr_vse_batch_share(&m->vse, &batch, dist);
     st = vtr_vse_train_step(&m->vse, &batch, neg, loss, err);
     *negatives = m->vse.negatives;
     return st;
