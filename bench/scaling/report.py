@@ -61,33 +61,37 @@ def config_table(runs, cores):
            first["n_trainable"], first["param_bytes"] / 1e6, first["gather_bytes"] / 1e6,
            first["gflop_per_step"]),
         "",
-        "| ranks x threads | step ms, median (min-max) | grad sum in step ms | grad sum alone ms "
-        "| gather alone ms | comm share of step | speed-up vs 1 x 1 | efficiency | vs 1 x %s "
-        "| all-reduce bus / alg GB/s | 1-float sum us | loss first / last |" % cores,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| ranks x threads | step ms, median (min-max) | forward + backward ms, slowest / "
+        "fastest rank | grad sum in step ms | grad sum alone ms | gather alone ms | comm share "
+        "| wait share | speed-up vs 1 x 1 | efficiency | vs 1 x %s | all-reduce bus / alg GB/s "
+        "| 1-float sum us | loss first / last |" % cores,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         n, t = r["ranks"], r["threads_per_rank"]
         step = r["step_s"]["median"]
         used = min(n * t, cores)
         speedup = base["step_s"]["median"] / step
-        comm = r["sum_in_step_s"]["median"] + r["gather_s"]["median"]
         if n > 1:
-            s = r["sum_s"]["median"]
+            s, in_step = r["sum_s"]["median"], r["sum_in_step_s"]["median"]
+            comm = s + r["gather_s"]["median"]
             bw = "%.2f / %.2f" % (r["param_bytes"] * 2 * (n - 1) / n / s / 1e9,
                                   r["param_bytes"] / s / 1e9)
-            sums = (ms(r["sum_in_step_s"]["median"]), ms(s), ms(r["gather_s"]["median"]),
-                    "%.0f%%" % (100 * comm / step), "%.1f" % (r["tiny_sum_s"]["median"] * 1e6))
+            sums = (ms(in_step), ms(s), ms(r["gather_s"]["median"]),
+                    "%.0f%%" % (100 * comm / step),
+                    "%.0f%%" % (100 * max(0.0, in_step - s) / step),
+                    "%.1f" % (r["tiny_sum_s"]["median"] * 1e6))
         else:
             bw = "-"
-            sums = ("-", "-", "-", "-", "-")
+            sums = ("-", "-", "-", "-", "-", "-")
         vs_whole = "%.2fx" % (whole["step_s"]["median"] / step) if whole else "-"
         lines.append(
-            "| %d x %d%s | **%s** (%s-%s) | %s | %s | %s | %s | %.2fx | %.0f%% | %s | %s | %s "
-            "| %.4f / %.4f |"
+            "| %d x %d%s | **%s** (%s-%s) | %s / %s | %s | %s | %s | %s | %s | %.2fx | %.0f%% "
+            "| %s | %s | %s | %.4f / %.4f |"
             % (n, t, " (oversubscribed)" if n * t > cores else "", ms(step),
-               ms(r["step_s"]["min"]), ms(r["step_s"]["max"]), sums[0], sums[1], sums[2],
-               sums[3], speedup, 100 * speedup / used, vs_whole, bw, sums[4],
+               ms(r["step_s"]["min"]), ms(r["step_s"]["max"]), ms(r["compute_s"]["median"]),
+               ms(r["compute_fastest_s"]["median"]), sums[0], sums[1], sums[2], sums[3],
+               sums[4], speedup, 100 * speedup / used, vs_whole, bw, sums[5],
                r["loss_first"], r["loss_last"]))
     return "\n".join(lines)
 
@@ -124,8 +128,10 @@ def main(argv):
         "the slowest rank's; medians. \"grad sum in step\" is vtr_dist_agree + vtr_dist_sum "
         "inside the step, waiting for the slowest rank included; \"alone\": the gradient "
         "sum and the gather of both sides' B x E embeddings, each timed %d times after a "
-        "barrier with nothing else running. comm share = (grad sum in step + gather alone) / "
-        "step. Efficiency = speed-up over 1 x 1 / the cores the run can use; the losses show "
+        "barrier with nothing else running. comm share = (grad sum alone + gather alone) / "
+        "step: what the collectives themselves cost; wait share = (grad sum in step - grad "
+        "sum alone) / step: the time the faster ranks wait for the slowest (its share of the "
+        "batch took longer: load imbalance, or another process took its core). Efficiency = speed-up over 1 x 1 / the cores the run can use; the losses show "
         "that every run trains the same model (the same batches and initial weights)."
         % (first["warmup"], first["steps"], first["reps"]),
     ]

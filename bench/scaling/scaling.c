@@ -9,8 +9,9 @@
  * match/run_model.c): vtr_vse_batch_share, zero the gradients, vtr_vse_train_step (which
  * gathers the embeddings of every rank and syncs BatchNorm), vtr_dist_agree, vtr_dist_sum
  * of the n_trainable gradient floats, clipping at 2.0 and AdamW. Timed per step and rank:
- * the whole step, and its agree + gradient sum (which includes the wait for the slowest
- * rank); each step starts after a barrier. Then, alone, R times after 2 warm-up rounds,
+ * the whole step, its forward and backward (vtr_vse_train_step: the slowest and the
+ * fastest rank's, the load imbalance), and its agree + gradient sum (which includes the
+ * wait for the slowest rank); each step starts after a barrier. Then, alone, R times after 2 warm-up rounds,
  * each after a barrier: the gradient sum (vtr_dist_sum of n_trainable floats), the
  * embedding gather of both sides (vtr_dist_gather of B x E floats each, every rank its
  * share) and the sum of one float (the collectives' latency). A step's or a round's time
@@ -21,8 +22,9 @@
  * 128, 36 regions of 2048 features, fc + MLP (512, BatchNorm: SyncBatchNorm over the
  * ranks). Both: BiGRU 300 -> 1024, GPO (32, 32) on both sides, vocabulary 10,000, the
  * max-violation hinge loss; per item the frames kept by GPO's size augmentation (p 0.2),
- * per caption 8..16 tokens (with <start> and <end>), the pairs sorted by caption length,
- * longest first.
+ * per caption 8..16 tokens (with <start> and <end>), the pairs in random order as
+ * vtr_batcher_pairs leaves them (not sorted by length: each rank's share is a random
+ * sample of the batch).
  * --small: batch 16, 8 frames of 128 features, E 64, W 32, vocabulary 500, for a quick
  * check of the program.
  */
@@ -84,12 +86,6 @@ typedef struct global_batch {
     int T, L;
 } global_batch;
 
-static int compare_ints_descending(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x < y) - (x > y);
-}
-
 /* Step s's global batch, the same on every rank. */
 static void make_batch(global_batch *g, const scaling_sizes *z, int s)
 {
@@ -105,7 +101,6 @@ static void make_batch(global_batch *g, const scaling_sizes *z, int s)
         g->T = g->frame_lengths[b] > g->T ? g->frame_lengths[b] : g->T;
         g->L = g->caption_lengths[b] > g->L ? g->caption_lengths[b] : g->L;
     }
-    qsort(g->caption_lengths, (size_t)B, sizeof(int), compare_ints_descending);
     for (int b = 0; b < B; b++) {
         float *f = g->frames + (size_t)b * g->T * F;
         size_t real = (size_t)g->frame_lengths[b] * F;
@@ -122,15 +117,22 @@ static void make_batch(global_batch *g, const scaling_sizes *z, int s)
     }
 }
 
-/* Per round r of n, t[r] on every rank -> the slowest rank's, in t (all: room for
- * size * n). */
-static vtr_status slowest(vtr_dist *d, double *t, int n, double *all, vtr_error *err)
+/* Per round r of n, t[r] on every rank -> the slowest rank's, in t, and where fastest is
+ * not NULL the fastest rank's, in fastest (all: room for size * n). */
+static vtr_status slowest(vtr_dist *d, double *t, int n, double *fastest, double *all,
+                          vtr_error *err)
 {
     vtr_status st = vtr_dist_gather(d, t, sizeof(double) * (size_t)n, all, err);
     for (int r = 0; r < n && st == VTR_OK; r++) {
-        t[r] = all[r];
-        for (int k = 1; k < d->size; k++)
-            t[r] = all[(size_t)k * n + r] > t[r] ? all[(size_t)k * n + r] : t[r];
+        double most = all[r], least = all[r];
+        for (int k = 1; k < d->size; k++) {
+            double x = all[(size_t)k * n + r];
+            most = x > most ? x : most;
+            least = x < least ? x : least;
+        }
+        t[r] = most;
+        if (fastest)
+            fastest[r] = least;
     }
     return st;
 }
@@ -144,7 +146,8 @@ static vtr_status barrier(vtr_dist *d, vtr_error *err)
 
 /* The timed rounds of the run: steps, and the collectives alone. */
 typedef struct timings {
-    double *step, *sum_in_step;  /* (steps) */
+    double *step, *sum_in_step;        /* (steps) */
+    double *compute, *compute_fastest; /* (steps): vtr_vse_train_step's */
     double *sum, *gather, *tiny; /* (reps) */
     float loss_first, loss_last;
     double gflop; /* matrix-product GFLOP of one global step (vtr_vse_train_step_flops) */
@@ -201,6 +204,7 @@ static vtr_status time_steps(vtr_dist *d, vtr_vse_model *m, const scaling_sizes 
         if (s >= warmup) {
             tm->step[s - warmup] = t3 - t0;
             tm->sum_in_step[s - warmup] = t2 - t1;
+            tm->compute[s - warmup] = t1 - t0;
             tm->loss_last = loss;
             if (s == warmup)
                 tm->loss_first = loss;
@@ -282,6 +286,8 @@ static void print_run(const vtr_dist *d, const vtr_vse_model *m, const scaling_s
         printf("%s%.6f", s ? ", " : "", tm->step[s]);
     printf("]");
     print_stat("step_s", tm->step, nsteps);
+    print_stat("compute_s", tm->compute, nsteps);
+    print_stat("compute_fastest_s", tm->compute_fastest, nsteps);
     print_stat("sum_in_step_s", tm->sum_in_step, nsteps);
     print_stat("sum_s", tm->sum, reps);
     print_stat("gather_s", tm->gather, reps);
@@ -330,12 +336,13 @@ int main(int argc, char **argv)
     memset(&m, 0, sizeof m);
     memset(&tm, 0, sizeof tm);
     int most = nsteps > reps ? nsteps : reps;
-    double *buf = malloc(sizeof(double) * (size_t)(2 * nsteps + 3 * reps));
+    double *buf = malloc(sizeof(double) * (size_t)(4 * nsteps + 3 * reps));
     double *all = malloc(sizeof(double) * (size_t)most * (size_t)d.size);
     st = buf && all ? VTR_OK : vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
     if (st == VTR_OK) {
         tm.step = buf, tm.sum_in_step = buf + nsteps;
-        tm.sum = buf + 2 * nsteps, tm.gather = tm.sum + reps, tm.tiny = tm.gather + reps;
+        tm.compute = buf + 2 * nsteps, tm.compute_fastest = buf + 3 * nsteps;
+        tm.sum = buf + 4 * nsteps, tm.gather = tm.sum + reps, tm.tiny = tm.gather + reps;
         st = vtr_vse_model_init(&m, &z.cfg, z.B, z.frames, MAX_WORDS, &err);
     }
     if (st == VTR_OK) {
@@ -347,15 +354,17 @@ int main(int argc, char **argv)
         st = time_comm(&d, &m, &z, reps, &tm, &err);
     st = vtr_dist_agree(&d, st, &err);
     if (st == VTR_OK)
-        st = slowest(&d, tm.step, nsteps, all, &err);
+        st = slowest(&d, tm.step, nsteps, NULL, all, &err);
     if (st == VTR_OK)
-        st = slowest(&d, tm.sum_in_step, nsteps, all, &err);
+        st = slowest(&d, tm.compute, nsteps, tm.compute_fastest, all, &err);
     if (st == VTR_OK)
-        st = slowest(&d, tm.sum, reps, all, &err);
+        st = slowest(&d, tm.sum_in_step, nsteps, NULL, all, &err);
     if (st == VTR_OK)
-        st = slowest(&d, tm.gather, reps, all, &err);
+        st = slowest(&d, tm.sum, reps, NULL, all, &err);
     if (st == VTR_OK)
-        st = slowest(&d, tm.tiny, reps, all, &err);
+        st = slowest(&d, tm.gather, reps, NULL, all, &err);
+    if (st == VTR_OK)
+        st = slowest(&d, tm.tiny, reps, NULL, all, &err);
     if (st == VTR_OK && d.rank == 0)
         print_run(&d, &m, &z, warmup, nsteps, reps, &tm);
     if (st && d.rank == 0)
