@@ -2,10 +2,11 @@
 """The tables of bench/scaling/run.sh from the runs' JSON lines (bench/scaling/scaling.c);
 with --append also adds them to bench/RESULTS.md.
 
-  report.py RUN_JSON... --cores C --load BEFORE AFTER --uptime BEFORE AFTER --command CMD
-            [--append]
+  report.py RUN_JSON... --cores C --rounds R --load BEFORE AFTER --uptime BEFORE AFTER
+            --command CMD [--append]
 
-One table per config, one row per run (ranks x threads per rank). Speed-up is against the
+One table per config, one row per layout (ranks x threads per rank), its runs pooled (the
+rounds of run.sh): medians over every timed step and collective round. Speed-up is against the
 1 rank x 1 thread run of the config; efficiency = speed-up / the cores the run could use
 (ranks x threads, at most C); "vs 1 x C" compares with one rank using every core (the
 same cores, split differently). The all-reduce's bandwidth, as NCCL's tests state it:
@@ -16,6 +17,7 @@ all-to-all + all-gather).
 import datetime
 import json
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -31,7 +33,7 @@ def parse(argv):
         if a in ("--load", "--uptime"):
             opts[a[2:]] = (argv[i + 1], argv[i + 2])
             i += 3
-        elif a in ("--cores", "--command"):
+        elif a in ("--cores", "--command", "--rounds"):
             opts[a[2:]] = argv[i + 1]
             i += 2
         elif a == "--append":
@@ -47,7 +49,28 @@ def ms(seconds):
     return "%.1f" % (seconds * 1e3)
 
 
+TIMES = ("step_s", "compute_s", "compute_fastest_s", "sum_in_step_s", "sum_s", "gather_s",
+         "tiny_sum_s")
+
+
+def pool(runs):
+    """The runs of one config and layout -> one, its time lists joined, and "med" holding
+    each list's median."""
+    r = dict(runs[0])
+    for key in TIMES:
+        r[key] = [t for run in runs for t in run[key]]
+    r["med"] = {key: statistics.median(r[key]) for key in TIMES}
+    r["rounds"] = len(runs)
+    return r
+
+
 def config_table(runs, cores):
+    layouts = []
+    for r in runs:
+        if (r["ranks"], r["threads_per_rank"]) not in layouts:
+            layouts.append((r["ranks"], r["threads_per_rank"]))
+    runs = [pool([r for r in runs if (r["ranks"], r["threads_per_rank"]) == k])
+            for k in layouts]
     base = next(r for r in runs if r["ranks"] == 1 and r["threads_per_rank"] == 1)
     whole = next((r for r in runs if r["ranks"] == 1 and r["threads_per_rank"] == cores),
                  None)
@@ -69,28 +92,28 @@ def config_table(runs, cores):
     ]
     for r in runs:
         n, t = r["ranks"], r["threads_per_rank"]
-        step = r["step_s"]["median"]
+        step = r["med"]["step_s"]
         used = min(n * t, cores)
-        speedup = base["step_s"]["median"] / step
+        speedup = base["med"]["step_s"] / step
         if n > 1:
-            s, in_step = r["sum_s"]["median"], r["sum_in_step_s"]["median"]
-            comm = s + r["gather_s"]["median"]
+            s, in_step = r["med"]["sum_s"], r["med"]["sum_in_step_s"]
+            comm = s + r["med"]["gather_s"]
             bw = "%.2f / %.2f" % (r["param_bytes"] * 2 * (n - 1) / n / s / 1e9,
                                   r["param_bytes"] / s / 1e9)
-            sums = (ms(in_step), ms(s), ms(r["gather_s"]["median"]),
+            sums = (ms(in_step), ms(s), ms(r["med"]["gather_s"]),
                     "%.0f%%" % (100 * comm / step),
                     "%.0f%%" % (100 * max(0.0, in_step - s) / step),
-                    "%.1f" % (r["tiny_sum_s"]["median"] * 1e6))
+                    "%.1f" % (r["med"]["tiny_sum_s"] * 1e6))
         else:
             bw = "-"
             sums = ("-", "-", "-", "-", "-", "-")
-        vs_whole = "%.2fx" % (whole["step_s"]["median"] / step) if whole else "-"
+        vs_whole = "%.2fx" % (whole["med"]["step_s"] / step) if whole else "-"
         lines.append(
             "| %d x %d%s | **%s** (%s-%s) | %s / %s | %s | %s | %s | %s | %s | %.2fx | %.0f%% "
             "| %s | %s | %s | %.4f / %.4f |"
             % (n, t, " (oversubscribed)" if n * t > cores else "", ms(step),
-               ms(r["step_s"]["min"]), ms(r["step_s"]["max"]), ms(r["compute_s"]["median"]),
-               ms(r["compute_fastest_s"]["median"]), sums[0], sums[1], sums[2], sums[3],
+               ms(min(r["step_s"])), ms(max(r["step_s"])), ms(r["med"]["compute_s"]),
+               ms(r["med"]["compute_fastest_s"]), sums[0], sums[1], sums[2], sums[3],
                sums[4], speedup, 100 * speedup / used, vs_whole, bw, sums[5],
                r["loss_first"], r["loss_last"]))
     return "\n".join(lines)
@@ -124,8 +147,10 @@ def main(argv):
         "Each rank builds the whole global batch and trains its share of it as vtr-train "
         "does (vtr_vse_batch_share, vtr_vse_train_step with the embeddings gathered and "
         "BatchNorm synced, vtr_dist_agree, vtr_dist_sum of the gradients, clipping, AdamW). "
-        "%d warm-up and %d timed steps per run, each step after a barrier; a step's time is "
-        "the slowest rank's; medians. \"grad sum in step\" is vtr_dist_agree + vtr_dist_sum "
+        "%d warm-up and %d timed steps per run, %d runs of each layout (run.sh's rounds, "
+        "the layouts in turn, so that a change of the machine's load touches every layout), "
+        "each step after a barrier; a step's time is the slowest rank's; medians over the "
+        "runs' steps pooled. \"grad sum in step\" is vtr_dist_agree + vtr_dist_sum "
         "inside the step, waiting for the slowest rank included; \"alone\": the gradient "
         "sum and the gather of both sides' B x E embeddings, each timed %d times after a "
         "barrier with nothing else running. comm share = (grad sum alone + gather alone) / "
@@ -133,13 +158,14 @@ def main(argv):
         "sum alone) / step: the time the faster ranks wait for the slowest (its share of the "
         "batch took longer: load imbalance, or another process took its core). Efficiency = speed-up over 1 x 1 / the cores the run can use; the losses show "
         "that every run trains the same model (the same batches and initial weights)."
-        % (first["warmup"], first["steps"], first["reps"]),
+        % (first["warmup"], first["steps"], int(o["rounds"]), first["reps"]),
     ]
     for c in configs:
         report += ["", config_table([r for r in runs if r["config"] == c], cores)]
-    report += ["", "Per-step seconds (timed steps, slowest rank): " + "; ".join(
-        "%s %dx%d: %s" % (r["config"], r["ranks"], r["threads_per_rank"],
-                          ", ".join("%.3f" % t for t in r["step_times"])) for r in runs)]
+    report += ["", "Per-step seconds (timed steps, slowest rank; runs in the order run): " +
+               "; ".join("%s %dx%d: %s" % (r["config"], r["ranks"], r["threads_per_rank"],
+                                           ", ".join("%.2f" % t for t in r["step_s"]))
+                         for r in runs)]
     publish("\n".join(report) + "\n", o["append"])
 
 

@@ -11,11 +11,12 @@
  * of the n_trainable gradient floats, clipping at 2.0 and AdamW. Timed per step and rank:
  * the whole step, its forward and backward (vtr_vse_train_step: the slowest and the
  * fastest rank's, the load imbalance), and its agree + gradient sum (which includes the
- * wait for the slowest rank); each step starts after a barrier. Then, alone, R times after 2 warm-up rounds,
- * each after a barrier: the gradient sum (vtr_dist_sum of n_trainable floats), the
- * embedding gather of both sides (vtr_dist_gather of B x E floats each, every rank its
- * share) and the sum of one float (the collectives' latency). A step's or a round's time
- * is the slowest rank's; the figures are medians. Rank 0 prints one JSON line.
+ * wait for the slowest rank); each step starts after a barrier. Then, alone, R times after
+ * 2 warm-up rounds, each after a barrier: the gradient sum (vtr_dist_sum of n_trainable
+ * floats), the embedding gather of both sides (vtr_dist_gather of B x E floats each, every
+ * rank its share) and the sum of one float (the collectives' latency). A step's or a
+ * round's time is the slowest rank's. Rank 0 prints one JSON line with every timed step's and round's
+ * seconds (bench/scaling/report.py takes the medians).
  *
  * Configs (REFERENCE.md; configs/msrvtt-vse-inf.yaml, configs/coco-vse-inf.yaml): msrvtt:
  * batch 128, at most 20 frames of 2048 features, fc 2048 -> 1024 without MLP; coco: batch
@@ -259,12 +260,13 @@ static vtr_status time_comm(vtr_dist *d, vtr_vse_model *m, const scaling_sizes *
     return st;
 }
 
-/* , "key": {"median": ..., "min": ..., "max": ...} of v (n), which gets sorted. */
-static void print_stat(const char *key, double *v, int n)
+/* , "key": [v_0, ..., v_n-1] (seconds). */
+static void print_times(const char *key, const double *v, int n)
 {
-    double med = median_sorted(v, n);
-    printf(", \"%s\": {\"median\": %.7f, \"min\": %.7f, \"max\": %.7f}", key, med, v[0],
-           v[n - 1]);
+    printf(", \"%s\": [", key);
+    for (int i = 0; i < n; i++)
+        printf("%s%.7f", i ? ", " : "", v[i]);
+    printf("]");
 }
 
 static void print_run(const vtr_dist *d, const vtr_vse_model *m, const scaling_sizes *z,
@@ -275,23 +277,19 @@ static void print_run(const vtr_dist *d, const vtr_vse_model *m, const scaling_s
            "\"openblas_threads\": %d, \"openblas_core\": \"%s\", \"B\": %d, \"frames\": %d, "
            "\"F\": %d, \"E\": %d, \"mlp_hidden\": %d, \"vocab\": %d, \"n_trainable\": %zu, "
            "\"param_bytes\": %zu, \"gather_bytes\": %zu, \"warmup\": %d, \"steps\": %d, "
-           "\"reps\": %d, \"gflop_per_step\": %.3f, \"loss_first\": %.7g, \"loss_last\": %.7g, ",
+           "\"reps\": %d, \"gflop_per_step\": %.3f, \"loss_first\": %.7g, \"loss_last\": %.7g",
            z->name, d->size, omp_get_max_threads(), openblas_get_num_threads(),
            openblas_get_corename(), z->B, z->frames, z->cfg.feature_dim, z->cfg.embed_size,
            z->cfg.mlp_hidden, z->vocab, m->params.n_trainable, bytes,
            sizeof(float) * 2 * (size_t)z->B * (size_t)z->cfg.embed_size, warmup, nsteps, reps,
            tm->gflop, (double)tm->loss_first, (double)tm->loss_last);
-    printf("\"step_times\": [");
-    for (int s = 0; s < nsteps; s++)
-        printf("%s%.6f", s ? ", " : "", tm->step[s]);
-    printf("]");
-    print_stat("step_s", tm->step, nsteps);
-    print_stat("compute_s", tm->compute, nsteps);
-    print_stat("compute_fastest_s", tm->compute_fastest, nsteps);
-    print_stat("sum_in_step_s", tm->sum_in_step, nsteps);
-    print_stat("sum_s", tm->sum, reps);
-    print_stat("gather_s", tm->gather, reps);
-    print_stat("tiny_sum_s", tm->tiny, reps);
+    print_times("step_s", tm->step, nsteps);
+    print_times("compute_s", tm->compute, nsteps);
+    print_times("compute_fastest_s", tm->compute_fastest, nsteps);
+    print_times("sum_in_step_s", tm->sum_in_step, nsteps);
+    print_times("sum_s", tm->sum, reps);
+    print_times("gather_s", tm->gather, reps);
+    print_times("tiny_sum_s", tm->tiny, reps);
     printf("}\n");
 }
 
