@@ -162,7 +162,7 @@ def main(argv):
     ]
     for c in configs:
         report += ["", config_table([r for r in runs if r["config"] == c], cores)]
-    report += ["", "Per-step seconds (timed steps, slowest rank; runs in the order run): " +
+    report += ["", "Per-step seconds (timed steps, slowest rank; a layout's runs in the order run): " +
                "; ".join("%s %dx%d: %s" % (r["config"], r["ranks"], r["threads_per_rank"],
                                            ", ".join("%.2f" % t for t in r["step_s"]))
                          for r in runs)]
