@@ -75,6 +75,7 @@ t4=$(clock)
 uptime_after=$(uptime)
 
 n=$((clips * frames))
+video_bytes=$(cat "$work"/clip*.mp4 | wc -c)
 version=$(/usr/bin/python3 -c 'import sys; sys.path.insert(0, "bench")
 from machine import cpu_model, git_version; print(git_version() + "|" + cpu_model())')
 report=$(awk -v n="$n" -v t0="$t0" -v t1="$t1" -v ts="$ts" -v t3="$t3" -v t2="$t2" -v t4="$t4" \
@@ -88,7 +89,7 @@ report=$(awk -v n="$n" -v t0="$t0" -v t1="$t1" -v ts="$ts" -v t3="$t3" -v t2="$t
 }')
 text="## Extraction throughput for scaling: vtr-decode and vtr-features on one node ($(date +%F))
 
-Command: \`sh bench/scaling/extract.sh${append:+ --append} --arch $arch --clips $clips --frames $frames\` (code ${version%%|*}). Machine: ${version#*|}, $cores cores; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset. Inputs: $clips vtr-synth clips, 320x240 H.264, 15 s at 30 fps; $frames frames per clip decoded to 224x224 (vtr-decode --frames $frames --size 224x224), $n frames in all; $arch with random weights, pooled features written to /dev/null. uptime before: \`$uptime_before\`; after: \`$uptime_after\` (the machine is shared).
+Command: \`sh bench/scaling/extract.sh${append:+ --append} --arch $arch --clips $clips --frames $frames\` (code ${version%%|*}). Machine: ${version#*|}, $cores cores; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset. Inputs: $clips vtr-synth clips, 320x240 H.264, 15 s at 30 fps ($((video_bytes / clips / 1024)) KiB per clip, $((video_bytes / n / 1024)) KiB of video read per frame delivered); $frames frames per clip decoded to 224x224 (vtr-decode --frames $frames --size 224x224), $n frames in all; $arch with random weights, pooled features written to /dev/null. uptime before: \`$uptime_before\`; after: \`$uptime_after\` (the machine is shared).
 
 $report
 "

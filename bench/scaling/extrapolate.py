@@ -8,15 +8,15 @@ one-GPU step time, over the networks below. Prints markdown tables.
 
 NAME: a label; PARAM_BYTES: the gradient bytes summed per step (n_trainable x 4);
 GATHER_BYTES: the embeddings gathered per step (2 x B x E x 4); STEP_MS: the assumed step
-time of the whole global batch on one GPU; SMALL: latency-bound collective phases per step
-besides the gradient sum (each costs (N-1) link latencies: a ring all-gather or an
-all-to-all).
+time of the whole global batch on one GPU; SMALL: latency-bound collectives per step
+besides the gradient sum (each costs log2 N link latencies: recursive doubling or Bruck's
+algorithm, as MPI and NCCL run small messages).
 
 Per step on N GPUs (strong scaling: the global batch split N ways, vtr's recipe):
   compute   = STEP_MS / N
   all-reduce = 2 (N-1)/N x PARAM_BYTES / bw + 2 (N-1) x latency   (ring, or vtr_dist_sum's
               all-to-all + all-gather: the same bytes per rank)
-  gather    = (N-1)/N x GATHER_BYTES / bw + SMALL x (N-1) x latency
+  gather    = (N-1)/N x GATHER_BYTES / bw + SMALL x ceil(log2 N) x latency
   step      = compute + all-reduce + gather          (vtr: the sum after the whole backward)
   overlap   = compute + max(0, all-reduce - backward x compute) + gather   (an all-reduce
               hidden behind the backward as far as it lasts: a bound, not vtr's code)
@@ -27,14 +27,15 @@ Links: up to --per-node GPUs share one node's NVLink; beyond, the ring crosses t
 network, whose per-node bandwidth is the bottleneck (NCCL's rings spread over a node's
 NICs, so a node with k NICs moves k x a NIC's rate).
 """
+import math
 import sys
 
 NVLINK = ("NVLink (in a node)", 300e9, 3e-6)
 NETWORKS = [  # (name, bytes/s per node, latency per hop in seconds)
-    ("8 x IB HDR per node (200 GB/s)", 200e9, 5e-6),
-    ("1 x IB HDR (25 GB/s)", 25e9, 5e-6),
-    ("100 GbE (12.5 GB/s)", 12.5e9, 10e-6),
-    ("25 GbE (3.1 GB/s)", 3.125e9, 30e-6),
+    ("8 x IB HDR, 200 GB/s", 200e9, 5e-6),
+    ("1 x IB HDR, 25 GB/s", 25e9, 5e-6),
+    ("100 GbE, 12.5 GB/s", 12.5e9, 10e-6),
+    ("25 GbE, 3.1 GB/s", 3.125e9, 30e-6),
 ]
 
 
@@ -43,7 +44,7 @@ def times(n, compute, p_bytes, g_bytes, small, link):
     if n == 1:
         return compute, 0.0, 0.0
     allreduce = 2 * (n - 1) / n * p_bytes / bw + 2 * (n - 1) * lat
-    gather = (n - 1) / n * g_bytes / bw + small * (n - 1) * lat
+    gather = (n - 1) / n * g_bytes / bw + small * math.ceil(math.log2(n)) * lat
     return compute, allreduce, gather
 
 
@@ -54,12 +55,13 @@ def link_for(n, per_node, net):
 def table(cfg, gpus, per_node, backward):
     name, p_bytes, g_bytes, step_ms, small = cfg
     t1 = step_ms / 1e3
-    head = "| GPUs | batch per GPU | compute ms | " + " | ".join(
-        "%s: comm ms, eff. (overlap)" % net[0] for net in NETWORKS) + " |"
+    head = "| GPUs | batch per GPU | compute ms | " + " | ".join(net[0] for net in NETWORKS) + " |"
     lines = ["%s: %.1f MB of gradients and %.2f MB of embeddings per step, one-GPU step %g ms "
-             "(assumed), %d small collective phases per step." % (name, p_bytes / 1e6,
+             "(assumed), %d small collectives per step." % (name, p_bytes / 1e6,
                                                                   g_bytes / 1e6, step_ms, small),
-             "", "Strong scaling (global batch 128 split N ways, as vtr trains):", "", head,
+             "", "Strong scaling (the global batch split N ways, as vtr trains); a cell: "
+             "communication ms per step, **efficiency** (with the all-reduce ideally "
+             "overlapped):", "", head,
              "|---|---|---|" + "---|" * len(NETWORKS)]
     for n in gpus:
         cells = []
@@ -70,8 +72,9 @@ def table(cfg, gpus, per_node, backward):
             cells.append("%.2f, **%.0f%%** (%.0f%%)" % ((ar + ga) * 1e3, 100 * c / step,
                                                        100 * c / ov))
         lines.append("| %d | %g | %.2f | %s |" % (n, 128 / n, t1 / n * 1e3, " | ".join(cells)))
-    lines += ["", "Weak scaling (128 pairs per GPU, global batch 128 N: another recipe):", "",
-              "| GPUs | " + " | ".join("%s: eff. (overlap)" % net[0] for net in NETWORKS) + " |",
+    lines += ["", "Weak scaling (the config's batch on every GPU, a global batch N times "
+              "larger: another recipe); a cell: **efficiency** (overlapped):", "",
+              "| GPUs | " + " | ".join(net[0] for net in NETWORKS) + " |",
               "|---|" + "---|" * len(NETWORKS)]
     for n in gpus:
         cells = []

@@ -156,13 +156,16 @@ def main(argv):
         "barrier with nothing else running. comm share = (grad sum alone + gather alone) / "
         "step: what the collectives themselves cost; wait share = (grad sum in step - grad "
         "sum alone) / step: the time the faster ranks wait for the slowest (its share of the "
-        "batch took longer: load imbalance, or another process took its core). Efficiency = speed-up over 1 x 1 / the cores the run can use; the losses show "
-        "that every run trains the same model (the same batches and initial weights)."
+        "batch took longer: load imbalance, or another process took its core). Efficiency = "
+        "speed-up over 1 x 1 / the cores the run can use; the losses show that every run "
+        "trains the same model (the same batches and initial weights; to float rounding "
+        "where sums run in another order)."
         % (first["warmup"], first["steps"], int(o["rounds"]), first["reps"]),
     ]
     for c in configs:
         report += ["", config_table([r for r in runs if r["config"] == c], cores)]
-    report += ["", "Per-step seconds (timed steps, slowest rank; a layout's runs in the order run): " +
+    report += ["", "Per-step seconds (each run's timed steps, slowest rank; the runs in the "
+               "order they ran): " +
                "; ".join("%s %dx%d: %s" % (r["config"], r["ranks"], r["threads_per_rank"],
                                            ", ".join("%.2f" % t for t in r["step_s"]))
                          for r in runs)]

@@ -2,7 +2,7 @@
  * mpirun (or alone as 1 rank); the driver is bench/scaling/run.sh, the table
  * bench/scaling/report.py, the extrapolation docs/scaling.md.
  *
- *   scaling [--config msrvtt|coco] [--small] [--warmup W] [--steps N] [--reps R]
+ *   scaling [--config msrvtt|coco] [--small] [--batch B] [--warmup W] [--steps N] [--reps R]
  *
  * Every rank builds the same global batch of every step (random features and captions
  * from a fixed seed) and trains its share of it as vtr-train does (match/trainer.c,
@@ -27,7 +27,8 @@
  * vtr_batcher_pairs leaves them (not sorted by length: each rank's share is a random
  * sample of the batch).
  * --small: batch 16, 8 frames of 128 features, E 64, W 32, vocabulary 500, for a quick
- * check of the program.
+ * check of the program. --batch B: another global batch size (2 .. 1024), e.g. one rank's
+ * share alone, to see how a rank's time follows its share.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -295,8 +296,8 @@ static void print_run(const vtr_dist *d, const vtr_vse_model *m, const scaling_s
 
 int main(int argc, char **argv)
 {
-    const char *usage = "usage: scaling [--config msrvtt|coco] [--small] [--warmup W] "
-                        "[--steps N] [--reps R]\n";
+    const char *usage = "usage: scaling [--config msrvtt|coco] [--small] [--batch B] "
+                        "[--warmup W] [--steps N] [--reps R]\n";
     vtr_dist d;
     vtr_error err;
     vtr_status st;
@@ -307,12 +308,14 @@ int main(int argc, char **argv)
     }
     const char *config = "msrvtt";
     bool small = false;
-    int warmup = 2, nsteps = 5, reps = 10, i;
+    int warmup = 2, nsteps = 5, reps = 10, batch = 0, i;
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             config = argv[++i];
         else if (strcmp(argv[i], "--small") == 0)
             small = true;
+        else if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc)
+            batch = atoi(argv[++i]);
         else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
             warmup = atoi(argv[++i]);
         else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
@@ -323,12 +326,15 @@ int main(int argc, char **argv)
             break;
     }
     scaling_sizes z;
-    if (i != argc || warmup < 0 || nsteps < 1 || reps < 1 || sizes_of(&z, config, small) != 0) {
+    if (i != argc || warmup < 0 || nsteps < 1 || reps < 1 || sizes_of(&z, config, small) != 0 ||
+        (batch != 0 && (batch < 2 || batch > 1024))) {
         if (d.rank == 0)
             fputs(usage, stderr);
         vtr_dist_finalize(&d);
         return 2;
     }
+    if (batch)
+        z.B = batch;
     vtr_vse_model m;
     timings tm;
     memset(&m, 0, sizeof m);
