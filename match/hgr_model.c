@@ -673,6 +673,31 @@ static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float 
 
 /* ---- the public calls -------------------------------------------------------------- */
 
+vtr_hgr_batch vtr_hgr_batch_share(const vtr_hgr_model *m, const vtr_hgr_batch *global,
+                                  vtr_dist *dist)
+{
+    vtr_hgr_batch hb = *global;
+    vtr_hgr_captions *c = &hb.captions;
+    int64_t first, count;
+    vtr_dist_share(global->B, dist->rank, dist->size, &first, &count);
+    size_t L = (size_t)c->L, NV = (size_t)m->cfg.num_verbs, NN = (size_t)m->cfg.num_nouns;
+    size_t N = 1 + NV + NN, f = (size_t)first;
+    hb.dist = dist;
+    hb.B_global = global->B;
+    hb.first = (int)first;
+    hb.frame_lengths_global = global->frame_lengths;
+    hb.B = c->B = (int)count;
+    hb.frames += f * (size_t)hb.T * (size_t)m->cfg.feature_dim;
+    hb.frame_lengths += f;
+    c->ids += f * L;
+    c->lengths += f;
+    c->verb_masks += f * NV * L;
+    c->noun_masks += f * NN * L;
+    c->node_roles += f * (NV + NN);
+    c->rel_edges += f * N * N;
+    return hb;
+}
+
 /* Data parallel: this rank's encodings -> the global batch's (in place, rank order). */
 static vtr_status gather_encodings(vtr_hgr_model *m, const vtr_hgr_batch *dp, vtr_error *err)
 {

@@ -209,6 +209,13 @@ void vtr_hgr_model_free(vtr_hgr_model *m);
  * (nn.Embedding's default), LayerNorm weight 1 and bias 0. Gradients zeroed. */
 void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed);
 
+/* This rank's part of the global batch `global` for data-parallel training on dist
+ * (lib/dist.h; dist->size > 1), as vtr_vse_batch_share: its pairs by vtr_dist_share, with
+ * global's T and L, and dist, first, B_global and frame_lengths_global set; the pointers
+ * point into global's buffers. */
+vtr_hgr_batch vtr_hgr_batch_share(const vtr_hgr_model *m, const vtr_hgr_batch *global,
+                                  vtr_dist *dist);
+
 /* One training step's forward and backward: encoders in training mode (dropout from
  * (seed, 8 * step + site)), the three level scores, the fused score, the loss (*loss; the
  * hinge over the hardest or over all negatives) and the backward pass, which ACCUMULATES

@@ -70,49 +70,21 @@ vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_
 {
     vtr_status st;
     bool parallel = dist && dist->size > 1;
-    int64_t first = 0, count = 0; /* this rank's pairs of the global batch */
-    if (parallel)
-        vtr_dist_share(m->kind == VTR_MODEL_HGR ? b->hgr.B : b->batch.B, dist->rank, dist->size,
-                       &first, &count);
     if (m->kind == VTR_MODEL_HGR) {
         if (!b->split->verb_masks)
             return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has no role graphs (an HGR "
                             "model needs vtr_split_encode_graphs)", b->split->name);
         vtr_hgr_batch hb = b->hgr;
-        if (parallel) { /* this rank's pairs, with the global batch's padding */
-            vtr_hgr_captions *c = &hb.captions;
-            size_t L = (size_t)c->L, NV = (size_t)m->hgr.cfg.num_verbs;
-            size_t NN = (size_t)m->hgr.cfg.num_nouns, N = 1 + NV + NN, f = (size_t)first;
-            hb.dist = dist;
-            hb.B_global = hb.B;
-            hb.first = (int)first;
-            hb.frame_lengths_global = hb.frame_lengths;
-            hb.B = c->B = (int)count;
-            hb.frames += f * hb.T * (size_t)vtr_run_model_feature_dim(m);
-            hb.frame_lengths += f;
-            c->ids += f * L;
-            c->lengths += f;
-            c->verb_masks += f * NV * L;
-            c->noun_masks += f * NN * L;
-            c->node_roles += f * (NV + NN);
-            c->rel_edges += f * N * N;
-        }
+        if (parallel) /* this rank's pairs of the global batch, with its padding */
+            hb = vtr_hgr_batch_share(&m->hgr, &b->hgr, dist);
         st = vtr_hgr_train_step(&m->hgr, &hb, neg, seed, (uint64_t)step, loss, err);
         *negatives = neg == VTR_HINGE_ALL_NEGATIVES ? b->hgr.B - 1 : 1;
         return st;
     }
     vtr_vse_batch batch = b->batch;
     batch.seed = seed, batch.step = step; /* set embeddings' dropout */
-    if (parallel) { /* this rank's pairs of the global batch, with its padding */
-        batch.dist = dist;
-        batch.B_global = batch.B;
-        batch.first = (int)first;
-        batch.B = (int)count;
-        batch.frames += (size_t)first * batch.T * (size_t)vtr_run_model_feature_dim(m);
-        batch.frame_lengths += first;
-        batch.ids += (size_t)first * batch.L;
-        batch.caption_lengths += first;
-    }
+    if (parallel) /* this rank's pairs of the global batch, with its padding */
+        batch = vtr_vse_batch_share(&m->vse, &batch, dist);
     st = vtr_vse_train_step(&m->vse, &batch, neg, loss, err);
     *negatives = m->vse.negatives;
     return st;

@@ -949,6 +949,23 @@ static vtr_status single_vector_step(vtr_vse_model *m, const vtr_vse_batch *bt,
     return VTR_OK;
 }
 
+vtr_vse_batch vtr_vse_batch_share(const vtr_vse_model *m, const vtr_vse_batch *global,
+                                  vtr_dist *dist)
+{
+    vtr_vse_batch batch = *global;
+    int64_t first, count;
+    vtr_dist_share(global->B, dist->rank, dist->size, &first, &count);
+    batch.dist = dist;
+    batch.B_global = global->B;
+    batch.first = (int)first;
+    batch.B = (int)count;
+    batch.frames += (size_t)first * (size_t)global->T * (size_t)m->cfg.feature_dim;
+    batch.frame_lengths += first;
+    batch.ids += (size_t)first * (size_t)global->L;
+    batch.caption_lengths += first;
+    return batch;
+}
+
 vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
                               vtr_hinge_negatives negatives, float *loss, vtr_error *err)
 {

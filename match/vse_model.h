@@ -307,6 +307,14 @@ typedef struct vtr_vse_batch {
     int first, B_global;
 } vtr_vse_batch;
 
+/* This rank's part of the global batch `global` for data-parallel training on dist
+ * (lib/dist.h; dist->size > 1): its pairs first .. first+B-1 by vtr_dist_share, with
+ * global's T and L (the padding every rank shares), and dist, first and B_global set. The
+ * pointers point into global's buffers (nothing is copied); global->B is the global batch
+ * size. */
+vtr_vse_batch vtr_vse_batch_share(const vtr_vse_model *m, const vtr_vse_batch *global,
+                                  vtr_dist *dist);
+
 /* One training step's forward and backward (with batch->dist, this rank's part of it):
  * both encoders in training mode, S, the loss
  * (cfg.loss) with the given negatives (VTR_HINGE_ALL_NEGATIVES for the VSE∞ first-epoch

@@ -42,16 +42,7 @@ fi
     echo "bench/features: needs python3-torchvision" >&2
     exit 1
 }
-make -s build/libvtr.a
-mkdir -p bench/out
-cuda_libs=
-if [ "$(sed -n 's/^HAVE_CUDA *= *//p' Makefile)" = yes ]; then
-    cuda_libs="$(sed -n 's/^CUDA_LIBS *= *//p' Makefile) -lstdc++"
-fi
-# shellcheck disable=SC2046,SC2086 # the flags are word lists
-$(sed -n 's/^CC *= *//p' Makefile) $(sed -n 's/^CFLAGS *= *//p' Makefile) -I. \
-    bench/features/features_bench.c build/libvtr.a $(sed -n 's/^LIBS *= *//p' Makefile) \
-    $cuda_libs -o bench/out/features_bench
+sh bench/build.sh bench/features/features_bench.c bench/out/features_bench
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vtr-bench-features-XXXXXX")
 trap 'rm -rf "$work"' EXIT

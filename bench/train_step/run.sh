@@ -57,16 +57,7 @@ if [ ! -f Makefile ]; then
     echo "bench/train_step: run ./configure first" >&2
     exit 1
 fi
-make -s build/libvtr.a
-mkdir -p bench/out
-cuda_libs=
-if [ "$(sed -n 's/^HAVE_CUDA *= *//p' Makefile)" = yes ]; then
-    cuda_libs="$(sed -n 's/^CUDA_LIBS *= *//p' Makefile) -lstdc++"
-fi
-# shellcheck disable=SC2046,SC2086 # the flags are word lists
-$(sed -n 's/^CC *= *//p' Makefile) $(sed -n 's/^CFLAGS *= *//p' Makefile) -I. \
-    "bench/train_step/$prog.c" build/libvtr.a $(sed -n 's/^LIBS *= *//p' Makefile) \
-    $cuda_libs -o "bench/out/$prog"
+sh bench/build.sh "bench/train_step/$prog.c" "bench/out/$prog"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vtr-bench-train-XXXXXX")
 trap 'rm -rf "$work"' EXIT

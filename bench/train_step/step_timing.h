@@ -1,7 +1,7 @@
 /* bench/train_step: what the vtr sides of the step benchmarks (train_step.c,
  * train_step_hgr.c) share: the command line, random frame features, .npy output for the
- * PyTorch side, a monotonic clock, the machine's sgemm peak and the JSON line of a run. Included by
- * one program each (static functions). */
+ * PyTorch side, the machine's sgemm peak and the JSON line of a run (the clock and the
+ * median: bench/timing.h). Included by one program each (static functions). */
 #ifndef VTR_BENCH_STEP_TIMING_H
 #define VTR_BENCH_STEP_TIMING_H
 
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
+#include "bench/timing.h"
 #include "lib/npy.h"
 #include "lib/rng.h"
 
@@ -66,13 +66,6 @@ static int parse_args(int argc, char **argv, const char *usage, const char **dir
     return 0;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* GFLOP/s of the best of 5 cblas_sgemm calls on n x n x n (after 2 warm-up calls). */
 static double sgemm_peak(int n)
 {
@@ -96,12 +89,6 @@ static double sgemm_peak(int n)
     return 2.0 * n * n * (double)n / best / 1e9;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Prints the run's JSON line: fields (more "key": value, pairs, each followed by ", ", or
  * ""), the step times and losses of warmup + nsteps steps (nsteps 1 .. 4096), the timed
  * steps' matrix-product FLOPs and seconds in all, the sgemm peak and the peak RSS. */
@@ -113,8 +100,7 @@ static void print_run(const char *fields, int warmup, int nsteps, const double *
     double sorted[4096];
     int n = nsteps < 4096 ? nsteps : 4096;
     memcpy(sorted, times + warmup, sizeof(double) * (size_t)n);
-    qsort(sorted, (size_t)n, sizeof(double), compare_doubles);
-    double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    double median = median_sorted(sorted, n);
     printf("{\"side\": \"vtr\", %s\"warmup\": %d, \"steps\": %d, \"median_s\": %.6f, "
            "\"min_s\": %.6f, \"max_s\": %.6f, \"mean_s\": %.6f, \"gflop_per_step\": %.4f, "
            "\"effective_gflops\": %.2f, \"sgemm_peak_gflops\": %.2f, \"max_rss_mb\": %.1f, "
