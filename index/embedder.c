@@ -211,17 +211,15 @@ vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, int *words
     if (st == VTR_OK && e->toks.n > VTR_EMBEDDER_MAX_TOKENS)
         st = vtr_fail(err, VTR_ERR_INVALID, "the text has %zu words; at most %d", e->toks.n,
                       VTR_EMBEDDER_MAX_TOKENS);
-    if (st != VTR_OK)
+    if (st != VTR_OK || !words || !known) /* the counts only when asked */
         return st;
     int unk = vtr_vocab_special_ids(e->trained.vocab).unk, n = 0;
     for (size_t i = 0; i < e->toks.n; i++) {
         int id = vtr_vocab_id(e->trained.vocab, e->toks.tokens[i]);
         n += id >= 0 && id != unk;
     }
-    if (words)
-        *words = (int)e->toks.n;
-    if (known)
-        *known = n;
+    *words = (int)e->toks.n;
+    *known = n;
     return VTR_OK;
 }
 

@@ -106,8 +106,9 @@ vtr_status vtr_embedder_check_set(const vtr_embedder *e, const vtr_tensor *t, vt
 /* Whether text is one this embedder takes: valid UTF-8 (it tokenizes), at least one word
  * (an empty text is refused) and at most VTR_EMBEDDER_MAX_TOKENS tokens. VTR_ERR_FORMAT
  * ("invalid UTF-8 at byte N") or VTR_ERR_INVALID ("the text has no word", "the text has
- * 24000 words; at most 1000") otherwise. words, known: NULL, or the text's words and how
- * many of them the model's vocabulary has (the others embed as <unk>). */
+ * 24000 words; at most 1000") otherwise. words, known: both NULL, or both set to the
+ * text's words and how many of them the model's vocabulary has (the others embed as
+ * <unk>). */
 vtr_status vtr_embedder_check_text(vtr_embedder *e, const char *text, int *words, int *known,
                                    vtr_error *err);
 

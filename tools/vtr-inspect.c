@@ -11,6 +11,7 @@
  * when the output could not be written. */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,10 +93,12 @@ static vtr_status inspect_records(FILE *in, const char *name, vtr_error *err)
     return st;
 }
 
-/* One line for a whole input (a file's header, a directory): "<source>: <text>" or, with
+/* One line for a whole input (a file's header, a directory): "<source>: <fmt ...>" or, with
  * --json, {"source", "kind", ...fields}. Steals fields. */
-static void print_summary(const char *source_text, const char *kind, const char *text,
-                          json_t *fields)
+static void print_summary(const char *source_text, const char *kind, json_t *fields,
+                          const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void print_summary(const char *source_text, const char *kind, json_t *fields,
+                          const char *fmt, ...)
 {
     char shown[1024];
     const char *source = vtr_shown(source_text, shown, sizeof shown);
@@ -107,7 +110,12 @@ static void print_summary(const char *source_text, const char *kind, const char 
         free(line);
         json_decref(obj);
     } else {
-        printf("%s: %s\n", source, text);
+        printf("%s: ", source);
+        va_list ap;
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
     }
     json_decref(fields);
 }
@@ -119,15 +127,11 @@ static vtr_status inspect_safetensors(const char *path, vtr_error *err)
     if (rc != VTR_OK)
         return rc;
     char *meta = st.metadata ? json_dumps(st.metadata, VTR_JSON_FLAGS) : NULL;
-    char text[64];
-    snprintf(text, sizeof text, "safetensors, %zu tensors", st.count);
-    char *line = malloc(strlen(text) + (meta ? strlen(meta) + 16 : 0) + 1);
-    if (line)
-        sprintf(line, "%s%s%s", text, meta ? ", metadata " : "", meta ? meta : "");
-    print_summary(path, "safetensors file", line ? line : text,
+    print_summary(path, "safetensors file",
                   json_pack("{s:I, s:O?}", "tensors", (json_int_t)st.count, "metadata",
-                            st.metadata));
-    free(line);
+                            st.metadata),
+                  "safetensors, %zu tensors%s%s", st.count, meta ? ", metadata " : "",
+                  meta ? meta : "");
     free(meta);
     for (size_t i = 0; i < st.count; i++)
         print_array(path, "safetensors", st.entries[i].name, &st.entries[i].tensor, NULL);
@@ -142,21 +146,17 @@ static vtr_status inspect_index(const char *dir, vtr_error *err)
     if (st != VTR_OK)
         return st;
     const char *model = vtr_embedding_index_model(ix);
-    char text[512];
-    snprintf(text, sizeof text,
-             "embedding index, %lld rows (%lld live) in %lld segments, dimension %lld, "
-             "generation %lld, model %s",
-             (long long)vtr_embedding_index_rows(ix), (long long)vtr_embedding_index_live_rows(ix),
-             (long long)vtr_embedding_index_segments(ix), (long long)vtr_embedding_index_dim(ix),
-             (long long)vtr_embedding_index_generation(ix), model && *model ? model : "-");
-    print_summary(dir, "embedding index", text,
-                  json_pack("{s:I, s:I, s:I, s:I, s:I, s:s?}", "rows",
-                            (json_int_t)vtr_embedding_index_rows(ix), "live_rows",
-                            (json_int_t)vtr_embedding_index_live_rows(ix), "segments",
-                            (json_int_t)vtr_embedding_index_segments(ix), "dim",
-                            (json_int_t)vtr_embedding_index_dim(ix), "generation",
-                            (json_int_t)vtr_embedding_index_generation(ix), "model",
-                            model && *model ? model : NULL));
+    long long rows = vtr_embedding_index_rows(ix), live = vtr_embedding_index_live_rows(ix),
+              segments = vtr_embedding_index_segments(ix), dim = vtr_embedding_index_dim(ix),
+              generation = vtr_embedding_index_generation(ix);
+    print_summary(dir, "embedding index",
+                  json_pack("{s:I, s:I, s:I, s:I, s:I, s:s?}", "rows", (json_int_t)rows,
+                            "live_rows", (json_int_t)live, "segments", (json_int_t)segments,
+                            "dim", (json_int_t)dim, "generation", (json_int_t)generation,
+                            "model", model && *model ? model : NULL),
+                  "embedding index, %lld rows (%lld live) in %lld segments, dimension %lld, "
+                  "generation %lld, model %s",
+                  rows, live, segments, dim, generation, model && *model ? model : "-");
     vtr_embedding_index_close(ix);
     return VTR_OK;
 }
@@ -167,16 +167,12 @@ static vtr_status inspect_store(const char *dir, vtr_error *err)
     vtr_status st = vtr_feature_store_reader_open(dir, &r, err);
     if (st != VTR_OK)
         return st;
-    char text[256];
-    snprintf(text, sizeof text, "feature store, %lld items, %lld rows of dimension %lld",
-             (long long)vtr_feature_store_reader_items(r),
-             (long long)vtr_feature_store_reader_rows(r),
-             (long long)vtr_feature_store_reader_dim(r));
-    print_summary(dir, "feature store", text,
-                  json_pack("{s:I, s:I, s:I}", "items",
-                            (json_int_t)vtr_feature_store_reader_items(r), "rows",
-                            (json_int_t)vtr_feature_store_reader_rows(r), "dim",
-                            (json_int_t)vtr_feature_store_reader_dim(r)));
+    long long items = vtr_feature_store_reader_items(r), rows = vtr_feature_store_reader_rows(r),
+              dim = vtr_feature_store_reader_dim(r);
+    print_summary(dir, "feature store",
+                  json_pack("{s:I, s:I, s:I}", "items", (json_int_t)items, "rows",
+                            (json_int_t)rows, "dim", (json_int_t)dim),
+                  "feature store, %lld items, %lld rows of dimension %lld", items, rows, dim);
     vtr_feature_store_reader_close(r);
     return VTR_OK;
 }
