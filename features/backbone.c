@@ -1,27 +1,37 @@
-/* ResNet backbones from torchvision state_dicts (features/backbone.h). */
+/* CNN backbones: torchvision's ResNets from their state_dicts, Keras CNNs from their
+ * graphs (features/backbone.h). */
 #include "backbone.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "features/backbone_weights.h"
 #include "features/conv.h"
+#include "features/keras_net.h"
+#include "lib/args.h"
 #include "lib/device.h"
 #include "lib/tensor_file.h"
 
 #define BN_EPS 1e-5f
 
-/* torchvision's resnet constructors: block type and blocks per layer */
+/* torchvision's resnet constructors: block type and blocks per layer; the Keras CNNs:
+ * their feature dimension (0: the graph's) */
 static const struct arch_info {
     const char *name;
     bool bottleneck;
     int blocks[4];
+    bool keras;
+    int dim;
 } archs[VTR_BACKBONE_ARCH_COUNT] = {
     [VTR_RESNET18] = {"resnet18", false, {2, 2, 2, 2}},
     [VTR_RESNET34] = {"resnet34", false, {3, 4, 6, 3}},
     [VTR_RESNET50] = {"resnet50", true, {3, 4, 6, 3}},
     [VTR_RESNET101] = {"resnet101", true, {3, 4, 23, 3}},
     [VTR_RESNET152] = {"resnet152", true, {3, 8, 36, 3}},
+    [VTR_MOBILENET_V2] = {"mobilenet_v2", .keras = true, .dim = 1280},
+    [VTR_INCEPTION_V3] = {"inception_v3", .keras = true, .dim = 2048},
+    [VTR_KERAS_CNN] = {"keras", .keras = true},
 };
 
 const char *vtr_backbone_arch_name(vtr_backbone_arch arch)
@@ -39,7 +49,7 @@ vtr_status vtr_backbone_arch_parse(const char *name, vtr_backbone_arch *arch, vt
     }
     char shown[64];
     return vtr_fail(err, VTR_ERR_INVALID, "unknown architecture '%s' (resnet18, resnet34, "
-                    "resnet50, resnet101 or resnet152)",
+                    "resnet50, resnet101, resnet152, mobilenet_v2, inception_v3 or keras)",
                     vtr_printable(name, strlen(name), shown, sizeof shown));
 }
 
@@ -54,6 +64,11 @@ vtr_status vtr_backbone_arch_infer(const vtr_safetensors *st, const char *what,
         return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: metadata \"arch\" '%s' is no "
                         "architecture vtr knows", what,
                         vtr_printable(recorded, strlen(recorded), shown, sizeof shown));
+    }
+    const char *format = vtr_safetensors_meta(st, "format");
+    if (format && !strcmp(format, "keras")) {
+        *arch = VTR_KERAS_CNN;
+        return VTR_OK;
     }
     int blocks[4];
     for (int li = 0; li < 4; li++) {
@@ -84,7 +99,11 @@ vtr_status vtr_backbone_arch_infer(const vtr_safetensors *st, const char *what,
 
 int vtr_backbone_arch_dim(vtr_backbone_arch arch)
 {
-    return (unsigned)arch < VTR_BACKBONE_ARCH_COUNT && archs[arch].bottleneck ? 2048 : 512;
+    if ((unsigned)arch >= VTR_BACKBONE_ARCH_COUNT)
+        return 0;
+    if (archs[arch].keras)
+        return archs[arch].dim;
+    return archs[arch].bottleneck ? 2048 : 512;
 }
 
 static void put_spec(vtr_backbone_conv_spec *out, int cap, int *n, const char *prefix,
@@ -103,7 +122,7 @@ static void put_spec(vtr_backbone_conv_spec *out, int cap, int *n, const char *p
 
 int vtr_backbone_conv_specs(vtr_backbone_arch arch, vtr_backbone_conv_spec *out, int cap)
 {
-    if ((unsigned)arch >= VTR_BACKBONE_ARCH_COUNT)
+    if ((unsigned)arch >= VTR_BACKBONE_ARCH_COUNT || archs[arch].keras)
         return 0;
     const struct arch_info *a = &archs[arch];
     int n = 0, in_c = 64;
@@ -134,6 +153,7 @@ int vtr_backbone_conv_specs(vtr_backbone_arch arch, vtr_backbone_conv_spec *out,
 struct vtr_backbone {
     vtr_backbone_arch arch;
     vtr_backbone_device device;
+    vtr_preprocess_options pre; /* what the weights expect */
     vtr_conv_net net;
     vtr_conv_cpu *cpu;
     vtr_conv_cuda *cuda;
@@ -146,64 +166,11 @@ struct vtr_backbone {
 #define MAX_SLOTS 8
 
 typedef struct builder {
-    const vtr_safetensors *st;
-    const char *what;
-    const char *arch;
-    bool *used;           /* per st entry */
+    vtr_backbone_weights w;
     vtr_conv_net *net;
     size_t cap_layers, cap_ops;
     bool busy[MAX_SLOTS];
 } builder;
-
-static int entry_cmp(const void *key, const void *elem)
-{
-    return strcmp(key, ((const vtr_safetensors_entry *)elem)->name);
-}
-
-/* Reads tensor `name` of the given shape as float32 into a new buffer (*out, malloc). */
-static vtr_status read_tensor(builder *b, const char *name, int ndim, const int64_t *shape,
-                              float **out, vtr_error *err)
-{
-    *out = NULL;
-    const vtr_safetensors_entry *e =
-        bsearch(name, b->st->entries, b->st->count, sizeof *b->st->entries, entry_cmp);
-    if (!e)
-        return vtr_fail(err, VTR_ERR_NOT_FOUND, "weights %s: missing tensor '%s' (%s)", b->what,
-                        name, b->arch);
-    b->used[e - b->st->entries] = true;
-    const vtr_tensor *t = &e->tensor;
-    char got[96], want[96];
-    if (t->ndim != ndim || memcmp(t->shape, shape, (size_t)ndim * sizeof *shape) != 0)
-        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: tensor '%s' has shape %s, %s expects %s",
-                        b->what, name, vtr_shape_str(t->ndim, t->shape, got, sizeof got),
-                        b->arch, vtr_shape_str(ndim, shape, want, sizeof want));
-    if (t->dtype != VTR_F32 && t->dtype != VTR_F16 && t->dtype != VTR_BF16)
-        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: tensor '%s' is %s, not float32, "
-                        "float16 or bfloat16", b->what, name, vtr_dtype_name(t->dtype));
-    size_t n = (size_t)vtr_tensor_numel(t);
-    float *f = malloc((n ? n : 1) * sizeof *f);
-    if (!f)
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for tensor '%s'", name);
-    const unsigned char *src = t->data;
-    if (t->dtype == VTR_F32) {
-        memcpy(f, src, n * sizeof *f); /* the data may be unaligned (lib/safetensors.h) */
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, src + 2 * i, 2);
-            f[i] = t->dtype == VTR_F16 ? vtr_half_to_float(h) : vtr_bf16_to_float(h);
-        }
-    }
-    vtr_tensor view = {.dtype = VTR_F32, .ndim = 1, .shape = {(int64_t)n}, .data = f};
-    int64_t bad = vtr_tensor_first_non_finite(&view);
-    if (bad >= 0) {
-        free(f);
-        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: tensor '%s' has a non-finite value "
-                        "(element %lld)", b->what, name, (long long)bad);
-    }
-    *out = f;
-    return VTR_OK;
-}
 
 static int alloc_slot(builder *b)
 {
@@ -246,11 +213,11 @@ static vtr_status add_conv(builder *b, const char *conv, const char *bn, int in_
     static const char *const bn_names[4] = {"weight", "bias", "running_mean", "running_var"};
     int64_t wshape[4] = {out_c, in_c, k, k}, cshape[1] = {out_c};
     snprintf(name, sizeof name, "%s.weight", conv);
-    if ((st = read_tensor(b, name, 4, wshape, &weight, err)) != VTR_OK)
+    if ((st = vtr_backbone_weights_read(&b->w, name, 4, wshape, &weight, err)) != VTR_OK)
         goto end;
     for (int i = 0; i < 4; i++) {
         snprintf(name, sizeof name, "%s.%s", bn, bn_names[i]);
-        if ((st = read_tensor(b, name, 1, cshape, &bnp[i], err)) != VTR_OK)
+        if ((st = vtr_backbone_weights_read(&b->w, name, 1, cshape, &bnp[i], err)) != VTR_OK)
             goto end;
     }
     if (!(bias = calloc((size_t)out_c, sizeof *bias))) {
@@ -260,7 +227,7 @@ static vtr_status add_conv(builder *b, const char *conv, const char *bn, int in_
     st = vtr_conv_fold_bn(weight, bias, out_c, (size_t)in_c * k * k, bnp[0], bnp[1], bnp[2],
                           bnp[3], BN_EPS, err);
     if (st != VTR_OK) {
-        vtr_error_context(err, "weights %s: %s", b->what, bn);
+        vtr_error_context(err, "weights %s: %s", b->w.what, bn);
         goto end;
     }
     if (net->n_layers == b->cap_layers) {
@@ -336,6 +303,15 @@ static vtr_status add_block(builder *b, bool bottleneck, int li, int bi, int in_
     return VTR_OK;
 }
 
+static bool resnet_ignored(void *ctx, const char *name)
+{
+    (void)ctx;
+    static const char nbt[] = ".num_batches_tracked";
+    size_t len = strlen(name);
+    return !strncmp(name, "fc.", 3) ||
+           (len >= sizeof nbt - 1 && !strcmp(name + len - (sizeof nbt - 1), nbt));
+}
+
 static vtr_status build_net(builder *b, vtr_backbone_arch arch, vtr_error *err)
 {
     vtr_status st;
@@ -362,19 +338,55 @@ static vtr_status build_net(builder *b, vtr_backbone_arch arch, vtr_error *err)
     net->out_slot = cur;
     net->out_channels = in_c;
     /* everything else must be the classifier or a counter */
-    for (size_t i = 0; i < b->st->count; i++) {
-        const char *name = b->st->entries[i].name;
-        size_t len = strlen(name);
-        static const char nbt[] = ".num_batches_tracked";
-        if (b->used[i] || !strncmp(name, "fc.", 3) ||
-            (len >= sizeof nbt - 1 && !strcmp(name + len - (sizeof nbt - 1), nbt)))
-            continue;
-        char shown[96];
-        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: unexpected tensor '%s' for %s "
-                        "(weights of another architecture?)", b->what,
-                        vtr_printable(name, len, shown, sizeof shown), a->name);
-    }
+    if ((st = vtr_backbone_weights_check_all_used(&b->w, resnet_ignored, NULL, err)) != VTR_OK)
+        return st;
     return vtr_conv_net_check(net, 224, 224, err);
+}
+
+static vtr_status build_resnet(const vtr_safetensors *st, const char *what,
+                               vtr_backbone_arch arch, vtr_conv_net *net, vtr_error *err)
+{
+    builder bld = {.net = net};
+    vtr_status s = vtr_backbone_weights_open(&bld.w, st, what, archs[arch].name, err);
+    if (s == VTR_OK)
+        s = build_net(&bld, arch, err);
+    vtr_backbone_weights_close(&bld.w);
+    return s;
+}
+
+/* A Keras CNN: the graph and the preprocessing that vtr-backbone-init --tfjs recorded
+ * (features/tfjs_model.h); TF.js's pixel / 255 where none is. */
+static vtr_status build_keras(const vtr_safetensors *st, const char *what,
+                              vtr_backbone_arch arch, vtr_backbone *b, vtr_error *err)
+{
+    const char *graph = vtr_safetensors_meta(st, "keras_model");
+    if (!graph)
+        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: no Keras graph in their metadata "
+                        "(convert a TF.js model with vtr-backbone-init --tfjs)", what);
+    json_error_t jerr;
+    json_t *config = json_loads(graph, 0, &jerr);
+    if (!config)
+        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: metadata \"keras_model\": %s", what,
+                        jerr.text);
+    vtr_status s = vtr_keras_net_build(config, st, what, archs[arch].name, &b->net, err);
+    json_decref(config);
+    if (s != VTR_OK)
+        return s;
+    b->pre = (vtr_preprocess_options){.resize = 256, .crop = 224, .std = {1, 1, 1}};
+    const char *size = vtr_safetensors_meta(st, "input_size");
+    const char *mean = vtr_safetensors_meta(st, "mean"), *std = vtr_safetensors_meta(st, "std");
+    long long v;
+    if (size) {
+        if (vtr_parse_int(size, 1, 65536, &v) != 0)
+            return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: metadata \"input_size\" is not a "
+                            "size", what);
+        b->pre.resize = b->pre.crop = (int)v;
+    }
+    if ((mean && vtr_parse_floats(mean, 3, b->pre.mean) != 0) ||
+        (std && vtr_parse_floats(std, 3, b->pre.std) != 0))
+        return vtr_fail(err, VTR_ERR_FORMAT, "weights %s: metadata \"mean\" or \"std\" is not "
+                        "R,G,B", what);
+    return vtr_preprocess_check(&b->pre, err);
 }
 
 vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *what,
@@ -395,16 +407,14 @@ vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *
                         archs[theirs].name, archs[arch].name, archs[theirs].name);
     }
     vtr_backbone *b = calloc(1, sizeof *b);
-    builder bld = {.st = st, .what = what, .arch = archs[arch].name};
-    bld.used = calloc(st->count ? st->count : 1, sizeof *bld.used);
-    if (!b || !bld.used) {
-        s = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        goto end;
-    }
+    if (!b)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     b->arch = arch;
     b->device = device;
-    bld.net = &b->net;
-    if ((s = build_net(&bld, arch, err)) != VTR_OK)
+    vtr_preprocess_defaults(&b->pre);
+    s = archs[arch].keras ? build_keras(st, what, arch, b, err)
+                          : build_resnet(st, what, arch, &b->net, err);
+    if (s != VTR_OK)
         goto end;
     if (device == VTR_BACKBONE_CPU) {
         s = vtr_conv_cpu_new(&b->net, &b->cpu, err);
@@ -426,7 +436,6 @@ vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *
     *out = b;
     b = NULL;
 end:
-    free(bld.used);
     vtr_backbone_free(b);
     return s;
 }
@@ -457,6 +466,11 @@ void vtr_backbone_free(vtr_backbone *b)
     vtr_conv_net_free(&b->net);
     free(b->map);
     free(b);
+}
+
+void vtr_backbone_preprocess(const vtr_backbone *b, vtr_preprocess_options *opt)
+{
+    *opt = b->pre;
 }
 
 vtr_backbone_arch vtr_backbone_get_arch(const vtr_backbone *b)

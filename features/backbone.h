@@ -1,5 +1,15 @@
 /* CNN backbones for frame features: the ResNet family of torchvision, loaded from
- * safetensors under torchvision's state_dict names, run on CPU (oneDNN) or CUDA (cuDNN).
+ * safetensors under torchvision's state_dict names, and Keras CNNs (MobileNetV2,
+ * InceptionV3, others of the same layers) converted from TF.js layers models
+ * (features/tfjs_model.h, features/keras_net.h); run on CPU (oneDNN) or CUDA (cuDNN).
+ *
+ * Keras CNNs: safetensors whose metadata "format" is "keras" hold the layer graph
+ * ("keras_model") and the weights under their Keras names; "arch" names the
+ * architecture when vtr recognises it (mobilenet_v2: D = 1280; inception_v3: D = 2048;
+ * keras: another graph, D its last map's channels). The net ends at the map before the
+ * classifier; the pooled feature is that map's mean over its cells, which is what the
+ * models' own final average pool gives at their input size (224 for MobileNetV2, 299 for
+ * InceptionV3). Batch norms use each layer's epsilon (Keras's 1e-3).
  *
  * Architecture: torchvision.models.resnet{18,34,50,101,152} ("v1.5": in a bottleneck the
  * stride sits on the 3x3 convolution), without the classifier: conv1 7x7/2, bn1, ReLU,
@@ -35,6 +45,7 @@
 #include <stdint.h>
 
 #include "features/conv.h"
+#include "features/preprocess.h"
 #include "lib/error.h"
 #include "lib/safetensors.h"
 
@@ -45,6 +56,9 @@ typedef enum vtr_backbone_arch {
     VTR_RESNET50,
     VTR_RESNET101,
     VTR_RESNET152,
+    VTR_MOBILENET_V2, /* the Keras CNNs: from here on */
+    VTR_INCEPTION_V3,
+    VTR_KERAS_CNN,    /* any other Keras CNN vtr runs */
     VTR_BACKBONE_ARCH_COUNT
 } vtr_backbone_arch;
 
@@ -53,14 +67,15 @@ typedef enum vtr_backbone_device {
     VTR_BACKBONE_CUDA,
 } vtr_backbone_device;
 
-/* "resnet18", ..., "resnet152" */
+/* "resnet18", ..., "resnet152", "mobilenet_v2", "inception_v3", "keras" */
 const char *vtr_backbone_arch_name(vtr_backbone_arch arch);
 
 /* Parses an architecture name; VTR_ERR_INVALID listing the known ones otherwise. */
 vtr_status vtr_backbone_arch_parse(const char *name, vtr_backbone_arch *arch, vtr_error *err);
 
 /* The architecture of the weights in st: the safetensors metadata "arch" where there is
- * one (vtr-backbone-init records it), else the tensors: blocks per layer
+ * one (vtr-backbone-init records it), else keras for a converted Keras CNN (metadata
+ * "format" "keras"), else the tensors: blocks per layer
  * (layerL.B.conv1.weight present) and the block type (layer1.0.conv1.weight 64x64x1x1
  * and a conv3: Bottleneck; 64x64x3x3 and none: BasicBlock). Only the tensors that tell
  * the architecture are read: loading checks them all. VTR_ERR_FORMAT naming `what` (a
@@ -69,7 +84,8 @@ vtr_status vtr_backbone_arch_parse(const char *name, vtr_backbone_arch *arch, vt
 vtr_status vtr_backbone_arch_infer(const vtr_safetensors *st, const char *what,
                                    vtr_backbone_arch *arch, vtr_error *err);
 
-/* Feature dimension D: 512 or 2048. */
+/* Feature dimension D: 512, 1280 or 2048; 0 for keras (the graph's, known once loaded:
+ * vtr_backbone_dim). */
 int vtr_backbone_arch_dim(vtr_backbone_arch arch);
 
 /* One convolution of an architecture and the batch norm after it, under torchvision's
@@ -80,9 +96,9 @@ typedef struct vtr_backbone_conv_spec {
     int out_c, in_c, k;
 } vtr_backbone_conv_spec;
 
-/* The convolutions of arch in torchvision's module order (conv1, then per block conv1,
+/* The convolutions of a ResNet arch in torchvision's module order (conv1, then per block conv1,
  * conv2[, conv3], downsample.0). Writes at most cap specs to out (out may be NULL when cap
- * is 0) and returns how many the architecture has (at most 160). */
+ * is 0) and returns how many the architecture has (at most 160; 0 for a Keras CNN). */
 int vtr_backbone_conv_specs(vtr_backbone_arch arch, vtr_backbone_conv_spec *out, int cap);
 
 typedef struct vtr_backbone vtr_backbone;
@@ -107,6 +123,12 @@ vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
 void vtr_backbone_free(vtr_backbone *b);
 
 vtr_backbone_arch vtr_backbone_get_arch(const vtr_backbone *b);
+
+/* The preprocessing the weights expect: torchvision's ImageNet transform for a ResNet
+ * (vtr_preprocess_defaults), what vtr-backbone-init --tfjs recorded for a Keras CNN (its
+ * input size as resize and crop, the mean and std: 0 and 1, TF.js's pixel / 255, where
+ * none is recorded). */
+void vtr_backbone_preprocess(const vtr_backbone *b, vtr_preprocess_options *opt);
 int vtr_backbone_dim(const vtr_backbone *b);
 
 /* The folded program (features/conv.h); lives as long as b. */

@@ -20,6 +20,30 @@ void vtr_preprocess_defaults(vtr_preprocess_options *opt)
     };
 }
 
+void vtr_preprocess_unset(vtr_preprocess_options *opt)
+{
+    *opt = (vtr_preprocess_options){
+        .resize = -1,
+        .crop = -1,
+        .mean = {NAN, NAN, NAN},
+        .std = {NAN, NAN, NAN},
+    };
+}
+
+void vtr_preprocess_fill(vtr_preprocess_options *opt, const vtr_preprocess_options *defaults)
+{
+    if (opt->resize < 0)
+        opt->resize = defaults->resize;
+    if (opt->crop < 0)
+        opt->crop = defaults->crop;
+    for (int c = 0; c < 3; c++) {
+        if (isnan(opt->mean[c]))
+            opt->mean[c] = defaults->mean[c];
+        if (isnan(opt->std[c]))
+            opt->std[c] = defaults->std[c];
+    }
+}
+
 vtr_status vtr_preprocess_check(const vtr_preprocess_options *opt, vtr_error *err)
 {
     if (opt->resize < 0 || opt->resize > MAX_SIDE)

@@ -43,6 +43,15 @@ typedef struct vtr_preprocess_options {
  * (0.229, 0.224, 0.225). */
 void vtr_preprocess_defaults(vtr_preprocess_options *opt);
 
+/* Marks every field unset (resize and crop -1, mean and std NaN), for a program that
+ * learns its defaults from the backbone's weights (vtr_backbone_preprocess) only after
+ * parsing its options. */
+void vtr_preprocess_unset(vtr_preprocess_options *opt);
+
+/* Sets the fields of opt that vtr_preprocess_unset left unset (a channel at a time) to
+ * those of defaults. */
+void vtr_preprocess_fill(vtr_preprocess_options *opt, const vtr_preprocess_options *defaults);
+
 /* Checks the options: resize and crop in 0 .. 65536, std positive and finite, mean
  * finite; VTR_ERR_INVALID naming the field. */
 vtr_status vtr_preprocess_check(const vtr_preprocess_options *opt, vtr_error *err);

@@ -33,23 +33,30 @@ static const char usage_text[] =
     "\"extractor\" added (architecture, weights and their SHA-256, grid, dtype).\n"
     "\n"
     "Model:\n"
-    "  -w, --weights FILE    backbone weights with torchvision's names (conv1.weight,\n"
-    "                        bn1.*, layer1.0.conv1.weight, ...; fc.* ignored): safetensors,\n"
-    "                        or a torch.save state_dict (.pth, as torchvision releases\n"
-    "                        them; read without PyTorch, its pickle never run)\n"
-    "  -a, --arch NAME       resnet18, resnet34, resnet50, resnet101 or resnet152\n"
+    "  -w, --weights FILE    backbone weights: torchvision's ResNets with torchvision's\n"
+    "                        names (conv1.weight, bn1.*, layer1.0.conv1.weight, ...; fc.*\n"
+    "                        ignored), as safetensors or a torch.save state_dict (.pth, as\n"
+    "                        torchvision releases them; read without PyTorch, its pickle\n"
+    "                        never run); or a Keras CNN converted by vtr-backbone-init\n"
+    "                        --tfjs (MobileNetV2, InceptionV3: pipeline/nsfwjs.sh)\n"
+    "  -a, --arch NAME       resnet18, resnet34, resnet50, resnet101, resnet152,\n"
+    "                        mobilenet_v2, inception_v3 or keras (another Keras CNN)\n"
     "                        [the weights': their metadata, else their tensors]\n"
     "      --grid            grid features instead of pooled ones\n"
     "      --device DEV      cpu (oneDNN) or cuda (cuDNN) [cpu]\n"
     "      --batch N         frames per backbone call; batches span items [32]\n"
     "      --threads N       CPU threads, 0 = one per core [0]\n"
     "\n"
-    "Preprocessing (torchvision's ImageNet eval transform on a PIL image, bit for bit):\n"
-    "      --resize N        shorter side after resizing (Pillow bilinear), 0 = keep [256]\n"
-    "      --crop N          side of the center crop, 0 = none [224]; frames of exactly\n"
-    "                        NxN pixels (vtr-decode --size 224x224) are only normalized\n"
-    "      --mean R,G,B      [0.485,0.456,0.406]\n"
-    "      --std R,G,B       [0.229,0.224,0.225]\n"
+    "Preprocessing (resize and crop as torchvision's eval transform on a PIL image, bit for\n"
+    "bit; then (pixel / 255 - mean) / std); the defaults are the weights': torchvision's\n"
+    "ImageNet transform for ResNets (256, 224, the ImageNet mean and std), what\n"
+    "vtr-backbone-init --tfjs recorded for a Keras CNN (its input size, mean 0 and std 1\n"
+    "for nsfwjs's models):\n"
+    "      --resize N        shorter side after resizing (Pillow bilinear), 0 = keep\n"
+    "      --crop N          side of the center crop, 0 = none; frames of exactly NxN\n"
+    "                        pixels (vtr-decode --size 224x224) are only normalized\n"
+    "      --mean R,G,B      of pixel / 255\n"
+    "      --std R,G,B\n"
     "\n"
     "Audio (--audio: log-mel spectrograms instead of CNN features):\n"
     "      --audio           read audio files (WAV, FLAC, anything libsndfile reads; a\n"
@@ -154,6 +161,7 @@ int main(int argc, char **argv)
     };
     vtr_extractor_options xo;
     vtr_extractor_defaults(&xo);
+    vtr_preprocess_unset(&xo.pre); /* the backbone's, unless given */
     const char *weights = NULL, *output = NULL, *out_dir = NULL, *store = NULL;
     const char *shard_option = NULL;
     vtr_backbone_arch arch = VTR_BACKBONE_ARCH_INFER;
@@ -179,7 +187,8 @@ int main(int argc, char **argv)
         case 'a':
             image_option = "--arch";
             if (vtr_backbone_arch_parse(optarg, &arch, &err) != VTR_OK)
-                bad = "--arch is resnet18, resnet34, resnet50, resnet101 or resnet152";
+                bad = "--arch is resnet18, resnet34, resnet50, resnet101, resnet152, "
+                      "mobilenet_v2, inception_v3 or keras";
             break;
         case OPT_GRID:
             xo.grid = true;
@@ -364,8 +373,14 @@ int main(int argc, char **argv)
     } else {
         /* the model and what is recorded about it */
         if (vtr_file_sha256(weights, sha, &err) != VTR_OK ||
-            vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK ||
-            vtr_frame_features_new(backbone, vtr_backbone_get_arch(backbone), weights, sha, &xo,
+            vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK) {
+            vtr_log_item_error(NULL, &err);
+            goto end;
+        }
+        vtr_preprocess_options theirs;
+        vtr_backbone_preprocess(backbone, &theirs);
+        vtr_preprocess_fill(&xo.pre, &theirs);
+        if (vtr_frame_features_new(backbone, vtr_backbone_get_arch(backbone), weights, sha, &xo,
                                    half, &ff, &err) != VTR_OK) {
             vtr_log_item_error(NULL, &err);
             goto end;

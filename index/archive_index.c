@@ -545,6 +545,7 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
     int frames = o->frames > 0 ? o->frames : exists ? rec.frames : VTR_ARCHIVE_DEFAULT_FRAMES;
     vtr_extractor_options xo;
     vtr_extractor_defaults(&xo);
+    vtr_preprocess_unset(&xo.pre); /* the backbone's, unless given or recorded */
     if (o->resize >= 0 || exists)
         xo.pre.resize = o->resize >= 0 ? o->resize : rec.resize;
     if (o->crop >= 0 || exists)
@@ -599,6 +600,9 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
     }
     if ((st = vtr_backbone_load(weights, arch, o->device, &ix->backbone, err)) != VTR_OK)
         goto end;
+    vtr_preprocess_options theirs;
+    vtr_backbone_preprocess(ix->backbone, &theirs);
+    vtr_preprocess_fill(&xo.pre, &theirs);
     arch_name = vtr_backbone_arch_name(vtr_backbone_get_arch(ix->backbone));
     if (vtr_backbone_dim(ix->backbone) != vtr_embedder_feature_dim(ix->embedder)) {
         st = vtr_fail(err, VTR_ERR_INVALID,

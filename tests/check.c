@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -64,6 +65,19 @@ const char *test_path(const char *name)
     char *p = slots[next++ % 8];
     snprintf(p, sizeof slots[0], "%s/%s", tmpdir, name);
     return p;
+}
+
+double test_rel_error(const float *a, const float *b, size_t n)
+{
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (d > diff || isnan(d))
+            diff = isnan(d) ? INFINITY : d;
+        if (fabs(b[i]) > scale)
+            scale = fabs(b[i]);
+    }
+    return scale > 0 ? diff / scale : diff;
 }
 
 int test_run(const char *fmt, ...)

@@ -22,6 +22,8 @@ _Noreturn void test_skip(const char *why);
 const char *test_tmpdir(void);
 /* Joins test_tmpdir() and name into a static rotating buffer (8 slots). */
 const char *test_path(const char *name);
+/* max|a - b| / max|b| over n floats (infinite when a holds a NaN where b does not). */
+double test_rel_error(const float *a, const float *b, size_t n);
 /* Runs a shell command; returns its exit status (or -1). */
 int test_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A fixture made once per run by a script of the tree that needs Python modules: the
