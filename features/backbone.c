@@ -240,11 +240,14 @@ static vtr_status add_conv(builder *b, const char *conv, const char *bn, int in_
         net->layers = layers;
         b->cap_layers = cap;
     }
-    net->layers[net->n_layers++] =
-        (vtr_conv_layer){in_c, out_c, k, stride, k / 2, weight, bias};
+    net->layers[net->n_layers++] = (vtr_conv_layer){
+        .in_channels = in_c, .out_channels = out_c, .groups = 1, .kernel_h = k, .kernel_w = k,
+        .stride = stride, .pad_top = k / 2, .pad_left = k / 2, .pad_bottom = k / 2,
+        .pad_right = k / 2, .weight = weight, .bias = bias};
     weight = bias = NULL;
     st = add_op(b, (vtr_conv_op){.kind = VTR_CONV_OP_CONV, .src = src, .dst = dst,
-                                 .layer = (int)net->n_layers - 1, .relu = relu,
+                                 .layer = (int)net->n_layers - 1,
+                                 .act = relu ? VTR_CONV_ACT_RELU : VTR_CONV_ACT_NONE,
                                  .accumulate = accumulate},
                 err);
 end:
@@ -321,7 +324,7 @@ static vtr_status build_net(builder *b, vtr_backbone_arch arch, vtr_error *err)
     int c1 = alloc_slot(b), pool = alloc_slot(b);
     if ((st = add_conv(b, "conv1", "bn1", 3, 64, 7, 2, 0, c1, true, false, err)) ||
         (st = add_op(b, (vtr_conv_op){.kind = VTR_CONV_OP_MAXPOOL, .src = c1, .dst = pool,
-                                      .kernel = 3, .stride = 2, .padding = 1},
+                                      .kernel = 3, .stride = 2, .pad_begin = 1, .pad_end = 1},
                      err)))
         return st;
     b->busy[c1] = false;

@@ -29,17 +29,92 @@ typedef struct map_shape {
     int c, h, w; /* c == 0: never written */
 } map_shape;
 
-/* output length of a window k, stride s, padding p over n cells; 0 when it does not fit */
-static int window_out(int n, int k, int s, int p)
+/* output length of a window k, stride s over n cells padded with p0 before and p1 after;
+ * 0 when it does not fit */
+static int window_out(int n, int k, int s, int p0, int p1)
 {
-    long span = (long)n + 2L * p - k;
+    long span = (long)n + p0 + p1 - k;
     return span < 0 ? 0 : (int)(span / s + 1);
+}
+
+/* The shape a conv gives for input `in`; VTR_ERR_INVALID naming op i when the layer does
+ * not fit it. */
+static vtr_status conv_shape(const vtr_conv_net *net, size_t i, map_shape in, map_shape *out,
+                             vtr_error *err)
+{
+    const vtr_conv_op *op = &net->ops[i];
+    if (op->layer < 0 || (size_t)op->layer >= net->n_layers)
+        return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: no layer %d", i, op->layer);
+    const vtr_conv_layer *L = &net->layers[op->layer];
+    if (L->in_channels != in.c)
+        return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: layer %d takes %d channels, "
+                        "gets %d", i, op->layer, L->in_channels, in.c);
+    if (L->groups < 1 || L->out_channels < 1 || L->in_channels % L->groups ||
+        L->out_channels % L->groups)
+        return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: layer %d has %d groups for %d "
+                        "-> %d channels", i, op->layer, L->groups, L->in_channels,
+                        L->out_channels);
+    if (L->kernel_h < 1 || L->kernel_w < 1 || L->stride < 1 || L->pad_top < 0 ||
+        L->pad_left < 0 || L->pad_bottom < 0 || L->pad_right < 0 || !L->weight || !L->bias)
+        return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: layer %d has a %dx%d kernel, "
+                        "stride %d, padding (%d, %d, %d, %d)%s", i, op->layer, L->kernel_h,
+                        L->kernel_w, L->stride, L->pad_top, L->pad_left, L->pad_bottom,
+                        L->pad_right, L->weight && L->bias ? "" : ", no weights");
+    if (op->act != VTR_CONV_ACT_NONE && op->act != VTR_CONV_ACT_RELU &&
+        op->act != VTR_CONV_ACT_RELU6)
+        return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: unknown activation %d", i,
+                        (int)op->act);
+    *out = (map_shape){L->out_channels,
+                       window_out(in.h, L->kernel_h, L->stride, L->pad_top, L->pad_bottom),
+                       window_out(in.w, L->kernel_w, L->stride, L->pad_left, L->pad_right)};
+    return VTR_OK;
+}
+
+/* The shape a pool gives for input `in`, or VTR_ERR_INVALID naming op i. */
+static vtr_status pool_shape(const vtr_conv_op *op, size_t i, map_shape in, map_shape *out,
+                             vtr_error *err)
+{
+    if (op->kernel < 1 || op->stride < 1 || op->pad_begin < 0 || op->pad_end < 0 ||
+        op->pad_begin >= op->kernel || op->pad_end >= op->kernel)
+        return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: bad pooling window (kernel %d, "
+                        "stride %d, padding %d, %d)", i, op->kernel, op->stride, op->pad_begin,
+                        op->pad_end);
+    *out = (map_shape){in.c, window_out(in.h, op->kernel, op->stride, op->pad_begin, op->pad_end),
+                       window_out(in.w, op->kernel, op->stride, op->pad_begin, op->pad_end)};
+    return VTR_OK;
+}
+
+/* The shape a concat gives from the slots' shapes, or VTR_ERR_INVALID naming op i. */
+static vtr_status concat_shape(const vtr_conv_net *net, size_t i, const map_shape *shapes,
+                               map_shape *out, vtr_error *err)
+{
+    const vtr_conv_op *op = &net->ops[i];
+    if (op->n_srcs < 2 || op->n_srcs > VTR_CONV_MAX_CONCAT)
+        return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: concat of %d slots (2 .. %d)", i,
+                        op->n_srcs, VTR_CONV_MAX_CONCAT);
+    *out = (map_shape){0, 0, 0};
+    for (int k = 0; k < op->n_srcs; k++) {
+        int s = op->srcs[k];
+        if (s < 0 || s >= net->slots || s == op->dst)
+            return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: concat source %d is slot %d "
+                            "(dst %d)", i, k, s, op->dst);
+        map_shape in = shapes[s];
+        if (!in.c)
+            return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: slot %d read before written",
+                            i, s);
+        if (k && (in.h != out->h || in.w != out->w))
+            return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: concat of %dx%d and %dx%d "
+                            "maps", i, out->h, out->w, in.h, in.w);
+        *out = (map_shape){out->c + in.c, in.h, in.w};
+    }
+    return VTR_OK;
 }
 
 /* Simulates the program on an h x w input, filling shapes (net->slots entries). */
 static vtr_status simulate(const vtr_conv_net *net, int h, int w, map_shape *shapes,
                            vtr_error *err)
 {
+    vtr_status st;
     if (net->in_channels < 1 || net->slots < 2 || net->out_slot < 1 ||
         net->out_slot >= net->slots || !net->n_ops || !net->ops)
         return vtr_fail(err, VTR_ERR_INVALID, "conv net: malformed (channels %d, slots %d, "
@@ -52,38 +127,35 @@ static vtr_status simulate(const vtr_conv_net *net, int h, int w, map_shape *sha
     shapes[0] = (map_shape){net->in_channels, h, w};
     for (size_t i = 0; i < net->n_ops; i++) {
         const vtr_conv_op *op = &net->ops[i];
-        if (op->src < 0 || op->src >= net->slots || op->dst < 1 || op->dst >= net->slots ||
-            op->src == op->dst)
+        bool concat = op->kind == VTR_CONV_OP_CONCAT;
+        if ((!concat && (op->src < 0 || op->src >= net->slots || op->src == op->dst)) ||
+            op->dst < 1 || op->dst >= net->slots)
             return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: slots %d -> %d out of range",
-                            i, op->src, op->dst);
-        map_shape in = shapes[op->src], out;
-        if (!in.c)
+                            i, concat ? -1 : op->src, op->dst);
+        map_shape in = concat ? (map_shape){0, 0, 0} : shapes[op->src], out;
+        if (!concat && !in.c)
             return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: slot %d read before written",
                             i, op->src);
-        if (op->kind == VTR_CONV_OP_CONV) {
-            if (op->layer < 0 || (size_t)op->layer >= net->n_layers)
-                return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: no layer %d", i,
-                                op->layer);
-            const vtr_conv_layer *L = &net->layers[op->layer];
-            if (L->in_channels != in.c || L->out_channels < 1 || L->kernel < 1 ||
-                L->stride < 1 || L->padding < 0 || !L->weight || !L->bias)
-                return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: layer %d takes %d "
-                                "channels, gets %d", i, op->layer, L->in_channels, in.c);
-            out = (map_shape){L->out_channels, window_out(in.h, L->kernel, L->stride, L->padding),
-                              window_out(in.w, L->kernel, L->stride, L->padding)};
-            if (op->accumulate && memcmp(&shapes[op->dst], &out, sizeof out) != 0)
-                return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: accumulates into slot "
-                                "%d of another shape", i, op->dst);
-        } else if (op->kind == VTR_CONV_OP_MAXPOOL) {
-            if (op->kernel < 1 || op->stride < 1 || op->padding < 0 ||
-                op->padding > op->kernel / 2)
-                return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: bad pooling window", i);
-            out = (map_shape){in.c, window_out(in.h, op->kernel, op->stride, op->padding),
-                              window_out(in.w, op->kernel, op->stride, op->padding)};
-        } else {
-            return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: unknown kind %d", i,
-                            (int)op->kind);
+        switch (op->kind) {
+        case VTR_CONV_OP_CONV:
+            st = conv_shape(net, i, in, &out, err);
+            if (st == VTR_OK && op->accumulate && memcmp(&shapes[op->dst], &out, sizeof out) != 0)
+                st = vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: accumulates into slot %d "
+                              "of another shape", i, op->dst);
+            break;
+        case VTR_CONV_OP_MAXPOOL:
+        case VTR_CONV_OP_AVGPOOL:
+            st = pool_shape(op, i, in, &out, err);
+            break;
+        case VTR_CONV_OP_CONCAT:
+            st = concat_shape(net, i, shapes, &out, err);
+            break;
+        default:
+            st = vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: unknown kind %d", i,
+                          (int)op->kind);
         }
+        if (st != VTR_OK)
+            return st;
         if (out.h < 1 || out.w < 1)
             return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: an input of %dx%d pixels is "
                             "too small", i, h, w);
@@ -150,7 +222,7 @@ enum {
     BUF_EXT = -4,      /* `ext` below */
 };
 
-#define MAX_ARGS 6
+#define MAX_ARGS (VTR_CONV_MAX_CONCAT + 2) /* a concat's sources, dst, scratchpad */
 
 typedef struct step_arg {
     int arg;                /* DNNL_ARG_* */
@@ -384,6 +456,21 @@ end:
     return st;
 }
 
+/* The dims of a layer's weights: (OC, C, KH, KW), or (G, OC / G, C / G, KH, KW) when
+ * grouped (the same floats: PyTorch's (OC, C / G, KH, KW) splits OC by group); returns
+ * their number. */
+static int weight_dims(const vtr_conv_layer *L, dnnl_dims_t d)
+{
+    int g = L->groups;
+    if (g == 1) {
+        d[0] = L->out_channels, d[1] = L->in_channels, d[2] = L->kernel_h, d[3] = L->kernel_w;
+        return 4;
+    }
+    d[0] = g, d[1] = L->out_channels / g, d[2] = L->in_channels / g, d[3] = L->kernel_h;
+    d[4] = L->kernel_w;
+    return 5;
+}
+
 /* Makes sure op i's weights are held in layout md (reordering them from the net when the
  * kept layout differs) and its bias memory exists. */
 static vtr_status prepare_params(vtr_conv_cpu *c, size_t i, const dnnl_memory_desc_t *md,
@@ -406,8 +493,10 @@ static vtr_status prepare_params(vtr_conv_cpu *c, size_t i, const dnnl_memory_de
     p->weights = NULL;
     p->have = false;
     dnnl_memory_desc_t pmd;
-    dnnl_dims_t wd = {L->out_channels, L->in_channels, L->kernel, L->kernel};
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&pmd, 4, wd, dnnl_f32, dnnl_oihw), "weights");
+    dnnl_dims_t wd;
+    int nd = weight_dims(L, wd);
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&pmd, nd, wd, dnnl_f32, nd == 4 ? dnnl_oihw : dnnl_goihw),
+             "weights");
     DNNL_TRY(dnnl_memory_create(&plain, &pmd, c->engine, L->weight), "weights");
     DNNL_TRY(dnnl_memory_create(&p->weights, md, c->engine, DNNL_MEMORY_ALLOCATE), "weights");
     if ((st = reorder_now(c, plain, p->weights, err)) != VTR_OK)
@@ -430,26 +519,30 @@ static vtr_status conv_pd(vtr_conv_cpu *c, size_t i, map_shape in, map_shape out
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
     dnnl_memory_desc_t src, wei, bias, dst;
-    dnnl_dims_t sd = {c->n, in.c, in.h, in.w}, wd = {out.c, in.c, L->kernel, L->kernel};
-    dnnl_dims_t bd = {out.c}, dd = {c->n, out.c, out.h, out.w};
-    dnnl_dims_t strides = {L->stride, L->stride}, pad = {L->padding, L->padding};
+    dnnl_dims_t sd = {c->n, in.c, in.h, in.w}, wd, bd = {out.c}, dd = {c->n, out.c, out.h, out.w};
+    dnnl_dims_t strides = {L->stride, L->stride};
+    dnnl_dims_t pad_l = {L->pad_top, L->pad_left}, pad_r = {L->pad_bottom, L->pad_right};
+    int wnd = weight_dims(L, wd);
     *pd = NULL;
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, dnnl_format_tag_any), "conv");
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, dnnl_format_tag_any), "conv");
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&wei, wnd, wd, dnnl_f32, dnnl_format_tag_any), "conv");
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_x), "conv");
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_f32, dnnl_format_tag_any), "conv");
     dnnl_convolution_desc_t cd;
     DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
                                                 dnnl_convolution_direct, &src, &wei, &bias,
-                                                &dst, strides, pad, pad),
+                                                &dst, strides, pad_l, pad_r),
              "convolution");
     if ((st = user_scratchpad_attr(&attr, err)) != VTR_OK)
         goto end;
     DNNL_TRY(dnnl_post_ops_create(&po), "post-ops");
     if (op->accumulate)
         DNNL_TRY(dnnl_post_ops_append_sum(po, 1.0f), "post-ops");
-    if (op->relu)
+    if (op->act == VTR_CONV_ACT_RELU)
         DNNL_TRY(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f),
+                 "post-ops");
+    else if (op->act == VTR_CONV_ACT_RELU6) /* clip to [alpha, beta] */
+        DNNL_TRY(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, 0.0f, 6.0f),
                  "post-ops");
     DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, po), "post-ops");
     DNNL_TRY(dnnl_primitive_desc_create(pd, &cd, attr, c->engine, NULL), "convolution");
@@ -461,17 +554,21 @@ end:
     return st;
 }
 
+/* The argument `arg` that reads slot s held in layout md: slot 0 is the caller's input. */
+static step_arg slot_arg(const vtr_conv_cpu *c, int arg, int s, const dnnl_memory_desc_t *md)
+{
+    return (step_arg){arg, s ? s : BUF_EXT, *md, s ? NULL : c->in_mem};
+}
+
 static vtr_status plan_conv(vtr_conv_cpu *c, size_t i, map_shape *shapes,
                             dnnl_memory_desc_t *mds, vtr_error *err)
 {
     vtr_status st = VTR_OK;
     const vtr_conv_op *op = &c->net->ops[i];
-    const vtr_conv_layer *L = &c->net->layers[op->layer];
-    map_shape in = shapes[op->src];
-    map_shape out = {L->out_channels, window_out(in.h, L->kernel, L->stride, L->padding),
-                     window_out(in.w, L->kernel, L->stride, L->padding)};
+    map_shape in = shapes[op->src], out;
     dnnl_primitive_desc_t pd = NULL;
-    if ((st = conv_pd(c, i, in, out, &pd, err)) != VTR_OK)
+    if ((st = conv_shape(c->net, i, in, &out, err)) != VTR_OK ||
+        (st = conv_pd(c, i, in, out, &pd, err)) != VTR_OK)
         return st;
     if (op->accumulate) {
         /* the sum post-op reads dst in place, in the layout the kernel writes: a shortcut
@@ -494,20 +591,14 @@ static vtr_status plan_conv(vtr_conv_cpu *c, size_t i, map_shape *shapes,
     if ((st = prepare_params(c, i, wei_md, err)) != VTR_OK)
         goto end;
     step_arg refs[MAX_ARGS];
-    int src_buf = op->src;
-    dnnl_memory_t src_ext = NULL;
-    if (op->src == 0) {
-        src_buf = BUF_EXT;
-        src_ext = c->in_mem;
-    }
+    refs[0] = slot_arg(c, DNNL_ARG_SRC, op->src, src_md);
     if (!dnnl_memory_desc_equal(src_md, &mds[op->src])) {
-        st = add_reorder(c, src_buf, &mds[op->src], src_ext, BUF_REORDER, src_md, NULL, err);
+        step_arg from = slot_arg(c, DNNL_ARG_FROM, op->src, &mds[op->src]);
+        st = add_reorder(c, from.buf, &from.md, from.ext, BUF_REORDER, src_md, NULL, err);
         if (st != VTR_OK)
             goto end;
-        src_buf = BUF_REORDER;
-        src_ext = NULL;
+        refs[0] = (step_arg){DNNL_ARG_SRC, BUF_REORDER, *src_md, NULL};
     }
-    refs[0] = (step_arg){DNNL_ARG_SRC, src_buf, *src_md, src_ext};
     refs[1] = (step_arg){DNNL_ARG_WEIGHTS, BUF_EXT, *wei_md, c->params[i].weights};
     refs[2] = (step_arg){DNNL_ARG_BIAS, BUF_EXT, *bias_md, c->params[i].bias};
     refs[3] = (step_arg){DNNL_ARG_DST, op->dst, *dst_md, NULL};
@@ -521,37 +612,78 @@ end:
     return st;
 }
 
-static vtr_status plan_maxpool(vtr_conv_cpu *c, size_t i, map_shape *shapes,
-                               dnnl_memory_desc_t *mds, vtr_error *err)
+/* A max or average pool, reading its source in the layout it is held in. */
+static vtr_status plan_pool(vtr_conv_cpu *c, size_t i, map_shape *shapes,
+                            dnnl_memory_desc_t *mds, vtr_error *err)
 {
     vtr_status st = VTR_OK;
     const vtr_conv_op *op = &c->net->ops[i];
-    map_shape in = shapes[op->src];
-    map_shape out = {in.c, window_out(in.h, op->kernel, op->stride, op->padding),
-                     window_out(in.w, op->kernel, op->stride, op->padding)};
+    map_shape out;
+    if ((st = pool_shape(op, i, shapes[op->src], &out, err)) != VTR_OK)
+        return st;
+    bool max = op->kind == VTR_CONV_OP_MAXPOOL;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_t dst;
     dnnl_dims_t dd = {c->n, out.c, out.h, out.w};
     dnnl_dims_t strides = {op->stride, op->stride}, kernel = {op->kernel, op->kernel};
-    dnnl_dims_t dil = {0, 0}, pad = {op->padding, op->padding};
+    dnnl_dims_t dil = {0, 0}, pad_l = {op->pad_begin, op->pad_begin};
+    dnnl_dims_t pad_r = {op->pad_end, op->pad_end};
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_f32, dnnl_format_tag_any), "pool");
     dnnl_pooling_v2_desc_t pdesc;
-    DNNL_TRY(dnnl_pooling_v2_forward_desc_init(&pdesc, dnnl_forward_inference, dnnl_pooling_max,
-                                               &mds[op->src], &dst, strides, kernel, dil, pad,
-                                               pad),
-             "max pooling");
+    DNNL_TRY(dnnl_pooling_v2_forward_desc_init(&pdesc, dnnl_forward_inference,
+                                               max ? dnnl_pooling_max
+                                                   : dnnl_pooling_avg_exclude_padding,
+                                               &mds[op->src], &dst, strides, kernel, dil, pad_l,
+                                               pad_r),
+             "pooling");
     if ((st = user_scratchpad_attr(&attr, err)) != VTR_OK)
         goto end;
-    DNNL_TRY(dnnl_primitive_desc_create(&pd, &pdesc, attr, c->engine, NULL), "max pooling");
+    DNNL_TRY(dnnl_primitive_desc_create(&pd, &pdesc, attr, c->engine, NULL), "pooling");
     const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     step_arg refs[MAX_ARGS] = {
-        {DNNL_ARG_SRC, op->src ? op->src : BUF_EXT, mds[op->src], op->src ? NULL : c->in_mem},
+        slot_arg(c, DNNL_ARG_SRC, op->src, &mds[op->src]),
         {DNNL_ARG_DST, op->dst, *dst_md, NULL},
     };
     mds[op->dst] = *dst_md;
     shapes[op->dst] = out;
     st = add_pd_step(c, pd, 2, refs, err);
+    pd = NULL;
+end:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+/* A concat along the channels of sources held in whatever layouts, into the layout
+ * oneDNN picks for them. */
+static vtr_status plan_concat(vtr_conv_cpu *c, size_t i, map_shape *shapes,
+                              dnnl_memory_desc_t *mds, vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    const vtr_conv_op *op = &c->net->ops[i];
+    map_shape out;
+    if ((st = concat_shape(c->net, i, shapes, &out, err)) != VTR_OK)
+        return st;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_memory_desc_t srcs[VTR_CONV_MAX_CONCAT];
+    step_arg refs[MAX_ARGS];
+    for (int k = 0; k < op->n_srcs; k++) {
+        srcs[k] = mds[op->srcs[k]];
+        refs[k] = slot_arg(c, DNNL_ARG_MULTIPLE_SRC + k, op->srcs[k], &srcs[k]);
+    }
+    if ((st = user_scratchpad_attr(&attr, err)) != VTR_OK)
+        goto end;
+    DNNL_TRY(dnnl_concat_primitive_desc_create(&pd, NULL, op->n_srcs, 1, srcs, attr, c->engine),
+             "concat");
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    refs[op->n_srcs] = (step_arg){DNNL_ARG_DST, op->dst, *dst_md, NULL};
+    mds[op->dst] = *dst_md;
+    shapes[op->dst] = out;
+    st = add_pd_step(c, pd, op->n_srcs + 1, refs, err);
     pd = NULL;
 end:
     if (pd)
@@ -587,8 +719,16 @@ static vtr_status plan(vtr_conv_cpu *c, int n, int h, int w, vtr_error *err)
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&mds[0], 4, id, dnnl_f32, dnnl_nchw), "input");
     DNNL_TRY(dnnl_memory_create(&c->in_mem, &mds[0], c->engine, DNNL_MEMORY_NONE), "input");
     for (size_t i = 0; i < net->n_ops; i++) {
-        st = net->ops[i].kind == VTR_CONV_OP_CONV ? plan_conv(c, i, shapes, mds, err)
-                                                  : plan_maxpool(c, i, shapes, mds, err);
+        switch (net->ops[i].kind) {
+        case VTR_CONV_OP_CONV:
+            st = plan_conv(c, i, shapes, mds, err);
+            break;
+        case VTR_CONV_OP_CONCAT:
+            st = plan_concat(c, i, shapes, mds, err);
+            break;
+        default:
+            st = plan_pool(c, i, shapes, mds, err);
+        }
         if (st != VTR_OK)
             goto end;
     }

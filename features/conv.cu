@@ -17,16 +17,21 @@ struct map_dims {
 };
 
 struct op_plan {
-    cudnnTensorDescriptor_t src, dst; // NCHW float32 at the planned batch
+    cudnnTensorDescriptor_t src, dst; // NCHW float32 at the planned batch (CONCAT: none);
+                                      // a padded conv's src is its padded input
+    map_dims out;                     // dst's shape
+    map_dims unpadded;                // CONV with asymmetric padding: its input (c == 0:
+                                      // cuDNN pads)
     cudnnConvolutionFwdAlgo_t algo;   // CONV
-    cudnnPoolingDescriptor_t pool;    // MAXPOOL
+    cudnnPoolingDescriptor_t pool;    // pools
+    int concat_c[VTR_CONV_MAX_CONCAT]; // CONCAT: each source's channels
 };
 
 struct vtr_conv_cuda {
     const vtr_conv_net *net;
     cudnnHandle_t handle;
-    cudnnActivationDescriptor_t relu;
-    // per layer: device weights (OC, C, K, K) and bias (OC), their descriptors
+    cudnnActivationDescriptor_t relu, relu6;
+    // per layer: device weights (OC, C / groups, KH, KW) and bias (OC), their descriptors
     float **weights, **biases;
     cudnnFilterDescriptor_t *filters;
     cudnnTensorDescriptor_t *bias_descs;
@@ -38,6 +43,8 @@ struct vtr_conv_cuda {
     float **buffers;     // device, buffer_floats each: per slot (0 unused), then a spare
     size_t buffer_floats;
     float *input;        // device (n, C, h, w)
+    float *padded;       // device, padded_floats: the padded input of an asymmetric conv
+    size_t padded_floats;
     float *output;       // device (n, oh, ow, OC)
     void *workspace;
     size_t workspace_size;
@@ -68,10 +75,23 @@ static vtr_status cudnn_fail(vtr_error *err, cudnnStatus_t s, const char *what)
         }                                                                                          \
     } while (0)
 
-static int window_out(int n, int k, int s, int p)
+// y (planes, ph, pw) = x (planes, h, w) placed at row top, column left, zeros around it
+static __global__ void pad_kernel(const float *x, float *y, size_t planes, int h, int w,
+                                  int top, int left, int ph, int pw)
 {
-    long span = (long)n + 2L * p - k;
-    return span < 0 ? 0 : (int)(span / s + 1);
+    size_t total = planes * ph * pw;
+    for (size_t i = vtr_cuda_first(); i < total; i += vtr_cuda_stride()) {
+        int xx = (int)(i % pw) - left;
+        size_t row = i / pw;
+        int yy = (int)(row % ph) - top;
+        size_t plane = row / ph;
+        y[i] = yy >= 0 && yy < h && xx >= 0 && xx < w ? x[(plane * h + yy) * w + xx] : 0.0f;
+    }
+}
+
+static bool symmetric_padding(const vtr_conv_layer *ly)
+{
+    return ly->pad_top == ly->pad_bottom && ly->pad_left == ly->pad_right;
 }
 
 static void plan_free(vtr_conv_cuda *c)
@@ -95,8 +115,10 @@ static void plan_free(vtr_conv_cuda *c)
     c->buffers = NULL;
     cudaFree(c->input);
     cudaFree(c->output);
+    cudaFree(c->padded);
     cudaFree(c->workspace);
-    c->input = c->output = NULL;
+    c->input = c->output = c->padded = NULL;
+    c->padded_floats = 0;
     c->workspace = NULL;
     c->workspace_size = 0;
     if (c->out_nchw)
@@ -131,6 +153,8 @@ extern "C" void vtr_conv_cuda_free(vtr_conv_cuda *c)
     free(c->convs);
     if (c->relu)
         cudnnDestroyActivationDescriptor(c->relu);
+    if (c->relu6)
+        cudnnDestroyActivationDescriptor(c->relu6);
     if (c->handle)
         cudnnDestroy(c->handle);
     free(c);
@@ -160,9 +184,21 @@ extern "C" vtr_status vtr_conv_cuda_new(const vtr_conv_net *net, vtr_conv_cuda *
     CUDNN_TRY(cudnnSetActivationDescriptor(c->relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN,
                                            0.0),
               "activation");
+    CUDNN_TRY(cudnnCreateActivationDescriptor(&c->relu6), "activation");
+    CUDNN_TRY(cudnnSetActivationDescriptor(c->relu6, CUDNN_ACTIVATION_CLIPPED_RELU,
+                                           CUDNN_NOT_PROPAGATE_NAN, 6.0),
+              "activation");
     for (size_t l = 0; l < net->n_layers; l++) {
         const vtr_conv_layer *ly = &net->layers[l];
-        size_t nw = (size_t)ly->out_channels * ly->in_channels * ly->kernel * ly->kernel;
+        if (ly->groups < 1 || ly->in_channels % ly->groups) {
+            st = vtr_fail(err, VTR_ERR_INVALID, "conv net layer %zu: %d groups for %d channels",
+                          l, ly->groups, ly->in_channels);
+            goto end;
+        }
+        int group_c = ly->in_channels / ly->groups;
+        size_t nw = (size_t)ly->out_channels * group_c * ly->kernel_h * ly->kernel_w;
+        // an asymmetric padding is done by pad_kernel, the conv itself pads nothing
+        bool sym = symmetric_padding(ly);
         CUDA_TRY(cudaMalloc((void **)&c->weights[l], nw * sizeof(float)), "malloc weights");
         CUDA_TRY(cudaMalloc((void **)&c->biases[l], (size_t)ly->out_channels * sizeof(float)),
                  "malloc bias");
@@ -173,18 +209,19 @@ extern "C" vtr_status vtr_conv_cuda_new(const vtr_conv_net *net, vtr_conv_cuda *
                  "copy bias");
         CUDNN_TRY(cudnnCreateFilterDescriptor(&c->filters[l]), "filter");
         CUDNN_TRY(cudnnSetFilter4dDescriptor(c->filters[l], CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                             ly->out_channels, ly->in_channels, ly->kernel,
-                                             ly->kernel),
+                                             ly->out_channels, group_c, ly->kernel_h,
+                                             ly->kernel_w),
                   "filter");
         CUDNN_TRY(cudnnCreateTensorDescriptor(&c->bias_descs[l]), "bias");
         CUDNN_TRY(cudnnSetTensor4dDescriptor(c->bias_descs[l], CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
                                              1, ly->out_channels, 1, 1),
                   "bias");
         CUDNN_TRY(cudnnCreateConvolutionDescriptor(&c->convs[l]), "convolution");
-        CUDNN_TRY(cudnnSetConvolution2dDescriptor(c->convs[l], ly->padding, ly->padding,
-                                                  ly->stride, ly->stride, 1, 1,
-                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+        CUDNN_TRY(cudnnSetConvolution2dDescriptor(c->convs[l], sym ? ly->pad_top : 0,
+                                                  sym ? ly->pad_left : 0, ly->stride, ly->stride,
+                                                  1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                   "convolution");
+        CUDNN_TRY(cudnnSetConvolutionGroupCount(c->convs[l], ly->groups), "group count");
         // strict float32: no TF32 tensor-core conversion of the inputs
         CUDNN_TRY(cudnnSetConvolutionMathType(c->convs[l], CUDNN_FMA_MATH), "math type");
     }
@@ -232,6 +269,26 @@ end:
     return st;
 }
 
+// op i's pooling descriptor, or VTR_ERR_UNSUPPORTED for padding that differs before and after
+static vtr_status plan_pool(const vtr_conv_op *op, size_t i, op_plan *p, vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    if (op->pad_begin != op->pad_end)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "conv net op %zu: pooling padding %d before, "
+                        "%d after (cuDNN pads both sides alike)", i, op->pad_begin, op->pad_end);
+    CUDNN_TRY(cudnnCreatePoolingDescriptor(&p->pool), "pooling");
+    CUDNN_TRY(cudnnSetPooling2dDescriptor(p->pool, op->kind == VTR_CONV_OP_MAXPOOL
+                                                       ? CUDNN_POOLING_MAX
+                                                       : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+                                          CUDNN_NOT_PROPAGATE_NAN, op->kernel, op->kernel,
+                                          op->pad_begin, op->pad_begin, op->stride, op->stride),
+              "pooling");
+end:
+    return st;
+}
+
+// Output shapes come from cuDNN (cudnnGet*ForwardOutputDim) for the shapes that
+// vtr_conv_net_check accepted.
 static vtr_status plan(vtr_conv_cuda *c, int n, int h, int w, vtr_error *err)
 {
     vtr_status st = VTR_OK;
@@ -251,36 +308,52 @@ static vtr_status plan(vtr_conv_cuda *c, int n, int h, int w, vtr_error *err)
     for (size_t i = 0; i < net->n_ops; i++) {
         const vtr_conv_op *op = &net->ops[i];
         op_plan *p = &c->ops[i];
-        map_dims in = dims[op->src], o;
-        if (op->kind == VTR_CONV_OP_CONV) {
+        int on, oc, oh, ow;
+        if (op->kind == VTR_CONV_OP_CONCAT) {
+            map_dims o = {0, dims[op->srcs[0]].h, dims[op->srcs[0]].w};
+            for (int k = 0; k < op->n_srcs; k++) {
+                p->concat_c[k] = dims[op->srcs[k]].c;
+                o.c += p->concat_c[k];
+            }
+            p->out = o;
+        } else if (op->kind == VTR_CONV_OP_CONV) {
             const vtr_conv_layer *ly = &net->layers[op->layer];
-            o = map_dims{ly->out_channels, window_out(in.h, ly->kernel, ly->stride, ly->padding),
-                         window_out(in.w, ly->kernel, ly->stride, ly->padding)};
-        } else {
-            o = map_dims{in.c, window_out(in.h, op->kernel, op->stride, op->padding),
-                         window_out(in.w, op->kernel, op->stride, op->padding)};
-        }
-        if ((st = make_desc(&p->src, n, in, err)) != VTR_OK ||
-            (st = make_desc(&p->dst, n, o, err)) != VTR_OK)
-            goto end;
-        if (op->kind == VTR_CONV_OP_CONV) {
+            map_dims in = dims[op->src];
+            if (!symmetric_padding(ly)) {
+                p->unpadded = in;
+                in.h += ly->pad_top + ly->pad_bottom;
+                in.w += ly->pad_left + ly->pad_right;
+                size_t floats = (size_t)n * in.c * in.h * in.w;
+                if (floats > c->padded_floats)
+                    c->padded_floats = floats;
+            }
+            if ((st = make_desc(&p->src, n, in, err)) != VTR_OK)
+                goto end;
+            CUDNN_TRY(cudnnGetConvolution2dForwardOutputDim(c->convs[op->layer], p->src,
+                                                            c->filters[op->layer], &on, &oc, &oh,
+                                                            &ow),
+                      "convolution output size");
+            p->out = map_dims{oc, oh, ow};
             size_t ws = 0;
-            if ((st = pick_algo(c, (size_t)op->layer, p, &ws, err)) != VTR_OK)
+            if ((st = make_desc(&p->dst, n, p->out, err)) != VTR_OK ||
+                (st = pick_algo(c, (size_t)op->layer, p, &ws, err)) != VTR_OK)
                 goto end;
             if (ws > c->workspace_size)
                 c->workspace_size = ws;
         } else {
-            CUDNN_TRY(cudnnCreatePoolingDescriptor(&p->pool), "pooling");
-            CUDNN_TRY(cudnnSetPooling2dDescriptor(p->pool, CUDNN_POOLING_MAX,
-                                                  CUDNN_NOT_PROPAGATE_NAN, op->kernel, op->kernel,
-                                                  op->padding, op->padding, op->stride,
-                                                  op->stride),
-                      "pooling");
+            if ((st = plan_pool(op, i, p, err)) != VTR_OK ||
+                (st = make_desc(&p->src, n, dims[op->src], err)) != VTR_OK)
+                goto end;
+            CUDNN_TRY(cudnnGetPooling2dForwardOutputDim(p->pool, p->src, &on, &oc, &oh, &ow),
+                      "pooling output size");
+            p->out = map_dims{oc, oh, ow};
+            if ((st = make_desc(&p->dst, n, p->out, err)) != VTR_OK)
+                goto end;
         }
-        size_t floats = (size_t)o.c * o.h * o.w;
+        size_t floats = (size_t)p->out.c * p->out.h * p->out.w;
         if (floats > most)
             most = floats;
-        dims[op->dst] = o;
+        dims[op->dst] = p->out;
     }
     c->out_dims = dims[net->out_slot];
     // buffers: one per slot plus a spare that accumulating convs write into (cuDNN's fused
@@ -294,6 +367,9 @@ static vtr_status plan(vtr_conv_cuda *c, int n, int h, int w, vtr_error *err)
     CUDA_TRY(cudaMalloc((void **)&c->output, (size_t)n * c->out_dims.c * c->out_dims.h *
                                                  c->out_dims.w * sizeof(float)),
              "malloc output");
+    if (c->padded_floats)
+        CUDA_TRY(cudaMalloc((void **)&c->padded, c->padded_floats * sizeof(float)),
+                 "malloc padded input");
     if (c->workspace_size)
         CUDA_TRY(cudaMalloc(&c->workspace, c->workspace_size), "malloc workspace");
     if ((st = make_desc(&c->out_nchw, n, c->out_dims, err)) != VTR_OK)
@@ -310,6 +386,32 @@ end:
     return st;
 }
 
+// Slot s's device buffer: slot 0 is the input.
+static const float *slot_data(const vtr_conv_cuda *c, int s)
+{
+    return s ? c->buffers[s] : c->input;
+}
+
+// slot[dst] (n, sum C_k, h, w) = the sources stacked along the channels: for each source one
+// 2-D copy of n rows of C_k * h * w floats, at its channel offset within rows of sum C_k.
+static vtr_status run_concat(vtr_conv_cuda *c, const vtr_conv_op *op, const op_plan *p,
+                             vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    size_t plane = (size_t)p->out.h * p->out.w, offset = 0;
+    float *y = c->buffers[op->dst];
+    for (int k = 0; k < op->n_srcs; k++) {
+        size_t bytes = (size_t)p->concat_c[k] * plane * sizeof(float);
+        CUDA_TRY(cudaMemcpy2DAsync(y + offset * plane, (size_t)p->out.c * plane * sizeof(float),
+                                   slot_data(c, op->srcs[k]), bytes, bytes, (size_t)c->n,
+                                   cudaMemcpyDeviceToDevice, 0),
+                 "concat");
+        offset += (size_t)p->concat_c[k];
+    }
+end:
+    return st;
+}
+
 // One op on the device. Slot s >= 1 lives in buffers[s]; slot 0 is the input.
 static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
 {
@@ -318,13 +420,28 @@ static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
     const vtr_conv_op *op = &net->ops[i];
     const op_plan *p = &c->ops[i];
     const float one = 1.0f, zero = 0.0f;
-    const float *x = op->src ? c->buffers[op->src] : c->input;
+    const float *x = slot_data(c, op->src);
     float *y = c->buffers[op->dst];
     int l = op->layer;
-    if (op->kind == VTR_CONV_OP_MAXPOOL) {
+    if (op->kind == VTR_CONV_OP_CONCAT)
+        return run_concat(c, op, p, err);
+    if (op->kind != VTR_CONV_OP_CONV) {
         CUDNN_TRY(cudnnPoolingForward(c->handle, p->pool, &one, p->src, x, &zero, p->dst, y),
-                  "max pooling");
-    } else if (op->relu) {
+                  "pooling");
+        return VTR_OK;
+    }
+    if (p->unpadded.c) {
+        const vtr_conv_layer *ly = &net->layers[l];
+        size_t planes = (size_t)c->n * p->unpadded.c;
+        int ph = p->unpadded.h + ly->pad_top + ly->pad_bottom;
+        int pw = p->unpadded.w + ly->pad_left + ly->pad_right;
+        pad_kernel<<<vtr_cuda_blocks(planes * ph * pw), VTR_CUDA_THREADS>>>(
+            x, c->padded, planes, p->unpadded.h, p->unpadded.w, ly->pad_top, ly->pad_left, ph, pw);
+        if ((st = vtr_cuda_launched("conv input padding", err)) != VTR_OK)
+            return st;
+        x = c->padded;
+    }
+    if (op->act == VTR_CONV_ACT_RELU) {
         // out = ReLU(conv(x) + bias [+ y]): with accumulate, the shortcut y stays where it
         // is and the result goes to the spare buffer, which then becomes dst's
         const float alpha2 = op->accumulate ? 1.0f : 0.0f;
@@ -340,8 +457,8 @@ static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
             c->buffers[op->dst] = out;
         }
     } else {
-        // y = conv(x) [+ y] + bias: the identity activation is not fused (cuDNN fuses it
-        // with one algorithm only)
+        // y = act(conv(x) [+ y] + bias): the identity activation is not fused (cuDNN fuses it
+        // with one algorithm only), nor is ReLU6 (cuDNN's fused conv takes ReLU only)
         const float beta = op->accumulate ? 1.0f : 0.0f;
         CUDNN_TRY(cudnnConvolutionForward(c->handle, &one, p->src, x, c->filters[l],
                                           c->weights[l], c->convs[l], p->algo, c->workspace,
@@ -349,6 +466,10 @@ static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
                   "convolution");
         CUDNN_TRY(cudnnAddTensor(c->handle, &one, c->bias_descs[l], c->biases[l], &one, p->dst, y),
                   "bias");
+        if (op->act == VTR_CONV_ACT_RELU6)
+            CUDNN_TRY(cudnnActivationForward(c->handle, c->relu6, &one, p->dst, y, &zero, p->dst,
+                                             y),
+                      "ReLU6");
     }
 end:
     return st;

@@ -8,17 +8,25 @@
  *   VTR_CONV_OP_CONV     slot[dst] = act(conv(slot[src], layer) + bias [+ slot[dst]])
  *                        with "+ slot[dst]" when accumulate (the residual connection:
  *                        dst holds the shortcut and receives the block's output), and
- *                        act = ReLU when relu, else the identity.
+ *                        act the identity, ReLU or ReLU6.
  *   VTR_CONV_OP_MAXPOOL  slot[dst] = max pool of slot[src] (square window `kernel`,
- *                        `stride`, `padding`; padded cells never win, as in PyTorch)
+ *                        `stride`, `pad_begin` / `pad_end` rows and columns added before /
+ *                        after; padded cells never win, as in PyTorch)
+ *   VTR_CONV_OP_AVGPOOL  slot[dst] = average pool of slot[src] (the same window), the mean
+ *                        over the window's cells inside the map (TF's 'same' padding)
+ *   VTR_CONV_OP_CONCAT   slot[dst] = slot[srcs[0]], ..., slot[srcs[n_srcs-1]] stacked along
+ *                        the channels (Inception's branches)
  *
  * Slot 0 is the input (N, in_channels, H, W) and is never written; the output is slot
  * `out_slot` after the last op. A slot's shape is that of the last op that wrote it; an
  * accumulating conv requires its dst to hold a tensor of exactly the output's shape.
- * Convolutions are square (K x K kernel, the same stride and zero padding on both axes),
- * groups 1, dilation 1: all that the ResNet family needs.
+ * Along each axis an op's output has (n + pad_before + pad_after - k) / stride + 1 cells.
+ * Convolutions have a KH x KW kernel (1x7 and 7x1 in Inception), the same stride on both
+ * axes, zero padding that may differ per side (Keras's ZeroPadding2D ((0,1),(0,1)) before
+ * a strided valid conv), groups (depthwise convs: groups = in_channels) and dilation 1:
+ * what the ResNets, MobileNetV2 and InceptionV3 need.
  *
- * Layouts. Weights are PyTorch's (OC, C, K, K). The engines take the input as NCHW and
+ * Layouts. Weights are PyTorch's (OC, C / groups, KH, KW). The engines take the input as NCHW and
  * give the output map as NHWC (N, OH, OW, OC), the layout of set elements (grid
  * features) and of pooling over cells; in between, activations stay in whatever layout
  * the engine's kernels prefer (oneDNN's AVX-512 brgconv: NHWC; older kernels: nChw16c or
@@ -45,25 +53,46 @@
 extern "C" {
 #endif
 
+typedef enum vtr_conv_act {
+    VTR_CONV_ACT_NONE,
+    VTR_CONV_ACT_RELU,  /* max(x, 0) */
+    VTR_CONV_ACT_RELU6, /* min(max(x, 0), 6): Keras's ReLU(max_value=6), MobileNetV2's */
+} vtr_conv_act;
+
 typedef struct vtr_conv_layer {
     int in_channels, out_channels;
-    int kernel, stride, padding;
-    float *weight; /* (OC, C, K, K), owned by the net (malloc) */
-    float *bias;   /* (OC), owned by the net (malloc) */
+    int groups;             /* both channel counts are multiples of it: 1 dense, in_channels
+                             * depthwise (out = in * multiplier); 0 is refused */
+    int kernel_h, kernel_w;
+    int stride;             /* the same on both axes */
+    int pad_top, pad_left, pad_bottom, pad_right; /* zero padding, may differ per side */
+    float *weight;          /* (OC, C / groups, KH, KW), owned by the net (malloc) */
+    float *bias;            /* (OC), owned by the net (malloc) */
 } vtr_conv_layer;
 
 typedef enum vtr_conv_op_kind {
     VTR_CONV_OP_CONV,
     VTR_CONV_OP_MAXPOOL,
+    VTR_CONV_OP_AVGPOOL, /* mean over the window's cells inside the map: padded cells are not
+                          * counted (TF's 'same', PyTorch's count_include_pad=False) */
+    VTR_CONV_OP_CONCAT,  /* slot[dst] = channels of slot[srcs[0]], then srcs[1], ... (all of
+                          * the same h x w) */
 } vtr_conv_op_kind;
+
+#define VTR_CONV_MAX_CONCAT 8
 
 typedef struct vtr_conv_op {
     vtr_conv_op_kind kind;
-    int src, dst;    /* slots; dst >= 1 and dst != src */
-    int layer;       /* CONV: index into layers */
-    bool relu;       /* CONV */
-    bool accumulate; /* CONV: add to what dst holds (before the ReLU) */
-    int kernel, stride, padding; /* MAXPOOL */
+    int src, dst;            /* slots; dst >= 1 and dst != src (CONCAT: src unused, dst not
+                              * among srcs) */
+    int layer;               /* CONV: index into layers */
+    vtr_conv_act act;        /* CONV: applied after the bias (and the accumulation) */
+    bool accumulate;         /* CONV: add to what dst holds (before act) */
+    int kernel, stride;      /* pools: square window */
+    int pad_begin, pad_end;  /* pools: rows/columns added before (top, left) and after
+                              * (bottom, right); each < kernel */
+    int n_srcs;              /* CONCAT: 2 .. VTR_CONV_MAX_CONCAT */
+    int srcs[VTR_CONV_MAX_CONCAT]; /* CONCAT: slots, in channel order */
 } vtr_conv_op;
 
 typedef struct vtr_conv_net {
@@ -80,9 +109,11 @@ typedef struct vtr_conv_net {
 void vtr_conv_net_free(vtr_conv_net *net);
 
 /* Checks that the program is well-formed: slots and layers in range, slot 0 never
- * written, every slot read after it was written, channel counts that chain, shapes of
- * accumulating convs that match (for an input of h x w), an output size of at least 1x1.
- * Fails with VTR_ERR_INVALID naming the op. The engines call it. */
+ * written, every slot read after it was written, channel counts that chain and that
+ * groups (>= 1) divide, non-negative paddings (a pool's below its kernel), shapes of
+ * accumulating convs that match (for an input of h x w), concats of 2 ..
+ * VTR_CONV_MAX_CONCAT written slots of one h x w (dst not among them), an output size of
+ * at least 1x1. Fails with VTR_ERR_INVALID naming the op. The engines call it. */
 vtr_status vtr_conv_net_check(const vtr_conv_net *net, int h, int w, vtr_error *err);
 
 /* The output map's height and width for an input of h x w (0 when the input is too small
@@ -93,7 +124,8 @@ void vtr_conv_net_output_size(const vtr_conv_net *net, int h, int w, int *oh, in
  *   weight[o] *= s[o], bias[o] = beta[o] + (bias[o] - mean[o]) * s[o],
  *   s[o] = gamma[o] / sqrt(var[o] + eps)
  * (bias holds the convolution's own bias, zeros when it has none). weight is (OC, per_oc)
- * for per_oc = C*K*K; gamma, beta, mean, var are (OC). Computed in double, stored as float.
+ * for per_oc = C / groups * KH * KW; gamma, beta, mean, var are (OC). Computed in double,
+ * stored as float.
  * A var[o] + eps that is not positive gives VTR_ERR_INVALID naming the channel. */
 vtr_status vtr_conv_fold_bn(float *weight, float *bias, int out_channels, size_t per_oc,
                             const float *gamma, const float *beta, const float *mean,
@@ -124,11 +156,15 @@ vtr_status vtr_conv_cpu_run(vtr_conv_cpu *c, const float *in, int n, int h, int 
  *
  * Each conv runs as cudnnConvolutionBiasActivationForward (y = ReLU(conv(x) + bias
  * [+ y]), the residual added in place) or, for a conv without ReLU, cudnnConvolutionForward
- * followed by the bias; max pools as cudnnPoolingForward (padding never wins). Activations
- * are NCHW float32 on the GPU; the algorithm of each conv is the fastest that
- * cudnnFindConvolutionForwardAlgorithm reports for the batch shape, with the math type
- * CUDNN_FMA_MATH (strict float32, no TF32), so features agree with the CPU engine to
- * float32 rounding.
+ * followed by the bias and, for ReLU6, cudnnActivationForward (clipped ReLU); groups
+ * through cudnnSetConvolutionGroupCount. cuDNN pads symmetrically only: a conv whose
+ * padding differs between opposite sides reads a zero-padded copy of its input, and a pool
+ * whose pad_begin differs from its pad_end is refused (VTR_ERR_UNSUPPORTED). Pools are
+ * cudnnPoolingForward (max: padding never wins; average: padding not counted), concats
+ * one strided copy per source. Activations are NCHW float32 on the GPU; the algorithm of
+ * each conv is the fastest that cudnnFindConvolutionForwardAlgorithm reports for the batch
+ * shape, with the math type CUDNN_FMA_MATH (strict float32, no TF32), so features agree
+ * with the CPU engine to float32 rounding.
  *
  * Declared always, implemented only when vtr is built with CUDA (VTR_HAVE_CUDA): callers
  * compile their calls under #ifdef VTR_HAVE_CUDA.
@@ -137,7 +173,8 @@ typedef struct vtr_conv_cuda vtr_conv_cuda;
 
 /* An engine for net (borrowed: it must outlive the engine and not change) on the current
  * GPU (vtr_cuda_init first): creates a cuDNN handle and uploads the layers' weights and
- * biases. VTR_ERR_DEVICE with CUDA's or cuDNN's message, VTR_ERR_NOMEM. *out is NULL on
+ * biases. VTR_ERR_INVALID for a layer whose groups (< 1) do not divide its input
+ * channels, VTR_ERR_DEVICE with CUDA's or cuDNN's message, VTR_ERR_NOMEM. *out is NULL on
  * failure. */
 vtr_status vtr_conv_cuda_new(const vtr_conv_net *net, vtr_conv_cuda **out, vtr_error *err);
 
@@ -148,7 +185,8 @@ void vtr_conv_cuda_free(vtr_conv_cuda *c);
  * input in, runs every op on the default stream, copies the output back and waits. The
  * first call for an (n, h, w) picks the algorithms and allocates activations and
  * workspace for it (kept for later calls of the same shape). n == 0 does nothing.
- * VTR_ERR_INVALID when the net does not check for this shape, VTR_ERR_DEVICE otherwise.
+ * VTR_ERR_INVALID when the net does not check for this shape, VTR_ERR_UNSUPPORTED for a
+ * pool with asymmetric padding (naming the op), VTR_ERR_DEVICE otherwise.
  * Not thread-safe. */
 vtr_status vtr_conv_cuda_run(vtr_conv_cuda *c, const float *in, int n, int h, int w, float *out,
                              vtr_error *err);

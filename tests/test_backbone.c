@@ -54,58 +54,169 @@ static double rel_error(const float *a, const float *b, size_t n)
     return scale > 0 ? diff / scale : diff;
 }
 
-/* conv + bias (+ residual) (+ ReLU), NCHW, in double: the reference */
-static void direct_conv(const float *x, int n, int c, int h, int w, const vtr_conv_layer *L,
-                        const float *residual, bool relu, float *y)
+/* cells along an axis of n after a window k, stride s, p0 / p1 cells padded before / after */
+static int window_len(int n, int k, int s, int p0, int p1)
 {
-    int oh = (h + 2 * L->padding - L->kernel) / L->stride + 1;
-    int ow = (w + 2 * L->padding - L->kernel) / L->stride + 1;
-    int K = L->kernel;
+    return (n + p0 + p1 - k) / s + 1;
+}
+
+/* conv + bias (+ residual), then act; NCHW, in double: the reference.
+ * x (n, C, h, w), residual and y (n, OC, oh, ow) */
+static void direct_conv(const float *x, int n, int h, int w, const vtr_conv_layer *L,
+                        const float *residual, vtr_conv_act act, float *y)
+{
+    int KH = L->kernel_h, KW = L->kernel_w, C = L->in_channels, OC = L->out_channels;
+    int oh = window_len(h, KH, L->stride, L->pad_top, L->pad_bottom);
+    int ow = window_len(w, KW, L->stride, L->pad_left, L->pad_right);
+    int gc = C / L->groups, go = OC / L->groups; /* channels per group in and out */
     for (int i = 0; i < n; i++)
-        for (int o = 0; o < L->out_channels; o++)
+        for (int o = 0; o < OC; o++)
             for (int yy = 0; yy < oh; yy++)
                 for (int xx = 0; xx < ow; xx++) {
                     double s = L->bias[o];
-                    for (int ci = 0; ci < c; ci++)
-                        for (int ky = 0; ky < K; ky++)
-                            for (int kx = 0; kx < K; kx++) {
-                                int iy = yy * L->stride - L->padding + ky;
-                                int ix = xx * L->stride - L->padding + kx;
+                    for (int ci = 0; ci < gc; ci++)
+                        for (int ky = 0; ky < KH; ky++)
+                            for (int kx = 0; kx < KW; kx++) {
+                                int c = o / go * gc + ci;
+                                int iy = yy * L->stride - L->pad_top + ky;
+                                int ix = xx * L->stride - L->pad_left + kx;
                                 if (iy < 0 || iy >= h || ix < 0 || ix >= w)
                                     continue;
-                                s += (double)x[(((size_t)i * c + ci) * h + iy) * w + ix] *
-                                     L->weight[(((size_t)o * c + ci) * K + ky) * K + kx];
+                                s += (double)x[(((size_t)i * C + c) * h + iy) * w + ix] *
+                                     L->weight[(((size_t)o * gc + ci) * KH + ky) * KW + kx];
                             }
-                    size_t at = (((size_t)i * L->out_channels + o) * oh + yy) * ow + xx;
+                    size_t at = (((size_t)i * OC + o) * oh + yy) * ow + xx;
                     if (residual)
                         s += residual[at];
-                    y[at] = relu && s < 0 ? 0.0f : (float)s;
+                    if (act != VTR_CONV_ACT_NONE && s < 0)
+                        s = 0;
+                    if (act == VTR_CONV_ACT_RELU6 && s > 6)
+                        s = 6;
+                    y[at] = (float)s;
                 }
 }
 
-static void direct_maxpool(const float *x, int n, int c, int h, int w, int k, int s, int p,
-                           float *y)
+/* max or average pool, NCHW: window k, stride s, p0 / p1 cells padded before / after on
+ * both axes; padded cells neither win nor count */
+static void direct_pool(const float *x, int n, int c, int h, int w, bool max, int k, int s,
+                        int p0, int p1, float *y)
 {
-    int oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
+    int oh = window_len(h, k, s, p0, p1), ow = window_len(w, k, s, p0, p1);
     for (int i = 0; i < n * c; i++)
         for (int yy = 0; yy < oh; yy++)
             for (int xx = 0; xx < ow; xx++) {
-                float m = -INFINITY;
+                double m = max ? -INFINITY : 0;
+                int cells = 0;
                 for (int ky = 0; ky < k; ky++)
                     for (int kx = 0; kx < k; kx++) {
-                        int iy = yy * s - p + ky, ix = xx * s - p + kx;
-                        if (iy >= 0 && iy < h && ix >= 0 && ix < w && x[((size_t)i * h + iy) * w + ix] > m)
-                            m = x[((size_t)i * h + iy) * w + ix];
+                        int iy = yy * s - p0 + ky, ix = xx * s - p0 + kx;
+                        if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                            continue;
+                        double v = x[((size_t)i * h + iy) * w + ix];
+                        m = max ? fmax(m, v) : m + v;
+                        cells++;
                     }
-                y[((size_t)i * oh + yy) * ow + xx] = m;
+                y[((size_t)i * oh + yy) * ow + xx] = (float)(max ? m : m / cells);
             }
 }
 
+/* y (n, sum cs, h, w) = xs[0] (n, cs[0], h, w), xs[1], ... stacked along the channels */
+static void direct_concat(const float *const *xs, const int *cs, int n_srcs, int n, int h,
+                          int w, float *y)
+{
+    size_t plane = (size_t)h * w;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n_srcs; k++) {
+            memcpy(y, xs[k] + (size_t)i * cs[k] * plane, (size_t)cs[k] * plane * sizeof *y);
+            y += (size_t)cs[k] * plane;
+        }
+}
+
+/* x (n, c, h, w) as a new (n, h, w, c) array */
+static float *to_nhwc(const float *x, int n, int c, int h, int w)
+{
+    float *y = malloc((size_t)n * c * h * w * sizeof *y);
+    CHECK(y);
+    for (int i = 0; i < n; i++)
+        for (int ch = 0; ch < c; ch++)
+            for (int p = 0; p < h * w; p++)
+                y[((size_t)i * h * w + p) * c + ch] = x[((size_t)i * c + ch) * h * w + p];
+    return y;
+}
+
+typedef struct direct_slot {
+    float *data; /* NCHW, malloc */
+    int c, h, w;
+} direct_slot;
+
+/* The program net run op by op with the references above on x (n, C, h, w); returns the
+ * output NHWC, its size in *oh, *ow. */
+static float *direct_net(const vtr_conv_net *net, const float *x, int n, int h, int w, int *oh,
+                         int *ow)
+{
+    direct_slot *slots = calloc((size_t)net->slots, sizeof *slots);
+    CHECK(slots);
+    slots[0] = (direct_slot){(float *)x, net->in_channels, h, w};
+    for (size_t i = 0; i < net->n_ops; i++) {
+        const vtr_conv_op *op = &net->ops[i];
+        direct_slot in = slots[op->kind == VTR_CONV_OP_CONCAT ? op->srcs[0] : op->src], out;
+        if (op->kind == VTR_CONV_OP_CONV) {
+            const vtr_conv_layer *L = &net->layers[op->layer];
+            out = (direct_slot){NULL, L->out_channels,
+                                window_len(in.h, L->kernel_h, L->stride, L->pad_top, L->pad_bottom),
+                                window_len(in.w, L->kernel_w, L->stride, L->pad_left, L->pad_right)};
+        } else if (op->kind == VTR_CONV_OP_CONCAT) {
+            out = (direct_slot){NULL, 0, in.h, in.w};
+            for (int k = 0; k < op->n_srcs; k++)
+                out.c += slots[op->srcs[k]].c;
+        } else {
+            out = (direct_slot){NULL, in.c,
+                                window_len(in.h, op->kernel, op->stride, op->pad_begin, op->pad_end),
+                                window_len(in.w, op->kernel, op->stride, op->pad_begin, op->pad_end)};
+        }
+        CHECK((out.data = malloc((size_t)n * out.c * out.h * out.w * sizeof *out.data)));
+        if (op->kind == VTR_CONV_OP_CONV) {
+            direct_conv(in.data, n, in.h, in.w, &net->layers[op->layer],
+                        op->accumulate ? slots[op->dst].data : NULL, op->act, out.data);
+        } else if (op->kind == VTR_CONV_OP_CONCAT) {
+            const float *xs[VTR_CONV_MAX_CONCAT];
+            int cs[VTR_CONV_MAX_CONCAT];
+            for (int k = 0; k < op->n_srcs; k++) {
+                xs[k] = slots[op->srcs[k]].data;
+                cs[k] = slots[op->srcs[k]].c;
+            }
+            direct_concat(xs, cs, op->n_srcs, n, in.h, in.w, out.data);
+        } else {
+            direct_pool(in.data, n, in.c, in.h, in.w, op->kind == VTR_CONV_OP_MAXPOOL, op->kernel,
+                        op->stride, op->pad_begin, op->pad_end, out.data);
+        }
+        free(slots[op->dst].data);
+        slots[op->dst] = out;
+    }
+    direct_slot o = slots[net->out_slot];
+    float *y = to_nhwc(o.data, n, o.c, o.h, o.w);
+    *oh = o.h;
+    *ow = o.w;
+    for (int s = 1; s < net->slots; s++)
+        free(slots[s].data);
+    free(slots);
+    return y;
+}
+
+/* random weights (He's scale) and biases for a conv padded top, left, bottom, right */
+static vtr_conv_layer random_conv(vtr_rng *rng, int c, int oc, int groups, int kh, int kw,
+                                  int stride, int top, int left, int bottom, int right)
+{
+    int fan_in = c / groups * kh * kw;
+    return (vtr_conv_layer){c, oc, groups, kh, kw, stride, top, left, bottom, right,
+                            random_floats(rng, (size_t)oc * fan_in, sqrtf(2.0f / fan_in)),
+                            random_floats(rng, (size_t)oc, 0.1f)};
+}
+
+/* a dense K x K conv padded K/2 all round, as in the ResNets */
 static vtr_conv_layer random_layer(vtr_rng *rng, int c, int oc, int k, int stride)
 {
-    size_t nw = (size_t)oc * c * k * k;
-    return (vtr_conv_layer){c, oc, k, stride, k / 2, random_floats(rng, nw, sqrtf(2.0f / (c * k * k))),
-                            random_floats(rng, (size_t)oc, 0.1f)};
+    return random_conv(rng, c, oc, 1, k, k, stride, k / 2, k / 2, k / 2, k / 2);
 }
 
 /* ---- the conv engine -------------------------------------------------------------- */
@@ -136,13 +247,14 @@ static void small_net(vtr_rng *rng, vtr_conv_net *net)
     net->layers[4] = random_layer(rng, 20, 36, 3, 2);
     net->layers[5] = random_layer(rng, 36, 36, 1, 1);
     static const vtr_conv_op ops[] = {
-        {.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 1, .layer = 0, .relu = true},
-        {.kind = VTR_CONV_OP_MAXPOOL, .src = 1, .dst = 2, .kernel = 3, .stride = 2, .padding = 1},
-        {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 1, .relu = true},
-        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 2, .layer = 2, .relu = true, .accumulate = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 1, .layer = 0, .act = VTR_CONV_ACT_RELU},
+        {.kind = VTR_CONV_OP_MAXPOOL, .src = 1, .dst = 2, .kernel = 3, .stride = 2,
+         .pad_begin = 1, .pad_end = 1},
+        {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 1, .act = VTR_CONV_ACT_RELU},
+        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 2, .layer = 2, .act = VTR_CONV_ACT_RELU, .accumulate = true},
         {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 4, .layer = 3},
-        {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 4, .relu = true},
-        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 4, .layer = 5, .relu = true, .accumulate = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 4, .act = VTR_CONV_ACT_RELU},
+        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 4, .layer = 5, .act = VTR_CONV_ACT_RELU, .accumulate = true},
     };
     net->n_ops = sizeof ops / sizeof ops[0];
     net->ops = malloc(sizeof ops);
@@ -163,18 +275,15 @@ static float *small_net_direct(const vtr_conv_net *net, const float *x, int n, i
     float *s4 = malloc((size_t)n * 36 * h3 * w3 * sizeof *s4);
     float *s3b = malloc((size_t)n * 36 * h3 * w3 * sizeof *s3b);
     float *s4b = malloc((size_t)n * 36 * h3 * w3 * sizeof *s4b);
-    float *out = malloc((size_t)n * 36 * h3 * w3 * sizeof *out);
-    direct_conv(x, n, 3, h, w, &net->layers[0], NULL, true, s1);
-    direct_maxpool(s1, n, 20, h1, w1, 3, 2, 1, s2);
-    direct_conv(s2, n, 20, h2, w2, &net->layers[1], NULL, true, s3);
-    direct_conv(s3, n, 20, h2, w2, &net->layers[2], s2, true, s2b);
-    direct_conv(s2b, n, 20, h2, w2, &net->layers[3], NULL, false, s4);
-    direct_conv(s2b, n, 20, h2, w2, &net->layers[4], NULL, true, s3b);
-    direct_conv(s3b, n, 36, h3, w3, &net->layers[5], s4, true, s4b);
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < 36; c++)
-            for (int p = 0; p < h3 * w3; p++)
-                out[((size_t)i * h3 * w3 + p) * 36 + c] = s4b[((size_t)i * 36 + c) * h3 * w3 + p];
+    const vtr_conv_act relu = VTR_CONV_ACT_RELU, none = VTR_CONV_ACT_NONE;
+    direct_conv(x, n, h, w, &net->layers[0], NULL, relu, s1);
+    direct_pool(s1, n, 20, h1, w1, true, 3, 2, 1, 1, s2);
+    direct_conv(s2, n, h2, w2, &net->layers[1], NULL, relu, s3);
+    direct_conv(s3, n, h2, w2, &net->layers[2], s2, relu, s2b);
+    direct_conv(s2b, n, h2, w2, &net->layers[3], NULL, none, s4);
+    direct_conv(s2b, n, h2, w2, &net->layers[4], NULL, relu, s3b);
+    direct_conv(s3b, n, h3, w3, &net->layers[5], s4, relu, s4b);
+    float *out = to_nhwc(s4b, n, 36, h3, w3);
     free(s1), free(s2), free(s3), free(s2b), free(s4), free(s3b), free(s4b);
     *oh_out = h3;
     *ow_out = w3;
@@ -204,7 +313,11 @@ TEST(conv_cpu_matches_direct_convolution)
         CHECK_OK(vtr_conv_cpu_run(cpu, x, n, h, w, got, &err));
         double e = rel_error(got, want, no);
         CHECK_MSG(e < 1e-5, "shape %zu: relative error %g", s, e);
-        free(x), free(want), free(got);
+        /* the op-by-op reference that the other tests use computes the same, bit for bit */
+        int roh, row;
+        float *ref = direct_net(&net, x, n, h, w, &roh, &row);
+        CHECK(roh == oh && row == ow && memcmp(ref, want, no * sizeof *ref) == 0);
+        free(x), free(want), free(got), free(ref);
     }
     /* too small for the stem: an error, and the engine still works afterwards */
     float one[3 * 4] = {0};
@@ -226,14 +339,14 @@ TEST(conv_cpu_accumulates_across_layouts)
     net.layers[0] = random_layer(&rng, 3, 3, 3, 1);
     net.ops = malloc(2 * sizeof *net.ops);
     net.ops[0] = (vtr_conv_op){.kind = VTR_CONV_OP_MAXPOOL, .src = 0, .dst = 2, .kernel = 3,
-                               .stride = 1, .padding = 1};
+                               .stride = 1, .pad_begin = 1, .pad_end = 1};
     net.ops[1] = (vtr_conv_op){.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 2, .layer = 0,
-                               .relu = true, .accumulate = true};
+                               .act = VTR_CONV_ACT_RELU, .accumulate = true};
     enum { N = 2, H = 9, W = 7 };
     float *x = random_floats(&rng, N * 3 * H * W, 1.0f);
     float pooled[N * 3 * H * W], want[N * 3 * H * W], got[N * 3 * H * W];
-    direct_maxpool(x, N, 3, H, W, 3, 1, 1, pooled);
-    direct_conv(x, N, 3, H, W, &net.layers[0], pooled, true, want);
+    direct_pool(x, N, 3, H, W, true, 3, 1, 1, 1, pooled);
+    direct_conv(x, N, H, W, &net.layers[0], pooled, VTR_CONV_ACT_RELU, want);
     vtr_conv_cpu *cpu = NULL;
     CHECK_OK(vtr_conv_cpu_new(&net, &cpu, &err));
     CHECK_OK(vtr_conv_cpu_run(cpu, x, N, H, W, got, &err));
@@ -289,7 +402,7 @@ TEST(fold_bn_equals_conv_then_batch_norm)
     }
     float *x = random_floats(&rng, (size_t)C * H * W, 1.0f);
     float conv[OC * H * W], folded[OC * H * W];
-    direct_conv(x, 1, C, H, W, &L, NULL, false, conv);
+    direct_conv(x, 1, H, W, &L, NULL, VTR_CONV_ACT_NONE, conv);
     for (int o = 0; o < OC; o++)
         for (int p = 0; p < H * W; p++) {
             float *v = &conv[o * H * W + p];
@@ -297,7 +410,7 @@ TEST(fold_bn_equals_conv_then_batch_norm)
         }
     CHECK_OK(vtr_conv_fold_bn(L.weight, L.bias, OC, (size_t)C * 9, gamma, beta, mean, var,
                               1e-5f, &err));
-    direct_conv(x, 1, C, H, W, &L, NULL, false, folded);
+    direct_conv(x, 1, H, W, &L, NULL, VTR_CONV_ACT_NONE, folded);
     CHECK(rel_error(folded, conv, OC * H * W) < 1e-6);
     var[2] = -1;
     CHECK_FAILS(vtr_conv_fold_bn(L.weight, L.bias, OC, (size_t)C * 9, gamma, beta, mean, var,

@@ -28,9 +28,9 @@ static double now(void)
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static int out_len(int n, int k, int s, int p)
+static int out_len(int n, int k, int s, int p0, int p1)
 {
-    return (n + 2 * p - k) / s + 1;
+    return (n + p0 + p1 - k) / s + 1;
 }
 
 /* GFLOP of the convolutions for one h x w image */
@@ -42,16 +42,21 @@ static double net_gflop(const vtr_conv_net *net, int h, int w)
     ww[0] = w;
     for (size_t i = 0; i < net->n_ops; i++) {
         const vtr_conv_op *op = &net->ops[i];
+        if (op->kind == VTR_CONV_OP_CONCAT) {
+            hh[op->dst] = hh[op->srcs[0]];
+            ww[op->dst] = ww[op->srcs[0]];
+            continue;
+        }
         int ih = hh[op->src], iw = ww[op->src];
         if (op->kind == VTR_CONV_OP_CONV) {
             const vtr_conv_layer *L = &net->layers[op->layer];
-            hh[op->dst] = out_len(ih, L->kernel, L->stride, L->padding);
-            ww[op->dst] = out_len(iw, L->kernel, L->stride, L->padding);
-            flop += 2.0 * L->out_channels * hh[op->dst] * ww[op->dst] * L->in_channels *
-                    L->kernel * L->kernel;
+            hh[op->dst] = out_len(ih, L->kernel_h, L->stride, L->pad_top, L->pad_bottom);
+            ww[op->dst] = out_len(iw, L->kernel_w, L->stride, L->pad_left, L->pad_right);
+            flop += 2.0 * L->out_channels * hh[op->dst] * ww[op->dst] * L->in_channels /
+                    L->groups * L->kernel_h * L->kernel_w;
         } else {
-            hh[op->dst] = out_len(ih, op->kernel, op->stride, op->padding);
-            ww[op->dst] = out_len(iw, op->kernel, op->stride, op->padding);
+            hh[op->dst] = out_len(ih, op->kernel, op->stride, op->pad_begin, op->pad_end);
+            ww[op->dst] = out_len(iw, op->kernel, op->stride, op->pad_begin, op->pad_end);
         }
     }
     free(hh);
@@ -89,11 +94,13 @@ static double conv_peak(void)
     vtr_rng_init(&rng, 9, 0);
     for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++) {
         int C = layers[l][0], OC = layers[l][1], K = layers[l][2], H = layers[l][3], N = 32;
-        vtr_conv_layer layer = {C, OC, K, 1, K / 2, malloc((size_t)OC * C * K * K * sizeof(float)),
+        vtr_conv_layer layer = {C, OC, 1, K, K, 1, K / 2, K / 2, K / 2, K / 2,
+                                malloc((size_t)OC * C * K * K * sizeof(float)),
                                 calloc((size_t)OC, sizeof(float))};
         for (size_t i = 0; i < (size_t)OC * C * K * K; i++)
             layer.weight[i] = 0.01f * vtr_rng_normal(&rng);
-        vtr_conv_op op = {.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 1, .layer = 0, .relu = true};
+        vtr_conv_op op = {.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 1, .layer = 0,
+                          .act = VTR_CONV_ACT_RELU};
         vtr_conv_net net = {C, 2, 1, OC, 1, 1, malloc(sizeof layer), malloc(sizeof op)};
         net.layers[0] = layer;
         net.ops[0] = op;
