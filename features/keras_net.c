@@ -193,7 +193,7 @@ static vtr_status alloc_slot(build *b, int *slot, vtr_error *err)
     int s = 1;
     while (s < b->cap_slots && b->busy[s])
         s++;
-    if (s == b->cap_slots) {
+    if (s >= b->cap_slots) {
         int cap = b->cap_slots ? 2 * b->cap_slots : 16;
         bool *busy = realloc(b->busy, (size_t)cap * sizeof *busy);
         if (!busy)
@@ -654,6 +654,7 @@ static vtr_status head(build *b, size_t i, const json_t *layer, vtr_error *err)
         !last->pad_end) {
         int oh, ow;
         net->out_slot = last->src;
+        net->out_channels = u->channels;
         vtr_conv_net_output_size(net, b->in_h, b->in_w, &oh, &ow);
         if (oh == last->kernel && ow == last->kernel) { /* the global average pool */
             out = last->src;
