@@ -27,13 +27,19 @@
 #
 # VTR_DEMO_CLIPS sets the number of clips (default 300), VTR_DEMO_DIR the output
 # directory (default demo-out/), VTR_DEMO_SEED the seed of the archive and the backbone
-# (default 1), VTR_DEMO_EPOCHS the training epochs (default: the configs', 36).
+# (default 1), VTR_DEMO_EPOCHS the training epochs (default: the configs', 36),
+# VTR_DEMO_MODELS the models trained (default all five, "vsepp vse-inf hgr hgr-inf set";
+# vse-inf must be one: stages 6-8 use it; stage 6 shows the trained ones, stages 9 and 10
+# run only with theirs, hgr-inf and set).
 set -eu
 cd "$(dirname "$0")/.."
 PATH=$(pwd)/bin:$PATH
 out=${VTR_DEMO_DIR:-demo-out}
 clips=${VTR_DEMO_CLIPS:-300}
 seed=${VTR_DEMO_SEED:-1}
+models=${VTR_DEMO_MODELS:-vsepp vse-inf hgr hgr-inf set}
+trained() { case " $models " in *" $1 "*) ;; *) return 1 ;; esac; }
+trained vse-inf || { echo "demo: VTR_DEMO_MODELS ($models) must name vse-inf" >&2; exit 1; }
 rm -rf "$out"
 mkdir -p "$out"
 a=$out/archive
@@ -76,7 +82,6 @@ stage "5. vtr-train: VSE++ (mean pooling), VSE∞ (GPO), HGR and HGR∞ (role gr
 # two). Each run's log goes to its file; its summary is shown when all are done.
 data="--set data.catalog=$out/vtr.db --set data.features=$out/store"
 [ -z "${VTR_DEMO_EPOCHS:-}" ] || data="$data --set train.epochs=$VTR_DEMO_EPOCHS"
-models="vsepp vse-inf hgr hgr-inf set"
 pids=
 for m in $models; do
     # shellcheck disable=SC2086
@@ -113,7 +118,8 @@ recalls() { # file direction -> "r1 r5 r10"
     metrics "$1" | sed -n "s/.*\"$2\":{\"r1\":\([^,]*\),\"r5\":\([^,]*\),\"r10\":\([^,]*\),.*/\1 \2 \3/p"
 }
 rsum() { metrics "$1" | sed -n 's/.*"rsum":\([-0-9.e+]*\).*/\1/p'; }
-row() { # label-bytes label model
+row() { # label-bytes label model (nothing for a model not trained)
+    trained "$3" || return 0
     echo "$1 $2 $(recalls "$out/eval-$3.json" v2t) $(recalls "$out/eval-$3.json" t2v) $(rsum "$out/eval-$3.json")"
 }
 items=$(sed -n 's/.*"items":\([0-9]*\).*/\1/p' "$out/eval-vse-inf.json")
@@ -182,17 +188,21 @@ for q in "a red circle" "a small green triangle appears briefly" "a blue star mo
 done
 rm -f "$out/search.txt"
 
-stage "9. vtr-index + vtr-search with HGR∞: the fused score of three levels"
-index hgr-inf "$out/index-hgr"
-q=$(first_caption video1)
-echo "a caption with its role graph (the graph vtr-synth wrote for it), then the same text"
-echo "without one (only the global level can match it):"
-vtr-search "$q" --index "$out/index-hgr" --graphs "$a/sent2rolegraph.augment.json" -k 5
-echo
-vtr-search "$q" --index "$out/index-hgr" -k 5
+if trained hgr-inf; then
+    stage "9. vtr-index + vtr-search with HGR∞: the fused score of three levels"
+    index hgr-inf "$out/index-hgr"
+    q=$(first_caption video1)
+    echo "a caption with its role graph (the graph vtr-synth wrote for it), then the same text"
+    echo "without one (only the global level can match it):"
+    vtr-search "$q" --index "$out/index-hgr" --graphs "$a/sent2rolegraph.augment.json" -k 5
+    echo
+    vtr-search "$q" --index "$out/index-hgr" -k 5
+fi
 
-stage "10. vtr-index + vtr-search with set embeddings: 4 vectors per clip, smooth-Chamfer"
-index set "$out/index-set"
-vtr-search "a red circle" --index "$out/index-set" -k 5
+if trained set; then
+    stage "10. vtr-index + vtr-search with set embeddings: 4 vectors per clip, smooth-Chamfer"
+    index set "$out/index-set"
+    vtr-search "a red circle" --index "$out/index-set" -k 5
+fi
 
 echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"

@@ -406,6 +406,88 @@ TEST(synth_scene_archive_decodes_and_imports)
     vtr_catalog_close(cat);
 }
 
+/* json's string at key, or NULL */
+static const char *json_str(const json_t *json, const char *key)
+{
+    return json_string_value(json_object_get(json, key));
+}
+
+TEST(synth_scene_archive_says_what_each_clip_shows)
+{
+    const char *dir = test_path("scene-truth");
+    CHECK_EQ_INT(test_run("rm -rf '%s' && mkdir -p '%s'", dir, dir), 0);
+    vtr_scene_archive_options o;
+    vtr_scene_archive_defaults(&o);
+    o.clips = 12;
+    o.seed = 3;
+    o.width = o.height = 32;
+    o.frames = 16;
+    /* an older, longer scenes.json is replaced whole */
+    CHECK_EQ_INT(test_run("yes old | head -c 100000 >'%s/scenes.json'", dir), 0);
+    vtr_error err;
+    av_log_set_level(AV_LOG_QUIET);
+    CHECK_OK(vtr_scene_archive_write(dir, &o, NULL, NULL, &err));
+    json_error_t jerr;
+    json_t *truth = json_load_file(test_path("scene-truth/scenes.json"), 0, &jerr);
+    CHECK_MSG(truth, "scenes.json: %s", jerr.text);
+    const json_t *names = json_object_get(truth, "names");
+    for (int c = 0; c < VTR_SCENE_COLOURS; c++)
+        CHECK_STR(json_string_value(json_array_get(json_object_get(names, "colours"), (size_t)c)),
+                  vtr_scene_colour_name[c]);
+    CHECK_EQ_INT(json_array_size(json_object_get(names, "shapes")), VTR_SCENE_SHAPES);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(names, "motions"), 1)), "left");
+    CHECK_STR(json_string_value(json_array_get(json_object_get(names, "backgrounds"), 2)),
+              "noise");
+    const json_t *clips = json_object_get(truth, "clips");
+    CHECK_EQ_INT(json_array_size(clips), o.clips);
+    int pairs = 0, briefs = 0, gradients = 0;
+    for (int i = 0; i < o.clips; i++) {
+        vtr_scene s;
+        vtr_scene_generate(o.seed, (uint64_t)i, o.width, o.height, o.frames, &s);
+        const json_t *clip = json_array_get(clips, (size_t)i);
+        char id[32];
+        snprintf(id, sizeof id, "video%d", i);
+        CHECK_STR(json_str(clip, "video_id"), id);
+        const json_t *bg = json_object_get(clip, "background");
+        CHECK_STR(json_str(bg, "kind"), vtr_scene_background_name[s.background]);
+        CHECK_STR(json_str(bg, "colour"), vtr_scene_colour_name[s.colour]);
+        if (s.background == VTR_SCENE_GRADIENT)
+            CHECK_STR(json_str(bg, "colour2"), vtr_scene_colour_name[s.colour2]);
+        else
+            CHECK(!json_object_get(bg, "colour2"));
+        gradients += s.background == VTR_SCENE_GRADIENT;
+        const json_t *objects = json_object_get(clip, "objects");
+        CHECK_EQ_INT(json_array_size(objects), s.n_objects);
+        pairs += s.n_objects == 2;
+        for (int k = 0; k < s.n_objects; k++) {
+            const json_t *ob = json_array_get(objects, (size_t)k);
+            const vtr_scene_object *want = &s.objects[k];
+            CHECK_STR(json_str(ob, "shape"), vtr_scene_shape_name[want->shape]);
+            CHECK_STR(json_str(ob, "colour"), vtr_scene_colour_name[want->colour]);
+            CHECK_STR(json_str(ob, "size"), vtr_scene_size_name[want->size]);
+            CHECK_STR(json_str(ob, "motion"), vtr_scene_motion_name[want->motion]);
+            CHECK(json_is_boolean(json_object_get(ob, "brief")) &&
+                  json_is_true(json_object_get(ob, "brief")) == want->brief);
+            CHECK_EQ_INT(json_integer_value(json_object_get(ob, "first_frame")),
+                         want->first_frame);
+            CHECK_EQ_INT(json_integer_value(json_object_get(ob, "last_frame")),
+                         want->last_frame);
+            briefs += want->brief;
+        }
+    }
+    CHECK(pairs > 0 && briefs > 0 && gradients > 0); /* these 12 clips cover every case */
+    json_decref(truth);
+    /* atomic: no temporary file stays; when it cannot be written (a directory in its
+     * place) the write fails and no annotation file appears */
+    CHECK_EQ_INT(test_run("ls '%s' | grep -q tmp", dir), 1);
+    CHECK_EQ_INT(test_run("rm -rf '%s'/* && mkdir '%s/scenes.json'", dir, dir), 0);
+    vtr_error_clear(&err);
+    CHECK(vtr_scene_archive_write(dir, &o, NULL, NULL, &err) != VTR_OK);
+    CHECK(strstr(err.msg, "scenes.json"));
+    CHECK_EQ_INT(test_run("test -e '%s/videodatainfo.json'", dir), 1);
+    CHECK_EQ_INT(test_run("ls '%s' | grep -q tmp", dir), 1);
+}
+
 TEST(backbone_init_torchvision_statistics_and_loads)
 {
     const char *p1 = test_path("r18-a.safetensors"), *p2 = test_path("r18-b.safetensors");

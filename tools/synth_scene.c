@@ -20,6 +20,10 @@ const uint8_t vtr_scene_colour_rgb[VTR_SCENE_COLOURS][3] = {
 const char *const vtr_scene_shape_name[VTR_SCENE_SHAPES] = {"circle", "square", "triangle",
                                                              "star", "diamond"};
 const char *const vtr_scene_size_name[VTR_SCENE_SIZES] = {"small", "medium", "large"};
+const char *const vtr_scene_motion_name[VTR_SCENE_MOTIONS] = {"still", "left", "right", "up",
+                                                              "down"};
+const char *const vtr_scene_background_name[VTR_SCENE_BACKGROUNDS] = {"plain", "gradient",
+                                                                      "noise"};
 
 /* radius as a fraction of the height, per size */
 static const float size_radius[VTR_SCENE_SIZES] = {0.09f, 0.15f, 0.23f};
@@ -654,6 +658,60 @@ static vtr_status save_json(const char *path, const json_t *root, vtr_error *err
     return vtr_atomic_commit(&file, err);
 }
 
+/* save_json() of root into the file `name` in the directory of `path`. */
+static vtr_status save_json_beside(const char *path, const char *name, const json_t *root,
+                                   vtr_error *err)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    char *beside = malloc(dir_len + strlen(name) + 1);
+    if (!beside)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    memcpy(beside, path, dir_len);
+    strcpy(beside + dir_len, name);
+    vtr_status st = save_json(beside, root, err);
+    free(beside);
+    return st;
+}
+
+/* The names of vtr_scene_*_name as a JSON array. */
+static json_t *name_array(const char *const *names, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_string(names[i]))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* What clip `id` shows (VTR_SCENE_TRUTH's "clips" entry), or NULL when out of memory. */
+static json_t *scene_truth(const char *id, const vtr_scene *s)
+{
+    json_t *objects = json_array();
+    json_t *clip = json_pack(
+        "{s:s, s:{s:s, s:s, s:s*}, s:o}", "video_id", id, "background", "kind",
+        vtr_scene_background_name[s->background], "colour", vtr_scene_colour_name[s->colour],
+        "colour2", s->colour2 >= 0 ? vtr_scene_colour_name[s->colour2] : NULL, "objects",
+        objects);
+    for (int i = 0; clip && i < s->n_objects; i++) {
+        const vtr_scene_object *o = &s->objects[i];
+        if (json_array_append_new(
+                objects, json_pack("{s:s, s:s, s:s, s:s, s:b, s:i, s:i}", "shape",
+                                   vtr_scene_shape_name[o->shape], "colour",
+                                   vtr_scene_colour_name[o->colour], "size",
+                                   vtr_scene_size_name[o->size], "motion",
+                                   vtr_scene_motion_name[o->motion], "brief", o->brief,
+                                   "first_frame", o->first_frame, "last_frame",
+                                   o->last_frame))) {
+            json_decref(clip);
+            return NULL;
+        }
+    }
+    return clip;
+}
+
 vtr_status vtr_scene_archive_write(const char *dir, const vtr_scene_archive_options *o,
                                    vtr_scene_progress_fn progress, void *ctx, vtr_error *err)
 {
@@ -672,8 +730,16 @@ vtr_status vtr_scene_archive_write(const char *dir, const vtr_scene_archive_opti
     vtr_status st = VTR_OK;
     char *path = NULL;
     json_t *root = json_object(), *videos = json_array(), *sentences = json_array();
-    json_t *graphs = json_object();
-    if (!root || !videos || !sentences || !graphs || json_object_set(root, "videos", videos) ||
+    json_t *graphs = json_object(), *clips = json_array();
+    json_t *truth = json_pack(
+        "{s:{s:o, s:o, s:o, s:o, s:o}, s:O}", "names", "colours",
+        name_array(vtr_scene_colour_name, VTR_SCENE_COLOURS), "shapes",
+        name_array(vtr_scene_shape_name, VTR_SCENE_SHAPES), "sizes",
+        name_array(vtr_scene_size_name, VTR_SCENE_SIZES), "motions",
+        name_array(vtr_scene_motion_name, VTR_SCENE_MOTIONS), "backgrounds",
+        name_array(vtr_scene_background_name, VTR_SCENE_BACKGROUNDS), "clips", clips);
+    if (!root || !videos || !sentences || !graphs || !truth ||
+        json_object_set(root, "videos", videos) ||
         json_object_set(root, "sentences", sentences)) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
@@ -703,7 +769,8 @@ vtr_status vtr_scene_archive_write(const char *dir, const vtr_scene_archive_opti
             goto end;
         const char *split = i < n_train ? "train" : i < n_train + n_val ? "validate" : "test";
         if (json_array_append_new(videos, json_pack("{s:s, s:s, s:i}", "video_id", id,
-                                                    "split", split, "id", i))) {
+                                                    "split", split, "id", i)) ||
+            json_array_append_new(clips, scene_truth(id, &scene))) {
             st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
             goto end;
         }
@@ -730,21 +797,15 @@ vtr_status vtr_scene_archive_write(const char *dir, const vtr_scene_archive_opti
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
     }
-    /* the role graphs first: no annotation file without them */
-    const char *slash = strrchr(path, '/');
-    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-    char *graphs_path = malloc(dir_len + sizeof VTR_SCENE_ROLE_GRAPHS);
-    if (!graphs_path) {
-        st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        goto end;
-    }
-    memcpy(graphs_path, path, dir_len);
-    memcpy(graphs_path + dir_len, VTR_SCENE_ROLE_GRAPHS, sizeof VTR_SCENE_ROLE_GRAPHS);
-    st = save_json(graphs_path, graphs, err);
-    free(graphs_path);
+    /* the role graphs and what the clips show first: no annotation file without them */
+    st = save_json_beside(path, VTR_SCENE_ROLE_GRAPHS, graphs, err);
+    if (st == VTR_OK)
+        st = save_json_beside(path, VTR_SCENE_TRUTH, truth, err);
     if (st == VTR_OK)
         st = save_json(path, root, err);
 end:
+    json_decref(truth);
+    json_decref(clips);
     json_decref(graphs);
     free(path);
     json_decref(videos);

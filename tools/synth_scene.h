@@ -18,7 +18,8 @@
  * [{"video_id", "caption", "sen_id"}]}, splits train / validate / test; and beside it
  * the role graph of every caption (sent2rolegraph.augment.json, the layout of HGR's
  * release), built from what the generator knows of the caption (its verbs, the shape's
- * noun phrase, adverbs, the background), so that HGR can train on the demo archive.
+ * noun phrase, adverbs, the background), so that HGR can train on the demo archive; and
+ * what every clip shows (scenes.json), so that searches of the archive can be scored.
  */
 #ifndef VTR_SYNTH_SCENE_H
 #define VTR_SYNTH_SCENE_H
@@ -31,7 +32,13 @@
 
 #include "lib/error.h"
 
-enum { VTR_SCENE_SHAPES = 5, VTR_SCENE_COLOURS = 8, VTR_SCENE_SIZES = 3 };
+enum {
+    VTR_SCENE_SHAPES = 5,
+    VTR_SCENE_COLOURS = 8,
+    VTR_SCENE_SIZES = 3,
+    VTR_SCENE_MOTIONS = 5,
+    VTR_SCENE_BACKGROUNDS = 3,
+};
 
 typedef enum vtr_scene_motion {
     VTR_SCENE_STILL,
@@ -68,11 +75,14 @@ typedef struct vtr_scene {
 } vtr_scene;
 
 /* Names and colours of the palette and shapes ("red", "circle", ...); size names are
- * "small", "medium", "large". */
+ * "small", "medium", "large"; motions (by vtr_scene_motion) "still", "left", "right",
+ * "up", "down"; backgrounds (by vtr_scene_background) "plain", "gradient", "noise". */
 extern const char *const vtr_scene_colour_name[VTR_SCENE_COLOURS];
 extern const uint8_t vtr_scene_colour_rgb[VTR_SCENE_COLOURS][3];
 extern const char *const vtr_scene_shape_name[VTR_SCENE_SHAPES];
 extern const char *const vtr_scene_size_name[VTR_SCENE_SIZES];
+extern const char *const vtr_scene_motion_name[VTR_SCENE_MOTIONS];
+extern const char *const vtr_scene_background_name[VTR_SCENE_BACKGROUNDS];
 
 /* Draws scene `index` of `seed`: width x height pixels (>= 32 each), `frames` frames
  * (>= 16). Objects never overlap, stay inside the picture, and differ in colour from the
@@ -144,6 +154,20 @@ json_t *vtr_scene_role_graph(const char *caption, const vtr_scene_caption_parse 
 /* The name of the role graph file beside the annotations. */
 #define VTR_SCENE_ROLE_GRAPHS "sent2rolegraph.augment.json"
 
+/* The name of the file beside the annotations that says what every clip shows (the
+ * ground truth for measuring searches), from the vtr_scene each was drawn from:
+ *   {"names": {"colours": [...], "shapes": [...], "sizes": [...], "motions": [...],
+ *              "backgrounds": [...]}        (vtr_scene_*_name: the generator's vocabulary)
+ *    "clips": [{"video_id": "video0",
+ *               "background": {"kind": "plain" | "gradient" | "noise", "colour": NAME,
+ *                              "colour2": NAME (gradient only, the bottom colour)},
+ *               "objects": [{"shape", "colour", "size": "small" | "medium" | "large",
+ *                            "motion": "still" | "left" | "right" | "up" | "down",
+ *                            "brief": true | false, "first_frame": F, "last_frame": L}]}]}
+ * clips in video_id order, objects in vtr_scene order (object 1, the lower, drawn over
+ * object 0); frames count from 0, both ends visible. */
+#define VTR_SCENE_TRUTH "scenes.json"
+
 typedef struct vtr_scene_archive_options {
     int clips;              /* number of clips */
     uint64_t seed;
@@ -164,10 +188,12 @@ typedef void (*vtr_scene_progress_fn)(void *ctx, int done, int total);
 
 /* Writes DIR/video{i}.mp4 for i = 0 .. clips-1 (H.264, yuv420p), DIR/<annotations> and,
  * beside it, sent2rolegraph.augment.json {caption: [nodes, edges]} with the role graph
- * of every caption (vtr_scene_role_graph; `vtr-import msrvtt` stores them):
+ * of every caption (vtr_scene_role_graph; `vtr-import msrvtt` stores them) and
+ * scenes.json (VTR_SCENE_TRUTH: what every clip shows):
  * clips train first, then validate, then test (the MSR-VTT order). DIR must exist. Every
  * file is written atomically; on failure (VTR_ERR_INVALID for bad options, VTR_ERR_IO,
- * VTR_ERR_CODEC) the clips written so far stay and no annotation file is written. */
+ * VTR_ERR_CODEC, VTR_ERR_NOMEM) the clips written so far stay and no annotation file is
+ * written. */
 vtr_status vtr_scene_archive_write(const char *dir, const vtr_scene_archive_options *o,
                                    vtr_scene_progress_fn progress, void *ctx, vtr_error *err);
 
