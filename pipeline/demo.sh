@@ -9,8 +9,11 @@
 #      into a catalog;
 #   3. vtr-decode samples 10 frames per clip (the truncated file is reported and
 #      skipped, the rest finish: exit status 2);
-#   4. vtr-backbone-init writes an UNTRAINED ResNet-18 (torchvision's random init, seeded;
-#      nothing is downloaded) and vtr-features turns the frames into a feature store;
+#   4. the backbone: MobileNetV2 pretrained (nsfwjs's, ImageNet-initialised then
+#      fine-tuned; pipeline/nsfwjs.sh fetches it from npm once into .cache/nsfwjs, and
+#      vtr-backbone-init --tfjs converts it), or, where npm cannot fetch it, an UNTRAINED
+#      ResNet-18 (vtr-backbone-init: torchvision's random init, seeded), said plainly;
+#      vtr-features turns the frames into a feature store;
 #   5. vtr-train trains VSE++ (mean pooling), VSE∞ (GPO), HGR (role graphs, attention
 #      pooling), HGR∞ (role graphs, GPO) and set embeddings (K = 4 vectors per clip and
 #      caption, smooth-Chamfer similarity) (configs/demo-*.yaml), the five at once;
@@ -28,6 +31,9 @@
 # VTR_DEMO_CLIPS sets the number of clips (default 300), VTR_DEMO_DIR the output
 # directory (default demo-out/), VTR_DEMO_SEED the seed of the archive and the backbone
 # (default 1), VTR_DEMO_EPOCHS the training epochs (default: the configs', 36),
+# VTR_DEMO_BACKBONE mobilenet_v2 (default; the untrained ResNet-18 when it cannot be
+# fetched) or random (the untrained ResNet-18 without trying), VTR_NSFWJS_DIR where the
+# nsfwjs models are kept (default .cache/nsfwjs),
 # VTR_DEMO_MODELS the models trained (default all five, "vsepp vse-inf hgr hgr-inf set";
 # vse-inf must be one: stages 6-8 use it; stage 6 shows the trained ones, stages 9 and 10
 # run only with theirs, hgr-inf and set).
@@ -67,20 +73,44 @@ set -e
 echo "vtr-decode exit status: $status (2 = some items failed, the others were written)"
 [ "$status" -eq 2 ] || { echo "demo: expected exit status 2 for the broken file" >&2; exit 1; }
 
-stage "4. vtr-backbone-init + vtr-features: ResNet-18 features into a feature store"
-echo "NOTE: the backbone is NOT a pretrained network. No weights can be downloaded here, so"
-echo "      vtr-backbone-init writes a ResNet-18 with torchvision's random initialisation"
-echo "      (seeded). Its features are fixed random projections of the pixels: the numbers"
-echo "      below show that the pipeline learns, not what a real model reaches."
-vtr-backbone-init -a resnet18 --seed "$seed" -o "$out/resnet18-random.safetensors"
-vtr-features -w "$out/resnet18-random.safetensors" -a resnet18 --resize 0 --crop 0 \
-    --store "$out/store" "$out/frames.vtr"
+stage "4. the backbone + vtr-features: frame features into a feature store"
+backbone=${VTR_DEMO_BACKBONE:-mobilenet_v2}
+nsfwjs=${VTR_NSFWJS_DIR:-.cache/nsfwjs}
+case $backbone in
+mobilenet_v2)
+    if sh pipeline/nsfwjs.sh "$nsfwjs"; then
+        vtr-backbone-init --tfjs "$nsfwjs/mobilenet_v2/model.json" -o "$out/backbone.safetensors"
+        echo "The backbone is MobileNetV2 as the npm package nsfwjs ships it (MIT): initialised"
+        echo "from ImageNet, then fine-tuned to sort photos into five classes; 1280-d features"
+        echo "of the map before its classifier. A real pretrained CNN, but not a model of"
+        echo "real-world captions: the models below learn this archive's words from 200 clips."
+    else
+        echo "NOTE: nsfwjs's MobileNetV2 could not be fetched (above); falling back to an"
+        echo "      untrained ResNet-18 (VTR_DEMO_BACKBONE=random)."
+        backbone=random
+    fi
+    ;;
+random) ;;
+*) echo "demo: VTR_DEMO_BACKBONE is mobilenet_v2 or random, not '$backbone'" >&2; exit 1 ;;
+esac
+if [ "$backbone" = random ]; then
+    echo "NOTE: the backbone is NOT a pretrained network. vtr-backbone-init writes a ResNet-18"
+    echo "      with torchvision's random initialisation (seeded). Its features are fixed"
+    echo "      random projections of the pixels: the numbers below show that the pipeline"
+    echo "      learns, not what a real model reaches."
+    vtr-backbone-init -a resnet18 --seed "$seed" -o "$out/backbone.safetensors"
+fi
+# the clips' 128x96 frames as they are (no resize, no crop), for both backbones
+pre="--resize 0 --crop 0"
+# shellcheck disable=SC2086
+vtr-features -w "$out/backbone.safetensors" $pre --store "$out/store" "$out/frames.vtr"
+dim=$(sed -n 's/^  "dim": \([0-9]*\).*/\1/p' "$out/store/meta.json") # the top-level "dim"
 
 stage "5. vtr-train: VSE++ (mean pooling), VSE∞ (GPO), HGR and HGR∞ (role graphs; attention, GPO), sets"
 # The five runs at once, one thread each: models this small are slower with more threads
 # on a busy machine (6 epochs of VSE∞ on 2 shared cores: 9.6 s with one thread, 31 s with
 # two). Each run's log goes to its file; its summary is shown when all are done.
-data="--set data.catalog=$out/vtr.db --set data.features=$out/store"
+data="--set data.catalog=$out/vtr.db --set data.features=$out/store --set model.feature_dim=$dim"
 [ -z "${VTR_DEMO_EPOCHS:-}" ] || data="$data --set train.epochs=$VTR_DEMO_EPOCHS"
 pids=
 for m in $models; do
@@ -152,16 +182,19 @@ BEGIN {
 { printf "%-" $1 "s %7.1f %7.1f %7.1f   %7.1f %7.1f %7.1f   %7.1f\n", $2 " " $3, $4, $5, $6, $7, $8, $9, $10 }
 END { print chance }'
 echo
-echo "(untrained random ResNet-18 features: these numbers show that training works on this"
-echo " toy archive, not what the five models reach with a pretrained backbone)"
+if [ "$backbone" = random ]; then
+    echo "(untrained random ResNet-18 features: these numbers show that training works on this"
+    echo " toy archive, not what the five models reach with a pretrained backbone)"
+fi
 
 stage "7. vtr-index: the archive, with the VSE∞ model, for text search"
 # index MODEL DIR [STATUS]: the archive with run MODEL's best checkpoint into DIR; the exit
 # status must be STATUS (2: the broken file failed, the others were indexed)
 index() {
     set +e
+    # shellcheck disable=SC2086
     vtr-index "$a" --model "$out/runs/$1/best.safetensors" --index "$2" \
-        -w "$out/resnet18-random.safetensors" -a resnet18 --frames 10 --resize 0 --crop 0
+        -w "$out/backbone.safetensors" --frames 10 $pre
     status=$?
     set -e
     echo "vtr-index exit status: $status"
