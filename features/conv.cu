@@ -276,12 +276,13 @@ static vtr_status plan_pool(const vtr_conv_op *op, size_t i, op_plan *p, vtr_err
     if (op->pad_begin != op->pad_end)
         return vtr_fail(err, VTR_ERR_UNSUPPORTED, "conv net op %zu: pooling padding %d before, "
                         "%d after (cuDNN pads both sides alike)", i, op->pad_begin, op->pad_end);
+    cudnnPoolingMode_t mode = op->kind == VTR_CONV_OP_MAXPOOL
+                                  ? CUDNN_POOLING_MAX
+                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     CUDNN_TRY(cudnnCreatePoolingDescriptor(&p->pool), "pooling");
-    CUDNN_TRY(cudnnSetPooling2dDescriptor(p->pool, op->kind == VTR_CONV_OP_MAXPOOL
-                                                       ? CUDNN_POOLING_MAX
-                                                       : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
-                                          CUDNN_NOT_PROPAGATE_NAN, op->kernel, op->kernel,
-                                          op->pad_begin, op->pad_begin, op->stride, op->stride),
+    CUDNN_TRY(cudnnSetPooling2dDescriptor(p->pool, mode, CUDNN_NOT_PROPAGATE_NAN, op->kernel,
+                                          op->kernel, op->pad_begin, op->pad_begin, op->stride,
+                                          op->stride),
               "pooling");
 end:
     return st;

@@ -162,17 +162,18 @@ static float *direct_net(const vtr_conv_net *net, const float *x, int n, int h, 
         direct_slot in = slots[op->kind == VTR_CONV_OP_CONCAT ? op->srcs[0] : op->src], out;
         if (op->kind == VTR_CONV_OP_CONV) {
             const vtr_conv_layer *L = &net->layers[op->layer];
+            int s = L->stride;
             out = (direct_slot){NULL, L->out_channels,
-                                window_len(in.h, L->kernel_h, L->stride, L->pad_top, L->pad_bottom),
-                                window_len(in.w, L->kernel_w, L->stride, L->pad_left, L->pad_right)};
+                                window_len(in.h, L->kernel_h, s, L->pad_top, L->pad_bottom),
+                                window_len(in.w, L->kernel_w, s, L->pad_left, L->pad_right)};
         } else if (op->kind == VTR_CONV_OP_CONCAT) {
             out = (direct_slot){NULL, 0, in.h, in.w};
             for (int k = 0; k < op->n_srcs; k++)
                 out.c += slots[op->srcs[k]].c;
         } else {
-            out = (direct_slot){NULL, in.c,
-                                window_len(in.h, op->kernel, op->stride, op->pad_begin, op->pad_end),
-                                window_len(in.w, op->kernel, op->stride, op->pad_begin, op->pad_end)};
+            int k = op->kernel, s = op->stride, p0 = op->pad_begin, p1 = op->pad_end;
+            out = (direct_slot){NULL, in.c, window_len(in.h, k, s, p0, p1),
+                                window_len(in.w, k, s, p0, p1)};
         }
         CHECK((out.data = malloc((size_t)n * out.c * out.h * out.w * sizeof *out.data)));
         if (op->kind == VTR_CONV_OP_CONV) {
@@ -187,8 +188,8 @@ static float *direct_net(const vtr_conv_net *net, const float *x, int n, int h, 
             }
             direct_concat(xs, cs, op->n_srcs, n, in.h, in.w, out.data);
         } else {
-            direct_pool(in.data, n, in.c, in.h, in.w, op->kind == VTR_CONV_OP_MAXPOOL, op->kernel,
-                        op->stride, op->pad_begin, op->pad_end, out.data);
+            direct_pool(in.data, n, in.c, in.h, in.w, op->kind == VTR_CONV_OP_MAXPOOL,
+                        op->kernel, op->stride, op->pad_begin, op->pad_end, out.data);
         }
         free(slots[op->dst].data);
         slots[op->dst] = out;
@@ -211,6 +212,12 @@ static vtr_conv_layer random_conv(vtr_rng *rng, int c, int oc, int groups, int k
     return (vtr_conv_layer){c, oc, groups, kh, kw, stride, top, left, bottom, right,
                             random_floats(rng, (size_t)oc * fan_in, sqrtf(2.0f / fan_in)),
                             random_floats(rng, (size_t)oc, 0.1f)};
+}
+
+/* a dense 1x1 conv, stride 1 */
+static vtr_conv_layer random_pointwise(vtr_rng *rng, int c, int oc)
+{
+    return random_conv(rng, c, oc, 1, 1, 1, 1, 0, 0, 0, 0);
 }
 
 /* a dense K x K conv padded K/2 all round, as in the ResNets */
@@ -251,10 +258,12 @@ static void small_net(vtr_rng *rng, vtr_conv_net *net)
         {.kind = VTR_CONV_OP_MAXPOOL, .src = 1, .dst = 2, .kernel = 3, .stride = 2,
          .pad_begin = 1, .pad_end = 1},
         {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 1, .act = VTR_CONV_ACT_RELU},
-        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 2, .layer = 2, .act = VTR_CONV_ACT_RELU, .accumulate = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 2, .layer = 2, .act = VTR_CONV_ACT_RELU,
+         .accumulate = true},
         {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 4, .layer = 3},
         {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 4, .act = VTR_CONV_ACT_RELU},
-        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 4, .layer = 5, .act = VTR_CONV_ACT_RELU, .accumulate = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 4, .layer = 5, .act = VTR_CONV_ACT_RELU,
+         .accumulate = true},
     };
     net->n_ops = sizeof ops / sizeof ops[0];
     net->ops = malloc(sizeof ops);
@@ -459,7 +468,8 @@ static void maxpool_asymmetric_net(vtr_rng *rng, vtr_conv_net *net)
 {
     (void)rng;
     vtr_conv_op ops[2] = {
-        {.kind = VTR_CONV_OP_MAXPOOL, .src = 0, .dst = 1, .kernel = 2, .stride = 2, .pad_end = 1},
+        {.kind = VTR_CONV_OP_MAXPOOL, .src = 0, .dst = 1, .kernel = 2, .stride = 2,
+         .pad_end = 1},
         {.kind = VTR_CONV_OP_MAXPOOL, .src = 1, .dst = 2, .kernel = 3, .stride = 1,
          .pad_begin = 2},
     };
@@ -481,7 +491,8 @@ static void concat_net(vtr_rng *rng, vtr_conv_net *net)
         {.kind = VTR_CONV_OP_AVGPOOL, .src = 0, .dst = 2, .kernel = 3, .stride = 1,
          .pad_begin = 1, .pad_end = 1},
         CONV(0, 3, 1, NONE),
-        {.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 3, .layer = 2, .act = VTR_CONV_ACT_RELU, .accumulate = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 3, .layer = 2, .act = VTR_CONV_ACT_RELU,
+         .accumulate = true},
         {.kind = VTR_CONV_OP_CONCAT, .dst = 4, .n_srcs = 4, .srcs = {1, 2, 3, 0}},
         CONV(4, 5, 3, RELU),
     };
@@ -501,10 +512,10 @@ static void inception_net(vtr_rng *rng, vtr_conv_net *net)
 {
     vtr_conv_layer L[6] = {
         random_conv(rng, 3, 16, 1, 3, 3, 2, 0, 0, 0, 0),
-        random_conv(rng, 16, 8, 1, 1, 1, 1, 0, 0, 0, 0),
+        random_pointwise(rng, 16, 8),
         random_conv(rng, 16, 6, 1, 1, 7, 1, 0, 3, 0, 3),
         random_conv(rng, 6, 10, 1, 7, 1, 1, 3, 0, 3, 0),
-        random_conv(rng, 16, 5, 1, 1, 1, 1, 0, 0, 0, 0),
+        random_pointwise(rng, 16, 5),
         random_conv(rng, 23, 12, 1, 3, 3, 2, 0, 0, 0, 0),
     };
     vtr_conv_op ops[10] = {
@@ -534,13 +545,13 @@ static void mobilenet_net(vtr_rng *rng, vtr_conv_net *net)
 {
     vtr_conv_layer L[8] = {
         random_conv(rng, 3, 8, 1, 3, 3, 2, 0, 0, 1, 1),
-        random_conv(rng, 8, 48, 1, 1, 1, 1, 0, 0, 0, 0),
+        random_pointwise(rng, 8, 48),
         random_conv(rng, 48, 48, 48, 3, 3, 1, 1, 1, 1, 1),
-        random_conv(rng, 48, 8, 1, 1, 1, 1, 0, 0, 0, 0),
-        random_conv(rng, 8, 24, 1, 1, 1, 1, 0, 0, 0, 0),
+        random_pointwise(rng, 48, 8),
+        random_pointwise(rng, 8, 24),
         random_conv(rng, 24, 24, 24, 3, 3, 2, 0, 0, 1, 1),
-        random_conv(rng, 24, 12, 1, 1, 1, 1, 0, 0, 0, 0),
-        random_conv(rng, 12, 20, 1, 1, 1, 1, 0, 0, 0, 0),
+        random_pointwise(rng, 24, 12),
+        random_pointwise(rng, 12, 20),
     };
     vtr_conv_op ops[8] = {
         CONV(0, 1, 0, RELU6),
@@ -561,8 +572,8 @@ typedef void (*net_builder)(vtr_rng *rng, vtr_conv_net *net);
  * of 17x23 images, 2 of 16x22 (where the padding after a stride-2 window is read), 3 of
  * 17x23 (each a new plan): the same output size, relative error < 1e-5. Returns the last
  * batch's input (3, C, 17, 23) and output (3, oh, ow, OC) when asked. */
-static void check_cpu(net_builder build, uint64_t seed, float scale, float shift, float **x_out,
-                      float **y_out, int *oh_out, int *ow_out)
+static void check_cpu(net_builder build, uint64_t seed, float scale, float shift,
+                      float **x_out, float **y_out, int *oh_out, int *ow_out)
 {
     vtr_error err;
     vtr_rng rng;
@@ -620,9 +631,21 @@ TEST(conv_cpu_depthwise_stride2_asymmetric_padding_relu6)
     free(x), free(y);
 }
 
-TEST(conv_cpu_depthwise_multiplier_2) { check_cpu(depthwise_multiplier_net, 22, 1, 0, NULL, NULL, NULL, NULL); }
-TEST(conv_cpu_rectangular_kernels) { check_cpu(rectangular_net, 23, 1, 0, NULL, NULL, NULL, NULL); }
-TEST(conv_cpu_grouped_4) { check_cpu(grouped_net, 24, 1, 0, NULL, NULL, NULL, NULL); }
+TEST(conv_cpu_depthwise_multiplier_2)
+{
+    check_cpu(depthwise_multiplier_net, 22, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+TEST(conv_cpu_rectangular_kernels)
+{
+    check_cpu(rectangular_net, 23, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+TEST(conv_cpu_grouped_4)
+{
+    check_cpu(grouped_net, 24, 1, 0, NULL, NULL, NULL, NULL);
+}
+
 
 /* A corner window holds 4 cells of the map and 5 padded ones: the mean is over the 4. */
 TEST(conv_cpu_avgpool_excludes_padding)
@@ -654,9 +677,27 @@ TEST(conv_cpu_maxpool_asymmetric_padding)
     free(x), free(y);
 }
 
-TEST(conv_cpu_concat_of_branches) { check_cpu(concat_net, 27, 1, 0, NULL, NULL, NULL, NULL); }
-TEST(conv_cpu_inception_like_program) { check_cpu(inception_net, 28, 1, 0, NULL, NULL, NULL, NULL); }
-TEST(conv_cpu_mobilenet_v2_like_program) { check_cpu(mobilenet_net, 29, 1, 0, NULL, NULL, NULL, NULL); }
+TEST(conv_cpu_concat_of_branches)
+{
+    check_cpu(concat_net, 27, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+TEST(conv_cpu_inception_like_program)
+{
+    check_cpu(inception_net, 28, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+TEST(conv_cpu_mobilenet_v2_like_program)
+{
+    check_cpu(mobilenet_net, 29, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+/* vtr_conv_net_check refuses net for a 17x23 input with a message holding needle */
+static void check_refused(const vtr_conv_net *net, const char *needle)
+{
+    vtr_error err;
+    CHECK_FAILS(vtr_conv_net_check(net, 17, 23, &err), VTR_ERR_INVALID, needle);
+}
 
 TEST(conv_net_check_rejects_bad_new_ops)
 {
@@ -667,34 +708,34 @@ TEST(conv_net_check_rejects_bad_new_ops)
     concat_net(&rng, &net);
     CHECK_OK(vtr_conv_net_check(&net, 17, 23, &err));
     net.layers[0].groups = 0; /* a zeroed field means nothing */
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 0: layer 0 has 0 groups");
+    check_refused(&net, "op 0: layer 0 has 0 groups");
     net.layers[0].groups = 2; /* 3 -> 6 channels */
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 0: layer 0 has 2 groups");
+    check_refused(&net, "op 0: layer 0 has 2 groups");
     net.layers[0].groups = 1;
     net.layers[2].pad_left = -1;
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 3: layer 2 has a 3x3");
+    check_refused(&net, "op 3: layer 2 has a 3x3");
     net.layers[2].pad_left = 1;
     net.ops[3].act = (vtr_conv_act)7;
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 3: unknown activation");
+    check_refused(&net, "op 3: unknown activation");
     net.ops[3].act = VTR_CONV_ACT_RELU;
     net.ops[1].pad_end = 3; /* the whole window in the padding */
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 1: bad pooling window");
+    check_refused(&net, "op 1: bad pooling window");
     net.ops[1].pad_end = 1;
     net.ops[1].pad_begin = -1;
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 1: bad pooling window");
+    check_refused(&net, "op 1: bad pooling window");
     net.ops[1].pad_begin = 1;
     net.ops[4].n_srcs = 1;
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 4: concat of 1 slots");
+    check_refused(&net, "op 4: concat of 1 slots");
     net.ops[4].n_srcs = VTR_CONV_MAX_CONCAT + 1;
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 4: concat of 9 slots");
+    check_refused(&net, "op 4: concat of 9 slots");
     net.ops[4].n_srcs = 4;
     net.ops[4].srcs[1] = 5; /* written by the next op only */
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 4: slot 5 read before written");
+    check_refused(&net, "op 4: slot 5 read before written");
     net.ops[4].srcs[1] = 4; /* its own dst */
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 4: concat source 1 is slot 4");
+    check_refused(&net, "op 4: concat source 1 is slot 4");
     net.ops[4].srcs[1] = 2;
     net.layers[0].stride = 2; /* s1 becomes 9x12 */
-    CHECK_FAILS(vtr_conv_net_check(&net, 17, 23, &err), VTR_ERR_INVALID, "op 4: concat of 9x12 and 17x23");
+    check_refused(&net, "op 4: concat of 9x12 and 17x23");
     net.layers[0].stride = 1;
     CHECK_OK(vtr_conv_net_check(&net, 17, 23, &err));
     vtr_conv_net_free(&net);
