@@ -420,12 +420,12 @@ static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
     const vtr_conv_net *net = c->net;
     const vtr_conv_op *op = &net->ops[i];
     const op_plan *p = &c->ops[i];
+    if (op->kind == VTR_CONV_OP_CONCAT) // src unused
+        return run_concat(c, op, p, err);
     const float one = 1.0f, zero = 0.0f;
     const float *x = slot_data(c, op->src);
     float *y = c->buffers[op->dst];
     int l = op->layer;
-    if (op->kind == VTR_CONV_OP_CONCAT)
-        return run_concat(c, op, p, err);
     if (op->kind != VTR_CONV_OP_CONV) {
         CUDNN_TRY(cudnnPoolingForward(c->handle, p->pool, &one, p->src, x, &zero, p->dst, y),
                   "pooling");
