@@ -110,6 +110,38 @@ static vtr_status concat_shape(const vtr_conv_net *net, size_t i, const map_shap
     return VTR_OK;
 }
 
+/* The shape op i writes, given the slots' shapes (net->slots entries); VTR_ERR_INVALID
+ * naming the op when the op is malformed or does not fit them. */
+static vtr_status op_shape(const vtr_conv_net *net, size_t i, const map_shape *shapes,
+                           map_shape *out, vtr_error *err)
+{
+    vtr_status st;
+    const vtr_conv_op *op = &net->ops[i];
+    bool concat = op->kind == VTR_CONV_OP_CONCAT;
+    if ((!concat && (op->src < 0 || op->src >= net->slots || op->src == op->dst)) ||
+        op->dst < 1 || op->dst >= net->slots)
+        return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: slots %d -> %d out of range",
+                        i, concat ? -1 : op->src, op->dst);
+    map_shape in = concat ? (map_shape){0, 0, 0} : shapes[op->src];
+    if (!concat && !in.c)
+        return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: slot %d read before written",
+                        i, op->src);
+    switch (op->kind) {
+    case VTR_CONV_OP_CONV:
+        st = conv_shape(net, i, in, out, err);
+        if (st == VTR_OK && op->accumulate && memcmp(&shapes[op->dst], out, sizeof *out) != 0)
+            st = vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: accumulates into slot %d of "
+                          "another shape", i, op->dst);
+        return st;
+    case VTR_CONV_OP_MAXPOOL:
+    case VTR_CONV_OP_AVGPOOL:
+        return pool_shape(op, i, in, out, err);
+    case VTR_CONV_OP_CONCAT:
+        return concat_shape(net, i, shapes, out, err);
+    }
+    return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: unknown kind %d", i, (int)op->kind);
+}
+
 /* Simulates the program on an h x w input, filling shapes (net->slots entries). */
 static vtr_status simulate(const vtr_conv_net *net, int h, int w, map_shape *shapes,
                            vtr_error *err)
@@ -126,40 +158,13 @@ static vtr_status simulate(const vtr_conv_net *net, int h, int w, map_shape *sha
         shapes[s] = (map_shape){0, 0, 0};
     shapes[0] = (map_shape){net->in_channels, h, w};
     for (size_t i = 0; i < net->n_ops; i++) {
-        const vtr_conv_op *op = &net->ops[i];
-        bool concat = op->kind == VTR_CONV_OP_CONCAT;
-        if ((!concat && (op->src < 0 || op->src >= net->slots || op->src == op->dst)) ||
-            op->dst < 1 || op->dst >= net->slots)
-            return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: slots %d -> %d out of range",
-                            i, concat ? -1 : op->src, op->dst);
-        map_shape in = concat ? (map_shape){0, 0, 0} : shapes[op->src], out;
-        if (!concat && !in.c)
-            return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: slot %d read before written",
-                            i, op->src);
-        switch (op->kind) {
-        case VTR_CONV_OP_CONV:
-            st = conv_shape(net, i, in, &out, err);
-            if (st == VTR_OK && op->accumulate && memcmp(&shapes[op->dst], &out, sizeof out) != 0)
-                st = vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: accumulates into slot %d "
-                              "of another shape", i, op->dst);
-            break;
-        case VTR_CONV_OP_MAXPOOL:
-        case VTR_CONV_OP_AVGPOOL:
-            st = pool_shape(op, i, in, &out, err);
-            break;
-        case VTR_CONV_OP_CONCAT:
-            st = concat_shape(net, i, shapes, &out, err);
-            break;
-        default:
-            st = vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: unknown kind %d", i,
-                          (int)op->kind);
-        }
-        if (st != VTR_OK)
+        map_shape out;
+        if ((st = op_shape(net, i, shapes, &out, err)) != VTR_OK)
             return st;
         if (out.h < 1 || out.w < 1)
             return vtr_fail(err, VTR_ERR_INVALID, "conv net op %zu: an input of %dx%d pixels is "
                             "too small", i, h, w);
-        shapes[op->dst] = out;
+        shapes[net->ops[i].dst] = out;
     }
     if (shapes[net->out_slot].c != net->out_channels)
         return vtr_fail(err, VTR_ERR_INVALID, "conv net: output slot %d holds %d channels, "
@@ -250,6 +255,7 @@ struct vtr_conv_cpu {
     const vtr_conv_net *net;
     dnnl_engine_t engine;
     dnnl_stream_t stream;
+    dnnl_primitive_attr_t scratch_attr; /* a user scratchpad, no post-ops: all but convs */
     op_params *params; /* per op */
     /* the plan for one input shape */
     bool planned;
@@ -321,11 +327,23 @@ void vtr_conv_cpu_free(vtr_conv_cpu *c)
             dnnl_memory_destroy(c->params[i].bias);
     }
     free(c->params);
+    if (c->scratch_attr)
+        dnnl_primitive_attr_destroy(c->scratch_attr);
     if (c->stream)
         dnnl_stream_destroy(c->stream);
     if (c->engine)
         dnnl_engine_destroy(c->engine);
     free(c);
+}
+
+static vtr_status user_scratchpad_attr(dnnl_primitive_attr_t *attr, vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    DNNL_TRY(dnnl_primitive_attr_create(attr), "attributes");
+    DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user),
+             "scratchpad mode");
+end:
+    return st;
 }
 
 vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_error *err)
@@ -340,6 +358,8 @@ vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_err
     c->net = net;
     DNNL_TRY(dnnl_engine_create(&c->engine, dnnl_cpu, 0), "engine");
     DNNL_TRY(dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags), "stream");
+    if ((st = user_scratchpad_attr(&c->scratch_attr, err)) != VTR_OK)
+        goto end;
     *out = c;
     c = NULL;
 end:
@@ -394,16 +414,6 @@ end:
     return st;
 }
 
-static vtr_status user_scratchpad_attr(dnnl_primitive_attr_t *attr, vtr_error *err)
-{
-    vtr_status st = VTR_OK;
-    DNNL_TRY(dnnl_primitive_attr_create(attr), "attributes");
-    DNNL_TRY(dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user),
-             "scratchpad mode");
-end:
-    return st;
-}
-
 /* A reorder step from (from_buf, from_md) to (to_buf, to_md); the ext memories are those
  * of a BUF_EXT side (NULL otherwise). */
 static vtr_status add_reorder(vtr_conv_cpu *c, int from_buf, const dnnl_memory_desc_t *from_md,
@@ -412,23 +422,16 @@ static vtr_status add_reorder(vtr_conv_cpu *c, int from_buf, const dnnl_memory_d
                               vtr_error *err)
 {
     vtr_status st = VTR_OK;
-    dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    if ((st = user_scratchpad_attr(&attr, err)) != VTR_OK)
-        goto end;
-    DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, from_md, c->engine, to_md, c->engine, attr),
+    DNNL_TRY(dnnl_reorder_primitive_desc_create(&pd, from_md, c->engine, to_md, c->engine,
+                                                c->scratch_attr),
              "reorder");
     step_arg refs[MAX_ARGS] = {
         {DNNL_ARG_FROM, from_buf, *from_md, from_ext},
         {DNNL_ARG_TO, to_buf, *to_md, to_ext},
     };
     st = add_pd_step(c, pd, 2, refs, err);
-    pd = NULL;
 end:
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    if (attr)
-        dnnl_primitive_attr_destroy(attr);
     return st;
 }
 
@@ -560,15 +563,28 @@ static step_arg slot_arg(const vtr_conv_cpu *c, int arg, int s, const dnnl_memor
     return (step_arg){arg, s ? s : BUF_EXT, *md, s ? NULL : c->in_mem};
 }
 
-static vtr_status plan_conv(vtr_conv_cpu *c, size_t i, map_shape *shapes,
+/* Adds the step of pd (taken over) with the nargs arguments in refs and then its output,
+ * slot dst, which holds `out` from then on in the layout pd writes. */
+static vtr_status add_output_step(vtr_conv_cpu *c, dnnl_primitive_desc_t pd, int nargs,
+                                  step_arg *refs, int dst, map_shape out, map_shape *shapes,
+                                  dnnl_memory_desc_t *mds, vtr_error *err)
+{
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    refs[nargs] = (step_arg){DNNL_ARG_DST, dst, *dst_md, NULL};
+    mds[dst] = *dst_md;
+    shapes[dst] = out;
+    return add_pd_step(c, pd, nargs + 1, refs, err);
+}
+
+/* Op i, which writes `out`, as steps: plan_conv, plan_pool, plan_concat. shapes and mds
+ * are the slots' shapes and layouts before it, updated. */
+static vtr_status plan_conv(vtr_conv_cpu *c, size_t i, map_shape out, map_shape *shapes,
                             dnnl_memory_desc_t *mds, vtr_error *err)
 {
     vtr_status st = VTR_OK;
     const vtr_conv_op *op = &c->net->ops[i];
-    map_shape in = shapes[op->src], out;
     dnnl_primitive_desc_t pd = NULL;
-    if ((st = conv_shape(c->net, i, in, &out, err)) != VTR_OK ||
-        (st = conv_pd(c, i, in, out, &pd, err)) != VTR_OK)
+    if ((st = conv_pd(c, i, shapes[op->src], out, &pd, err)) != VTR_OK)
         return st;
     if (op->accumulate) {
         /* the sum post-op reads dst in place, in the layout the kernel writes: a shortcut
@@ -587,7 +603,6 @@ static vtr_status plan_conv(vtr_conv_cpu *c, size_t i, map_shape *shapes,
     const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const dnnl_memory_desc_t *bias_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
-    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     if ((st = prepare_params(c, i, wei_md, err)) != VTR_OK)
         goto end;
     step_arg refs[MAX_ARGS];
@@ -601,10 +616,7 @@ static vtr_status plan_conv(vtr_conv_cpu *c, size_t i, map_shape *shapes,
     }
     refs[1] = (step_arg){DNNL_ARG_WEIGHTS, BUF_EXT, *wei_md, c->params[i].weights};
     refs[2] = (step_arg){DNNL_ARG_BIAS, BUF_EXT, *bias_md, c->params[i].bias};
-    refs[3] = (step_arg){DNNL_ARG_DST, op->dst, *dst_md, NULL};
-    mds[op->dst] = *dst_md;
-    shapes[op->dst] = out;
-    st = add_pd_step(c, pd, 4, refs, err);
+    st = add_output_step(c, pd, 3, refs, op->dst, out, shapes, mds, err);
     pd = NULL;
 end:
     if (pd)
@@ -613,16 +625,12 @@ end:
 }
 
 /* A max or average pool, reading its source in the layout it is held in. */
-static vtr_status plan_pool(vtr_conv_cpu *c, size_t i, map_shape *shapes,
+static vtr_status plan_pool(vtr_conv_cpu *c, size_t i, map_shape out, map_shape *shapes,
                             dnnl_memory_desc_t *mds, vtr_error *err)
 {
     vtr_status st = VTR_OK;
     const vtr_conv_op *op = &c->net->ops[i];
-    map_shape out;
-    if ((st = pool_shape(op, i, shapes[op->src], &out, err)) != VTR_OK)
-        return st;
     bool max = op->kind == VTR_CONV_OP_MAXPOOL;
-    dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_t dst;
     dnnl_dims_t dd = {c->n, out.c, out.h, out.w};
@@ -637,37 +645,21 @@ static vtr_status plan_pool(vtr_conv_cpu *c, size_t i, map_shape *shapes,
                                                &mds[op->src], &dst, strides, kernel, dil, pad_l,
                                                pad_r),
              "pooling");
-    if ((st = user_scratchpad_attr(&attr, err)) != VTR_OK)
-        goto end;
-    DNNL_TRY(dnnl_primitive_desc_create(&pd, &pdesc, attr, c->engine, NULL), "pooling");
-    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    step_arg refs[MAX_ARGS] = {
-        slot_arg(c, DNNL_ARG_SRC, op->src, &mds[op->src]),
-        {DNNL_ARG_DST, op->dst, *dst_md, NULL},
-    };
-    mds[op->dst] = *dst_md;
-    shapes[op->dst] = out;
-    st = add_pd_step(c, pd, 2, refs, err);
-    pd = NULL;
+    DNNL_TRY(dnnl_primitive_desc_create(&pd, &pdesc, c->scratch_attr, c->engine, NULL),
+             "pooling");
+    step_arg refs[MAX_ARGS] = {slot_arg(c, DNNL_ARG_SRC, op->src, &mds[op->src])};
+    st = add_output_step(c, pd, 1, refs, op->dst, out, shapes, mds, err);
 end:
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    if (attr)
-        dnnl_primitive_attr_destroy(attr);
     return st;
 }
 
 /* A concat along the channels of sources held in whatever layouts, into the layout
  * oneDNN picks for them. */
-static vtr_status plan_concat(vtr_conv_cpu *c, size_t i, map_shape *shapes,
+static vtr_status plan_concat(vtr_conv_cpu *c, size_t i, map_shape out, map_shape *shapes,
                               dnnl_memory_desc_t *mds, vtr_error *err)
 {
     vtr_status st = VTR_OK;
     const vtr_conv_op *op = &c->net->ops[i];
-    map_shape out;
-    if ((st = concat_shape(c->net, i, shapes, &out, err)) != VTR_OK)
-        return st;
-    dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_memory_desc_t srcs[VTR_CONV_MAX_CONCAT];
     step_arg refs[MAX_ARGS];
@@ -675,21 +667,11 @@ static vtr_status plan_concat(vtr_conv_cpu *c, size_t i, map_shape *shapes,
         srcs[k] = mds[op->srcs[k]];
         refs[k] = slot_arg(c, DNNL_ARG_MULTIPLE_SRC + k, op->srcs[k], &srcs[k]);
     }
-    if ((st = user_scratchpad_attr(&attr, err)) != VTR_OK)
-        goto end;
-    DNNL_TRY(dnnl_concat_primitive_desc_create(&pd, NULL, op->n_srcs, 1, srcs, attr, c->engine),
+    DNNL_TRY(dnnl_concat_primitive_desc_create(&pd, NULL, op->n_srcs, 1, srcs, c->scratch_attr,
+                                               c->engine),
              "concat");
-    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
-    refs[op->n_srcs] = (step_arg){DNNL_ARG_DST, op->dst, *dst_md, NULL};
-    mds[op->dst] = *dst_md;
-    shapes[op->dst] = out;
-    st = add_pd_step(c, pd, op->n_srcs + 1, refs, err);
-    pd = NULL;
+    st = add_output_step(c, pd, op->n_srcs, refs, op->dst, out, shapes, mds, err);
 end:
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    if (attr)
-        dnnl_primitive_attr_destroy(attr);
     return st;
 }
 
@@ -719,15 +701,18 @@ static vtr_status plan(vtr_conv_cpu *c, int n, int h, int w, vtr_error *err)
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&mds[0], 4, id, dnnl_f32, dnnl_nchw), "input");
     DNNL_TRY(dnnl_memory_create(&c->in_mem, &mds[0], c->engine, DNNL_MEMORY_NONE), "input");
     for (size_t i = 0; i < net->n_ops; i++) {
+        map_shape out;
+        if ((st = op_shape(net, i, shapes, &out, err)) != VTR_OK)
+            goto end;
         switch (net->ops[i].kind) {
         case VTR_CONV_OP_CONV:
-            st = plan_conv(c, i, shapes, mds, err);
+            st = plan_conv(c, i, out, shapes, mds, err);
             break;
         case VTR_CONV_OP_CONCAT:
-            st = plan_concat(c, i, shapes, mds, err);
+            st = plan_concat(c, i, out, shapes, mds, err);
             break;
         default:
-            st = plan_pool(c, i, shapes, mds, err);
+            st = plan_pool(c, i, out, shapes, mds, err);
         }
         if (st != VTR_OK)
             goto end;

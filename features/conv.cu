@@ -276,12 +276,13 @@ static vtr_status plan_pool(const vtr_conv_op *op, size_t i, op_plan *p, vtr_err
     if (op->pad_begin != op->pad_end)
         return vtr_fail(err, VTR_ERR_UNSUPPORTED, "conv net op %zu: pooling padding %d before, "
                         "%d after (cuDNN pads both sides alike)", i, op->pad_begin, op->pad_end);
+    cudnnPoolingMode_t mode = op->kind == VTR_CONV_OP_MAXPOOL
+                                  ? CUDNN_POOLING_MAX
+                                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     CUDNN_TRY(cudnnCreatePoolingDescriptor(&p->pool), "pooling");
-    CUDNN_TRY(cudnnSetPooling2dDescriptor(p->pool, op->kind == VTR_CONV_OP_MAXPOOL
-                                                       ? CUDNN_POOLING_MAX
-                                                       : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
-                                          CUDNN_NOT_PROPAGATE_NAN, op->kernel, op->kernel,
-                                          op->pad_begin, op->pad_begin, op->stride, op->stride),
+    CUDNN_TRY(cudnnSetPooling2dDescriptor(p->pool, mode, CUDNN_NOT_PROPAGATE_NAN, op->kernel,
+                                          op->kernel, op->pad_begin, op->pad_begin, op->stride,
+                                          op->stride),
               "pooling");
 end:
     return st;
@@ -419,12 +420,12 @@ static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
     const vtr_conv_net *net = c->net;
     const vtr_conv_op *op = &net->ops[i];
     const op_plan *p = &c->ops[i];
+    if (op->kind == VTR_CONV_OP_CONCAT) // src unused
+        return run_concat(c, op, p, err);
     const float one = 1.0f, zero = 0.0f;
     const float *x = slot_data(c, op->src);
     float *y = c->buffers[op->dst];
     int l = op->layer;
-    if (op->kind == VTR_CONV_OP_CONCAT)
-        return run_concat(c, op, p, err);
     if (op->kind != VTR_CONV_OP_CONV) {
         CUDNN_TRY(cudnnPoolingForward(c->handle, p->pool, &one, p->src, x, &zero, p->dst, y),
                   "pooling");

@@ -26,12 +26,13 @@
  * a strided valid conv), groups (depthwise convs: groups = in_channels) and dilation 1:
  * what the ResNets, MobileNetV2 and InceptionV3 need.
  *
- * Layouts. Weights are PyTorch's (OC, C / groups, KH, KW). The engines take the input as NCHW and
- * give the output map as NHWC (N, OH, OW, OC), the layout of set elements (grid
+ * Layouts. Weights are PyTorch's (OC, C / groups, KH, KW). The engines take the input as
+ * NCHW and give the output map as NHWC (N, OH, OW, OC), the layout of set elements (grid
  * features) and of pooling over cells; in between, activations stay in whatever layout
- * the engine's kernels prefer (oneDNN's AVX-512 brgconv: NHWC; older kernels: nChw16c or
- * nChw8c), with no reorder between layers when consecutive kernels agree, and weights
- * are reordered to their kernel's layout once.
+ * the engine's kernels prefer (oneDNN's AVX-512 brgconv and depthwise kernels: NHWC; older
+ * kernels: nChw16c or nChw8c; a concat: the layout oneDNN picks for its sources), with no
+ * reorder between layers when consecutive kernels agree, and weights are reordered to
+ * their kernel's layout once.
  *
  * Choice of CPU backend. oneDNN's convolutions against im2col + OpenBLAS sgemm, measured
  * on this project's 2-core AVX-512 development machine (batch 32, bias + ReLU included,
@@ -162,9 +163,9 @@ vtr_status vtr_conv_cpu_run(vtr_conv_cpu *c, const float *in, int n, int h, int 
  * whose pad_begin differs from its pad_end is refused (VTR_ERR_UNSUPPORTED). Pools are
  * cudnnPoolingForward (max: padding never wins; average: padding not counted), concats
  * one strided copy per source. Activations are NCHW float32 on the GPU; the algorithm of
- * each conv is the fastest that cudnnFindConvolutionForwardAlgorithm reports for the batch
- * shape, with the math type CUDNN_FMA_MATH (strict float32, no TF32), so features agree
- * with the CPU engine to float32 rounding.
+ * each conv is the fastest that cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7)
+ * rank for the batch shape with the math type CUDNN_FMA_MATH (strict float32, no TF32), so
+ * features agree with the CPU engine to float32 rounding.
  *
  * Declared always, implemented only when vtr is built with CUDA (VTR_HAVE_CUDA): callers
  * compile their calls under #ifdef VTR_HAVE_CUDA.

@@ -162,17 +162,18 @@ static float *direct_net(const vtr_conv_net *net, const float *x, int n, int h, 
         direct_slot in = slots[op->kind == VTR_CONV_OP_CONCAT ? op->srcs[0] : op->src], out;
         if (op->kind == VTR_CONV_OP_CONV) {
             const vtr_conv_layer *L = &net->layers[op->layer];
+            int s = L->stride;
             out = (direct_slot){NULL, L->out_channels,
-                                window_len(in.h, L->kernel_h, L->stride, L->pad_top, L->pad_bottom),
-                                window_len(in.w, L->kernel_w, L->stride, L->pad_left, L->pad_right)};
+                                window_len(in.h, L->kernel_h, s, L->pad_top, L->pad_bottom),
+                                window_len(in.w, L->kernel_w, s, L->pad_left, L->pad_right)};
         } else if (op->kind == VTR_CONV_OP_CONCAT) {
             out = (direct_slot){NULL, 0, in.h, in.w};
             for (int k = 0; k < op->n_srcs; k++)
                 out.c += slots[op->srcs[k]].c;
         } else {
-            out = (direct_slot){NULL, in.c,
-                                window_len(in.h, op->kernel, op->stride, op->pad_begin, op->pad_end),
-                                window_len(in.w, op->kernel, op->stride, op->pad_begin, op->pad_end)};
+            int k = op->kernel, s = op->stride, p0 = op->pad_begin, p1 = op->pad_end;
+            out = (direct_slot){NULL, in.c, window_len(in.h, k, s, p0, p1),
+                                window_len(in.w, k, s, p0, p1)};
         }
         CHECK((out.data = malloc((size_t)n * out.c * out.h * out.w * sizeof *out.data)));
         if (op->kind == VTR_CONV_OP_CONV) {
@@ -187,8 +188,8 @@ static float *direct_net(const vtr_conv_net *net, const float *x, int n, int h, 
             }
             direct_concat(xs, cs, op->n_srcs, n, in.h, in.w, out.data);
         } else {
-            direct_pool(in.data, n, in.c, in.h, in.w, op->kind == VTR_CONV_OP_MAXPOOL, op->kernel,
-                        op->stride, op->pad_begin, op->pad_end, out.data);
+            direct_pool(in.data, n, in.c, in.h, in.w, op->kind == VTR_CONV_OP_MAXPOOL,
+                        op->kernel, op->stride, op->pad_begin, op->pad_end, out.data);
         }
         free(slots[op->dst].data);
         slots[op->dst] = out;
@@ -211,6 +212,12 @@ static vtr_conv_layer random_conv(vtr_rng *rng, int c, int oc, int groups, int k
     return (vtr_conv_layer){c, oc, groups, kh, kw, stride, top, left, bottom, right,
                             random_floats(rng, (size_t)oc * fan_in, sqrtf(2.0f / fan_in)),
                             random_floats(rng, (size_t)oc, 0.1f)};
+}
+
+/* a dense 1x1 conv, stride 1 */
+static vtr_conv_layer random_pointwise(vtr_rng *rng, int c, int oc)
+{
+    return random_conv(rng, c, oc, 1, 1, 1, 1, 0, 0, 0, 0);
 }
 
 /* a dense K x K conv padded K/2 all round, as in the ResNets */
@@ -251,10 +258,12 @@ static void small_net(vtr_rng *rng, vtr_conv_net *net)
         {.kind = VTR_CONV_OP_MAXPOOL, .src = 1, .dst = 2, .kernel = 3, .stride = 2,
          .pad_begin = 1, .pad_end = 1},
         {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 1, .act = VTR_CONV_ACT_RELU},
-        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 2, .layer = 2, .act = VTR_CONV_ACT_RELU, .accumulate = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 2, .layer = 2, .act = VTR_CONV_ACT_RELU,
+         .accumulate = true},
         {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 4, .layer = 3},
         {.kind = VTR_CONV_OP_CONV, .src = 2, .dst = 3, .layer = 4, .act = VTR_CONV_ACT_RELU},
-        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 4, .layer = 5, .act = VTR_CONV_ACT_RELU, .accumulate = true},
+        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 4, .layer = 5, .act = VTR_CONV_ACT_RELU,
+         .accumulate = true},
     };
     net->n_ops = sizeof ops / sizeof ops[0];
     net->ops = malloc(sizeof ops);
@@ -384,6 +393,397 @@ TEST(conv_net_check_rejects_bad_programs)
     net.out_channels = 20;
     CHECK_FAILS(vtr_conv_net_check(&net, 32, 32, &err), VTR_ERR_INVALID, "output slot");
     vtr_conv_net_free(&net);
+}
+
+/* ---- MobileNetV2 and InceptionV3 ops ---------------------------------------------- */
+
+/* net over copies of layers (their weights taken over) and ops */
+static void make_net(vtr_conv_net *net, int in_c, int slots, int out_slot, int out_c,
+                     const vtr_conv_layer *layers, size_t n_layers, const vtr_conv_op *ops,
+                     size_t n_ops)
+{
+    *net = (vtr_conv_net){in_c, slots, out_slot, out_c, n_layers, n_ops,
+                          malloc((n_layers ? n_layers : 1) * sizeof *layers),
+                          malloc(n_ops * sizeof *ops)};
+    CHECK(net->layers && net->ops);
+    memcpy(net->layers, layers, n_layers * sizeof *layers);
+    memcpy(net->ops, ops, n_ops * sizeof *ops);
+}
+
+/* a conv op slot s -> d, layer l, activation a (of RELU, RELU6, NONE) */
+#define CONV(s, d, l, a)                                                                     \
+    {.kind = VTR_CONV_OP_CONV, .src = (s), .dst = (d), .layer = (l), .act = VTR_CONV_ACT_##a}
+
+/* depthwise 3x3 stride 2 after Keras's ZeroPadding2D ((0,1),(0,1)), ReLU6: 12 channels */
+static void depthwise_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    vtr_conv_layer L = random_conv(rng, 12, 12, 12, 3, 3, 2, 0, 0, 1, 1);
+    vtr_conv_op op = CONV(0, 1, 0, RELU6);
+    make_net(net, 12, 2, 1, 12, &L, 1, &op, 1);
+}
+
+/* depthwise with multiplier 2 (8 -> 16 channels, groups 8), 3x3 padded 1, ReLU */
+static void depthwise_multiplier_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    vtr_conv_layer L = random_conv(rng, 8, 16, 8, 3, 3, 1, 1, 1, 1, 1);
+    vtr_conv_op op = CONV(0, 1, 0, RELU);
+    make_net(net, 8, 2, 1, 16, &L, 1, &op, 1);
+}
+
+/* Inception's factorised 7x7: 1x7 padded (0,3,0,3), 7x1 padded (3,0,3,0); then a 1x3
+ * and a 3x1 at stride 2, unpadded */
+static void rectangular_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    vtr_conv_layer L[4] = {
+        random_conv(rng, 6, 10, 1, 1, 7, 1, 0, 3, 0, 3),
+        random_conv(rng, 10, 8, 1, 7, 1, 1, 3, 0, 3, 0),
+        random_conv(rng, 8, 7, 1, 1, 3, 2, 0, 0, 0, 0),
+        random_conv(rng, 7, 5, 1, 3, 1, 1, 0, 0, 0, 0),
+    };
+    vtr_conv_op ops[4] = {CONV(0, 1, 0, RELU), CONV(1, 2, 1, NONE), CONV(2, 1, 2, RELU),
+                          CONV(1, 2, 3, NONE)};
+    make_net(net, 6, 3, 2, 5, L, 4, ops, 4);
+}
+
+/* 16 -> 24 channels in 4 groups, 3x3 padded 1, ReLU */
+static void grouped_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    vtr_conv_layer L = random_conv(rng, 16, 24, 4, 3, 3, 1, 1, 1, 1, 1);
+    vtr_conv_op op = CONV(0, 1, 0, RELU);
+    make_net(net, 16, 2, 1, 24, &L, 1, &op, 1);
+}
+
+/* TF's 3x3 'same' average pool, stride 1, of 5 channels */
+static void avgpool_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    (void)rng;
+    vtr_conv_op op = {.kind = VTR_CONV_OP_AVGPOOL, .src = 0, .dst = 1, .kernel = 3,
+                      .stride = 1, .pad_begin = 1, .pad_end = 1};
+    make_net(net, 5, 2, 1, 5, NULL, 0, &op, 1);
+}
+
+/* max pools padded on one side: 2x2 stride 2 padded after (TF's 'same' on an odd size),
+ * then 3x3 stride 1 padded 2 before (a first window with one cell of the map) */
+static void maxpool_asymmetric_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    (void)rng;
+    vtr_conv_op ops[2] = {
+        {.kind = VTR_CONV_OP_MAXPOOL, .src = 0, .dst = 1, .kernel = 2, .stride = 2,
+         .pad_end = 1},
+        {.kind = VTR_CONV_OP_MAXPOOL, .src = 1, .dst = 2, .kernel = 3, .stride = 1,
+         .pad_begin = 2},
+    };
+    make_net(net, 4, 3, 2, 4, NULL, 0, ops, 2);
+}
+
+/* Branches of several producers concatenated, then a conv:
+ *   s1 = relu(conv3x3 (x))                 3 -> 6
+ *   s2 = avgpool3x3/1 (x)                  3
+ *   s3 = conv1x1 (x); s3 = relu(conv3x3 (x) + s3)   3 -> 5 (accumulate)
+ *   s4 = concat(s1, s2, s3, x)             6 + 3 + 5 + 3 = 17
+ *   s5 = relu(conv3x3 (s4))                17 -> 7 */
+static void concat_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    vtr_conv_layer L[4] = {random_layer(rng, 3, 6, 3, 1), random_layer(rng, 3, 5, 1, 1),
+                           random_layer(rng, 3, 5, 3, 1), random_layer(rng, 17, 7, 3, 1)};
+    vtr_conv_op ops[6] = {
+        CONV(0, 1, 0, RELU),
+        {.kind = VTR_CONV_OP_AVGPOOL, .src = 0, .dst = 2, .kernel = 3, .stride = 1,
+         .pad_begin = 1, .pad_end = 1},
+        CONV(0, 3, 1, NONE),
+        {.kind = VTR_CONV_OP_CONV, .src = 0, .dst = 3, .layer = 2, .act = VTR_CONV_ACT_RELU,
+         .accumulate = true},
+        {.kind = VTR_CONV_OP_CONCAT, .dst = 4, .n_srcs = 4, .srcs = {1, 2, 3, 0}},
+        CONV(4, 5, 3, RELU),
+    };
+    make_net(net, 3, 6, 5, 7, L, 4, ops, 6);
+}
+
+/* An InceptionV3-like stem and two blocks (valid convs, factorised 7x7, 'same' pools):
+ *   s1 = relu(conv3x3/2 valid (x))                       3 -> 16
+ *   block A: s2 = relu(conv1x1 (s1))                     16 -> 8
+ *            s3 = relu(conv1x7 (s1)); s4 = relu(conv7x1 (s3))   16 -> 6 -> 10
+ *            s5 = avgpool3x3/1 (s1); s6 = relu(conv1x1 (s5))    16 -> 5
+ *            s7 = concat(s2, s4, s6)                     23
+ *   reduction: s1 = relu(conv3x3/2 valid (s7))           23 -> 12
+ *            s2 = maxpool3x3/2 (s7)                      23
+ *            s3 = concat(s1, s2)                         35 */
+static void inception_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    vtr_conv_layer L[6] = {
+        random_conv(rng, 3, 16, 1, 3, 3, 2, 0, 0, 0, 0),
+        random_pointwise(rng, 16, 8),
+        random_conv(rng, 16, 6, 1, 1, 7, 1, 0, 3, 0, 3),
+        random_conv(rng, 6, 10, 1, 7, 1, 1, 3, 0, 3, 0),
+        random_pointwise(rng, 16, 5),
+        random_conv(rng, 23, 12, 1, 3, 3, 2, 0, 0, 0, 0),
+    };
+    vtr_conv_op ops[10] = {
+        CONV(0, 1, 0, RELU),
+        CONV(1, 2, 1, RELU),
+        CONV(1, 3, 2, RELU),
+        CONV(3, 4, 3, RELU),
+        {.kind = VTR_CONV_OP_AVGPOOL, .src = 1, .dst = 5, .kernel = 3, .stride = 1,
+         .pad_begin = 1, .pad_end = 1},
+        CONV(5, 6, 4, RELU),
+        {.kind = VTR_CONV_OP_CONCAT, .dst = 7, .n_srcs = 3, .srcs = {2, 4, 6}},
+        CONV(7, 1, 5, RELU),
+        {.kind = VTR_CONV_OP_MAXPOOL, .src = 7, .dst = 2, .kernel = 3, .stride = 2},
+        {.kind = VTR_CONV_OP_CONCAT, .dst = 3, .n_srcs = 2, .srcs = {1, 2}},
+    };
+    make_net(net, 3, 8, 3, 35, L, 6, ops, 10);
+}
+
+/* A MobileNetV2-like stem and two inverted residual blocks:
+ *   s1 = relu6(conv3x3/2 padded (0,0,1,1) (x))            3 -> 8
+ *   s2 = relu6(conv1x1 (s1)); s3 = relu6(dw3x3 (s2))       8 -> 48 -> 48
+ *   s1 = conv1x1 (s3) + s1                                48 -> 8 (residual, linear)
+ *   s2 = relu6(conv1x1 (s1)); s3 = relu6(dw3x3/2 padded (0,0,1,1) (s2))   8 -> 24 -> 24
+ *   s4 = conv1x1 (s3)                                     24 -> 12 (linear bottleneck)
+ *   s5 = relu6(conv1x1 (s4))                              12 -> 20 */
+static void mobilenet_net(vtr_rng *rng, vtr_conv_net *net)
+{
+    vtr_conv_layer L[8] = {
+        random_conv(rng, 3, 8, 1, 3, 3, 2, 0, 0, 1, 1),
+        random_pointwise(rng, 8, 48),
+        random_conv(rng, 48, 48, 48, 3, 3, 1, 1, 1, 1, 1),
+        random_pointwise(rng, 48, 8),
+        random_pointwise(rng, 8, 24),
+        random_conv(rng, 24, 24, 24, 3, 3, 2, 0, 0, 1, 1),
+        random_pointwise(rng, 24, 12),
+        random_pointwise(rng, 12, 20),
+    };
+    vtr_conv_op ops[8] = {
+        CONV(0, 1, 0, RELU6),
+        CONV(1, 2, 1, RELU6),
+        CONV(2, 3, 2, RELU6),
+        {.kind = VTR_CONV_OP_CONV, .src = 3, .dst = 1, .layer = 3, .accumulate = true},
+        CONV(1, 2, 4, RELU6),
+        CONV(2, 3, 5, RELU6),
+        CONV(3, 4, 6, NONE),
+        CONV(4, 5, 7, RELU6),
+    };
+    make_net(net, 3, 6, 5, 20, L, 8, ops, 8);
+}
+
+typedef void (*net_builder)(vtr_rng *rng, vtr_conv_net *net);
+
+/* The CPU engine against direct_net on random inputs scale * N(0, 1) + shift, at batch 1
+ * of 17x23 images, 2 of 16x22 (where the padding after a stride-2 window is read), 3 of
+ * 17x23 (each a new plan): the same output size, relative error < 1e-5. Returns the last
+ * batch's input (3, C, 17, 23) and output (3, oh, ow, OC) when asked. */
+static void check_cpu(net_builder build, uint64_t seed, float scale, float shift,
+                      float **x_out, float **y_out, int *oh_out, int *ow_out)
+{
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, seed, 0);
+    vtr_conv_net net;
+    build(&rng, &net);
+    vtr_conv_cpu *cpu = NULL;
+    CHECK_OK(vtr_conv_cpu_new(&net, &cpu, &err));
+    static const int shapes[3][3] = {{1, 17, 23}, {2, 16, 22}, {3, 17, 23}};
+    for (int s = 0; s < 3; s++) {
+        int n = shapes[s][0], h = shapes[s][1], w = shapes[s][2], oh, ow, eoh, eow;
+        size_t nx = (size_t)n * net.in_channels * h * w;
+        float *x = random_floats(&rng, nx, scale);
+        for (size_t i = 0; i < nx; i++)
+            x[i] += shift;
+        float *want = direct_net(&net, x, n, h, w, &eoh, &eow);
+        vtr_conv_net_output_size(&net, h, w, &oh, &ow);
+        CHECK_EQ_INT(oh, eoh);
+        CHECK_EQ_INT(ow, eow);
+        size_t no = (size_t)n * oh * ow * net.out_channels;
+        float *got = malloc(no * sizeof *got);
+        CHECK_OK(vtr_conv_cpu_run(cpu, x, n, h, w, got, &err));
+        double e = rel_error(got, want, no);
+        CHECK_MSG(e < 1e-5, "%dx%dx%d: relative error %g", n, h, w, e);
+        free(want);
+        if (s == 2 && x_out) {
+            *x_out = x;
+            *y_out = got;
+            *oh_out = oh;
+            *ow_out = ow;
+        } else {
+            free(x), free(got);
+        }
+    }
+    vtr_conv_cpu_free(cpu);
+    vtr_conv_net_free(&net);
+}
+
+TEST(conv_cpu_depthwise_stride2_asymmetric_padding_relu6)
+{
+    float *x, *y;
+    int oh, ow;
+    /* inputs of scale 4, so that ReLU6 clips at both ends */
+    check_cpu(depthwise_net, 21, 4.0f, 0.0f, &x, &y, &oh, &ow);
+    CHECK_EQ_INT(oh, 8);  /* (17 + 0 + 1 - 3) / 2 + 1 */
+    CHECK_EQ_INT(ow, 11); /* (23 + 0 + 1 - 3) / 2 + 1 */
+    size_t at_zero = 0, at_six = 0, no = (size_t)3 * oh * ow * 12;
+    for (size_t i = 0; i < no; i++) {
+        CHECK(y[i] >= 0 && y[i] <= 6);
+        at_zero += y[i] == 0;
+        at_six += y[i] == 6;
+    }
+    CHECK_MSG(at_zero > no / 10 && at_six > no / 100, "%zu zeros, %zu sixes of %zu", at_zero,
+              at_six, no);
+    free(x), free(y);
+}
+
+TEST(conv_cpu_depthwise_multiplier_2)
+{
+    check_cpu(depthwise_multiplier_net, 22, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+TEST(conv_cpu_rectangular_kernels)
+{
+    check_cpu(rectangular_net, 23, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+TEST(conv_cpu_grouped_4)
+{
+    check_cpu(grouped_net, 24, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+
+/* A corner window holds 4 cells of the map and 5 padded ones: the mean is over the 4. */
+TEST(conv_cpu_avgpool_excludes_padding)
+{
+    float *x, *y;
+    int oh, ow;
+    check_cpu(avgpool_net, 25, 1, 0, &x, &y, &oh, &ow);
+    CHECK(oh == 17 && ow == 23);
+    for (int i = 0; i < 3; i++)
+        for (int c = 0; c < 5; c++) {
+            const float *p = x + ((size_t)i * 5 + c) * 17 * 23;
+            double mean = ((double)p[0] + p[1] + p[23] + p[24]) / 4;
+            float got = y[(size_t)i * 17 * 23 * 5 + c];
+            CHECK_MSG(fabs(got - mean) < 1e-6, "image %d channel %d: corner %g, mean %g", i, c,
+                      got, mean);
+        }
+    free(x), free(y);
+}
+
+/* inputs around -5: a padded cell that won would give 0 */
+TEST(conv_cpu_maxpool_asymmetric_padding)
+{
+    float *x, *y;
+    int oh, ow;
+    check_cpu(maxpool_asymmetric_net, 26, 1, -5, &x, &y, &oh, &ow);
+    CHECK(oh == 9 && ow == 12); /* (17 + 1 - 2) / 2 + 1, (23 + 1 - 2) / 2 + 1, then the same */
+    for (size_t i = 0; i < (size_t)3 * oh * ow * 4; i++)
+        CHECK(y[i] < 0);
+    free(x), free(y);
+}
+
+TEST(conv_cpu_concat_of_branches)
+{
+    check_cpu(concat_net, 27, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+TEST(conv_cpu_inception_like_program)
+{
+    check_cpu(inception_net, 28, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+TEST(conv_cpu_mobilenet_v2_like_program)
+{
+    check_cpu(mobilenet_net, 29, 1, 0, NULL, NULL, NULL, NULL);
+}
+
+/* vtr_conv_net_check refuses net for a 17x23 input with a message holding needle */
+static void check_refused(const vtr_conv_net *net, const char *needle)
+{
+    vtr_error err;
+    CHECK_FAILS(vtr_conv_net_check(net, 17, 23, &err), VTR_ERR_INVALID, needle);
+}
+
+TEST(conv_net_check_rejects_bad_new_ops)
+{
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 30, 0);
+    vtr_conv_net net;
+    concat_net(&rng, &net);
+    CHECK_OK(vtr_conv_net_check(&net, 17, 23, &err));
+    net.layers[0].groups = 0; /* a zeroed field means nothing */
+    check_refused(&net, "op 0: layer 0 has 0 groups");
+    net.layers[0].groups = 2; /* 3 -> 6 channels */
+    check_refused(&net, "op 0: layer 0 has 2 groups");
+    net.layers[0].groups = 1;
+    net.layers[2].pad_left = -1;
+    check_refused(&net, "op 3: layer 2 has a 3x3");
+    net.layers[2].pad_left = 1;
+    net.ops[3].act = (vtr_conv_act)7;
+    check_refused(&net, "op 3: unknown activation");
+    net.ops[3].act = VTR_CONV_ACT_RELU;
+    net.ops[1].pad_end = 3; /* the whole window in the padding */
+    check_refused(&net, "op 1: bad pooling window");
+    net.ops[1].pad_end = 1;
+    net.ops[1].pad_begin = -1;
+    check_refused(&net, "op 1: bad pooling window");
+    net.ops[1].pad_begin = 1;
+    net.ops[4].n_srcs = 1;
+    check_refused(&net, "op 4: concat of 1 slots");
+    net.ops[4].n_srcs = VTR_CONV_MAX_CONCAT + 1;
+    check_refused(&net, "op 4: concat of 9 slots");
+    net.ops[4].n_srcs = 4;
+    net.ops[4].srcs[1] = 5; /* written by the next op only */
+    check_refused(&net, "op 4: slot 5 read before written");
+    net.ops[4].srcs[1] = 4; /* its own dst */
+    check_refused(&net, "op 4: concat source 1 is slot 4");
+    net.ops[4].srcs[1] = 2;
+    net.layers[0].stride = 2; /* s1 becomes 9x12 */
+    check_refused(&net, "op 4: concat of 9x12 and 17x23");
+    net.layers[0].stride = 1;
+    CHECK_OK(vtr_conv_net_check(&net, 17, 23, &err));
+    vtr_conv_net_free(&net);
+}
+
+/* The cuDNN engine against the references on every program above: where a GPU is. A pool
+ * padded on one side only is refused, naming the op. */
+TEST(conv_cuda_matches_direct_on_new_ops)
+{
+#ifndef VTR_HAVE_CUDA
+    test_skip("built without CUDA");
+#else
+    if (!vtr_cuda_available())
+        test_skip("no GPU");
+    vtr_error err;
+    char name[256];
+    CHECK_OK(vtr_cuda_init(0, name, sizeof name, &err));
+    static const net_builder builders[] = {depthwise_net, depthwise_multiplier_net,
+                                           rectangular_net, grouped_net, avgpool_net,
+                                           maxpool_asymmetric_net, concat_net, inception_net,
+                                           mobilenet_net};
+    vtr_rng rng;
+    vtr_rng_init(&rng, 31, 0);
+    for (size_t b = 0; b < sizeof builders / sizeof builders[0]; b++) {
+        vtr_conv_net net;
+        builders[b](&rng, &net);
+        vtr_conv_cuda *gpu = NULL;
+        CHECK_OK(vtr_conv_cuda_new(&net, &gpu, &err));
+        for (int n = 1; n <= 3; n += 2) {
+            int h = 17, w = 23, oh, ow;
+            float *x = random_floats(&rng, (size_t)n * net.in_channels * h * w, 4.0f);
+            float *want = direct_net(&net, x, n, h, w, &oh, &ow);
+            size_t no = (size_t)n * oh * ow * net.out_channels;
+            float *got = malloc(no * sizeof *got);
+            if (builders[b] == maxpool_asymmetric_net) {
+                CHECK_FAILS(vtr_conv_cuda_run(gpu, x, n, h, w, got, &err), VTR_ERR_UNSUPPORTED,
+                            "op 0");
+            } else {
+                CHECK_OK(vtr_conv_cuda_run(gpu, x, n, h, w, got, &err));
+                double e = rel_error(got, want, no);
+                CHECK_MSG(e < 1e-5, "program %zu, batch %d: relative error %g", b, n, e);
+            }
+            free(x), free(want), free(got);
+        }
+        vtr_conv_cuda_free(gpu);
+        vtr_conv_net_free(&net);
+    }
+#endif
 }
 
 TEST(fold_bn_equals_conv_then_batch_norm)
