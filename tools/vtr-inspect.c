@@ -126,7 +126,19 @@ static vtr_status inspect_safetensors(const char *path, vtr_error *err)
     vtr_status rc = vtr_safetensors_open(path, &st, err);
     if (rc != VTR_OK)
         return rc;
-    char *meta = st.metadata ? json_dumps(st.metadata, VTR_JSON_FLAGS) : NULL;
+    /* the table shows long values (a Keras graph) by their length; --json has them whole */
+    json_t *shown = st.metadata ? json_deep_copy(st.metadata) : NULL;
+    const char *key;
+    json_t *value;
+    json_object_foreach(shown, key, value) {
+        if (json_string_length(value) > 200) {
+            char what[64];
+            snprintf(what, sizeof what, "<%zu bytes>", json_string_length(value));
+            json_string_set(value, what);
+        }
+    }
+    char *meta = shown ? json_dumps(shown, VTR_JSON_FLAGS) : NULL;
+    json_decref(shown);
     print_summary(path, "safetensors file",
                   json_pack("{s:I, s:O?}", "tensors", (json_int_t)st.count, "metadata",
                             st.metadata),
