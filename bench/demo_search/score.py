@@ -161,7 +161,7 @@ def main():
     detail = []
     for seed, outcomes in per_seed.items():
         line = "seed %s: " % seed + "; ".join(
-            "\"%s\" %d/5 (%d clips show it)" % (o.query, o.right, o.matching)
+            "\"%s\" %d/5 (clips showing it: %d)" % (o.query, o.right, o.matching)
             for o in outcomes if o.group == "demo")
         few = ["%s (%d)" % (o.query, o.matching) for o in outcomes
                if o.group == "colour-shape" and o.matching < K]
