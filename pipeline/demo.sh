@@ -101,7 +101,7 @@ if [ "$backbone" = random ]; then
     vtr-backbone-init -a resnet18 --seed "$seed" -o "$out/backbone.safetensors"
 fi
 # the clips' 128x96 frames as they are (no resize, no crop), for both backbones
-pre="--resize 0 --crop 0"
+pre=${VTR_DEMO_PRE:-"--resize 224 --crop 0"}
 # shellcheck disable=SC2086
 vtr-features -w "$out/backbone.safetensors" $pre --store "$out/store" "$out/frames.vtr"
 dim=$(sed -n 's/^  "dim": \([0-9]*\).*/\1/p' "$out/store/meta.json") # the top-level "dim"
