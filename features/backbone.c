@@ -168,7 +168,6 @@ struct vtr_backbone {
 typedef struct builder {
     vtr_backbone_weights w;
     vtr_conv_net *net;
-    size_t cap_layers, cap_ops;
     bool busy[MAX_SLOTS];
 } builder;
 
@@ -183,21 +182,6 @@ static int alloc_slot(builder *b)
         }
     }
     return -1; /* not reached: a block holds at most four slots */
-}
-
-static vtr_status add_op(builder *b, vtr_conv_op op, vtr_error *err)
-{
-    vtr_conv_net *net = b->net;
-    if (net->n_ops == b->cap_ops) {
-        size_t cap = b->cap_ops ? 2 * b->cap_ops : 64;
-        vtr_conv_op *ops = realloc(net->ops, cap * sizeof *ops);
-        if (!ops)
-            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        net->ops = ops;
-        b->cap_ops = cap;
-    }
-    net->ops[net->n_ops++] = op;
-    return VTR_OK;
 }
 
 /* Reads `conv`.weight (out_c, in_c, k, k) and batch norm `bn`.*, folds them into a new
@@ -230,26 +214,19 @@ static vtr_status add_conv(builder *b, const char *conv, const char *bn, int in_
         vtr_error_context(err, "weights %s: %s", b->w.what, bn);
         goto end;
     }
-    if (net->n_layers == b->cap_layers) {
-        size_t cap = b->cap_layers ? 2 * b->cap_layers : 64;
-        vtr_conv_layer *layers = realloc(net->layers, cap * sizeof *layers);
-        if (!layers) {
-            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-            goto end;
-        }
-        net->layers = layers;
-        b->cap_layers = cap;
-    }
-    net->layers[net->n_layers++] = (vtr_conv_layer){
+    vtr_conv_layer layer = {
         .in_channels = in_c, .out_channels = out_c, .groups = 1, .kernel_h = k, .kernel_w = k,
         .stride = stride, .pad_top = k / 2, .pad_left = k / 2, .pad_bottom = k / 2,
         .pad_right = k / 2, .weight = weight, .bias = bias};
     weight = bias = NULL;
-    st = add_op(b, (vtr_conv_op){.kind = VTR_CONV_OP_CONV, .src = src, .dst = dst,
-                                 .layer = (int)net->n_layers - 1,
-                                 .act = relu ? VTR_CONV_ACT_RELU : VTR_CONV_ACT_NONE,
-                                 .accumulate = accumulate},
-                err);
+    if ((st = vtr_conv_net_add_layer(net, layer, err)) != VTR_OK)
+        goto end;
+    st = vtr_conv_net_add_op(net, (vtr_conv_op){.kind = VTR_CONV_OP_CONV, .src = src,
+                                                .dst = dst, .layer = (int)net->n_layers - 1,
+                                                .act = relu ? VTR_CONV_ACT_RELU
+                                                            : VTR_CONV_ACT_NONE,
+                                                .accumulate = accumulate},
+                             err);
 end:
     free(weight);
     free(bias);
@@ -323,9 +300,11 @@ static vtr_status build_net(builder *b, vtr_backbone_arch arch, vtr_error *err)
     net->in_channels = 3;
     int c1 = alloc_slot(b), pool = alloc_slot(b);
     if ((st = add_conv(b, "conv1", "bn1", 3, 64, 7, 2, 0, c1, true, false, err)) ||
-        (st = add_op(b, (vtr_conv_op){.kind = VTR_CONV_OP_MAXPOOL, .src = c1, .dst = pool,
-                                      .kernel = 3, .stride = 2, .pad_begin = 1, .pad_end = 1},
-                     err)))
+        (st = vtr_conv_net_add_op(b->net,
+                                  (vtr_conv_op){.kind = VTR_CONV_OP_MAXPOOL, .src = c1,
+                                                .dst = pool, .kernel = 3, .stride = 2,
+                                                .pad_begin = 1, .pad_end = 1},
+                                  err)))
         return st;
     b->busy[c1] = false;
     int cur = pool, in_c = 64;

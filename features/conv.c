@@ -25,6 +25,37 @@ void vtr_conv_net_free(vtr_conv_net *net)
     memset(net, 0, sizeof *net);
 }
 
+/* Grows *array (of n elements of size bytes) when it is full: its capacity is 64, then
+ * the power of two at or above n, so it follows from n alone. */
+static bool grow(void **array, size_t n, size_t size)
+{
+    if (n != 0 && (n < 64 || (n & (n - 1)) != 0))
+        return true;
+    void *p = realloc(*array, (n ? 2 * n : 64) * size);
+    if (p)
+        *array = p;
+    return p != NULL;
+}
+
+vtr_status vtr_conv_net_add_layer(vtr_conv_net *net, vtr_conv_layer layer, vtr_error *err)
+{
+    if (!grow((void **)&net->layers, net->n_layers, sizeof *net->layers)) {
+        free(layer.weight);
+        free(layer.bias);
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    }
+    net->layers[net->n_layers++] = layer;
+    return VTR_OK;
+}
+
+vtr_status vtr_conv_net_add_op(vtr_conv_net *net, vtr_conv_op op, vtr_error *err)
+{
+    if (!grow((void **)&net->ops, net->n_ops, sizeof *net->ops))
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    net->ops[net->n_ops++] = op;
+    return VTR_OK;
+}
+
 typedef struct map_shape {
     int c, h, w; /* c == 0: never written */
 } map_shape;

@@ -109,6 +109,11 @@ typedef struct vtr_conv_net {
 /* Frees the layers' weights and the arrays; leaves net zeroed. Safe on a zeroed net. */
 void vtr_conv_net_free(vtr_conv_net *net);
 
+/* Appends a layer (taking over its weight and bias, which are freed on failure) or an op
+ * to a net being built, growing the arrays; VTR_ERR_NOMEM. */
+vtr_status vtr_conv_net_add_layer(vtr_conv_net *net, vtr_conv_layer layer, vtr_error *err);
+vtr_status vtr_conv_net_add_op(vtr_conv_net *net, vtr_conv_op op, vtr_error *err);
+
 /* Checks that the program is well-formed: slots and layers in range, slot 0 never
  * written, every slot read after it was written, channel counts that chain and that
  * groups (>= 1) divide, non-negative paddings (a pool's below its kernel), shapes of

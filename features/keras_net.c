@@ -25,7 +25,6 @@ typedef struct build {
     size_t n;
     value *v;                   /* per layer */
     vtr_conv_net *net;
-    size_t cap_layers, cap_ops;
     bool *busy;                 /* per slot */
     int cap_slots;
     vtr_backbone_weights w;
@@ -230,39 +229,6 @@ static void take_over(build *b, int k, int i)
     b->v[k].readers = 0;
 }
 
-static vtr_status add_op(build *b, vtr_conv_op op, vtr_error *err)
-{
-    vtr_conv_net *net = b->net;
-    if (net->n_ops == b->cap_ops) {
-        size_t cap = b->cap_ops ? 2 * b->cap_ops : 64;
-        vtr_conv_op *ops = realloc(net->ops, cap * sizeof *ops);
-        if (!ops)
-            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        net->ops = ops;
-        b->cap_ops = cap;
-    }
-    net->ops[net->n_ops++] = op;
-    return VTR_OK;
-}
-
-static vtr_status add_layer(build *b, vtr_conv_layer layer, vtr_error *err)
-{
-    vtr_conv_net *net = b->net;
-    if (net->n_layers == b->cap_layers) {
-        size_t cap = b->cap_layers ? 2 * b->cap_layers : 64;
-        vtr_conv_layer *layers = realloc(net->layers, cap * sizeof *layers);
-        if (!layers) {
-            free(layer.weight);
-            free(layer.bias);
-            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        }
-        net->layers = layers;
-        b->cap_layers = cap;
-    }
-    net->layers[net->n_layers++] = layer;
-    return VTR_OK;
-}
-
 /* "valid" or "same" padding of a window k with stride s: TF's "same" is (k - 1) / 2
  * before and the rest after for stride 1; for a larger stride it depends on the input
  * size, which a conv net does not fix (a 1x1 window needs none). */
@@ -294,9 +260,10 @@ static vtr_status conv(build *b, size_t i, const json_t *layer, bool depthwise, 
     vtr_status st;
     if ((st = layer_inputs(b, layer, in, 1, &n, err)) != VTR_OK)
         return st;
-    if (!int_pair(cfg, "kernel_size", k) || k[0] < 1 || k[1] < 1 || !int_pair(cfg, "strides", s) ||
-        s[0] < 1 || s[0] != s[1] || (json_object_get(cfg, "dilation_rate") &&
-                                    (!int_pair(cfg, "dilation_rate", dil) || dil[0] != 1 || dil[1] != 1)) ||
+    bool dilated = json_object_get(cfg, "dilation_rate") &&
+                   (!int_pair(cfg, "dilation_rate", dil) || dil[0] != 1 || dil[1] != 1);
+    if (!int_pair(cfg, "kernel_size", k) || k[0] < 1 || k[1] < 1 ||
+        !int_pair(cfg, "strides", s) || s[0] < 1 || s[0] != s[1] || dilated ||
         !channels_last(cfg))
         return bad_layer(err, layer, "%s", "vtr runs kernels of at least 1x1 with equal "
                          "strides, no dilation, channels last");
@@ -340,11 +307,12 @@ static vtr_status conv(build *b, size_t i, const json_t *layer, bool depthwise, 
         free(kernel);
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     }
+    int per_c = depthwise ? mult : oc; /* the kernel's last axis */
     for (int y = 0; y < k[0]; y++)
         for (int x = 0; x < k[1]; x++)
             for (int ci = 0; ci < c; ci++)
-                for (int o = 0; o < (depthwise ? mult : oc); o++) {
-                    float v = kernel[(((size_t)y * k[1] + x) * c + ci) * (depthwise ? mult : oc) + o];
+                for (int o = 0; o < per_c; o++) {
+                    float v = kernel[(((size_t)y * k[1] + x) * c + ci) * per_c + o];
                     if (depthwise)
                         weight[(size_t)(ci * mult + o) * per_oc + (size_t)y * k[1] + x] = v;
                     else
@@ -366,11 +334,12 @@ static vtr_status conv(build *b, size_t i, const json_t *layer, bool depthwise, 
                         .pad_top = pad[0], .pad_left = pad[1], .pad_bottom = pad[2],
                         .pad_right = pad[3], .weight = weight, .bias = bias};
     int dst;
-    if ((st = add_layer(b, L, err)) != VTR_OK || (st = alloc_slot(b, &dst, err)) != VTR_OK)
+    if ((st = vtr_conv_net_add_layer(b->net, L, err)) != VTR_OK ||
+        (st = alloc_slot(b, &dst, err)) != VTR_OK)
         return st;
     vtr_conv_op op = {.kind = VTR_CONV_OP_CONV, .src = u->slot, .dst = dst,
                       .layer = (int)b->net->n_layers - 1, .act = act};
-    if ((st = add_op(b, op, err)) != VTR_OK)
+    if ((st = vtr_conv_net_add_op(b->net, op, err)) != VTR_OK)
         return st;
     consume(b, in[0]);
     value *o = &b->v[i];
@@ -564,7 +533,7 @@ static vtr_status pool(build *b, size_t i, const json_t *layer, vtr_conv_op_kind
         return st;
     vtr_conv_op op = {.kind = kind, .src = u->slot, .dst = dst, .kernel = k[0], .stride = s[0],
                       .pad_begin = pad[0], .pad_end = pad[2]};
-    if ((st = add_op(b, op, err)) != VTR_OK)
+    if ((st = vtr_conv_net_add_op(b->net, op, err)) != VTR_OK)
         return st;
     b->v[i] = (value){.slot = dst, .channels = u->channels, .op = -1,
                       .readers = b->v[i].readers};
@@ -592,7 +561,7 @@ static vtr_status concat(build *b, size_t i, const json_t *layer, vtr_error *err
     if ((st = alloc_slot(b, &dst, err)) != VTR_OK)
         return st;
     op.dst = dst;
-    if ((st = add_op(b, op, err)) != VTR_OK)
+    if ((st = vtr_conv_net_add_op(b->net, op, err)) != VTR_OK)
         return st;
     b->v[i] = (value){.slot = dst, .channels = channels, .op = -1, .readers = b->v[i].readers};
     for (int j = 0; j < n; j++)
@@ -616,7 +585,8 @@ static vtr_status zero_padding(build *b, size_t i, const json_t *layer, vtr_erro
     } else {
         const json_t *r = json_array_get(p, 0), *c = json_array_get(p, 1);
         ok = json_array_size(r) == 2 && json_array_size(c) == 2 &&
-             int_value(json_array_get(r, 0), &rows[0]) && int_value(json_array_get(r, 1), &rows[1]) &&
+             int_value(json_array_get(r, 0), &rows[0]) &&
+             int_value(json_array_get(r, 1), &rows[1]) &&
              int_value(json_array_get(c, 0), &cols[0]) && int_value(json_array_get(c, 1), &cols[1]);
     }
     if (!ok || rows[0] < 0 || rows[1] < 0 || cols[0] < 0 || cols[1] < 0 || !channels_last(cfg))

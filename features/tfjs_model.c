@@ -283,7 +283,8 @@ vtr_status vtr_tfjs_model_save(const vtr_tfjs_model *m, const char *source,
     }
     vtr_keras_input_size(m->model_config, &h, &w);
     snprintf(buf, sizeof buf, "%d", h);
-    if ((st = set_string(meta, "format", "keras", err)) || (st = set_string(meta, "keras_model", graph, err)) ||
+    if ((st = set_string(meta, "format", "keras", err)) ||
+        (st = set_string(meta, "keras_model", graph, err)) ||
         (arch && (st = set_string(meta, "arch", arch, err))) ||
         (st = set_string(meta, "source", source, err)) ||
         (st = set_string(meta, "pretrained", "true", err)) ||

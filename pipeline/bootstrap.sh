@@ -1,6 +1,7 @@
 #!/bin/sh
 # Quick start on Debian 12: install the packages vtr needs (as root), configure (once),
-# build, then run `make TARGET`. Usage: sh pipeline/bootstrap.sh [demo|check|all|...]
+# build, fetch nsfwjs's pretrained models with npm when it can (.cache/nsfwjs), then run
+# `make TARGET`. Usage: sh pipeline/bootstrap.sh [demo|check|all|...]
 # Safe to rerun: installed packages and an up-to-date build are left as they are.
 set -eu
 cd "$(dirname "$0")/.."
@@ -25,4 +26,8 @@ if [ ! -f Makefile ] || [ configure -nt Makefile ] || [ Makefile.in -nt Makefile
     ./configure --enable-werror
 fi
 make -j"$(nproc)" all
+# a pretrained backbone for the demo and the TF.js parity tests, when npm can fetch it
+sh pipeline/nsfwjs.sh .cache/nsfwjs ||
+    echo "bootstrap: no pretrained MobileNetV2 (above): the demo falls back to an untrained" \
+        "ResNet-18, and the tests against TensorFlow.js skip"
 make "$target"

@@ -40,20 +40,6 @@ static float *random_floats(vtr_rng *rng, size_t n, float scale)
     return v;
 }
 
-/* max|a - b| / max|b| */
-static double rel_error(const float *a, const float *b, size_t n)
-{
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (d > diff || isnan(d))
-            diff = isnan(d) ? INFINITY : d;
-        if (fabs(b[i]) > scale)
-            scale = fabs(b[i]);
-    }
-    return scale > 0 ? diff / scale : diff;
-}
-
 /* cells along an axis of n after a window k, stride s, p0 / p1 cells padded before / after */
 static int window_len(int n, int k, int s, int p0, int p1)
 {
@@ -320,7 +306,7 @@ TEST(conv_cpu_matches_direct_convolution)
         size_t no = (size_t)n * oh * ow * 36;
         float *got = malloc(no * sizeof *got);
         CHECK_OK(vtr_conv_cpu_run(cpu, x, n, h, w, got, &err));
-        double e = rel_error(got, want, no);
+        double e = test_rel_error(got, want, no);
         CHECK_MSG(e < 1e-5, "shape %zu: relative error %g", s, e);
         /* the op-by-op reference that the other tests use computes the same, bit for bit */
         int roh, row;
@@ -596,7 +582,7 @@ static void check_cpu(net_builder build, uint64_t seed, float scale, float shift
         size_t no = (size_t)n * oh * ow * net.out_channels;
         float *got = malloc(no * sizeof *got);
         CHECK_OK(vtr_conv_cpu_run(cpu, x, n, h, w, got, &err));
-        double e = rel_error(got, want, no);
+        double e = test_rel_error(got, want, no);
         CHECK_MSG(e < 1e-5, "%dx%dx%d: relative error %g", n, h, w, e);
         free(want);
         if (s == 2 && x_out) {
@@ -775,7 +761,7 @@ TEST(conv_cuda_matches_direct_on_new_ops)
                             "op 0");
             } else {
                 CHECK_OK(vtr_conv_cuda_run(gpu, x, n, h, w, got, &err));
-                double e = rel_error(got, want, no);
+                double e = test_rel_error(got, want, no);
                 CHECK_MSG(e < 1e-5, "program %zu, batch %d: relative error %g", b, n, e);
             }
             free(x), free(want), free(got);
@@ -811,7 +797,7 @@ TEST(fold_bn_equals_conv_then_batch_norm)
     CHECK_OK(vtr_conv_fold_bn(L.weight, L.bias, OC, (size_t)C * 9, gamma, beta, mean, var,
                               1e-5f, &err));
     direct_conv(x, 1, H, W, &L, NULL, VTR_CONV_ACT_NONE, folded);
-    CHECK(rel_error(folded, conv, OC * H * W) < 1e-6);
+    CHECK(test_rel_error(folded, conv, OC * H * W) < 1e-6);
     var[2] = -1;
     CHECK_FAILS(vtr_conv_fold_bn(L.weight, L.bias, OC, (size_t)C * 9, gamma, beta, mean, var,
                                  1e-5f, &err),
@@ -868,9 +854,9 @@ static void check_parity(const char *dir, const char *arch_name)
     size_t np = (size_t)n * D, ng = np * gh * gw;
     float *got = malloc(ng * sizeof *got);
     CHECK_OK(vtr_backbone_forward(b, x, n, h, w, false, got, &err));
-    double e_pool = rel_error(got, pooled, np);
+    double e_pool = test_rel_error(got, pooled, np);
     CHECK_OK(vtr_backbone_forward(b, x, n, h, w, true, got, &err));
-    double e_grid = rel_error(got, grid, ng);
+    double e_grid = test_rel_error(got, grid, ng);
     printf("    %s %dx%d: relative error pooled %.2e, grid (%dx%d) %.2e\n", arch_name, h, w,
            e_pool, gh, gw, e_grid);
     CHECK_MSG(e_pool < 1e-4, "%s pooled: relative error %g", arch_name, e_pool);
@@ -1049,7 +1035,7 @@ TEST(backbone_cuda_matches_cpu)
             size_t no = grid ? nout : (size_t)n * 512;
             CHECK_OK(vtr_backbone_forward(cpu, x, n, h, wd, grid, a, &err));
             CHECK_OK(vtr_backbone_forward(gpu, x, n, h, wd, grid, b, &err));
-            double e = rel_error(b, a, no);
+            double e = test_rel_error(b, a, no);
             printf("    %dx%dx%d %s: CUDA vs CPU relative error %.2e\n", n, h, wd,
                    grid ? "grid" : "pooled", e);
             CHECK_MSG(e < 1e-4, "CUDA vs CPU: relative error %g", e);
@@ -1219,7 +1205,7 @@ TEST(preprocess_matches_torchvision)
             /* the same float32 operations in the same order: identical values */
             CHECK_MSG(memcmp(x, want, (size_t)3 * oh * ow * sizeof *x) == 0,
                       "%s: normalized values differ from torchvision's (%g)", pre_cases[i].name,
-                      rel_error(x, want, (size_t)3 * oh * ow));
+                      test_rel_error(x, want, (size_t)3 * oh * ow));
             free(x);
             vtr_npy_close(&fout);
         }
@@ -1341,7 +1327,7 @@ TEST(extractor_batches_frames_across_items)
                                           in + (size_t)f * 3 * 32 * 32, &err));
         float *want = malloc((size_t)counts[i] * 512 * sizeof *want);
         CHECK_OK(vtr_backbone_forward(b, in, counts[i], 32, 32, true, want, &err));
-        double e = rel_error(got.features[i], want, (size_t)counts[i] * 512);
+        double e = test_rel_error(got.features[i], want, (size_t)counts[i] * 512);
         CHECK_MSG(e < 1e-5, "item %d: relative error %g", i, e);
         free(in), free(want);
     }
@@ -1373,7 +1359,7 @@ TEST(extractor_batches_frames_across_items)
                                           in + (size_t)f * 3 * oh * ow, &err));
         CHECK_OK(vtr_backbone_forward(b, in, 2, oh, ow, false, want, &err));
         CHECK_EQ_INT(got2.rows[i], 2);
-        CHECK_MSG(rel_error(got2.features[i], want, 2 * 512) < 1e-5, "item %d", i);
+        CHECK_MSG(test_rel_error(got2.features[i], want, 2 * 512) < 1e-5, "item %d", i);
         free(in);
         free(got2.features[i]);
     }

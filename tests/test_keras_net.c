@@ -264,7 +264,8 @@ static void check_tfjs_parity(const char *arch_name, int size, int dim)
     int gh, gw;
     vtr_backbone_grid_size(b, size, size, &gh, &gw);
     size_t cells = (size_t)gh * gw;
-    float *grid = malloc((size_t)n * cells * dim * sizeof *grid), *pooled = malloc((size_t)n * dim * sizeof *pooled);
+    float *grid = malloc((size_t)n * cells * dim * sizeof *grid);
+    float *pooled = malloc((size_t)n * dim * sizeof *pooled);
     CHECK(grid && pooled);
     CHECK_OK(vtr_backbone_forward(b, x, n, size, size, false, pooled, &err));
     CHECK_OK(vtr_backbone_forward(b, x, n, size, size, true, grid, &err));
