@@ -164,9 +164,9 @@ TEST(train_every_config_in_configs_loads_through_the_schema)
         CHECK_MSG(vtr_train_options_from_config(cfg, &o, &err) == VTR_OK, "%s", err.msg);
         bool demo = strncmp(e->d_name, "demo-", 5) == 0;
         if (demo) {
-            /* make demo's small settings (pipeline/demo.sh): ResNet-18 features; HGR's
+            /* make demo's small settings (pipeline/demo.sh): MobileNetV2 features; HGR's
              * vocabulary built from the training captions, all negatives as the VSE ones */
-            CHECK(o.model.feature_dim == 512 && o.model.embed_size == 128 &&
+            CHECK(o.model.feature_dim == 1280 && o.model.embed_size == 128 &&
                   o.model.margin == 0.2f && o.epochs == 36 && o.batch_size == 32 &&
                   o.negatives == VTR_HINGE_ALL_NEGATIVES);
             if (strstr(e->d_name, "-hgr")) {
