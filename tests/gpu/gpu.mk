@@ -29,8 +29,9 @@ TIMING_SRCS = tests/gpu/op_timing.c
 LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c lib/linear.c \
             lib/norm.c lib/npy.c lib/pth.c lib/rng.c lib/safetensors.c lib/similarity.c \
             lib/softmax.c lib/tensor_file.c lib/zip.c \
-            lib/tensor.c aggregate/gpo.c aggregate/set_pooling.c match/hinge_loss.c \
-            features/backbone.c features/conv.c features/extractor.c features/preprocess.c
+            lib/tensor.c lib/args.c aggregate/gpo.c aggregate/set_pooling.c match/hinge_loss.c \
+            features/backbone.c features/backbone_weights.c features/keras_net.c \
+            features/conv.c features/extractor.c features/preprocess.c
 CUDA_SRCS = $(wildcard $(addsuffix /*.cu,lib decode features text import aggregate match index tools))
 
 WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
