@@ -28,7 +28,7 @@
 #      the fused score, with the caption's role graph (--graphs) and without;
 #  10. vtr-index and vtr-search with the set model: 4 vectors per clip, smooth-Chamfer.
 #
-# VTR_DEMO_CLIPS sets the number of clips (default 300), VTR_DEMO_DIR the output
+# VTR_DEMO_CLIPS sets the number of clips (default 600), VTR_DEMO_DIR the output
 # directory (default demo-out/), VTR_DEMO_SEED the seed of the archive and the backbone
 # (default 1), VTR_DEMO_EPOCHS the training epochs (default: the configs', 36),
 # VTR_DEMO_BACKBONE mobilenet_v2 (default; the untrained ResNet-18 when it cannot be
@@ -41,7 +41,7 @@ set -eu
 cd "$(dirname "$0")/.."
 PATH=$(pwd)/bin:$PATH
 out=${VTR_DEMO_DIR:-demo-out}
-clips=${VTR_DEMO_CLIPS:-300}
+clips=${VTR_DEMO_CLIPS:-600}
 seed=${VTR_DEMO_SEED:-1}
 models=${VTR_DEMO_MODELS:-vsepp vse-inf hgr hgr-inf set}
 trained() { case " $models " in *" $1 "*) ;; *) return 1 ;; esac; }
@@ -83,7 +83,8 @@ mobilenet_v2)
         echo "The backbone is MobileNetV2 as the npm package nsfwjs ships it (MIT): initialised"
         echo "from ImageNet, then fine-tuned to sort photos into five classes; 1280-d features"
         echo "of the map before its classifier. A real pretrained CNN, but not a model of"
-        echo "real-world captions: the models below learn this archive's words from 200 clips."
+        echo "real-world captions: the models below learn this archive's words from its"
+        echo "training clips."
     else
         echo "NOTE: nsfwjs's MobileNetV2 could not be fetched (above); falling back to an"
         echo "      untrained ResNet-18 (VTR_DEMO_BACKBONE=random)."

@@ -79,6 +79,12 @@ def search(index, queries):
 Outcome = collections.namedtuple("Outcome", "group query right matching clips")
 
 
+def clip_count(demo_dir):
+    """How many clips the demo's archive has (its scenes.json)."""
+    with open(os.path.join(demo_dir, "archive", "scenes.json"), encoding="utf-8") as f:
+        return len(json.load(f)["clips"])
+
+
 def score_seed(demo_dir):
     """The Outcome of every query on one demo."""
     with open(os.path.join(demo_dir, "archive", "scenes.json"), encoding="utf-8") as f:
@@ -146,6 +152,7 @@ def main():
     per_seed = {seed: score_seed(d) for seed, d in seeds}
     backbones = sorted({backbone(d) for _, d in seeds})
     seconds = [demo_seconds(d) for _, d in seeds]
+    sizes = sorted({clip_count(d) for _, d in seeds})
 
     table = ["| seed | queries | precision@5 | chance | all 5 show it | >= 1 shows it "
              "| queries some clip shows: precision@5 of min(5, clips showing it) "
@@ -179,7 +186,7 @@ def main():
         "Backbone: %s. Each seed's demo (VSE∞ only) took %s s." % (
             "; ".join(backbones), ", ".join(map(str, seconds))),
         "",
-        "Per seed: the demo's archive (300 clips, seed S), its VSE∞ model and index; the queries "
+        "Per seed: the demo's archive (%s clips, seed S), its VSE∞ model and index; the queries "
         "\"a COLOUR SHAPE\" for every colour and shape of the generator and the demo's example "
         "queries, top 5 each (vtr-search). A hit shows what was asked when one of its clip's "
         "objects has the colour and shape (and the size, motion, briefness the query names), "
@@ -187,7 +194,7 @@ def main():
         "chance is a random order's precision@5 (the share of the archive's clips that show "
         "what was asked). A query with fewer than 5 clips showing it cannot reach 1: the "
         "next column counts the queries that some clip shows and divides by min(5, clips "
-        "showing it) instead.",
+        "showing it) instead." % " and ".join(map(str, sizes)),
         "",
     ] + table + [
         "",
