@@ -56,16 +56,18 @@ grep -q 'vtr-decode exit status: 2' "$dir/log" || fail "vtr-decode did not exit 
 if grep -q 'The backbone is MobileNetV2' "$dir/log"; then
     grep -q '"arch":"mobilenet_v2"' "$out/backbone.safetensors" &&
         grep -q '"pretrained":"true"' "$out/backbone.safetensors" || fail "backbone metadata"
+    dim=1280
 else
     grep -q 'NOT a pretrained network' "$dir/log" || fail "no word on the backbone"
     grep -q '"pretrained":"false"' "$out/backbone.safetensors" || fail "backbone metadata"
+    dim=512
 fi
 for f in rows.npy offsets.npy keys.txt meta.json; do
     [ -s "$out/store/$f" ] || fail "store: no $f"
 done
 [ "$(wc -l <"$out/store/keys.txt")" -eq 120 ] || fail "store: expected 120 keys"
 grep -q '"rows": 1200' "$out/store/meta.json" || fail "store: expected 1200 rows"
-grep -q '"dim": 512' "$out/store/meta.json" || fail "store: expected dim 512"
+grep -q "\"dim\": $dim" "$out/store/meta.json" || fail "store: expected dim $dim"
 # 5-6: the five runs, their evaluations, the table
 for m in vsepp vse-inf hgr hgr-inf set; do
     for f in best.safetensors last.safetensors metrics.jsonl config.yaml vocab.json; do
