@@ -392,7 +392,8 @@ static void make_net(vtr_conv_net *net, int in_c, int slots, int out_slot, int o
                           malloc((n_layers ? n_layers : 1) * sizeof *layers),
                           malloc(n_ops * sizeof *ops)};
     CHECK(net->layers && net->ops);
-    memcpy(net->layers, layers, n_layers * sizeof *layers);
+    if (n_layers) /* layers is NULL for a program of pools alone */
+        memcpy(net->layers, layers, n_layers * sizeof *layers);
     memcpy(net->ops, ops, n_ops * sizeof *ops);
 }
 
