@@ -2,9 +2,10 @@
 # bench/demo_search: do the demo's searches find what they ask for? On archives of held-out
 # seeds (the demo's own is 1), the demo's pipeline (pipeline/demo.sh, VSE∞ only:
 # VTR_DEMO_MODELS=vse-inf) renders, trains and indexes; then its three example queries and
-# "a COLOUR SHAPE" for every colour and shape of the generator are searched in its VSE∞
-# index (vtr-search --json -k 5) and scored against what each clip shows (the archive's
-# scenes.json, written by vtr-synth): bench/demo_search/score.py.
+# "a COLOUR SHAPE" for every colour and shape of the generator (and those with a size, a
+# motion or "appears briefly") are searched in its VSE∞ index (vtr-search --json -k 5) and
+# scored against what each clip shows (the archive's scenes.json, written by vtr-synth):
+# bench/demo_search/score.py.
 #
 #   sh bench/demo_search/run.sh [--seeds 2,3,4] [--reuse] [--append]
 #

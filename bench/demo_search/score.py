@@ -7,7 +7,9 @@ it to bench/RESULTS.md.
   score.py [--append] [--command TEXT] [--load-before L] DEMO_DIR...
 
 Queries: the demo's example queries (its log's "query:" lines, DEMO_DIR/demo.log) and
-"a COLOUR SHAPE" for every colour and shape that scenes.json names. A hit shows what a
+"a COLOUR SHAPE" for every colour and shape that scenes.json names (the issue's target is
+on these two groups); then, reported beside them, the same pairs with each size, each
+direction of motion, and "appears briefly". A hit shows what a
 query asks when one of its clip's objects has the query's colour and shape and, where the
 query names them, its size, its motion and that it is brief (the grammar: [a|an] [SIZE]
 COLOUR SHAPE [moves [to the] DIRECTION] [appears briefly]).
@@ -26,6 +28,8 @@ from machine import cpu_model, git_version, publish  # noqa: E402
 
 K = 5
 TARGET = 0.8  # the issue's: the top 5 hits show what was asked
+GROUPS = ("colour-shape", "demo", "size", "motion", "brief")
+TARGET_GROUPS = ("colour-shape", "demo")  # the demo's queries ("<colour> <shape> ...")
 
 
 def query_pattern(names):
@@ -93,8 +97,13 @@ def score_seed(demo_dir):
     clips = {c["video_id"] + ".mp4": c for c in truth["clips"]}  # the index's keys
     pattern = query_pattern(names)
     queries = [("demo", q) for q in demo_queries(os.path.join(demo_dir, "demo.log"))]
-    queries += [("colour-shape", "a %s %s" % (c, s)) for c in names["colours"]
-                for s in names["shapes"]]
+    pairs = [(c, s) for c in names["colours"] for s in names["shapes"]]
+    queries += [("colour-shape", "a %s %s" % pair) for pair in pairs]
+    # beyond colour and shape: reported, not part of the target
+    queries += [("size", "a %s %s %s" % ((z,) + pair)) for z in names["sizes"] for pair in pairs]
+    queries += [("motion", "a %s %s moves to the %s" % (pair + (m,))) for pair in pairs
+                for m in names["motions"] if m != "still"]
+    queries += [("brief", "a %s %s appears briefly" % pair) for pair in pairs]
     hits = search(os.path.join(demo_dir, "index"), [q for _, q in queries])
     outcomes = []
     for (group, query), keys in zip(queries, hits):
@@ -160,7 +169,7 @@ def main():
              "|---|---|---|---|---|---|---|---|"]
     everything = [o for outcomes in per_seed.values() for o in outcomes]
     for seed, outcomes in list(per_seed.items()) + [("**all**", everything)]:
-        for group in ("colour-shape", "demo"):
+        for group in GROUPS:
             t = summary([o for o in outcomes if o.group == group])
             table.append("| %s | %s (%d) | %.3f | %.3f | %.3f | %.3f | %d: %.3f | %d |" % (
                 seed, group, t["queries"], t["p"], t["chance"], t["all"], t["some"],
@@ -175,7 +184,7 @@ def main():
         detail.append(line + ("; colour-shape queries with < 5 clips: " + ", ".join(few)
                               if few else "") + ".")
 
-    p_all = summary(everything)["p"]
+    p_all = summary([o for o in everything if o.group in TARGET_GROUPS])["p"]
     report = "\n".join([
         "## Demo searches against the scenes' ground truth (%s)" % datetime.date.today().isoformat(),
         "",
@@ -188,7 +197,9 @@ def main():
         "",
         "Per seed: the demo's archive (%s clips, seed S), its VSE∞ model and index; the queries "
         "\"a COLOUR SHAPE\" for every colour and shape of the generator and the demo's example "
-        "queries, top 5 each (vtr-search). A hit shows what was asked when one of its clip's "
+        "queries, top 5 each (vtr-search); then, beyond the target, the same pairs with each "
+        "size (\"a small red circle\"), each direction of motion (\"a red circle moves to the "
+        "left\") and \"appears briefly\". A hit shows what was asked when one of its clip's "
         "objects has the colour and shape (and the size, motion, briefness the query names), "
         "by the archive's scenes.json. precision@5 and the shares are means over the queries; "
         "chance is a random order's precision@5 (the share of the archive's clips that show "
@@ -198,8 +209,8 @@ def main():
         "",
     ] + table + [
         "",
-        "Issue's target, at least %.1f of the top 5 showing what was asked (precision@5, all "
-        "queries of all seeds): %s (%.3f)." % (TARGET, "met" if p_all >= TARGET else "**NOT met**",
+        "Issue's target, at least %.1f of the top 5 showing what was asked (precision@5, the "
+        "colour-shape and demo queries of all seeds): %s (%.3f)." % (TARGET, "met" if p_all >= TARGET else "**NOT met**",
                                                p_all),
         "",
     ] + detail) + "\n"
