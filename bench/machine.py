@@ -2,6 +2,7 @@
 the reports go."""
 
 import ctypes
+import os
 import platform
 import subprocess
 
@@ -26,6 +27,13 @@ def blas_core():
         return lib.openblas_get_corename().decode()
     except (OSError, AttributeError):
         return "unknown"
+
+
+def blas_setting():
+    """What bench/blas_kernel.sh set for the BLAS kernel (its VTR_BENCH_BLAS), for the
+    reports."""
+    return os.environ.get("VTR_BENCH_BLAS",
+                          "OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE as the environment had them")
 
 
 def git_version():

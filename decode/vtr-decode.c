@@ -9,6 +9,7 @@
 
 #include "decode/decode_items.h"
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/file.h"
 #include "lib/item_output.h"
 #include "lib/keyed_files.h"
@@ -242,7 +243,9 @@ int main(int argc, char **argv)
         case OPT_LOG_JSON: log_json = true; break;
         case 'v': verbose = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-decode %s\n", vtr_version); return 0;
+        case OPT_VERSION:
+            printf("vtr-decode %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            return 0;
         default: fputs("Try 'vtr-decode --help'.\n", stderr); return 1;
         }
         if (bad) {

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -375,6 +376,18 @@ static vtr_status user_scratchpad_attr(dnnl_primitive_attr_t *attr, vtr_error *e
              "scratchpad mode");
 end:
     return st;
+}
+
+const char *vtr_conv_cpu_report(void)
+{
+    static char line[128];
+    const dnnl_version_t *v = dnnl_version();
+    const char *isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()); /* "cpu_isa_avx2" */
+    if (strncmp(isa, "cpu_isa_", 8) == 0)
+        isa += 8;
+    snprintf(line, sizeof line, "convolutions: oneDNN %d.%d.%d, ISA %s", v->major, v->minor,
+             v->patch, isa);
+    return line;
 }
 
 vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_error *err)

@@ -141,6 +141,11 @@ vtr_status vtr_conv_fold_bn(float *weight, float *bias, int out_channels, size_t
 
 typedef struct vtr_conv_cpu vtr_conv_cpu;
 
+/* One line for --version: the oneDNN that runs the CPU engine and the instruction set it
+ * dispatches to on this CPU, e.g. "convolutions: oneDNN 2.6.3, ISA avx512_core_amx". In a
+ * static buffer that the next call rewrites (not thread-safe). */
+const char *vtr_conv_cpu_report(void);
+
 /* An engine for net (borrowed: it must outlive the engine and not change). Creates the
  * oneDNN CPU engine; primitives are made by the first run of each input shape.
  * VTR_ERR_DEVICE when oneDNN fails, VTR_ERR_NOMEM. *out is NULL on failure. */

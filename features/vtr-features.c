@@ -10,10 +10,12 @@
 
 #include "features/audio_features.h"
 #include "features/backbone.h"
+#include "features/conv.h"
 #include "features/extractor.h"
 #include "features/frame_features.h"
 #include "features/logmel.h"
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/hash.h"
 #include "lib/item_output.h"
 #include "lib/keyed_files.h"
@@ -305,7 +307,10 @@ int main(int argc, char **argv)
                 bad = "--log-offset needs a number > 0";
             break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-features %s\n", vtr_version); return 0;
+        case OPT_VERSION:
+            printf("vtr-features %s\n%s\n%s\n", vtr_version, vtr_blas_kernel_report(),
+                   vtr_conv_cpu_report());
+            return 0;
         default: fputs("Try 'vtr-features --help'.\n", stderr); return 1;
         }
         if (bad) {

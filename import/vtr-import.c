@@ -10,6 +10,7 @@
 
 #include "import/import.h"
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/catalog.h"
 #include "lib/log.h"
 #include "lib/version.h"
@@ -227,7 +228,9 @@ int main(int argc, char **argv)
         case 'k': keep_going = true; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-import %s\n", vtr_version); return 0;
+        case OPT_VERSION:
+            printf("vtr-import %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            return 0;
         default: fputs("Try 'vtr-import --help'.\n", stderr); return 1;
         }
     }

@@ -15,6 +15,7 @@
 #include "index/embedder.h"
 #include "index/embedding_index_output.h"
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/blas_threads.h"
 #include "lib/feature_store.h"
 #include "lib/file.h"
@@ -389,7 +390,9 @@ int main(int argc, char **argv)
         case OPT_SHARD: shard_option = optarg; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-aggregate %s\n", vtr_version); return 0;
+        case OPT_VERSION:
+            printf("vtr-aggregate %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            return 0;
         default: fputs("Try 'vtr-aggregate --help'.\n", stderr); return 1;
         }
     }

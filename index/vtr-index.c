@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "features/conv.h"
 #include "index/archive_index.h"
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/log.h"
 #include "lib/shard.h"
 #include "lib/version.h"
@@ -238,7 +240,10 @@ int main(int argc, char **argv)
         case OPT_SHARD: shard_option = optarg; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-index %s\n", vtr_version); return 0;
+        case OPT_VERSION:
+            printf("vtr-index %s\n%s\n%s\n", vtr_version, vtr_blas_kernel_report(),
+                   vtr_conv_cpu_report());
+            return 0;
         default: fputs("Try 'vtr-index --help'.\n", stderr); return 1;
         }
         if (bad) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "index/shard_merge.h"
+#include "lib/blas_kernel.h"
 #include "lib/log.h"
 #include "lib/version.h"
 
@@ -48,7 +49,9 @@ int main(int argc, char **argv)
         switch (opt) {
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-merge %s\n", vtr_version); return 0;
+        case OPT_VERSION:
+            printf("vtr-merge %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            return 0;
         default: fputs("Try 'vtr-merge --help'.\n", stderr); return 1;
         }
     }

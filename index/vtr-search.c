@@ -8,12 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "import/import.h"
 #include "index/archive_index.h"
 #include "index/embedder.h"
 #include "index/embedding_index.h"
-#include "import/import.h"
 #include "index/text_search.h"
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/blas_threads.h"
 #include "lib/file.h"
 #include "lib/json.h"
@@ -233,7 +234,9 @@ int main(int argc, char **argv)
             break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case OPT_VERSION: printf("vtr-search %s\n", vtr_version); return 0;
+        case OPT_VERSION:
+            printf("vtr-search %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            return 0;
         default: fputs("Try 'vtr-search --help'.\n", stderr); return 1;
         }
     }

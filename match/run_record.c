@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/blas_kernel.h"
 #include "lib/checkpoint.h"
 #include "lib/file.h"
 #include "lib/hash.h"
@@ -74,7 +75,12 @@ vtr_status vtr_run_record_finish(vtr_run_record *rec, bool done, const json_t *r
 {
     if (!rec->catalog)
         return VTR_OK;
-    char *text = result ? json_dumps(result, VTR_JSON_FLAGS) : NULL;
+    /* an object result also records the BLAS kernel the run used */
+    json_t *with = json_is_object(result) ? json_copy((json_t *)result) : NULL;
+    if (with)
+        json_object_set_new(with, "blas_kernel", json_string(vtr_blas_kernel_name()));
+    char *text = result ? json_dumps(with ? with : result, VTR_JSON_FLAGS) : NULL;
+    json_decref(with);
     vtr_status st = result && !text
                         ? vtr_fail(err, VTR_ERR_NOMEM, "out of memory")
                         : vtr_catalog_finish_run(rec->catalog, rec->id,

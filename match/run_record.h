@@ -58,7 +58,8 @@ vtr_status vtr_run_record_init_eval(vtr_run_record *rec, const vtr_trained_model
 vtr_status vtr_run_record_begin(vtr_run_record *rec, vtr_catalog *cat, vtr_error *err);
 
 /* Records the end of a begun run: VTR_RUN_DONE when done, else VTR_RUN_FAILED, with result
- * (may be NULL; not stolen) as its JSON. Does nothing for a run not begun. The catalog's
+ * (may be NULL; not stolen) as its JSON, to which an object gains "blas_kernel" (the BLAS
+ * kernel in use, blas_kernel.h). Does nothing for a run not begun. The catalog's
  * errors, VTR_ERR_NOMEM. */
 vtr_status vtr_run_record_finish(vtr_run_record *rec, bool done, const json_t *result,
                                  vtr_error *err);

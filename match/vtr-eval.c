@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/blas_threads.h"
 #include "lib/catalog.h"
 #include "lib/file.h"
@@ -402,7 +403,10 @@ int main(int argc, char **argv)
         case OPT_NO_RECORD: record = false; break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); rc = 0; goto done;
-        case OPT_VERSION: printf("vtr-eval %s\n", vtr_version); rc = 0; goto done;
+        case OPT_VERSION:
+            printf("vtr-eval %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            rc = 0;
+            goto done;
         default: fputs("Try 'vtr-eval --help'.\n", stderr); goto done;
         }
         if (key) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/blas_threads.h"
 #include "lib/dist.h"
 #include "lib/log.h"
@@ -276,7 +277,10 @@ int main(int argc, char **argv)
         case OPT_HELP_CONFIG: print_schema(); free(sets); return 0;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); free(sets); return 0;
-        case OPT_VERSION: printf("vtr-train %s\n", vtr_version); free(sets); return 0;
+        case OPT_VERSION:
+            printf("vtr-train %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            free(sets);
+            return 0;
         default: fputs("Try 'vtr-train --help'.\n", stderr); free(sets); return 1;
         }
     }

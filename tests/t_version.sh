@@ -1,6 +1,9 @@
 #!/bin/sh
 # Every program answers --help (exit 0) and --version with its name and the version: the
-# release of the file VERSION and the commit ("vtr-train 0.1.0+g1a2b3c4"), as README says.
+# release of the file VERSION and the commit ("vtr-train 0.1.0+g1a2b3c4"), as README says,
+# then the BLAS it uses. The BLAS kernel (lib/blas_kernel.h): with OPENBLAS_CORETYPE unset,
+# a CPU whose /proc/cpuinfo shows AVX-512 gets an AVX-512 kernel, whatever OpenBLAS makes
+# of its model name; a set OPENBLAS_CORETYPE is kept.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 release=$(cat VERSION)
@@ -11,9 +14,39 @@ for p in bin/vtr-*; do
     "$p" --help >/dev/null 2>&1 || { echo "FAIL: $name --help"; exit 1; }
     v=$("$p" --version 2>&1) || { echo "FAIL: $name --version: $v"; exit 1; }
     case $v in
-    "$name $release+g"*) ;;
-    *) echo "FAIL: $name --version said '$v', expected '$name $release+g...'"; exit 1 ;;
+    "$name $release+g"*"
+BLAS: "*) ;;
+    *) echo "FAIL: $name --version said '$v', expected '$name $release+g...' and 'BLAS: ...'"; exit 1 ;;
     esac
     n=$((n + 1))
 done
 [ $n -ge 12 ] || { echo "FAIL: only $n programs in bin/"; exit 1; }
+# the programs that run CNNs also say which oneDNN and instruction set run them
+for p in vtr-features vtr-index; do
+    case $(bin/$p --version | sed -n 3p) in
+    "convolutions: oneDNN "*", ISA "?*) ;;
+    *) echo "FAIL: $p --version: no 'convolutions: oneDNN ..., ISA ...' line"; exit 1 ;;
+    esac
+done
+
+blas=$(env -u OPENBLAS_CORETYPE bin/vtr-train --version | sed -n 2p)
+case $blas in
+"BLAS: OpenBLAS "*) ;;
+*) exit 0 ;; # another BLAS, or none: nothing for vtr to choose
+esac
+flags=" $(sed -n 's/^flags[[:space:]]*:\(.*\)/\1/p' /proc/cpuinfo | head -1) "
+avx512=yes
+for f in avx512f avx512cd avx512bw avx512dq avx512vl; do
+    case $flags in *" $f "*) ;; *) avx512=no ;; esac
+done
+if [ $avx512 = yes ]; then
+    case $blas in
+    *"kernel SkylakeX ("* | *"kernel Cooperlake ("* | *"kernel SapphireRapids ("*) ;;
+    *) echo "FAIL: an AVX-512 CPU, and vtr-train --version says '$blas'"; exit 1 ;;
+    esac
+fi
+blas=$(OPENBLAS_CORETYPE=Haswell bin/vtr-train --version | sed -n 2p)
+case $blas in
+*"kernel Haswell (set by OPENBLAS_CORETYPE=Haswell)") ;;
+*) echo "FAIL: OPENBLAS_CORETYPE=Haswell, and vtr-train --version says '$blas'"; exit 1 ;;
+esac

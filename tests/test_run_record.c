@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/blas_kernel.h"
 #include "lib/catalog.h"
 #include "lib/hash.h"
 #include "lib/version.h"
@@ -239,7 +240,10 @@ TEST(run_record_of_an_evaluation)
     CHECK_OK(vtr_catalog_get_run(cat, rec.id, &run, &err));
     CHECK_STR(run.kind, "eval");
     CHECK_EQ_INT(run.status, VTR_RUN_FAILED);
-    CHECK_STR(run.result, "{\"error\":\"it broke\"}");
+    char result_want[160]; /* the result, with the BLAS kernel the run used */
+    snprintf(result_want, sizeof result_want, "{\"error\":\"it broke\",\"blas_kernel\":\"%s\"}",
+             vtr_blas_kernel_name());
+    CHECK_STR(run.result, result_want);
     CHECK_OK(vtr_config_dump_string(t.cfg, &text, &err));
     CHECK_STR(run.config, text);
     CHECK_OK(vtr_file_sha256(last, sha, &err));

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/blas_kernel.h"
 #include "lib/checkpoint.h"
 #include "lib/hash.h"
 #include "lib/version.h"
@@ -1289,11 +1290,13 @@ TEST(train_cli_train_resume_kill_and_eval)
     CHECK(strstr(run.data_hashes, sha) && strstr(run.data_hashes, "\"checkpoint\"") &&
           strstr(run.data_hashes, "\"vocab\"") &&
           strstr(run.data_hashes, "\"features/rows.npy\""));
-    /* the result is what --json printed */
+    /* the result is what --json printed, and the BLAS kernel the run used */
     CHECK_EQ_INT(test_run("/usr/bin/python3 -c \"import json, sys; a = json.load(open('%s')); "
-                          "b = json.loads(sys.stdin.read()); sys.exit(0 if a == b and "
+                          "b = json.loads(sys.stdin.read()); sys.exit(0 if "
+                          "b.pop('blas_kernel') == '%s' and a == b and "
                           "b['split'] == 'test' and abs(b['rsum'] - %.12f) < 1e-6 else 1)\" "
-                          "<<'EOF'\n%s\nEOF", tmp("r.log"), r.rsum, run.result), 0);
+                          "<<'EOF'\n%s\nEOF", tmp("r.log"), vtr_blas_kernel_name(), r.rsum,
+                          run.result), 0);
     vtr_run_free(&run);
     vtr_catalog_close(cat);
 

@@ -8,6 +8,7 @@
 #include "features/backbone_init.h"
 #include "features/tfjs_model.h"
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/log.h"
 #include "lib/version.h"
 
@@ -103,7 +104,9 @@ int main(int argc, char **argv)
             break;
         case 'o': output = optarg; break;
         case 'h': usage(stdout); return 0;
-        case OPT_VERSION: printf("vtr-backbone-init %s\n", vtr_version); return 0;
+        case OPT_VERSION:
+            printf("vtr-backbone-init %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            return 0;
         default: fputs("Try 'vtr-backbone-init --help'.\n", stderr); return 1;
         }
         if (bad) {

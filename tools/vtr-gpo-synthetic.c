@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -318,7 +319,9 @@ int main(int argc, char **argv)
             }
             break;
         case 'h': usage(stdout); return 0;
-        case OPT_VERSION: printf("vtr-gpo-synthetic %s\n", vtr_version); return 0;
+        case OPT_VERSION:
+            printf("vtr-gpo-synthetic %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            return 0;
         default: bad = 1; break;
         }
         if (bad) {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "index/embedding_index.h"
+#include "lib/blas_kernel.h"
 #include "lib/feature_store.h"
 #include "lib/file.h"
 #include "lib/json.h"
@@ -274,7 +275,7 @@ int main(int argc, char **argv)
         case 'j': json_output = true; break;
         case 'L': log_json = true; break;
         case 'h': usage(stdout); return 0;
-        case 'V': printf("vtr-inspect %s\n", vtr_version); return 0;
+        case 'V': printf("vtr-inspect %s\n%s\n", vtr_version, vtr_blas_kernel_report()); return 0;
         default: usage(stderr); return 1;
         }
     }

@@ -11,6 +11,7 @@
 
 #include "decode/frame_sampler.h"
 #include "lib/args.h"
+#include "lib/blas_kernel.h"
 #include "lib/file.h"
 #include "lib/log.h"
 #include "lib/version.h"
@@ -248,7 +249,10 @@ int main(int argc, char **argv)
             }
             break;
         case 'h': usage(stdout); rc = 0; goto end;
-        case OPT_VERSION: printf("vtr-synth %s\n", vtr_version); rc = 0; goto end;
+        case OPT_VERSION:
+            printf("vtr-synth %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            rc = 0;
+            goto end;
         default: bad = 1; break;
         }
         if (bad) {

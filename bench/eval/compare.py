@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import cpu_model, git_version, publish  # noqa: E402
+from machine import blas_setting, cpu_model, git_version, publish  # noqa: E402
 
 N_ITEMS, PER_ITEM, DIM, SEED = 2990, 20, 1024, 0
 COMMAND = "sh bench/eval/run.sh --append"
@@ -61,8 +61,7 @@ def main(argv):
         % datetime.date.today().isoformat(),
         "",
         "Command: `%s` (code %s). Machine: %s, %d cores; default OpenBLAS and OpenMP threads; "
-        "OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset for both sides." %
-        (COMMAND, git_version(), cpu_model(), os.cpu_count()),
+        "%s." % (COMMAND, git_version(), cpu_model(), os.cpu_count(), blas_setting()),
         "Data: %d videos x %d captions (%d each), %d-d random l2-normalized float32, seed %d. "
         "Times cover the computation only (products, ranks, all metrics), not data loading. "
         "Load average (1 min) %.1f before, %.1f after." %

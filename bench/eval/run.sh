@@ -7,11 +7,11 @@
 #
 # Prints both times (computation only: data generated and loaded beforehand) and their
 # ratio, and how far the results agree; --append adds the section to bench/RESULTS.md.
-# Both sides run with the machine's default threads (OpenBLAS and OpenMP) and without
-# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, so OpenBLAS picks its kernels the same way for both.
+# Both sides run with the machine's default threads (OpenBLAS and OpenMP) and the BLAS
+# kernel vtr chooses for this CPU (bench/blas_kernel.sh).
 set -eu
 cd "$(dirname "$0")/../.."
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+. bench/blas_kernel.sh # one BLAS kernel for both sides: vtr's choice for this CPU
 if [ ! -f build/libvtr.a ] || [ ! -f Makefile ]; then
     echo "bench/eval: run ./configure && make first" >&2
     exit 1

@@ -19,7 +19,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import cpu_model, git_version, publish  # noqa: E402
+from machine import blas_setting, cpu_model, git_version, publish  # noqa: E402
 
 TARGET = 1.2  # issue 4: vtr's images/s at least 1.2x torchvision's
 
@@ -86,15 +86,15 @@ def main(argv):
         "",
         "Command: `%s` (code %s). Machine: %s, %d cores; %s threads on every side "
         "(OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, torch.set_num_threads), libgomp's default "
-        "wait policy, OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset; %s (its CPU convolutions "
+        "wait policy, %s; %s (its CPU convolutions "
         "are oneDNN 2.6.3, the library vtr uses). Both sides load the same random weights "
         "(torchvision's names) and run the backbone on a prepared float batch, pooled "
         "features out (fc dropped); no decoding or preprocessing is timed. Order per "
         "architecture: vtr, torchvision, torchvision frozen, twice. Load average (1 min) %s "
         "before, %s after (the machine is shared: a load above ~2 means other work took "
         "cores during the run)." %
-        (command, git_version(), cpu_model(), os.cpu_count(), threads, torch_version,
-         load_before, load_after),
+        (command, git_version(), cpu_model(), os.cpu_count(), threads, blas_setting(),
+         torch_version, load_before, load_after),
         "",
         "torchvision = `model.eval()` under `torch.no_grad()`, as feature-extraction scripts "
         "run it (convolutions through oneDNN with NCHW tensors, reorders around each "

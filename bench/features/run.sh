@@ -17,7 +17,7 @@
 # (6 timed batches per side and architecture).
 #
 # Every side: OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = threads (torch.set_num_threads too),
-# libgomp's default wait policy, OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset. Timed: the
+# libgomp's default wait policy, the BLAS kernel vtr chooses (bench/blas_kernel.sh). Timed: the
 # backbone's forward on a prepared float batch (no decoding or preprocessing on either
 # side), pooled features out.
 set -eu
@@ -46,7 +46,8 @@ sh bench/build.sh bench/features/features_bench.c bench/out/features_bench
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vtr-bench-features-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE OMP_WAIT_POLICY
+unset OMP_WAIT_POLICY
+. bench/blas_kernel.sh # one BLAS kernel for both sides: vtr's choice for this CPU
 export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads"
 load_before=$(cut -d' ' -f1 /proc/loadavg)
 results=

@@ -18,8 +18,8 @@
 #             clips each (decoded beforehand, untimed), at the same time; and once on a
 #             single frame: the program's start (weights read, batch norm folded, oneDNN's
 #             primitives made), which every process pays once and the rates above include
-# Every side: OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = its threads, OPENBLAS_CORETYPE and
-# OPENBLAS_L2_SIZE unset.
+# Every side: OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = its threads, the BLAS kernel vtr
+# chooses for this CPU (bench/blas_kernel.sh).
 set -eu
 cd "$(dirname "$0")/../.."
 arch=resnet152 clips=4 frames=20 append=
@@ -39,7 +39,7 @@ for p in vtr-synth vtr-decode vtr-features; do
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/vtr-bench-extract-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+. bench/blas_kernel.sh # one BLAS kernel for both sides: vtr's choice for this CPU
 cores=$(nproc)
 half=$((clips / 2))
 i=0
@@ -89,7 +89,7 @@ report=$(awk -v n="$n" -v t0="$t0" -v t1="$t1" -v ts="$ts" -v t3="$t3" -v t2="$t
 }')
 text="## Extraction throughput for scaling: vtr-decode and vtr-features on one node ($(date +%F))
 
-Command: \`sh bench/scaling/extract.sh${append:+ --append} --arch $arch --clips $clips --frames $frames\` (code ${version%%|*}). Machine: ${version#*|}, $cores cores; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset. Inputs: $clips vtr-synth clips, 320x240 H.264, 15 s at 30 fps ($((video_bytes / clips / 1024)) KiB per clip, $((video_bytes / n / 1024)) KiB of video read per frame delivered); $frames frames per clip decoded to 224x224 (vtr-decode --frames $frames --size 224x224), $n frames in all; $arch with random weights, pooled features written to /dev/null. uptime before: \`$uptime_before\`; after: \`$uptime_after\` (the machine is shared).
+Command: \`sh bench/scaling/extract.sh${append:+ --append} --arch $arch --clips $clips --frames $frames\` (code ${version%%|*}). Machine: ${version#*|}, $cores cores; $VTR_BENCH_BLAS. Inputs: $clips vtr-synth clips, 320x240 H.264, 15 s at 30 fps ($((video_bytes / clips / 1024)) KiB per clip, $((video_bytes / n / 1024)) KiB of video read per frame delivered); $frames frames per clip decoded to 224x224 (vtr-decode --frames $frames --size 224x224), $n frames in all; $arch with random weights, pooled features written to /dev/null. uptime before: \`$uptime_before\`; after: \`$uptime_after\` (the machine is shared).
 
 $report
 "

@@ -21,7 +21,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import cpu_model, git_version, publish  # noqa: E402
+from machine import blas_setting, cpu_model, git_version, publish  # noqa: E402
 
 CONFIG_NAMES = {"msrvtt": "MSR-VTT VSE∞ (frames)", "coco": "COCO VSE∞ (regions, MLP)"}
 
@@ -136,13 +136,14 @@ def main(argv):
         % (max(r["ranks"] for r in runs), datetime.date.today().isoformat()),
         "",
         "Command: `%s` (code %s). Machine: %s, %d cores; OpenBLAS kernel %s "
-        "(openblas_get_corename in the bench process; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE "
-        "unset), OMP_WAIT_POLICY=passive, Open MPI over shared memory (btl self,vader, no "
-        "binding). Threads per rank = OPENBLAS_NUM_THREADS = OMP_NUM_THREADS. Load average "
-        "(1 min) %s before, %s after; uptime before: `%s`; after: `%s` (the machine is "
+        "(openblas_get_corename in the bench process; %s), OMP_WAIT_POLICY=passive, Open MPI "
+        "over shared memory (btl self,vader, no binding). Threads per rank = "
+        "OPENBLAS_NUM_THREADS = OMP_NUM_THREADS. Load average (1 min) %s before, %s after; "
+        "uptime before: `%s`; after: `%s` (the machine is "
         "shared: a load above the run's own ranks x threads means other work took cores)."
         % (o["command"], git_version(), cpu_model(), cores, first["openblas_core"],
-           o["load"][0], o["load"][1], o["uptime"][0].strip(), o["uptime"][1].strip()),
+           blas_setting(), o["load"][0], o["load"][1], o["uptime"][0].strip(),
+           o["uptime"][1].strip()),
         "",
         "Each rank builds the whole global batch and trains its share of it as vtr-train "
         "does (vtr_vse_batch_share, vtr_vse_train_step with the embeddings gathered and "

@@ -18,8 +18,8 @@
 # to bench/RESULTS.md. Defaults: 2 warm-up and 5 timed steps per run, 10 timed rounds of
 # each collective alone; --small: the program's quick sizes.
 #
-# Every run: OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = its threads per rank, OPENBLAS_CORETYPE
-# and OPENBLAS_L2_SIZE unset (OpenBLAS picks its kernel itself; the table names it), and
+# Every run: OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = its threads per rank, the BLAS kernel
+# vtr chooses for this CPU (bench/blas_kernel.sh; the table names it), and
 # OMP_WAIT_POLICY=passive (lib/nn.h). mpirun: shared memory only (--mca btl self,vader), no
 # binding (--bind-to none: the machine is shared, and 1 rank runs without mpirun, unbound).
 set -eu
@@ -53,7 +53,7 @@ sh bench/build.sh bench/scaling/scaling.c bench/out/scaling
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vtr-bench-scaling-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+. bench/blas_kernel.sh # one BLAS kernel for both sides: vtr's choice for this CPU
 export OMP_WAIT_POLICY=passive
 cores=$(nproc)
 args="--warmup $warmup --steps $steps --reps $reps $small"

@@ -30,7 +30,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import cpu_model, git_version, publish  # noqa: E402
+from machine import blas_setting, cpu_model, git_version, publish  # noqa: E402
 
 COMMAND = "sh bench/search/run.sh --append"
 
@@ -156,12 +156,12 @@ def report(work, append):
         "",
         "Command: `%s` (code %s). Machine: %s, %d cores, %.0f GiB; vtr with %s OpenMP "
         "threads (OMP_WAIT_POLICY=passive), both sides with the default OpenBLAS threads; "
-        "OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset. Load average (1 min) during the run: "
+        "%s. Load average (1 min) during the run: "
         "%.1f to %.1f (the machine is shared; a load above %d means other processes took "
         "CPU time from both sides)." % (
             COMMAND, git_version(), cpu_model(), os.cpu_count(),
             os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
-            v["threads"][0], min(loads), max(loads), os.cpu_count()),
+            v["threads"][0], blas_setting(), min(loads), max(loads), os.cpu_count()),
         "",
         "Data: %s synthetic embeddings (uniform components, L2-normalized), %d-d float16, "
         "%.2f GB in %d segments, built by the benchmark through vtr_embedding_index_writer "

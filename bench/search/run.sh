@@ -17,7 +17,7 @@
 # that load from other processes on a shared machine falls on all alike.
 set -eu
 cd "$(dirname "$0")/../.."
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+. bench/blas_kernel.sh # one BLAS kernel for both sides: vtr's choice for this CPU
 ROWS=${ROWS:-1000000}
 DIM=1024
 QUERIES=1000

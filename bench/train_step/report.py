@@ -20,7 +20,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import blas_core, cpu_model, git_version, publish  # noqa: E402
+from machine import blas_core, blas_setting, cpu_model, git_version, publish  # noqa: E402
 
 TARGET_SPEEDUP, TARGET_FLOOR = 2.5, 1.5
 # --model -> (the issue that sets the target, the speed-up over PyTorch it asks for)
@@ -164,13 +164,13 @@ def main(argv):
         "Command: `%s` (code %s). Machine: %s, %d cores; %s threads on every side "
         "(OPENBLAS_NUM_THREADS, OMP_NUM_THREADS; torch %s reports %d), the same OpenBLAS "
         "(Debian's pthread build, which torch links too; its kernel, openblas_get_corename: "
-        "%s), OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset; vtr with OMP_WAIT_POLICY=passive; "
+        "%s; %s); vtr with OMP_WAIT_POLICY=passive; "
         "PyTorch with libgomp's default wait policy and again with OMP_WAIT_POLICY=passive. "
         "Order: vtr, PyTorch, "
         "PyTorch passive, vtr. Load average (1 min) %s before, %s after (the machine is "
         "shared: a load above ~0.5 means other work took cores during the run)." %
         (command, git_version(), cpu_model(), os.cpu_count(), threads, torch["torch"],
-         torch["threads"], blas_core(), load_before, load_after),
+         torch["threads"], blas_core(), blas_setting(), load_before, load_after),
         "",
         step_text,
         "",

@@ -22,8 +22,8 @@
 # timing and the load readings) each side runs 2 more steps with dropout off, untimed for
 # the table, whose losses show that the two compute the same step.
 #
-# Both sides: OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = threads, OPENBLAS_CORETYPE and
-# OPENBLAS_L2_SIZE unset (OpenBLAS picks its kernels the same way for both). vtr runs with
+# Both sides: OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = threads, the BLAS kernel vtr chooses
+# for this CPU (bench/blas_kernel.sh). vtr runs with
 # OMP_WAIT_POLICY=passive (lib/nn.h: libgomp's spinning threads would take the cores from
 # OpenBLAS's). PyTorch runs twice: as it comes (libgomp's default wait policy), and with
 # OMP_WAIT_POLICY=passive too, which helps it as much; the table reports both.
@@ -61,7 +61,7 @@ sh bench/build.sh "bench/train_step/$prog.c" "bench/out/$prog"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vtr-bench-train-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+. bench/blas_kernel.sh # one BLAS kernel for both sides: vtr's choice for this CPU
 export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads"
 # shellcheck disable=SC2086 # $model_args is a word list
 if [ "$model" = hgr ]; then
