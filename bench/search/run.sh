@@ -10,8 +10,8 @@
 # that it removes at the end: it needs about 2.2 GB of free disk there (TMPDIR) and 6 GB
 # of free memory (the matrix stays in the page cache; numpy's blocks come on top).
 # ROWS=N overrides the row count for a quick try. --append adds the report to
-# bench/RESULTS.md. Both sides run without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE and with
-# the default BLAS threads; vtr with OMP_WAIT_POLICY=passive (its OpenMP threads sleep
+# bench/RESULTS.md. Both sides run the BLAS kernel vtr chooses for this CPU
+# (bench/blas_kernel.sh) with the default BLAS threads; vtr with OMP_WAIT_POLICY=passive (its OpenMP threads sleep
 # while the BLAS threads work). The single queries alternate with the floor's streaming
 # passes, and the batch runs alternate vtr (default kernel), vtr (sgemm kernel), numpy, so
 # that load from other processes on a shared machine falls on all alike.
