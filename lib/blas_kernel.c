@@ -19,6 +19,8 @@ extern char *openblas_get_corename(void) __attribute__((weak));
 extern char *openblas_get_config(void) __attribute__((weak));
 extern void gotoblas_dynamic_init(void) __attribute__((weak));
 extern void gotoblas_dynamic_quit(void) __attribute__((weak));
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+extern int blas_thread_init(void) __attribute__((weak));
 
 /* ---- the CPU ----------------------------------------------------------------------- */
 
@@ -140,7 +142,8 @@ __attribute__((constructor)) static void choose_kernel(void)
         snprintf(origin, sizeof origin, "OpenBLAS's choice; this CPU: %s", isa_name(cpu));
         return;
     }
-    if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit) {
+    if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || !blas_thread_shutdown_ ||
+        !blas_thread_init) {
         snprintf(origin, sizeof origin,
                  "OpenBLAS's choice; this CPU has %s, which this OpenBLAS (not built with "
                  "DYNAMIC_ARCH) cannot be switched to",
@@ -149,10 +152,14 @@ __attribute__((constructor)) static void choose_kernel(void)
     }
     char own_name[32];
     snprintf(own_name, sizeof own_name, "%s", own);
-    /* OpenBLAS's start-up path again, now with the core type set */
+    /* OpenBLAS's start-up path again, now with the core type set. Its worker threads,
+     * started by its own constructor, read the kernel table as they start: they are
+     * stopped first (joined) and started again after, as OpenBLAS does around a fork. */
     setenv("OPENBLAS_CORETYPE", best, 1);
+    blas_thread_shutdown_();
     gotoblas_dynamic_quit();
     gotoblas_dynamic_init();
+    blas_thread_init();
     unsetenv("OPENBLAS_CORETYPE");
     snprintf(origin, sizeof origin, "chosen by vtr for this CPU's %s; OpenBLAS's own choice: %s",
              isa_name(cpu), own_name);

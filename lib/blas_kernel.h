@@ -14,9 +14,11 @@
  *   AVX2 and FMA                              Haswell
  *
  * A set OPENBLAS_CORETYPE is the user's choice and is kept. The switch goes through
- * OpenBLAS's own start-up path (OPENBLAS_CORETYPE, then gotoblas_dynamic_init, which
- * libopenblas exports): the same as setting the variable before the program starts. With
- * another CBLAS, or an OpenBLAS built for one CPU, nothing changes and the report says so.
+ * OpenBLAS's own start-up path, with the calls libopenblas exports for it: its worker
+ * threads stopped (they read the kernel table as they start), OPENBLAS_CORETYPE set,
+ * gotoblas_dynamic_quit and _init, the threads started again (what OpenBLAS does around a
+ * fork); the same as setting the variable before the program starts. With another CBLAS,
+ * or an OpenBLAS built for one CPU, nothing changes and the report says so.
  */
 #ifndef VTR_BLAS_KERNEL_H
 #define VTR_BLAS_KERNEL_H
