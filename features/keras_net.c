@@ -220,12 +220,17 @@ static void consume(build *b, int k)
         b->busy[u->slot] = false;
 }
 
+/* Layer i's value becomes v; the count of its readers stays. */
+static void set_value(build *b, int i, value v)
+{
+    v.readers = b->v[i].readers;
+    b->v[i] = v;
+}
+
 /* Value k, which layer i reads alone, becomes layer i's value (a fusion). */
 static void take_over(build *b, int k, int i)
 {
-    int readers = b->v[i].readers;
-    b->v[i] = b->v[k];
-    b->v[i].readers = readers;
+    set_value(b, i, b->v[k]);
     b->v[k].readers = 0;
 }
 
@@ -501,9 +506,8 @@ static vtr_status add(build *b, size_t i, const json_t *layer, vtr_error *err)
     b->busy[op->dst] = false;
     op->dst = shortcut->slot;
     op->accumulate = true;
-    int readers = b->v[i].readers;
-    b->v[i] = (value){.slot = shortcut->slot, .channels = shortcut->channels, .op = branch->op,
-                      .readers = readers};
+    set_value(b, i,
+              (value){.slot = shortcut->slot, .channels = shortcut->channels, .op = branch->op});
     branch->readers = shortcut->readers = 0;
     return VTR_OK;
 }
@@ -535,8 +539,7 @@ static vtr_status pool(build *b, size_t i, const json_t *layer, vtr_conv_op_kind
                       .pad_begin = pad[0], .pad_end = pad[2]};
     if ((st = vtr_conv_net_add_op(b->net, op, err)) != VTR_OK)
         return st;
-    b->v[i] = (value){.slot = dst, .channels = u->channels, .op = -1,
-                      .readers = b->v[i].readers};
+    set_value(b, i, (value){.slot = dst, .channels = u->channels, .op = -1});
     consume(b, in[0]);
     return VTR_OK;
 }
@@ -563,7 +566,7 @@ static vtr_status concat(build *b, size_t i, const json_t *layer, vtr_error *err
     op.dst = dst;
     if ((st = vtr_conv_net_add_op(b->net, op, err)) != VTR_OK)
         return st;
-    b->v[i] = (value){.slot = dst, .channels = channels, .op = -1, .readers = b->v[i].readers};
+    set_value(b, i, (value){.slot = dst, .channels = channels, .op = -1});
     for (int j = 0; j < n; j++)
         consume(b, in[j]);
     return VTR_OK;
@@ -599,10 +602,8 @@ static vtr_status zero_padding(build *b, size_t i, const json_t *layer, vtr_erro
     const value *u = &b->v[in[0]];
     if (u->slot < 0)
         return bad_layer(err, layer, "%s", "pads a padding");
-    value *o = &b->v[i];
-    *o = (value){.slot = -1, .channels = u->channels, .of = in[0], .op = -1,
-                 .readers = o->readers};
-    memcpy(o->pad, pad, sizeof pad);
+    set_value(b, i, (value){.slot = -1, .channels = u->channels, .of = in[0], .op = -1});
+    memcpy(b->v[i].pad, pad, sizeof pad);
     return VTR_OK;
 }
 
