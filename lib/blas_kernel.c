@@ -85,12 +85,17 @@ static const struct {
 };
 enum { N_KERNELS = sizeof kernels / sizeof kernels[0] };
 
+/* The level that counts for float32 products: the BF16 kernels' sgemm is SkylakeX's. */
+static vtr_isa_level sgemm_level(vtr_isa_level level)
+{
+    return level == VTR_ISA_AVX512_BF16 ? VTR_ISA_AVX512 : level;
+}
+
 vtr_isa_level vtr_blas_kernel_level(const char *name)
 {
     for (int i = 0; name && i < N_KERNELS; i++)
         if (strcasecmp(name, kernels[i].name) == 0)
-            /* the BF16 kernels' sgemm is SkylakeX's: for float32 they are one level */
-            return kernels[i].needs == VTR_ISA_AVX512_BF16 ? VTR_ISA_AVX512 : kernels[i].needs;
+            return sgemm_level(kernels[i].needs);
     return VTR_ISA_BASELINE;
 }
 
@@ -98,7 +103,7 @@ const char *vtr_blas_kernel_choice(vtr_isa_level cpu, const char *own,
                                    bool (*available)(const char *name))
 {
     vtr_isa_level have = vtr_blas_kernel_level(own);
-    if (have >= (cpu == VTR_ISA_AVX512_BF16 ? VTR_ISA_AVX512 : cpu))
+    if (have >= sgemm_level(cpu))
         return NULL;
     for (int i = 0; i < N_KERNELS; i++)
         if (kernels[i].needs <= cpu && vtr_blas_kernel_level(kernels[i].name) > have &&
