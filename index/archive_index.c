@@ -527,6 +527,18 @@ static vtr_status maybe_compact(indexer *ix, vtr_error *err)
     return st;
 }
 
+/* Brings the approximate index, when the index has one, to the last generation
+ * (approx_index.h: FAISS's add for the new rows, or a rebuild after a compaction). */
+static vtr_status update_approx(indexer *ix, vtr_error *err)
+{
+    vtr_embedding_index *r = NULL;
+    vtr_status st = vtr_embedding_index_open(ix->o->index_dir, &r, err);
+    if (st == VTR_OK)
+        st = vtr_approx_index_update(r, ix->o->index_dir, &ix->stats.approx, err);
+    vtr_embedding_index_close(r);
+    return st;
+}
+
 /* Opens the model, the backbone, the index and the catalog, checking the model against
  * the index's record. */
 static vtr_status open_all(indexer *ix, vtr_error *err)
@@ -807,7 +819,8 @@ vtr_status vtr_archive_index_update(const vtr_archive_options *o, vtr_archive_st
             ix.stats.stopped)
             goto end;
     }
-    st = maybe_compact(&ix, err);
+    if ((st = maybe_compact(&ix, err)) == VTR_OK)
+        st = update_approx(&ix, err);
 end:
     if (st != VTR_OK && ix.marked)
         clear_mark(&ix);

@@ -54,6 +54,7 @@
 #include <stdint.h>
 
 #include "features/backbone.h"
+#include "index/approx_index.h"
 #include "lib/error.h"
 #include "lib/shard.h"
 
@@ -87,6 +88,7 @@ typedef struct vtr_archive_stats {
     int64_t removed;        /* dropped: no longer in the source */
     int64_t commits;        /* index generations published by this run */
     bool compacted;         /* the index was compacted at the end */
+    vtr_approx_update approx; /* what was done to its approximate index at the end */
     bool stopped;           /* o->stop ended the run early (the work done is committed) */
 } vtr_archive_stats;
 

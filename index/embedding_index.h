@@ -174,6 +174,11 @@ const char *vtr_embedding_index_model(const vtr_embedding_index *ix); /* lives w
 int64_t vtr_embedding_index_rows(const vtr_embedding_index *ix);
 int64_t vtr_embedding_index_live_rows(const vtr_embedding_index *ix); /* N - tombstones */
 int64_t vtr_embedding_index_segments(const vtr_embedding_index *ix);
+/* The id of the snapshot's segment i (0 <= i < segments, in row order; -1 otherwise):
+ * file seg-<id>.npy, its rows matrix part i. Ids are never reused, so two snapshots whose
+ * lists start with the same ids number those rows alike (the approximate index relies on
+ * it, index/approx_index.h). */
+int64_t vtr_embedding_index_segment_id(const vtr_embedding_index *ix, int64_t i);
 
 /* The snapshot's rows as a top-k matrix (float16, the tombstones as its skip bitmap),
  * for vtr_topk_search. Borrowed: valid until the reader is closed. */

@@ -244,6 +244,11 @@ int64_t vtr_embedding_index_segments(const vtr_embedding_index *ix)
     return ix->segs.n;
 }
 
+int64_t vtr_embedding_index_segment_id(const vtr_embedding_index *ix, int64_t i)
+{
+    return i >= 0 && i < ix->segs.n ? ix->segs.ids[i] : -1;
+}
+
 const vtr_topk_matrix *vtr_embedding_index_matrix(const vtr_embedding_index *ix)
 {
     return &ix->matrix;

@@ -285,8 +285,9 @@ end:
     return st;
 }
 
-vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix, vtr_catalog *cat,
-                           int64_t dataset_id, int64_t n, const char *const *queries,
+vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix,
+                           const vtr_approx_index *approx, vtr_catalog *cat, int64_t dataset_id,
+                           int64_t n, const char *const *queries,
                            const char *const *graphs, int64_t k, int64_t preselect,
                            vtr_search_result *results, int64_t *found, int *phrases,
                            vtr_error *err)
@@ -302,13 +303,13 @@ vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix, vtr_catalog
     size_t nk = (size_t)n * (size_t)k;
     float *q = malloc((size_t)n * (size_t)(per * E) * sizeof *q);
     float *scores = malloc(nk * sizeof *scores), *levels = malloc(3 * nk * sizeof *levels);
-    int64_t *rows = malloc(nk * sizeof *rows);
+    int64_t *rows = malloc(nk * sizeof *rows), *qfound = malloc((size_t)n * sizeof *qfound);
     int *ph = malloc(2 * (size_t)n * sizeof *ph);
     vtr_status st = VTR_OK;
     for (size_t i = 0; i < nk; i++)
         results[i] = (vtr_search_result){.row = -1, .duration_s = -1,
                                          .levels = {NAN, NAN, NAN}};
-    if (!q || !scores || !levels || !rows || !ph) {
+    if (!q || !scores || !levels || !rows || !qfound || !ph) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory for %lld queries", (long long)n);
         goto end;
     }
@@ -316,19 +317,23 @@ vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix, vtr_catalog
         goto end;
     if (phrases)
         memcpy(phrases, ph, 2 * (size_t)n * sizeof *ph);
-    int64_t live;
+    int64_t live = 0;
     vtr_tensor qt = {.dtype = VTR_F32, .ndim = 2, .shape = {n, E}, .data = q};
     if (per > 1)
         st = scan_items(e, ix, n, q, ph, k, preselect, rows, scores, levels, &live, err);
+    else if (approx)
+        st = vtr_approx_search(approx, ix, &qt, k, NULL, rows, scores, qfound, err);
     else
         st = vtr_topk_search(vtr_embedding_index_matrix(ix), &qt, k, NULL, rows, scores, &live,
                              err);
     if (st)
         goto end;
     for (int64_t i = 0; i < n; i++) {
+        if (per > 1 || !approx)
+            qfound[i] = live;
         if (found)
-            found[i] = live;
-        for (int64_t j = 0; j < live; j++) {
+            found[i] = qfound[i];
+        for (int64_t j = 0; j < qfound[i]; j++) {
             vtr_search_result *r = &results[i * k + j];
             r->row = rows[i * k + j];
             r->score = scores[i * k + j];
@@ -357,6 +362,7 @@ end:
     free(scores);
     free(levels);
     free(rows);
+    free(qfound);
     free(ph);
     return st;
 }
@@ -418,6 +424,40 @@ static vtr_status open_catalog(const vtr_text_searcher_options *o, vtr_text_sear
     return st;
 }
 
+/* Opens the approximate index for s->ix as o->approx asks (text_search.h). */
+static vtr_status open_approx(const vtr_text_searcher_options *o, vtr_text_searcher *s,
+                              vtr_error *err)
+{
+    bool always = o->approx == VTR_APPROX_ALWAYS;
+    if (o->approx == VTR_APPROX_NEVER ||
+        (!always && vtr_embedding_index_live_rows(s->ix) < VTR_APPROX_MIN_ROWS))
+        return VTR_OK; /* small: one exact pass is as fast */
+    if (vtr_embedder_text_vectors(s->e) > 1) {
+        if (!always)
+            return VTR_OK;
+        return vtr_fail(err, VTR_ERR_INVALID, "index %s: approximate search is for models of "
+                        "one vector per item; %s scores several (HGR: use pre-selection)",
+                        o->index, vtr_embedder_checkpoint(s->e));
+    }
+    vtr_error why;
+    vtr_status st = vtr_approx_index_open(o->index, &s->approx, &why);
+    if (st == VTR_OK && (st = vtr_approx_index_check(s->approx, s->ix, NULL, &why)) != VTR_OK)
+        vtr_error_context(&why, "index %s", o->index);
+    if (st != VTR_OK) {
+        vtr_approx_index_close(s->approx);
+        s->approx = NULL;
+        if (always) {
+            if (err)
+                *err = why;
+            return st;
+        }
+        if (st != VTR_ERR_NOT_FOUND)
+            snprintf(s->approx_note, sizeof s->approx_note, "%s: searching exactly", why.msg);
+        return VTR_OK;
+    }
+    return VTR_OK;
+}
+
 vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_searcher *s,
                                   vtr_error *err)
 {
@@ -428,6 +468,8 @@ vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_s
     if (st == VTR_OK && (st = vtr_text_search_check(s->e, s->ix, err)) != VTR_OK)
         vtr_error_context(err, "index %s", o->index);
     if (st == VTR_OK)
+        st = open_approx(o, s, err);
+    if (st == VTR_OK)
         st = open_catalog(o, s, err);
     if (st != VTR_OK)
         vtr_text_searcher_close(s);
@@ -437,6 +479,7 @@ vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_s
 void vtr_text_searcher_close(vtr_text_searcher *s)
 {
     vtr_catalog_close(s->cat);
+    vtr_approx_index_close(s->approx);
     vtr_embedder_close(s->e);
     vtr_embedding_index_close(s->ix);
     *s = (vtr_text_searcher){.dataset_id = -1};

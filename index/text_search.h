@@ -1,6 +1,8 @@
 /* Text queries against an embedding index (index/embedding_index.h): the work of
  * vtr-search. Queries are embedded by the model that made the index (index/embedder.h),
- * as one batch, and ranked by exact top-k over the index's matrix (index/topk.h); results
+ * as one batch, and ranked by exact top-k over the index's matrix (index/topk.h), or,
+ * for a large index with an approximate index beside it, by FAISS's candidates re-ranked
+ * exactly (index/approx_index.h); results
  * get their keys from the index and, where a catalog knows the item, its path and
  * duration. vtr_text_searcher opens what a search needs.
  *
@@ -14,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "index/approx_index.h"
 #include "index/embedder.h"
 #include "index/embedding_index.h"
 #include "lib/catalog.h"
@@ -45,14 +48,28 @@ char *vtr_index_model_text(const char *format, const char *model_id, const char 
 vtr_status vtr_text_search_check(const vtr_embedder *e, const vtr_embedding_index *ix,
                                  vtr_error *err);
 
-/* What a search needs open: an index, the model that made it and, where one is at hand,
- * the catalog that knows its items. */
+/* What a search needs open: an index, the model that made it, the approximate index when
+ * it is to be used and, where one is at hand, the catalog that knows its items. */
 typedef struct vtr_text_searcher {
     vtr_embedding_index *ix;
     vtr_embedder *e;
+    vtr_approx_index *approx; /* NULL: exact search */
+    /* Why an approximate index that is there is not used ("" when none is, or it is):
+     * for the program to say (vtr-search warns). */
+    char approx_note[VTR_ERROR_MSG_MAX + 32];
     vtr_catalog *cat;   /* NULL: results carry keys only */
     int64_t dataset_id; /* the items' dataset in cat */
 } vtr_text_searcher;
+
+/* Whether searches go through the approximate index (INDEX/approx.ann). */
+typedef enum vtr_approx_mode {
+    /* when the index has one that serves its snapshot (vtr_approx_index_check), the
+     * model gives one vector per item, and the index has at least VTR_APPROX_MIN_ROWS
+     * live rows; otherwise exact, with approx_note saying why when a file is there */
+    VTR_APPROX_AUTO = 0,
+    VTR_APPROX_NEVER,  /* exact search */
+    VTR_APPROX_ALWAYS, /* the approximate index, or vtr_text_searcher_open fails */
+} vtr_approx_mode;
 
 typedef struct vtr_text_searcher_options {
     const char *index;   /* the index directory */
@@ -62,11 +79,16 @@ typedef struct vtr_text_searcher_options {
     const char *catalog; /* NULL: vtr-index's, INDEX/catalog.sqlite, when it is there */
     const char *dataset; /* NULL: "archive" (vtr-index's); a default catalog without it is
                           * not used */
+    vtr_approx_mode approx;
 } vtr_text_searcher_options;
 
-/* Opens the index, its model and the catalog into *s (which holds nothing on failure;
- * close it with vtr_text_searcher_close). Fails as vtr_embedding_index_open, vtr_embedder_open,
- * vtr_text_search_check and the catalog's open and dataset lookup do, with the context
+/* Opens the index, its model, its approximate index (per o->approx) and the catalog into
+ * *s (which holds nothing on failure; close it with vtr_text_searcher_close). Fails as
+ * vtr_embedding_index_open, vtr_embedder_open, vtr_text_search_check, the catalog's open
+ * and dataset lookup do and, with VTR_APPROX_ALWAYS, as vtr_approx_index_open and
+ * vtr_approx_index_check do (VTR_ERR_NOT_FOUND: none; VTR_ERR_INVALID: a stale one, or a
+ * model of several vectors per item; a damaged file); with VTR_APPROX_AUTO a damaged or
+ * stale file is not used and approx_note says why. Errors carry the context
  * "index DIR: name the model with --model" (no model recorded), "index DIR: its model (name
  * it with --model if it moved)" (the recorded one cannot be opened), "index DIR" or
  * "catalog PATH"; VTR_ERR_NOMEM. */
@@ -87,12 +109,15 @@ typedef struct vtr_search_result {
     double duration_s; /* from the catalog, or -1 */
 } vtr_search_result;
 
-/* Embeds the n queries as one batch and finds the k (>= 1) best items of ix for each:
+/* Embeds the n queries as one batch and finds the k (>= 1) best items of ix for each
+ * (approx: NULL, or an approximate index that serves ix, vtr_text_searcher's):
  * results (n x k, query after query) in rank order, found[q] (may be NULL) how many are
  * real (the rest: row -1, key NULL). graphs: NULL, or each query's role graph (JSON text,
  * or NULL for none; HGR models only, embedder.h); phrases (may be NULL): n x 2, each
  * query's verb and noun phrase counts (0 and 0: only HGR's global level can match it).
- * A VSE model's queries are ranked by exact top-k over the index's matrix (index/topk.h).
+ * A VSE model's queries are ranked by exact top-k over the index's matrix (index/topk.h),
+ * or with approx by vtr_approx_search (exact scores of approximate candidates; found[q]
+ * per query).
  * A model of several vectors per item (HGR) scores items exactly with its own score
  * (vtr_embedder_score over the rows times their norms, 256 items at a time; an index of
  * format version 1 has no norms and is refused): every live item when preselect is 0 (or
@@ -103,8 +128,9 @@ typedef struct vtr_search_result {
  * dataset_id are looked up by key for their path and duration (an item it does not know
  * keeps NULL / -1). Does not check the model (vtr_text_search_check). Fails as the
  * embedder, the search and the index's key lookup do; *results are then freed. */
-vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix, vtr_catalog *cat,
-                           int64_t dataset_id, int64_t n, const char *const *queries,
+vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix,
+                           const vtr_approx_index *approx, vtr_catalog *cat, int64_t dataset_id,
+                           int64_t n, const char *const *queries,
                            const char *const *graphs, int64_t k, int64_t preselect,
                            vtr_search_result *results, int64_t *found, int *phrases,
                            vtr_error *err);

@@ -33,7 +33,9 @@ static const char usage_text[] =
     "decoding; new files are added; changed files are redone; files no longer in the\n"
     "source are dropped. Files that failed are recorded and skipped on later runs unless\n"
     "--retry-failed. The work is committed every --commit-every files, so the program may\n"
-    "be killed at any point and rerun; searches see the last commit meanwhile.\n"
+    "be killed at any point and rerun; searches see the last commit meanwhile. An\n"
+    "approximate index (vtr-approx) is brought up to date at the end: the new items\n"
+    "added to it, or, after a compaction, built again.\n"
     "\n"
     "Model (recorded in a new index; a later run must use the same, or is refused):\n"
     "  -m, --model CKPT      the trained model (a vtr-train checkpoint)\n"
@@ -131,11 +133,15 @@ static int index_archive(vtr_archive_options *o, vtr_error *err)
         vtr_log_item_error(NULL, err);
         return 1;
     }
+    static const char *const approx_done[] = {
+        [VTR_APPROX_ABSENT] = "", [VTR_APPROX_CURRENT] = "",
+        [VTR_APPROX_ADDED] = "; approximate index: new rows added",
+        [VTR_APPROX_REBUILT] = "; approximate index rebuilt"};
     vtr_log_info("%s: %lld added, %lld updated, %lld removed, %lld failed, %lld unchanged, "
-                 "%lld skipped (failed before)%s",
+                 "%lld skipped (failed before)%s%s",
                  o->index_dir, (long long)s.added, (long long)s.updated, (long long)s.removed,
                  (long long)s.failed, (long long)s.unchanged, (long long)s.skipped_failed,
-                 s.compacted ? "; compacted" : "");
+                 s.compacted ? "; compacted" : "", approx_done[s.approx]);
     json_t *ev = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "index", o->index_dir,
                            "added", (json_int_t)s.added, "updated", (json_int_t)s.updated,
                            "removed", (json_int_t)s.removed, "failed", (json_int_t)s.failed,

@@ -29,7 +29,9 @@ static const char usage_text[] =
     "Finds the items of an embedding index (vtr-index, vtr-aggregate --index) that match\n"
     "each text query best: the query is embedded by the model that made the index, and\n"
     "the k rows with the highest inner product (cosine similarity) are found exactly over\n"
-    "the whole index (docs/search.md). All queries are embedded and searched as one batch.\n"
+    "the whole index (docs/search.md), or, for an index of at least 100,000 items with an\n"
+    "approximate index (vtr-approx), among the candidates it proposes, scored exactly.\n"
+    "All queries are embedded and searched as one batch.\n"
     "\n"
     "  -i, --index DIR       the embedding index\n"
     "  -m, --model CKPT      the model's checkpoint [the one the index records]; it must\n"
@@ -44,6 +46,11 @@ static const char usage_text[] =
     "                        query text to its graph, as sent2rolegraph.augment.json\n"
     "      --preselect N     HGR models: score only each query's N best items by the\n"
     "                        global level (for large indexes) [0: every item]\n"
+    "      --approx          search through the index's approximate index (vtr-approx),\n"
+    "                        whatever the index's size; fail when it has none that fits\n"
+    "      --exact           search every row exactly, even when an approximate index\n"
+    "                        is there [the approximate index from 100,000 items on, when\n"
+    "                        it fits the index: docs/search.md]\n"
     "      --json            one JSON object per query: {\"query\", \"words\",\n"
     "                        \"known_words\", \"results\": [{\"rank\",\n"
     "                        \"score\", \"key\", \"path\", \"duration\", \"image\"}]} (path,\n"
@@ -177,8 +184,8 @@ static vtr_status query_graph(const json_t *graphs, const char *text, char **gra
 
 int main(int argc, char **argv)
 {
-    enum { OPT_VOCAB = 256, OPT_CATALOG, OPT_DATASET, OPT_GRAPHS, OPT_PRESELECT, OPT_JSON,
-           OPT_THREADS, OPT_LOG_JSON, OPT_VERSION };
+    enum { OPT_VOCAB = 256, OPT_CATALOG, OPT_DATASET, OPT_GRAPHS, OPT_PRESELECT, OPT_APPROX,
+           OPT_EXACT, OPT_JSON, OPT_THREADS, OPT_LOG_JSON, OPT_VERSION };
     static const struct option options[] = {
         {"index", required_argument, NULL, 'i'},
         {"model", required_argument, NULL, 'm'},
@@ -188,6 +195,8 @@ int main(int argc, char **argv)
         {"dataset", required_argument, NULL, OPT_DATASET},
         {"graphs", required_argument, NULL, OPT_GRAPHS},
         {"preselect", required_argument, NULL, OPT_PRESELECT},
+        {"approx", no_argument, NULL, OPT_APPROX},
+        {"exact", no_argument, NULL, OPT_EXACT},
         {"json", no_argument, NULL, OPT_JSON},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
@@ -198,7 +207,8 @@ int main(int argc, char **argv)
     const char *index = NULL, *model = NULL, *vocab = NULL, *queries_path = NULL;
     const char *catalog = NULL, *dataset = NULL, *graphs_path = NULL;
     bool json = false, log_json = false;
-    int threads = 0, opt;
+    vtr_approx_mode approx = VTR_APPROX_AUTO;
+    int threads = 0, opt, approx_flags = 0;
     long long k = 10, v, preselect = 0;
     while ((opt = getopt_long(argc, argv, "i:m:k:q:h", options, NULL)) != -1) {
         switch (opt) {
@@ -223,6 +233,8 @@ int main(int argc, char **argv)
                 return 1;
             }
             break;
+        case OPT_APPROX: approx = VTR_APPROX_ALWAYS; approx_flags++; break;
+        case OPT_EXACT: approx = VTR_APPROX_NEVER; approx_flags++; break;
         case OPT_JSON: json = true; break;
         case OPT_THREADS:
             if (vtr_parse_int(optarg, 1, 4096, &v)) {
@@ -247,6 +259,8 @@ int main(int argc, char **argv)
         usage_error = "no query: give QUERY arguments or --queries FILE";
     else if (queries_path && optind < argc)
         usage_error = "give QUERY arguments or --queries FILE, not both";
+    else if (approx_flags > 1)
+        usage_error = "give --approx or --exact, not both";
     if (usage_error) {
         fprintf(stderr, "vtr-search: %s (see --help)\n", usage_error);
         return 1;
@@ -270,9 +284,12 @@ int main(int argc, char **argv)
 
     /* the index, its model and the catalog */
     vtr_text_searcher_options so = {.index = index, .model = model, .vocab = vocab,
-                                    .threads = threads, .catalog = catalog, .dataset = dataset};
+                                    .threads = threads, .catalog = catalog, .dataset = dataset,
+                                    .approx = approx};
     if (vtr_text_searcher_open(&so, &ts, &err) != VTR_OK)
         goto fail;
+    if (ts.approx_note[0])
+        vtr_log_warn("%s", ts.approx_note);
 
     /* the queries; invalid ones reported and left out */
     if (queries_path && vtr_line_list_read(&q, queries_path, true, &err) != VTR_OK)
@@ -320,9 +337,9 @@ int main(int argc, char **argv)
         vtr_fail(&err, VTR_ERR_NOMEM, "out of memory for the results");
         goto fail;
     }
-    if (vtr_text_search(ts.e, ts.ix, ts.cat, ts.dataset_id, ok.n, (const char *const *)ok.v,
-                        (const char *const *)ok_graphs, k, preselect, results, found, phrases,
-                        &err) != VTR_OK)
+    if (vtr_text_search(ts.e, ts.ix, ts.approx, ts.cat, ts.dataset_id, ok.n,
+                        (const char *const *)ok.v, (const char *const *)ok_graphs, k, preselect,
+                        results, found, phrases, &err) != VTR_OK)
         goto fail;
     bool hgr = vtr_embedder_levels(ts.e) > 0;
     for (size_t i = 0; i < ok.n; i++)
