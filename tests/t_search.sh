@@ -7,9 +7,10 @@
 # a query equal to a trained item's caption finds that item first, alone and as one batch
 # of all of them; its scores are the inner products of the text and the stored embedding;
 # -k, --json, the catalog's path and duration; a bad index or another model: one line,
-# exit 1. The fixture is written with numpy.
+# exit 1; the approximate index (vtr-approx, vtr-search --approx / --exact). The fixture is
+# written with numpy.
 set -u
-for p in vtr-aggregate vtr-search vtr-import vtr-train; do
+for p in vtr-aggregate vtr-search vtr-import vtr-train vtr-approx; do
     command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
 done
 PY=/usr/bin/python3
@@ -367,6 +368,53 @@ vtr-search --index "$dir/nlidx" "the fish appears" >"$dir/out" 2>"$dir/err" ||
     fail "a key with a line break: $(cat "$dir/err")"
 [ "$(wc -l <"$dir/out")" -eq 3 ] && grep -qF '  two\x0alines' "$dir/out" ||
     fail "a key with a line break: $(cat "$dir/out")"
+
+# 6. the approximate index: vtr-approx builds it; vtr-search --approx ranks FAISS's
+#    candidates exactly (here every row is one: the same results as --exact); rows added
+#    since are searched exactly until vtr-approx --update adds them; a damaged file, or
+#    none, fails --approx in one line; the default (exact below 100,000 items) ignores it
+cp -r "$dir/idx" "$dir/aidx"
+vtr-search --index "$dir/aidx" --approx "a cat" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "--approx without an approximate index: exit status"
+one_line "$dir/err" "has no approximate index (approx.ann): build one with vtr-approx" "--approx, none"
+vtr-approx --index "$dir/aidx" --kind ivfpq 2>"$dir/err"
+[ $? -eq 1 ] || fail "vtr-approx ivfpq of 16 rows: exit status"
+one_line "$dir/err" "16 training rows; IVF-PQ needs at least 256" "vtr-approx ivfpq of 16 rows"
+vtr-approx --index "$dir/aidx" --kind hnsw 2>"$dir/err" || fail "vtr-approx: $(cat "$dir/err")"
+grep -q "approx.ann: built (.*): HNSW over 16 rows of generation 1" "$dir/err" &&
+    grep -q "^vtr-approx: recall@10 1.000 against exact search, with 16 of the index's rows" "$dir/err" ||
+    fail "vtr-approx report: $(cat "$dir/err")"
+vtr-search --index "$dir/aidx" --queries "$dir/queries.txt" --json -k 5 --exact >"$dir/exact" ||
+    fail "--exact"
+vtr-search --index "$dir/aidx" --queries "$dir/queries.txt" --json -k 5 --approx >"$dir/out" \
+    2>"$dir/err" || fail "--approx: $(cat "$dir/err")"
+cmp -s "$dir/exact" "$dir/out" || fail "--approx differs from --exact: $(diff "$dir/exact" "$dir/out")"
+mkdir "$dir/untrained" && cp "$dir"/feats/video1[6-9].npy "$dir"/feats/video2[0-3].npy "$dir/untrained/" ||
+    fail "untrained items"
+vtr-aggregate --model "$M" "$dir/untrained" --index "$dir/aidx" 2>"$dir/err" ||
+    fail "aggregate into aidx: $(cat "$dir/err")"
+vtr-search --index "$dir/aidx" --queries "$dir/queries.txt" --json -k 5 --exact >"$dir/exact" ||
+    fail "--exact, 24 items"
+vtr-search --index "$dir/aidx" --queries "$dir/queries.txt" --json -k 5 --approx >"$dir/out" \
+    2>"$dir/err" || fail "--approx, 8 rows since: $(cat "$dir/err")"
+cmp -s "$dir/exact" "$dir/out" || fail "--approx, 8 rows since: $(diff "$dir/exact" "$dir/out")"
+vtr-approx --index "$dir/aidx" --recall 0 2>"$dir/err" || fail "vtr-approx --update: $(cat "$dir/err")"
+grep -q "new rows added (.*): HNSW over 24 rows of generation 2" "$dir/err" ||
+    fail "vtr-approx --update: $(cat "$dir/err")"
+vtr-search --index "$dir/aidx" --queries "$dir/queries.txt" --json -k 5 --approx >"$dir/out" ||
+    fail "--approx, updated"
+cmp -s "$dir/exact" "$dir/out" || fail "--approx, updated: $(diff "$dir/exact" "$dir/out")"
+vtr-search --index "$dir/aidx" --approx --exact "a cat" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "--approx --exact: exit status"
+one_line "$dir/err" "give --approx or --exact, not both" "--approx --exact"
+head -c 100 "$dir/aidx/approx.ann" >"$dir/cut" && mv "$dir/cut" "$dir/aidx/approx.ann"
+vtr-search --index "$dir/aidx" --approx "a cat" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] || fail "--approx, a cut file: exit status"
+one_line "$dir/err" "index $dir/aidx: approx.ann: cut short" "--approx, a cut file"
+vtr-search --index "$dir/aidx" "a cat" >/dev/null 2>"$dir/err" && [ ! -s "$dir/err" ] ||
+    fail "a small index with a cut approximate file, by default: $(cat "$dir/err")"
+vtr-approx --index "$dir/aidx" --remove 2>"$dir/err" && [ ! -e "$dir/aidx/approx.ann" ] ||
+    fail "vtr-approx --remove: $(cat "$dir/err")"
 
 # the model moved since the index was made: one line that says so; --model finds it
 mv "$dir/run" "$dir/run-moved"
