@@ -12,8 +12,8 @@
  *   VTR_ANN_HNSW   HNSW graph (M = 32 links per node, efConstruction 40) over 8-bit scalar
  *                  quantized rows (D bytes per row): FAISS's IndexHNSWSQ.
  *   VTR_ANN_IVFPQ  inverted lists over `lists` k-means centroids, each row stored as a
- *                  product-quantizer code of the residual (D/16 bytes, 8 bits per
- *                  sub-vector): FAISS's IndexIVFPQ.
+ *                  product-quantizer code of the residual (D/32 bytes, 8 bits per
+ *                  32-value sub-vector): FAISS's IndexIVFPQ.
  *
  * Errors: FAISS's exceptions become VTR_ERR_FORMAT (reading) or VTR_ERR_INVALID (other
  * calls) with FAISS's message; std::bad_alloc becomes VTR_ERR_NOMEM. Nothing is printed:

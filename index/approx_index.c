@@ -28,6 +28,7 @@ static const char magic[8] = {'v', 't', 'r', 'a', 'n', 'n', '1', '\n'};
 #define HNSW_TRAIN_ROWS 65536   /* the scalar quantizer's ranges */
 #define IVF_TRAIN_ROWS 65536    /* at least; and 64 per list */
 #define DEAD_SHARE_REBUILD 0.25 /* update rebuilds when this share of labels is tombstones */
+#define TAIL_THREADS_ROWS 65536 /* a tail from which one query's re-ranking takes threads */
 
 struct vtr_approx_index {
     vtr_ann_kind kind;
@@ -419,8 +420,9 @@ static vtr_status build(vtr_embedding_index *ix, vtr_ann_kind kind, vtr_approx_i
         goto end;
     }
     int64_t lists = kind == VTR_ANN_IVFPQ ? vtr_ann_ivf_lists(n) : 0;
-    int64_t t = kind == VTR_ANN_IVFPQ ? (64 * lists > IVF_TRAIN_ROWS ? 64 * lists : IVF_TRAIN_ROWS)
-                                      : HNSW_TRAIN_ROWS;
+    int64_t t = HNSW_TRAIN_ROWS; /* the training sample */
+    if (kind == VTR_ANN_IVFPQ)
+        t = 64 * lists > IVF_TRAIN_ROWS ? 64 * lists : IVF_TRAIN_ROWS;
     t = t < n ? t : n;
     a->row_of = malloc((size_t)n * sizeof *a->row_of);
     train = malloc((size_t)t * (size_t)D * sizeof *train);
@@ -464,6 +466,23 @@ vtr_status vtr_approx_index_build(vtr_embedding_index *ix, const char *dir, vtr_
     return st;
 }
 
+/* The kind that the header of DIR/approx.ann names, when its first 16 bytes are whole. */
+static bool header_kind(const char *dir, vtr_ann_kind *kind)
+{
+    char *path = vtr_path_join(dir, VTR_APPROX_FILE);
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    unsigned char h[16];
+    bool ok = f && fread(h, 1, sizeof h, f) == sizeof h && memcmp(h, magic, 8) == 0;
+    int64_t k = 0;
+    if (ok)
+        memcpy(&k, h + 8, 8);
+    if (f)
+        fclose(f);
+    free(path);
+    *kind = (vtr_ann_kind)k;
+    return ok && (k == VTR_ANN_HNSW || k == VTR_ANN_IVFPQ);
+}
+
 /* Labels of a whose rows are tombstones in ix (or beyond its common rows). */
 static int64_t dead_labels(const vtr_approx_index *a, const vtr_embedding_index *ix,
                            int64_t common_rows)
@@ -481,9 +500,15 @@ vtr_status vtr_approx_index_update(vtr_embedding_index *ix, const char *dir,
     vtr_approx_update done = VTR_APPROX_ABSENT;
     vtr_approx_index *a = NULL;
     int64_t *rows = NULL, n = 0, common, common_rows;
+    vtr_ann_kind kind;
     vtr_status st = vtr_approx_index_open(dir, &a, err);
     if (st == VTR_ERR_NOT_FOUND) {
         st = VTR_OK;
+        goto end;
+    }
+    if ((st == VTR_ERR_FORMAT || st == VTR_ERR_UNSUPPORTED) && header_kind(dir, &kind)) {
+        done = VTR_APPROX_REBUILT; /* damaged past its header: built again, as it was */
+        st = vtr_approx_index_build(ix, dir, kind, err);
         goto end;
     }
     if (st != VTR_OK)
@@ -512,7 +537,7 @@ vtr_status vtr_approx_index_update(vtr_embedding_index *ix, const char *dir,
         goto end;
     }
     done = VTR_APPROX_REBUILT;
-    vtr_ann_kind kind = a->kind;
+    kind = a->kind;
     vtr_approx_index_close(a);
     a = NULL;
     st = vtr_approx_index_build(ix, dir, kind, err);
@@ -665,9 +690,9 @@ vtr_status vtr_approx_search(const vtr_approx_index *a, const vtr_embedding_inde
         }
         qfound[i] = nc; /* the candidate count, until rerank_query's found replaces it */
     }
-    /* one query: its top-k pass may use every thread (a large tail); several: a query per
-     * thread */
-    int threads = nq > 1 ? 1 : 0;
+    /* a query per thread; one query alone uses every thread only for a large tail (waking
+     * threads for a few hundred rows costs more than scoring them) */
+    int threads = nq == 1 && r.tail_rows >= TAIL_THREADS_ROWS ? 0 : 1;
     vtr_error first_err = {0};
     int failed = 0;
 #pragma omp parallel for schedule(dynamic) if (nq > 1)
@@ -699,6 +724,23 @@ end:
     return st;
 }
 
+double vtr_recall_at_k(const int64_t *rows, const int64_t *exact, int64_t n, int64_t k)
+{
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t hit = 0, real = 0;
+        for (int64_t j = 0; j < k; j++) {
+            if (exact[i * k + j] < 0)
+                continue;
+            real++;
+            for (int64_t l = 0; l < k; l++)
+                hit += rows[i * k + l] == exact[i * k + j];
+        }
+        sum += real ? (double)hit / (double)real : 1.0;
+    }
+    return n > 0 ? sum / (double)n : 1.0;
+}
+
 vtr_status vtr_approx_recall(const vtr_approx_index *a, const vtr_embedding_index *ix,
                              int64_t n, int64_t k, const vtr_approx_search_options *opt,
                              double *recall, vtr_error *err)
@@ -726,19 +768,7 @@ vtr_status vtr_approx_recall(const vtr_approx_index *a, const vtr_embedding_inde
                               err)) ||
         (st = vtr_approx_search(a, ix, &qt, k, opt, approx, scores, NULL, err)))
         goto end;
-    double sum = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t hit = 0, real = 0;
-        for (int64_t j = 0; j < k; j++) {
-            if (exact[i * k + j] < 0)
-                continue;
-            real++;
-            for (int64_t l = 0; l < k; l++)
-                hit += approx[i * k + l] == exact[i * k + j];
-        }
-        sum += real ? (double)hit / (double)real : 1.0;
-    }
-    *recall = sum / (double)n;
+    *recall = vtr_recall_at_k(approx, exact, n, k);
 end:
     free(live);
     free(q);

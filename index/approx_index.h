@@ -72,9 +72,10 @@ vtr_status vtr_approx_index_build(vtr_embedding_index *ix, const char *dir, vtr_
                                   vtr_error *err);
 
 /* Brings DIR/approx.ann, when there is one, to snapshot ix's generation as the header
- * says (*what, may be NULL, tells what was done). Fails as build does, and with
- * VTR_ERR_FORMAT / VTR_ERR_IO when the present file cannot be read (remove it, or build
- * again). */
+ * says (*what, may be NULL, tells what was done); a file damaged past its first 16 bytes
+ * (magic and kind) is built again as that kind. Fails as build does, and with
+ * VTR_ERR_FORMAT / VTR_ERR_IO when the present file cannot be read at all (remove it, or
+ * build again). */
 vtr_status vtr_approx_index_update(vtr_embedding_index *ix, const char *dir,
                                    vtr_approx_update *what, vtr_error *err);
 
@@ -124,6 +125,11 @@ vtr_status vtr_approx_search(const vtr_approx_index *a, const vtr_embedding_inde
                              const vtr_tensor *queries, int64_t k,
                              const vtr_approx_search_options *opt, int64_t *rows, float *scores,
                              int64_t *found, vtr_error *err);
+
+/* recall@k of n queries' results rows (n, k) against the exact results exact (n, k): the
+ * share of each query's real exact rows (not -1) that rows holds, averaged over the
+ * queries (1 for a query without any). */
+double vtr_recall_at_k(const int64_t *rows, const int64_t *exact, int64_t n, int64_t k);
 
 /* recall@k of a against exact search over snapshot ix, with n of ix's live rows (evenly
  * spaced) as queries: the share of the exact top-k rows the approximate search returns,

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The layout stays true: the stage folders in the order data flows (README, "Layout"),
 #     lib decode features text import aggregate match index tools
-# and a source file (.c, .h, .cu) includes only headers of its own folder, of lib/, or of a
+# and a source file (.c, .h, .cu, .cc) includes only headers of its own folder, of lib/, or of a
 # folder earlier in that order; no two modules (NAME.c + NAME.h of one folder) include each
 # other, directly or through others (a NAME.cu is a node of its own: it implements the
 # CUDA declarations of NAME.h or lib/nn_cuda.h, which may need NAME.h's types). Read from the #include "..." lines; an include that
@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 # check_layout ROOT: prints one line per violation; exit status 1 if any.
 check_layout() (
     cd "$1"
-    files=$(for d in $order; do [ -d "$d" ] && find "$d" -name '*.[ch]' -o -name '*.cu'; done |
+    files=$(for d in $order; do [ -d "$d" ] && find "$d" -name '*.[ch]' -o -name '*.cu' -o -name '*.cc'; done |
         sort)
     # "FILE INCLUDED" for every quoted include, INCLUDED resolved against the tree
     for f in $files; do

@@ -408,6 +408,20 @@ TEST(approx_damaged_files)
     write_whole(path, good, n);
     CHECK_OK(vtr_approx_index_open(dir, &a, &err));
     vtr_approx_index_close(a);
+    /* an update (vtr-index's, at the end of a run) builds a damaged file again as the kind
+     * its header names; one without a whole header is an error to report */
+    vtr_embedding_index *ix;
+    vtr_approx_update what;
+    CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
+    write_whole(path, good, n / 2);
+    CHECK_OK(vtr_approx_index_update(ix, dir, &what, &err));
+    CHECK_EQ_INT(what, VTR_APPROX_REBUILT);
+    CHECK_OK(vtr_approx_index_open(dir, &a, &err));
+    CHECK_EQ_INT(vtr_approx_index_kind(a), VTR_ANN_HNSW);
+    vtr_approx_index_close(a);
+    write_whole(path, good, 12);
+    CHECK_FAILS(vtr_approx_index_update(ix, dir, &what, &err), VTR_ERR_FORMAT, "cut short");
+    vtr_embedding_index_close(ix);
     free(bad);
     free(good);
 }

@@ -1,10 +1,23 @@
 /* vtr's side of bench/search (see run.sh).
  *
- *   search_bench build DIR ROWS DIM SEED
+ *   search_bench build DIR ROWS DIM SEED [CLUSTERS]
  *       Builds an embedding index at DIR through the writer API: ROWS synthetic vectors
  *       (uniform in [-1, 1) per component, then L2-normalized to float16 by the index),
  *       keys "row<i>", committed after every 250,000th row (4 segments for 1M rows).
+ *       With CLUSTERS (the approximate index's data, faiss.sh): row i is the centre
+ *       i % CLUSTERS (uniform components) plus its own uniform noise of the same scale,
+ *       so that each row keeps a cosine of about 0.7 with its centre: data with
+ *       neighbourhoods, as embeddings of real videos have, where uniform rows have none.
  *       Prints "build_s T" and "rows_per_s R".
+ *   search_bench queries OUT.npy Q DIM SEED CLUSTERS
+ *       Q unit queries near the clusters of the data above (a random centre plus noise of
+ *       half its scale), float32 (Q, DIM).
+ *   search_bench approx DIR QUERIES.npy K KIND N EXACT.npy [EFFORT...]
+ *       Builds DIR's approximate index of KIND (hnsw, ivfpq; present: the one DIR has, not
+ *       built again) and times it ("approx_build_s", "approx_bytes"); then, per EFFORT (0: the default; HNSW's efSearch, IVF-PQ's
+ *       nprobe), the first N queries one at a time ("approx_single_s E T1 ...") and all
+ *       queries at once ("approx_batch_s E T"), and their recall@K against the exact rows
+ *       EXACT.npy ((Q, K) int64, vtr's exact batch): "approx_recall E R".
  *   search_bench single DIR QUERIES.npy N K OUTDIR
  *       The first N queries, each alone (k = K), each right after one streaming read of
  *       the whole matrix (the bandwidth floor: every byte once, 32-byte loads, OpenMP
@@ -33,6 +46,7 @@
 #include <immintrin.h>
 #endif
 
+#include "index/approx_index.h"
 #include "index/embedding_index.h"
 #include "index/topk.h"
 #include "lib/npy.h"
@@ -55,7 +69,24 @@ static void die(const char *what, const vtr_error *err)
 
 /* ---- build ---- */
 
-static int build(const char *dir, int64_t rows, int64_t dim, uint64_t seed)
+/* xorshift64*: a value in [-1, 1) with 24 bits. */
+static float uniform(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return (float)((int64_t)((*s * 0x2545F4914F6CDD1DULL) >> 40) - (1 << 23)) / (float)(1 << 23);
+}
+
+/* Component d of cluster centre c. */
+static float centre(int64_t c, int64_t d, uint64_t seed)
+{
+    uint64_t s = (uint64_t)(c * 1000003 + d) * 0x9E3779B97F4A7C15ULL + seed + 1;
+    uniform(&s);
+    return uniform(&s);
+}
+
+static int build(const char *dir, int64_t rows, int64_t dim, uint64_t seed, int64_t clusters)
 {
     vtr_error err;
     vtr_embedding_index_options opt = {.dim = dim, .model = "bench/search synthetic"};
@@ -71,13 +102,11 @@ static int build(const char *dir, int64_t rows, int64_t dim, uint64_t seed)
     double t0 = now();
     for (int64_t r0 = 0; r0 < rows; r0 += BATCH_ROWS) {
         int64_t n = rows - r0 < BATCH_ROWS ? rows - r0 : BATCH_ROWS;
-        for (int64_t i = 0; i < n * dim; i++) { /* xorshift64*, 24 bits per value */
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            x[i] = (float)((int64_t)((s * 0x2545F4914F6CDD1DULL) >> 40) - (1 << 23)) /
-                   (float)(1 << 23);
-        }
+        for (int64_t i = 0; i < n * dim; i++)
+            x[i] = uniform(&s);
+        for (int64_t i = 0; clusters > 0 && i < n; i++)
+            for (int64_t d = 0; d < dim; d++)
+                x[i * dim + d] += centre((r0 + i) % clusters, d, seed);
         for (int64_t i = 0; i < n; i++) {
             snprintf(key_buf[i], sizeof key_buf[i], "row%lld", (long long)(r0 + i));
             keys[i] = key_buf[i];
@@ -289,16 +318,119 @@ static int run_batch(const char *dir, const char *queries_path, int64_t k, const
     return 0;
 }
 
+/* Q unit queries near the clusters. */
+static int make_queries(const char *path, int64_t q, int64_t dim, uint64_t seed, int64_t clusters)
+{
+    float *x = malloc((size_t)(q * dim) * sizeof *x);
+    if (!x)
+        die("out of memory", NULL);
+    uint64_t s = seed * 0x2545F4914F6CDD1DULL + 99;
+    for (int64_t i = 0; i < q; i++) {
+        uniform(&s);
+        int64_t c = (int64_t)((s >> 11) % (uint64_t)clusters);
+        double n = 0;
+        for (int64_t d = 0; d < dim; d++) {
+            float v = centre(c, d, seed) + 0.5f * uniform(&s);
+            x[i * dim + d] = v;
+            n += (double)v * v;
+        }
+        for (int64_t d = 0; d < dim; d++)
+            x[i * dim + d] = (float)(x[i * dim + d] / sqrt(n));
+    }
+    vtr_tensor t = {.dtype = VTR_F32, .ndim = 2, .shape = {q, dim}, .data = x};
+    vtr_error err;
+    if (vtr_npy_save(path, &t, 0, &err) != VTR_OK)
+        die("saving queries", &err);
+    free(x);
+    return 0;
+}
+
+/* The approximate index: build, then single queries and the batch per effort. */
+static int run_approx(const char *dir, const char *queries_path, int64_t k, const char *kind_name, int n_single, const char *exact_path, int n_efforts,
+                      char **efforts)
+{
+    vtr_error err;
+    vtr_ann_kind kind = strcmp(kind_name, "ivfpq") == 0 ? VTR_ANN_IVFPQ : VTR_ANN_HNSW;
+    session s;
+    session_open(&s, dir, queries_path);
+    vtr_npy_file exact;
+    if (vtr_npy_load(exact_path, &exact, &err) != VTR_OK)
+        die("loading the exact rows", &err);
+    if (exact.tensor.dtype != VTR_I64 || exact.tensor.ndim != 2 ||
+        exact.tensor.shape[0] != s.nq || exact.tensor.shape[1] != k)
+        die("the exact rows must be (Q, K) int64", NULL);
+    double t0 = now();
+    if (strcmp(kind_name, "present") != 0 && vtr_approx_index_build(s.ix, dir, kind, &err) != VTR_OK)
+        die("building the approximate index", &err);
+    printf("approx_kind %s\napprox_build_s %.3f\n", kind_name, now() - t0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, VTR_APPROX_FILE);
+    FILE *f = fopen(path, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0)
+        die("the approximate index's size", NULL);
+    printf("approx_bytes %ld\n", ftell(f));
+    fclose(f);
+    vtr_approx_index *a;
+    t0 = now();
+    if (vtr_approx_index_open(dir, &a, &err) != VTR_OK)
+        die("opening the approximate index", &err);
+    printf("approx_open_s %.3f\n", now() - t0);
+    if (n_single > s.nq)
+        n_single = (int)s.nq;
+    int64_t *rows = malloc((size_t)(s.nq * k) * sizeof *rows);
+    float *scores = malloc((size_t)(s.nq * k) * sizeof *scores);
+    if (!rows || !scores)
+        die("out of memory", NULL);
+    for (int e = 0; e < (n_efforts ? n_efforts : 1); e++) {
+        int effort = n_efforts ? atoi(efforts[e]) : 0;
+        vtr_approx_search_options opt = {.effort = effort};
+        printf("approx_single_s %d", effort);
+        for (int i = 0; i < n_single; i++) {
+            vtr_tensor one = {.dtype = VTR_F32, .ndim = 1, .shape = {s.dim},
+                              .data = (float *)s.queries.tensor.data + (size_t)i * (size_t)s.dim};
+            double t1 = now();
+            if (vtr_approx_search(a, s.ix, &one, k, &opt, rows + i * k, scores + i * k, NULL,
+                                  &err) != VTR_OK)
+                die("searching", &err);
+            printf(" %.5f", now() - t1);
+        }
+        printf("\napprox_single_recall %d %.4f\n", effort,
+               vtr_recall_at_k(rows, exact.tensor.data, n_single, k));
+        double t1 = now();
+        if (vtr_approx_search(a, s.ix, &s.queries.tensor, k, &opt, rows, scores, NULL, &err) !=
+            VTR_OK)
+            die("searching", &err);
+        printf("approx_batch_s %d %.3f\n", effort, now() - t1);
+        printf("approx_recall %d %.4f\n", effort, vtr_recall_at_k(rows, exact.tensor.data, s.nq, k));
+    }
+    free(rows);
+    free(scores);
+    vtr_approx_index_close(a);
+    vtr_npy_close(&exact);
+    session_close(&s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc == 6 && strcmp(argv[1], "build") == 0)
-        return build(argv[2], atoll(argv[3]), atoll(argv[4]), (uint64_t)atoll(argv[5]));
+    if ((argc == 6 || argc == 7) && strcmp(argv[1], "build") == 0)
+        return build(argv[2], atoll(argv[3]), atoll(argv[4]), (uint64_t)atoll(argv[5]),
+                     argc == 7 ? atoll(argv[6]) : 0);
+    if (argc == 7 && strcmp(argv[1], "queries") == 0)
+        return make_queries(argv[2], atoll(argv[3]), atoll(argv[4]), (uint64_t)atoll(argv[5]),
+                            atoll(argv[6]));
+    if (argc >= 8 && strcmp(argv[1], "approx") == 0)
+        return run_approx(argv[2], argv[3], atoll(argv[4]), argv[5], atoi(argv[6]), argv[7],
+                          argc - 8, argv + 8);
     if (argc == 7 && strcmp(argv[1], "single") == 0)
         return run_single(argv[2], argv[3], atoi(argv[4]), atoll(argv[5]), argv[6]);
     if ((argc == 6 || argc == 7) && strcmp(argv[1], "batch") == 0)
         return run_batch(argv[2], argv[3], atoll(argv[4]), argv[5],
                          argc == 7 && strcmp(argv[6], "sgemm") == 0);
-    fprintf(stderr, "usage: search_bench build DIR ROWS DIM SEED\n"
+    fprintf(stderr, "usage: search_bench build DIR ROWS DIM SEED [CLUSTERS]\n"
+                    "       search_bench queries OUT.npy Q DIM SEED CLUSTERS\n"
+                    "       search_bench approx DIR QUERIES.npy K KIND N EXACT.npy "
+                    "[EFFORT...]\n"
                     "       search_bench single DIR QUERIES.npy N K OUTDIR\n"
                     "       search_bench batch DIR QUERIES.npy K OUTDIR [sgemm]\n");
     return 2;
