@@ -429,8 +429,9 @@ static vtr_status open_approx(const vtr_text_searcher_options *o, vtr_text_searc
                               vtr_error *err)
 {
     bool always = o->approx == VTR_APPROX_ALWAYS;
+    int64_t min_rows = o->approx_min_rows > 0 ? o->approx_min_rows : VTR_APPROX_MIN_ROWS;
     if (o->approx == VTR_APPROX_NEVER ||
-        (!always && vtr_embedding_index_live_rows(s->ix) < VTR_APPROX_MIN_ROWS))
+        (!always && vtr_embedding_index_live_rows(s->ix) < min_rows))
         return VTR_OK; /* small: one exact pass is as fast */
     if (vtr_embedder_text_vectors(s->e) > 1) {
         if (!always)

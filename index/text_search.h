@@ -64,8 +64,9 @@ typedef struct vtr_text_searcher {
 /* Whether searches go through the approximate index (INDEX/approx.ann). */
 typedef enum vtr_approx_mode {
     /* when the index has one that serves its snapshot (vtr_approx_index_check), the
-     * model gives one vector per item, and the index has at least VTR_APPROX_MIN_ROWS
-     * live rows; otherwise exact, with approx_note saying why when a file is there */
+     * model gives one vector per item, and the index has at least approx_min_rows live
+     * rows; otherwise exact, with approx_note saying why when a file is there but cannot
+     * serve (stale, damaged) */
     VTR_APPROX_AUTO = 0,
     VTR_APPROX_NEVER,  /* exact search */
     VTR_APPROX_ALWAYS, /* the approximate index, or vtr_text_searcher_open fails */
@@ -80,6 +81,7 @@ typedef struct vtr_text_searcher_options {
     const char *dataset; /* NULL: "archive" (vtr-index's); a default catalog without it is
                           * not used */
     vtr_approx_mode approx;
+    int64_t approx_min_rows; /* VTR_APPROX_AUTO's threshold; 0: VTR_APPROX_MIN_ROWS */
 } vtr_text_searcher_options;
 
 /* Opens the index, its model, its approximate index (per o->approx) and the catalog into

@@ -497,3 +497,94 @@ TEST(index_model_ref_reads_what_index_writers_record)
                 "no model id");
     CHECK_FAILS(vtr_index_model_ref_parse("resnet", &r, &err), VTR_ERR_FORMAT, "no model id");
 }
+
+/* The searcher and the approximate index (text_search.h, approx_index.h): used from
+ * approx_min_rows live rows on (VTR_APPROX_AUTO) with the exact search's results where it
+ * proposes every row; a stale one (a compaction since) not used, with the reason in
+ * approx_note, and refused with VTR_APPROX_ALWAYS; none at all refused with ALWAYS. */
+TEST(text_searcher_approximate_index)
+{
+    vtr_error err;
+    const char *ckpt = emb_checkpoint();
+    vtr_embedder *e;
+    CHECK_OK(vtr_embedder_open(ckpt, NULL, 0, &e, &err));
+    char dir[400];
+    emb_path("approx-index", dir, sizeof dir);
+    CHECK_EQ_INT(vtr_embedder_dim(e), 16);
+    char *model = vtr_index_model_text("test", vtr_embedder_model_id(e), ckpt);
+    vtr_embedding_index_options io = {.dim = vtr_embedder_dim(e), .model = model};
+    vtr_embedding_index_writer *w;
+    CHECK_OK(vtr_embedding_index_writer_open(dir, &io, &w, &err));
+    enum { N = 300 };
+    float x[16];
+    uint64_t s = 12345;
+    for (int i = 0; i < N; i++) {
+        for (int d = 0; d < 16; d++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            x[d] = (float)((int64_t)(s >> 40) - (1 << 23)) / (float)(1 << 23);
+        }
+        char key[32];
+        snprintf(key, sizeof key, "item%d", i);
+        vtr_tensor t = {.dtype = VTR_F32, .ndim = 1, .shape = {16}, .data = x};
+        CHECK_OK(vtr_embedding_index_writer_add(w, key, &t, &err));
+    }
+    CHECK_OK(vtr_embedding_index_writer_commit(w, &err));
+    CHECK_OK(vtr_embedding_index_writer_remove(w, "item7", &err));
+    CHECK_OK(vtr_embedding_index_writer_commit(w, &err));
+
+    vtr_text_searcher_options o = {.index = dir, .approx = VTR_APPROX_ALWAYS};
+    vtr_text_searcher ts;
+    CHECK_FAILS(vtr_text_searcher_open(&o, &ts, &err), VTR_ERR_NOT_FOUND, "vtr-approx");
+    vtr_embedding_index *ix;
+    CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
+    CHECK_OK(vtr_approx_index_build(ix, dir, VTR_ANN_HNSW, &err));
+    vtr_embedding_index_close(ix);
+
+    /* below the threshold: exact; at it: the approximate index, with the same results
+     * (HNSW over 299 rows finds each query's 5 best) and scores */
+    const char *q[2] = {"a video of a cat", "the dog appears"};
+    vtr_search_result exact[10], approx[10];
+    int64_t fe[2], fa[2];
+    o.approx = VTR_APPROX_AUTO;
+    CHECK_OK(vtr_text_searcher_open(&o, &ts, &err));
+    CHECK(ts.approx == NULL && ts.approx_note[0] == 0);
+    CHECK_OK(vtr_text_search(ts.e, ts.ix, ts.approx, NULL, -1, 2, q, NULL, 5, 0, exact, fe, NULL,
+                             &err));
+    vtr_text_searcher_close(&ts);
+    o.approx_min_rows = N - 1;
+    CHECK_OK(vtr_text_searcher_open(&o, &ts, &err));
+    CHECK(ts.approx != NULL);
+    CHECK_OK(vtr_text_search(ts.e, ts.ix, ts.approx, NULL, -1, 2, q, NULL, 5, 0, approx, fa, NULL,
+                             &err));
+    for (int i = 0; i < 10; i++) {
+        CHECK_STR(approx[i].key, exact[i].key);
+        CHECK(memcmp(&approx[i].score, &exact[i].score, sizeof(float)) == 0);
+    }
+    CHECK(fe[0] == 5 && fa[0] == 5 && fa[1] == 5);
+    vtr_search_results_free(exact, 10);
+    vtr_search_results_free(approx, 10);
+    vtr_text_searcher_close(&ts);
+
+    /* a compaction renumbers the rows: not used, and said why; ALWAYS refuses */
+    CHECK_OK(vtr_embedding_index_writer_compact(w, &err));
+    CHECK_OK(vtr_text_searcher_open(&o, &ts, &err));
+    CHECK(ts.approx == NULL);
+    CHECK_MSG(strstr(ts.approx_note, "renumbered its rows since (a compaction") &&
+                  strstr(ts.approx_note, "searching exactly"),
+              "approx_note: %s", ts.approx_note);
+    vtr_text_searcher_close(&ts);
+    o.approx = VTR_APPROX_ALWAYS;
+    CHECK_FAILS(vtr_text_searcher_open(&o, &ts, &err), VTR_ERR_INVALID, "update it (vtr-approx)");
+    /* the update builds it again for the new rows */
+    CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
+    vtr_approx_update what;
+    CHECK_OK(vtr_approx_index_update(ix, dir, &what, &err));
+    CHECK_EQ_INT(what, VTR_APPROX_REBUILT);
+    vtr_embedding_index_close(ix);
+    CHECK_OK(vtr_text_searcher_open(&o, &ts, &err));
+    CHECK(ts.approx != NULL);
+    vtr_text_searcher_close(&ts);
+    vtr_embedding_index_writer_close(w);
+    vtr_embedder_close(e);
+    free(model);
+}
