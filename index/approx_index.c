@@ -654,8 +654,10 @@ vtr_status vtr_approx_search(const vtr_approx_index *a, const vtr_embedding_inde
         return vtr_fail(err, VTR_ERR_INVALID, "queries must be float32 (Q, %lld) or (%lld,)",
                         (long long)a->dim, (long long)a->dim);
     rerank r = {.m = vtr_embedding_index_matrix(ix)};
-    if (!common_segments(a, ix, &r.common, &r.common_rows))
-        return vtr_approx_index_check(a, ix, NULL, err);
+    vtr_status st = vtr_approx_index_check(a, ix, NULL, err);
+    if (st != VTR_OK)
+        return st;
+    common_segments(a, ix, &r.common, &r.common_rows); /* true: check passed */
     int64_t nq = queries->ndim == 2 ? queries->shape[0] : 1;
     if (nq == 0)
         return VTR_OK;
@@ -668,7 +670,6 @@ vtr_status vtr_approx_search(const vtr_approx_index *a, const vtr_embedding_inde
     int64_t *qrows = malloc((size_t)(nq * k) * sizeof *qrows);
     float *qscores = malloc((size_t)(nq * k) * sizeof *qscores);
     int64_t *first = segment_starts(ix);
-    vtr_status st = VTR_OK;
     if (!labels || !qfound || !qrows || !qscores || !first) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory for %lld queries", (long long)nq);
         goto end;

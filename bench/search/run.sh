@@ -6,6 +6,9 @@
 #
 #   sh bench/search/run.sh [--append]      (from the top of the tree, after make)
 #
+# bench/search/faiss.sh compares the same search with FAISS's and measures the approximate
+# index (vtr-approx).
+#
 # The benchmark builds the index itself, through the writer API, in a temporary directory
 # that it removes at the end: it needs about 2.2 GB of free disk there (TMPDIR) and 6 GB
 # of free memory (the matrix stays in the page cache; numpy's blocks come on top).
