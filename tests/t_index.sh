@@ -6,7 +6,8 @@
 # the reason in the catalog); failed files skipped, --retry-failed retries; unchanged
 # embeddings keep their bytes; a run killed with SIGKILL and rerun gives the same content
 # as the incremental index; a reader queries the index while vtr-index writes it; another
-# model, other settings and a missing --weights are refused; a manifest source.
+# model, other settings and a missing --weights are refused; a manifest source; an
+# approximate index (vtr-approx) that a run with changes builds again.
 set -u
 for p in vtr-index vtr-synth vtr-train vtr-import; do
     command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
@@ -130,6 +131,12 @@ grep -q '0 added, 0 updated, 0 removed, 0 failed, 4 unchanged' "$dir/err2" ||
 [ "$(generation "$dir/ix")" = "$g1" ] || fail "a rerun without changes made a generation"
 dump "$dir/ix" | cmp -s - "$dir/d1" || fail "a rerun changed the index"
 
+# an approximate index (vtr-approx), which the next run keeps up to date
+if command -v vtr-approx >/dev/null 2>&1; then
+    vtr-approx --index "$dir/ix" --kind hnsw --recall 0 2>"$dir/err" ||
+        fail "vtr-approx: $(cat "$dir/err")"
+fi
+
 # ---- 3. add, rewrite, delete, corrupt ---------------------------------------------------
 vtr-synth --frames 8 --size 64x64 --first-index 20 "$A/e.mp4" || fail "vtr-synth e"
 sleep 0.01
@@ -141,6 +148,13 @@ rc=$?
 [ $rc -eq 2 ] || fail "a failed file: exit $rc, not 2: $(cat "$dir/err3")"
 grep -q '1 added, 1 updated, 1 removed, 1 failed, 2 unchanged' "$dir/err3" ||
     fail "changes summary: $(cat "$dir/err3")"
+if command -v vtr-approx >/dev/null 2>&1; then
+    # two of its four rows replaced or removed: built again over the live ones
+    grep -q '; approximate index rebuilt$' "$dir/err3" || fail "approximate index: $(cat "$dir/err3")"
+    vtr-approx --index "$dir/ix" --update --recall 0 2>"$dir/err" &&
+        grep -q "up to date (.*): HNSW over 4 rows of generation $(generation "$dir/ix")," "$dir/err" ||
+        fail "vtr-approx --update after vtr-index: $(cat "$dir/err")"
+fi
 [ "$(grep -c 'bad\.mp4' "$dir/err3")" -eq 1 ] && grep -q '^vtr-index: bad\.mp4: .' "$dir/err3" ||
     fail "one error line naming bad.mp4: $(cat "$dir/err3")"
 dump "$dir/ix" >"$dir/d3" || fail "dump 3"
