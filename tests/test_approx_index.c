@@ -194,7 +194,8 @@ TEST(approx_ivfpq_recall_and_exact_scores)
 }
 
 /* With every row a candidate (every list probed), the approximate search is the exact
- * search: the same rows, the same scores, the same order. */
+ * search: the same rows, the same scores, the same order; also after rows were added to
+ * the trained IVF-PQ index. */
 TEST(approx_all_candidates_is_exact)
 {
     vtr_error err;
@@ -217,6 +218,23 @@ TEST(approx_all_candidates_is_exact)
         exact_one(ix, q + i * DIM, er, es);
         CHECK(memcmp(rows, er, sizeof rows) == 0);
         CHECK(memcmp(scores, es, sizeof scores) == 0);
+    }
+    vtr_approx_index_close(a);
+    vtr_embedding_index_close(ix);
+    /* IVF-PQ takes new rows into its trained lists (FAISS's add) */
+    add_rows(dir, 2, 1000, 1100);
+    CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
+    vtr_approx_update what;
+    CHECK_OK(vtr_approx_index_update(ix, dir, &what, &err));
+    CHECK_EQ_INT(what, VTR_APPROX_ADDED);
+    CHECK_OK(vtr_approx_index_open(dir, &a, &err));
+    CHECK_EQ_INT(vtr_approx_index_labels(a), vtr_embedding_index_live_rows(ix));
+    opt.candidates = 1100;
+    for (int i = 0; i < QUERIES; i++) {
+        vtr_tensor qt = {.dtype = VTR_F32, .ndim = 1, .shape = {DIM}, .data = q + i * DIM};
+        CHECK_OK(vtr_approx_search(a, ix, &qt, K, &opt, rows, scores, NULL, &err));
+        exact_one(ix, q + i * DIM, er, es);
+        CHECK(memcmp(rows, er, sizeof rows) == 0);
     }
     free(q);
     vtr_approx_index_close(a);
