@@ -85,7 +85,7 @@ static vtr_status guarded(vtr_error *err, vtr_status on_faiss, const char *what,
     } catch (const std::bad_alloc &) {
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", what);
     } catch (const faiss::FaissException &e) {
-        return vtr_fail(err, on_faiss, "%s: FAISS: %s", what, e.msg.c_str());
+        return vtr_fail(err, on_faiss, "%s: %s", what, e.msg.c_str());
     } catch (const std::exception &e) {
         return vtr_fail(err, on_faiss, "%s: %s", what, e.what());
     }
@@ -105,17 +105,17 @@ vtr_status vtr_ann_create(vtr_ann_kind kind, int64_t dim, int64_t lists, vtr_ann
 {
     *out = nullptr;
     if (dim < 1 || dim > INT32_MAX)
-        return vtr_fail(err, VTR_ERR_INVALID, "approximate index: dimension %lld",
+        return vtr_fail(err, VTR_ERR_INVALID, "FAISS: dimension %lld",
                         (long long)dim);
     if (kind != VTR_ANN_HNSW && kind != VTR_ANN_IVFPQ)
-        return vtr_fail(err, VTR_ERR_INVALID, "approximate index: unknown kind %d", (int)kind);
+        return vtr_fail(err, VTR_ERR_INVALID, "FAISS: unknown kind %d", (int)kind);
     if (kind == VTR_ANN_IVFPQ && (lists < 1 || lists > max_lists))
-        return vtr_fail(err, VTR_ERR_INVALID, "approximate index: %lld lists is not in [1, %lld]",
+        return vtr_fail(err, VTR_ERR_INVALID, "FAISS: %lld lists is not in [1, %lld]",
                         (long long)lists, (long long)max_lists);
     vtr_ann *a = new (std::nothrow) vtr_ann{kind, nullptr, kind == VTR_ANN_IVFPQ ? lists : 0};
     if (!a)
-        return vtr_fail(err, VTR_ERR_NOMEM, "approximate index: out of memory");
-    vtr_status st = guarded(err, VTR_ERR_INVALID, "approximate index", [&] {
+        return vtr_fail(err, VTR_ERR_NOMEM, "FAISS: out of memory");
+    vtr_status st = guarded(err, VTR_ERR_INVALID, "FAISS", [&] {
         if (kind == VTR_ANN_HNSW) {
             auto *h = new faiss::IndexHNSWSQ((int)dim, faiss::ScalarQuantizer::QT_8bit, hnsw_links);
             h->hnsw.efConstruction = hnsw_ef_construction;
@@ -148,14 +148,13 @@ vtr_status vtr_ann_train(vtr_ann *a, int64_t n, const float *x, vtr_error *err)
 {
     int64_t need = a->kind == VTR_ANN_IVFPQ ? std::max<int64_t>(a->lists, 1 << pq_bits) : 1;
     if (n < need)
-        return vtr_fail(err, VTR_ERR_INVALID, "approximate index: %lld training rows; %s "
-                        "needs at least %lld", (long long)n,
+        return vtr_fail(err, VTR_ERR_INVALID, "%lld training rows; %s needs at least %lld", (long long)n,
                         a->kind == VTR_ANN_IVFPQ ? "IVF-PQ" : "HNSW", (long long)need);
     int threads = omp_get_max_threads();
     bool small = (double)n * (double)a->index->d < small_training;
     if (small)
         omp_set_num_threads(1);
-    vtr_status st = guarded(err, VTR_ERR_INVALID, "approximate index: training",
+    vtr_status st = guarded(err, VTR_ERR_INVALID, "FAISS training",
                             [&] { a->index->train((faiss::Index::idx_t)n, x); });
     if (small)
         omp_set_num_threads(threads);
@@ -165,11 +164,11 @@ vtr_status vtr_ann_train(vtr_ann *a, int64_t n, const float *x, vtr_error *err)
 vtr_status vtr_ann_add(vtr_ann *a, int64_t n, const float *x, vtr_error *err)
 {
     if (!a->index->is_trained)
-        return vtr_fail(err, VTR_ERR_INVALID, "approximate index: adding rows before training");
+        return vtr_fail(err, VTR_ERR_INVALID, "FAISS: adding rows before training");
     if (a->kind == VTR_ANN_HNSW && a->index->ntotal + n > INT32_MAX)
-        return vtr_fail(err, VTR_ERR_INVALID, "approximate index: HNSW holds at most %d rows",
+        return vtr_fail(err, VTR_ERR_INVALID, "FAISS: HNSW holds at most %d rows",
                         INT32_MAX);
-    return guarded(err, VTR_ERR_INVALID, "approximate index: adding rows",
+    return guarded(err, VTR_ERR_INVALID, "FAISS add",
                    [&] { a->index->add((faiss::Index::idx_t)n, x); });
 }
 
@@ -192,15 +191,15 @@ vtr_status vtr_ann_search(const vtr_ann *a, int64_t nq, const float *q, int64_t 
                           int64_t *labels, vtr_error *err)
 {
     if (k < 1)
-        return vtr_fail(err, VTR_ERR_INVALID, "approximate index: k = %lld", (long long)k);
+        return vtr_fail(err, VTR_ERR_INVALID, "FAISS: k = %lld", (long long)k);
     if (nq == 0)
         return VTR_OK;
     float *distances = new (std::nothrow) float[(size_t)(nq * k)];
     if (!distances)
-        return vtr_fail(err, VTR_ERR_NOMEM, "approximate index: out of memory for %lld queries",
+        return vtr_fail(err, VTR_ERR_NOMEM, "FAISS: out of memory for %lld queries",
                         (long long)nq);
     static_assert(sizeof(faiss::Index::idx_t) == sizeof(int64_t), "FAISS labels are 64-bit");
-    vtr_status st = guarded(err, VTR_ERR_INVALID, "approximate index: searching", [&] {
+    vtr_status st = guarded(err, VTR_ERR_INVALID, "FAISS search", [&] {
         auto *out = reinterpret_cast<faiss::Index::idx_t *>(labels);
         if (a->kind == VTR_ANN_HNSW) {
             faiss::SearchParametersHNSW p;
@@ -219,12 +218,12 @@ vtr_status vtr_ann_search(const vtr_ann *a, int64_t nq, const float *q, int64_t 
 
 vtr_status vtr_ann_write(const vtr_ann *a, FILE *fp, vtr_error *err)
 {
-    vtr_status st = guarded(err, VTR_ERR_IO, "approximate index: writing", [&] {
+    vtr_status st = guarded(err, VTR_ERR_IO, "FAISS write_index", [&] {
         faiss::FileIOWriter w(fp);
         faiss::write_index(a->index, &w);
     });
     if (st == VTR_OK && ferror(fp))
-        st = vtr_fail(err, VTR_ERR_IO, "approximate index: a write failed");
+        st = vtr_fail(err, VTR_ERR_IO, "FAISS write_index: a write failed");
     return st;
 }
 
@@ -234,7 +233,7 @@ vtr_status vtr_ann_read(const void *data, size_t size, vtr_ann_kind kind, int64_
     *out = nullptr;
     faiss::Index *index = nullptr;
     MemoryReader r(data, size);
-    vtr_status st = guarded(err, VTR_ERR_FORMAT, "approximate index",
+    vtr_status st = guarded(err, VTR_ERR_FORMAT, "FAISS read_index",
                             [&] { index = faiss::read_index(&r); });
     if (st != VTR_OK)
         return st;
@@ -262,12 +261,12 @@ vtr_status vtr_ann_read(const void *data, size_t size, vtr_ann_kind kind, int64_
     }
     if (why) {
         delete index;
-        return vtr_fail(err, VTR_ERR_FORMAT, "approximate index: %s", why);
+        return vtr_fail(err, VTR_ERR_FORMAT, "FAISS read_index: %s", why);
     }
     vtr_ann *a = new (std::nothrow) vtr_ann{kind, index, lists};
     if (!a) {
         delete index;
-        return vtr_fail(err, VTR_ERR_NOMEM, "approximate index: out of memory");
+        return vtr_fail(err, VTR_ERR_NOMEM, "FAISS: out of memory");
     }
     *out = a;
     return VTR_OK;

@@ -16,7 +16,8 @@
  *                  32-value sub-vector): FAISS's IndexIVFPQ.
  *
  * Errors: FAISS's exceptions become VTR_ERR_FORMAT (reading) or VTR_ERR_INVALID (other
- * calls) with FAISS's message; std::bad_alloc becomes VTR_ERR_NOMEM. Nothing is printed:
+ * calls) with FAISS's message ("FAISS read_index: ..."); std::bad_alloc becomes
+ * VTR_ERR_NOMEM. Callers add which index and file. Nothing is printed:
  * the clustering is set up so that FAISS's warnings to stderr do not fire.
  *
  * Threads: search may run from several threads at once (its parameters travel with the

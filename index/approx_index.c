@@ -214,8 +214,10 @@ static vtr_status parse_file(vtr_approx_index *a, const unsigned char *p, size_t
                             VTR_APPROX_FILE, (long long)i, (long long)a->row_of[i],
                             (long long)rows);
     vtr_status st = vtr_ann_read(q, (size_t)payload, a->kind, a->dim, &a->ann, err);
-    if (st != VTR_OK)
+    if (st != VTR_OK) {
+        vtr_error_context(err, "%s", VTR_APPROX_FILE);
         return st;
+    }
     if (vtr_ann_size(a->ann) != n_labels)
         return vtr_fail(err, VTR_ERR_FORMAT, "%s: FAISS holds %lld rows; the header says %lld",
                         VTR_APPROX_FILE, (long long)vtr_ann_size(a->ann), (long long)n_labels);

@@ -12,22 +12,26 @@
  *
  * Consistency with the embedding index. Segments never change and their ids are never
  * reused, so rows keep their numbers for as long as the segments listed in the file stay
- * the first segments of the index. A snapshot whose segment list starts with the file's
- * (commits since only appended segments and made tombstones) is served: FAISS's
- * candidates that are tombstones now are dropped, and the rows of the segments added
- * since the build (the tail) are searched exactly, so the results stay those of an
- * approximate search of the whole snapshot. A snapshot whose list does not start with
- * the file's (a compaction renumbered the rows, or the file belongs to a newer generation
- * whose segments this older snapshot lacks only at the end: then the rows the snapshot
- * lacks are dropped) is checked by vtr_approx_index_check. vtr_approx_index_update brings
- * the file to a snapshot's generation: FAISS's add for the tail's live rows, or a rebuild
- * after a compaction or when a quarter of its labels have become tombstones.
+ * the first segments of the index. The file serves a snapshot when one of the two segment
+ * lists starts with the other:
+ * - the snapshot's starts with the file's (commits since only appended segments and made
+ *   tombstones): FAISS's candidates that are tombstones now are dropped, and the rows of
+ *   the segments added since the build (the tail) are searched exactly beside them, so
+ *   the results are those of an approximate search of the whole snapshot;
+ * - the file's starts with the snapshot's (an older snapshot than the file): the labels
+ *   of rows past the snapshot's are dropped.
+ * Otherwise (a compaction renumbered the rows) the file is stale: vtr_approx_index_check
+ * and the search refuse it with the reason. vtr_approx_index_update brings the file to a
+ * snapshot's generation: FAISS's add for the tail's live rows, or a rebuild after a
+ * compaction or when a quarter of its labels have become tombstones.
  *
  * Writers. Building and updating write DIR/approx.ann; the caller holds the embedding
  * index's writer (vtr_embedding_index_writer_open: its lock), so that one process at a
  * time writes it, and left-over temporary files (approx.ann.tmp.*) are removed.
  *
- * Errors start with "index DIR: approximate index: ".
+ * Errors name the index and the file: "index DIR: approx.ann: cut short (...)", "index
+ * DIR: approximate index: ..." (building), or, from check and search (whose caller knows
+ * DIR), "approx.ann was built for generation 3, and the index has renumbered ...".
  */
 #ifndef VTR_APPROX_INDEX_H
 #define VTR_APPROX_INDEX_H

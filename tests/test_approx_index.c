@@ -472,7 +472,7 @@ TEST(ann_faiss_read_refuses_cut_bytes)
             unsigned char *part = malloc(cut ? cut : 1);
             memcpy(part, buf, cut);
             CHECK_FAILS(vtr_ann_read(part, cut, (vtr_ann_kind)kind, 16, &back, &err),
-                        VTR_ERR_FORMAT, "approximate index");
+                        VTR_ERR_FORMAT, "FAISS read_index");
             free(part);
         }
         CHECK_FAILS(vtr_ann_read(buf, len, (vtr_ann_kind)(3 - kind), 16, &back, &err),
