@@ -12,6 +12,7 @@
 #include "index/embedder.h"
 #include "index/embedding_index.h"
 #include "index/media_embedder.h"
+#include "index/thumbnail.h"
 #include "lib/catalog.h"
 #include "lib/file.h"
 #include "lib/hash.h"
@@ -141,6 +142,10 @@ typedef struct work_item {
     vtr_archive_outcome outcome;
     double duration;
     vtr_error error;
+    /* its sampled frames for the catalog (an embedded item only; freed by record_batch) */
+    size_t n_frames;
+    vtr_item_frame *frames; /* each jpeg malloc'ed; vector points into vectors */
+    uint16_t *vectors;      /* (n_frames, E) float16 */
 } work_item;
 
 typedef struct indexer {
@@ -194,6 +199,57 @@ static const vtr_item *find_known(const indexer *ix, const char *key)
     return hit ? *hit : NULL;
 }
 
+static void free_frames(work_item *w)
+{
+    for (size_t i = 0; i < w->n_frames; i++)
+        free((void *)w->frames[i].jpeg);
+    free(w->frames);
+    free(w->vectors);
+    w->frames = NULL;
+    w->vectors = NULL;
+    w->n_frames = 0;
+}
+
+/* Keeps what the catalog records of an embedded item's sampled frames: their times, a
+ * picture of each (index/thumbnail.h) and their one-frame embeddings as float16. A frame
+ * whose picture cannot be made keeps none (the item is not failed for it). */
+static vtr_status keep_frames(indexer *ix, work_item *w, const vtr_media_embedding *me,
+                              vtr_error *err)
+{
+    const vtr_tensor *fr = &me->decoded->frames;
+    size_t n = (size_t)fr->shape[0], E = (size_t)vtr_embedder_dim(ix->embedder);
+    int h = (int)fr->shape[1], wd = (int)fr->shape[2];
+    const json_t *times = json_object_get(me->decoded->meta, "timestamps");
+    w->frames = calloc(n, sizeof *w->frames);
+    w->vectors = malloc(n * E * sizeof *w->vectors);
+    if (!w->frames || !w->vectors) {
+        free_frames(w);
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    }
+    w->n_frames = n;
+    for (size_t i = 0; i < n; i++) {
+        vtr_item_frame *f = &w->frames[i];
+        const json_t *t = json_array_get(times, i);
+        f->time_s = json_is_number(t) ? json_number_value(t) : -1;
+        for (size_t d = 0; d < E; d++)
+            w->vectors[i * E + d] = vtr_float_to_half(me->frame_vectors[i * E + d]);
+        f->vector = w->vectors + i * E;
+        f->dim = (int64_t)E;
+        uint8_t *jpeg = NULL;
+        vtr_error pic;
+        vtr_status st = vtr_thumbnail_jpeg((const uint8_t *)fr->data + i * (size_t)h * wd * 3,
+                                           h, wd, VTR_THUMBNAIL_WIDTH, VTR_THUMBNAIL_HEIGHT,
+                                           VTR_THUMBNAIL_QUALITY, &jpeg, &f->jpeg_size, &pic);
+        if (st == VTR_ERR_NOMEM) {
+            free_frames(w);
+            *err = pic;
+            return st;
+        }
+        f->jpeg = jpeg;
+    }
+    return VTR_OK;
+}
+
 /* Decodes, extracts, embeds and stages one file. An item failure fills w->error and
  * returns VTR_OK with outcome FAILED; a failure of the run (the backbone, the model or
  * the index writer broke) is returned. */
@@ -226,7 +282,7 @@ static vtr_status process_item(indexer *ix, work_item *w, vtr_error *err)
         return st;
     }
     w->outcome = w->known ? VTR_ARCHIVE_UPDATED : VTR_ARCHIVE_ADDED;
-    return VTR_OK;
+    return keep_frames(ix, w, &me, err);
 failed:
     w->outcome = VTR_ARCHIVE_FAILED;
     /* an embedding of an earlier version of the file must not stay searchable */
@@ -246,7 +302,8 @@ static char *catalog_path(const indexer *ix, const vtr_archive_file *f)
 
 /* The catalog row of one file (in the caller's transaction). */
 static vtr_status record_item(indexer *ix, const vtr_archive_file *f, double duration,
-                              vtr_item_status status, const char *error, vtr_error *err)
+                              vtr_item_status status, const char *error, int64_t *id,
+                              vtr_error *err)
 {
     char *path = catalog_path(ix, f);
     if (!path)
@@ -259,21 +316,26 @@ static vtr_status record_item(indexer *ix, const vtr_archive_file *f, double dur
                    .duration_s = duration,
                    .status = status,
                    .error = error};
-    vtr_status st = vtr_catalog_upsert_item(ix->catalog, &it, NULL, err);
+    vtr_status st = vtr_catalog_upsert_item(ix->catalog, &it, id, err);
     free(path);
     return st;
 }
 
 /* Records a batch's outcomes in the catalog, in one transaction. */
-static vtr_status record_batch(indexer *ix, const work_item *batch, size_t n, vtr_error *err)
+static vtr_status record_batch(indexer *ix, work_item *batch, size_t n, vtr_error *err)
 {
     vtr_status st = vtr_catalog_begin(ix->catalog, err);
     for (size_t i = 0; i < n && st == VTR_OK; i++) {
         const work_item *w = &batch[i];
         bool failed = w->outcome == VTR_ARCHIVE_FAILED;
+        int64_t id;
         st = record_item(ix, w->file, w->duration, failed ? VTR_ITEM_FAILED : VTR_ITEM_OK,
-                         failed ? w->error.msg : NULL, err);
+                         failed ? w->error.msg : NULL, &id, err);
+        if (st == VTR_OK) /* a failed file keeps no frames */
+            st = vtr_catalog_put_item_frames(ix->catalog, id, w->n_frames, w->frames, err);
     }
+    for (size_t i = 0; i < n; i++)
+        free_frames(&batch[i]);
     if (st == VTR_OK && (st = vtr_catalog_commit(ix->catalog, err)) == VTR_OK)
         ix->marked = NULL; /* its mark is replaced by its outcome */
     if (st != VTR_OK)
@@ -294,7 +356,7 @@ static void clear_mark(indexer *ix)
     vtr_error ignored;
     if (vtr_catalog_begin(ix->catalog, &ignored) != VTR_OK)
         return;
-    if (record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, &ignored) == VTR_OK &&
+    if (record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, NULL, &ignored) == VTR_OK &&
         vtr_catalog_commit(ix->catalog, &ignored) == VTR_OK)
         ix->marked = NULL;
     else
@@ -305,9 +367,9 @@ static vtr_status mark_in_progress(indexer *ix, const work_item *w, vtr_error *e
 {
     vtr_status st = vtr_catalog_begin(ix->catalog, err);
     if (st == VTR_OK && ix->marked)
-        st = record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, err);
+        st = record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, NULL, err);
     if (st == VTR_OK)
-        st = record_item(ix, w->file, -1, VTR_ITEM_PENDING, IN_PROGRESS, err);
+        st = record_item(ix, w->file, -1, VTR_ITEM_PENDING, IN_PROGRESS, NULL, err);
     if (st == VTR_OK && (st = vtr_catalog_commit(ix->catalog, err)) == VTR_OK)
         ix->marked = w;
     if (st != VTR_OK)
@@ -741,6 +803,8 @@ end:
         clear_mark(&ix);
     if (stats)
         *stats = ix.stats;
+    for (size_t i = 0; i < n_work; i++)
+        free_frames(&work[i]);
     free(work);
     close_all(&ix);
     return st;

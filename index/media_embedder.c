@@ -16,6 +16,10 @@ struct vtr_media_embedder {
     size_t features_cap;
     int64_t feature_rows;
     float *embedding;      /* (the most vectors an item can have, E) */
+    float *singles;        /* the frames' one-frame embeddings (feature_rows, per frame, E) */
+    float *frame_vectors;  /* their first vectors (feature_rows, E) */
+    int64_t *ones;         /* feature_rows counts of 1 */
+    size_t frames_cap;     /* rows the three above hold */
     bool broken;
 };
 
@@ -84,6 +88,9 @@ void vtr_media_embedder_free(vtr_media_embedder *m)
     vtr_decoded_item_free(&m->item);
     free(m->features);
     free(m->embedding);
+    free(m->singles);
+    free(m->frame_vectors);
+    free(m->ones);
     free(m);
 }
 
@@ -96,6 +103,32 @@ bool vtr_media_embedder_broken(const vtr_media_embedder *m)
 static vtr_status breaks(vtr_media_embedder *m, vtr_status st)
 {
     m->broken = true;
+    return st;
+}
+
+/* Each frame's embedding alone: the feature rows as one-frame sets, their first vectors
+ * into m->frame_vectors. */
+static vtr_status frame_vectors(vtr_media_embedder *m, vtr_error *err)
+{
+    size_t n = (size_t)m->feature_rows, E = (size_t)vtr_embedder_dim(m->embedder);
+    size_t per = (size_t)vtr_embedder_item_vectors(m->embedder, 1);
+    if (n > m->frames_cap) {
+        free(m->singles);
+        free(m->frame_vectors);
+        free(m->ones);
+        m->singles = malloc(n * per * E * sizeof *m->singles);
+        m->frame_vectors = malloc(n * E * sizeof *m->frame_vectors);
+        m->ones = malloc(n * sizeof *m->ones);
+        m->frames_cap = m->singles && m->frame_vectors && m->ones ? n : 0;
+        if (!m->frames_cap)
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++)
+            m->ones[i] = 1;
+    }
+    vtr_status st = vtr_embedder_embed_sets(m->embedder, (int64_t)n, m->ones, m->features,
+                                            m->singles, err);
+    for (size_t i = 0; st == VTR_OK && i < n; i++)
+        memcpy(m->frame_vectors + i * E, m->singles + i * per * E, E * sizeof *m->singles);
     return st;
 }
 
@@ -135,5 +168,8 @@ vtr_status vtr_media_embedder_embed(vtr_media_embedder *m, const char *path, con
         return breaks(m, st);
     out->vectors = vtr_embedder_item_vectors(m->embedder, counts[0]);
     out->embedding = m->embedding;
+    if ((st = frame_vectors(m, err)) != VTR_OK)
+        return breaks(m, st);
+    out->frame_vectors = m->frame_vectors;
     return VTR_OK;
 }

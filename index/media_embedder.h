@@ -43,6 +43,9 @@ typedef struct vtr_media_embedding {
                               * is decoded, also when a later step fails */
     const vtr_decoded_item *decoded; /* the sampled frames (uint8 (N, H, W, 3)) and their
                                       * metadata (timestamps, ...); NULL before decoding */
+    const float *frame_vectors; /* (N, E): each frame's embedding alone, the model's first
+                                 * vector of the one-frame set (where in a video a query
+                                 * matches best) */
 } vtr_media_embedding;
 
 /* Decodes path, extracts and embeds it into *out (key names the item in the extractor

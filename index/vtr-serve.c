@@ -2,6 +2,7 @@
  * the wait for a signal only; the server is index/web_server.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
+#include <libavutil/log.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,7 @@ int main(int argc, char **argv)
         return 1;
     }
     vtr_log_init("vtr-serve", log_json);
+    av_log_set_level(AV_LOG_QUIET); /* a query file FFmpeg cannot read gets our error */
     o.n_indexes = argc - optind;
     vtr_served_index *ix = calloc((size_t)o.n_indexes, sizeof *ix);
     if (!ix) {

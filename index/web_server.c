@@ -28,7 +28,9 @@
 #include "index/search_json.h"
 #include "index/text_search.h"
 #include "index/web_page.h"
+#include "lib/catalog.h"
 #include "lib/json.h"
+#include "lib/tensor.h"
 
 /* Seconds between two looks for a newer generation of an index. */
 #define REFRESH_S 1.0
@@ -298,10 +300,77 @@ static char *url_encode(const char *s)
     return out;
 }
 
+/* Whether the model's items begin with a global vector (VSE's only vector, HGR's global
+ * one), which visual queries and the frames' vectors are compared with. A set model's
+ * items are K slots, which only its smooth-Chamfer score against a text compares. */
+static bool has_global_vector(const vtr_embedder *e)
+{
+    return vtr_embedder_levels(e) > 0 || vtr_embedder_item_vectors(e, 1) == 1;
+}
+
+/* Adds to result r (of item key; name and ekey its URL-encoded index name and key) what
+ * the catalog keeps of its sampled frames: "frames" [{"time", "score", "thumb"}] (score:
+ * the frame's own vector against q, null without q), "start" the time of the best frame
+ * (where a video plays from), "thumb" its picture's URL (the first frame's without q).
+ * An item without frames (indexed by an older vtr, or not by vtr-index) gets none of
+ * them. False when out of memory. */
+static bool add_frames(const served *s, json_t *r, const char *key, const char *name,
+                       const char *ekey, const float *q)
+{
+    vtr_item item;
+    vtr_item_frame_list fl = {0};
+    vtr_error e;
+    if (!s->ts.cat || vtr_catalog_find_item(s->ts.cat, s->ts.dataset_id, key, &item, &e))
+        return true;
+    vtr_status st = vtr_catalog_item_frames(s->ts.cat, item.id, &fl, &e);
+    vtr_item_free(&item);
+    if (st != VTR_OK || fl.n == 0) {
+        vtr_item_frame_list_free(&fl);
+        return st != VTR_ERR_NOMEM;
+    }
+    int64_t D = vtr_embedding_index_dim(s->ts.ix);
+    json_t *frames = json_array();
+    size_t best = 0;
+    double best_score = -INFINITY;
+    bool ok = frames != NULL;
+    for (size_t i = 0; ok && i < fl.n; i++) {
+        const vtr_item_frame *f = &fl.frames[i];
+        double score = NAN;
+        if (q && f->vector && f->dim == D) {
+            score = 0;
+            for (int64_t d = 0; d < D; d++)
+                score += (double)q[d] * vtr_half_to_float(f->vector[d]);
+            if (score > best_score) {
+                best_score = score;
+                best = i;
+            }
+        }
+        char *thumb = NULL;
+        if (f->jpeg_size > 0 &&
+            asprintf(&thumb, "/thumb?index=%s&key=%s&frame=%zu", name, ekey, i) < 0)
+            thumb = NULL;
+        ok = (f->jpeg_size == 0 || thumb) &&
+             json_array_append_new(
+                 frames, json_pack("{s:o, s:o, s:o}", "time",
+                                   f->time_s >= 0 ? json_real(f->time_s) : json_null(), "score",
+                                   isnan(score) ? json_null() : json_real(score), "thumb",
+                                   thumb ? json_string(thumb) : json_null())) == 0;
+        free(thumb);
+    }
+    const json_t *b = json_array_get(frames, best);
+    ok = ok && json_object_set_new(r, "start", json_deep_copy(json_object_get(b, "time"))) == 0 &&
+         json_object_set_new(r, "thumb", json_deep_copy(json_object_get(b, "thumb"))) == 0 &&
+         json_object_set(r, "frames", frames) == 0;
+    json_decref(frames);
+    vtr_item_frame_list_free(&fl);
+    return ok;
+}
+
 /* The result object `out` of a search, with the server's fields added: the index, its
- * generation, the offset, each result's media URL. Takes out's reference. */
+ * generation, the offset, each result's media URL and frames (add_frames; q the query's
+ * unit vector, NULL when the model has no global vector). Takes out's reference. */
 static enum MHD_Result send_results(struct MHD_Connection *c, const served *s, json_t *out,
-                                    long long offset)
+                                    long long offset, const float *q)
 {
     char *name = url_encode(s->name);
     json_t *list = json_object_get(out, "results");
@@ -314,12 +383,14 @@ static enum MHD_Result send_results(struct MHD_Connection *c, const served *s, j
     json_t *r;
     json_array_foreach(list, i, r) {
         const char *path = json_string_value(json_object_get(r, "path"));
-        char *key = url_encode(json_string_value(json_object_get(r, "key")));
+        const char *raw = json_string_value(json_object_get(r, "key"));
+        char *key = url_encode(raw);
         char *url = NULL;
         if (key && path && asprintf(&url, "/media?index=%s&key=%s", name, key) < 0)
             url = NULL;
         ok = ok && key && (!path || url) &&
-             json_object_set_new(r, "media", url ? json_string(url) : json_null()) == 0;
+             json_object_set_new(r, "media", url ? json_string(url) : json_null()) == 0 &&
+             add_frames(s, r, raw, name, key, q);
         free(key);
         free(url);
     }
@@ -386,16 +457,26 @@ static enum MHD_Result api_search(vtr_web_server *srv, struct MHD_Connection *c)
                              n, 0, res, &found, phrases, &e);
     bool hgr = vtr_embedder_levels(s->ts.e) > 0;
     json_t *out = NULL;
+    /* the text's global vector, for the frames of the results */
+    int64_t E = vtr_embedder_dim(s->ts.e), per = vtr_embedder_text_vectors(s->ts.e);
+    float *tq = NULL;
+    if (st == VTR_OK && has_global_vector(s->ts.e) &&
+        (!(tq = malloc((size_t)(per * E) * sizeof *tq)) ||
+         vtr_embedder_embed_texts(s->ts.e, 1, queries, NULL, tq, NULL, &e) != VTR_OK)) {
+        free(tq);
+        tq = NULL;
+    }
     if (st == VTR_OK) {
         int64_t shown = found > offset ? found - offset : 0;
         out = vtr_search_json(q, words, res + offset, shown, offset + 1, hgr ? phrases : NULL);
         if (!out)
             vtr_fail(&e, st = VTR_ERR_NOMEM, "out of memory");
     }
-    ret = st == VTR_OK ? send_results(c, s, out, offset) : send_failure(c, &e);
+    ret = st == VTR_OK ? send_results(c, s, out, offset, tq) : send_failure(c, &e);
     pthread_mutex_unlock(&s->lock);
     vtr_search_results_free(res, n);
     free(res);
+    free(tq);
     return ret;
 }
 
@@ -405,12 +486,24 @@ static enum MHD_Result vector_results(struct MHD_Connection *c, served *s, const
                                       const char *exclude, long long k, long long offset,
                                       json_t *what)
 {
-    int64_t n = offset + k, found = 0;
+    if (!has_global_vector(s->ts.e)) {
+        json_decref(what);
+        return send_error(c, MHD_HTTP_BAD_REQUEST, "%s is a set model: its items are sets of "
+                          "slots, compared with texts only (query with text)",
+                          vtr_embedder_checkpoint(s->ts.e));
+    }
+    int64_t n = offset + k, found = 0, D = vtr_embedding_index_dim(s->ts.ix);
     vtr_search_result *res = calloc((size_t)n, sizeof *res);
+    float *unit = malloc((size_t)D * sizeof *unit);
     vtr_error e;
-    vtr_status st = res ? vtr_item_search(s->ts.ix, s->ts.cat, s->ts.dataset_id, q, n, exclude,
-                                          res, &found, &e)
-                        : vtr_fail(&e, VTR_ERR_NOMEM, "out of memory");
+    vtr_status st = res && unit ? vtr_item_search(s->ts.ix, s->ts.cat, s->ts.dataset_id, q, n,
+                                                  exclude, res, &found, &e)
+                                : vtr_fail(&e, VTR_ERR_NOMEM, "out of memory");
+    double norm = 0;
+    for (int64_t d = 0; st == VTR_OK && d < D; d++)
+        norm += (double)q[d] * q[d];
+    for (int64_t d = 0; st == VTR_OK && d < D; d++)
+        unit[d] = (float)(q[d] / sqrt(norm));
     json_t *list = json_array();
     for (int64_t j = offset; st == VTR_OK && list && j < found; j++)
         if (json_array_append_new(list, vtr_search_result_json(&res[j], j + 1, NULL)) != 0) {
@@ -426,11 +519,12 @@ static enum MHD_Result vector_results(struct MHD_Connection *c, served *s, const
         json_decref(what);
         ret = send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     } else {
-        ret = send_results(c, s, what, offset);
+        ret = send_results(c, s, what, offset, unit);
     }
     if (res)
         vtr_search_results_free(res, n);
     free(res);
+    free(unit);
     return ret;
 }
 
@@ -622,6 +716,47 @@ static enum MHD_Result media(vtr_web_server *srv, struct MHD_Connection *c)
     return ret;
 }
 
+static enum MHD_Result thumb(vtr_web_server *srv, struct MHD_Connection *c)
+{
+    enum MHD_Result ret;
+    served *s = find_index(srv, c, &ret);
+    const char *key = arg(c, "key");
+    long long frame;
+    if (!s)
+        return ret;
+    if (!key)
+        return send_error(c, MHD_HTTP_BAD_REQUEST, "no item: give key=KEY");
+    if (!int_arg(c, "frame", 0, INT32_MAX, 0, &frame, &ret))
+        return ret;
+    vtr_item item;
+    vtr_error e;
+    void *jpeg = NULL;
+    size_t size = 0;
+    pthread_mutex_lock(&s->lock);
+    vtr_status st = s->ts.cat ? vtr_catalog_find_item(s->ts.cat, s->ts.dataset_id, key, &item, &e)
+                              : vtr_fail(&e, VTR_ERR_NOT_FOUND, "no catalog");
+    if (st == VTR_OK) {
+        st = vtr_catalog_item_frame_jpeg(s->ts.cat, item.id, frame, &jpeg, &size, &e);
+        vtr_item_free(&item);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (st == VTR_ERR_NOT_FOUND)
+        return send_error(c, MHD_HTTP_NOT_FOUND, "no picture of frame %lld of item %s in index "
+                          "%s", frame, key, s->name);
+    if (st != VTR_OK)
+        return send_failure(c, &e);
+    struct MHD_Response *r = MHD_create_response_from_buffer(size, jpeg, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(jpeg);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "image/jpeg");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "max-age=60");
+    ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
 /* Takes a chunk of a POST's body into u (its temporary file created on the first). */
 static void upload_chunk(vtr_web_server *srv, upload *u, const char *data, size_t n)
 {
@@ -715,6 +850,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return api_query_path(srv, c);
     if (strcmp(url, "/media") == 0)
         return media(srv, c);
+    if (strcmp(url, "/thumb") == 0)
+        return thumb(srv, c);
     return send_error(c, MHD_HTTP_NOT_FOUND, "nothing at %.200s", url);
 }
 
