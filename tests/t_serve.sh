@@ -29,41 +29,10 @@ fail() {
 }
 
 # ---- fixtures ------------------------------------------------------------------------
-$PY $SCRIPT random-weights resnet18 "$dir/w.safetensors" 1 || fail "random weights"
-. tests/fixtures/tiny_model.sh
-tiny_model "$dir"
-A="$dir/archive"
-mkdir -p "$A/sub"
-vtr-synth --frames 12 --size 96x64 "$A/a.mp4" &&
-    vtr-synth --frames 10 --size 64x64 --first-index 20 "$A/b.webm" &&
-    vtr-synth --frames 14 --size 80x64 --first-index 3 "$A/sub/c d.mp4" &&
-    vtr-synth --size 64x48 --first-index 9 "$A/e.png" || fail "vtr-synth"
+. tests/fixtures/served_archive.sh
+served_archive "$dir"
 echo "secret" >"$dir/secret.txt"
-IX="vtr-index --model $CK --arch resnet18 --frames 3 --resize 72 --crop 64 --threads 2"
-$IX "$A" --index "$dir/ix" --weights "$dir/w.safetensors" 2>"$dir/err" ||
-    fail "vtr-index: $(cat "$dir/err")"
 
-# serve LOG ARGS...: starts vtr-serve, waits for its address, sets URL and PID
-serve() {
-    log=$1
-    shift
-    vtr-serve --port 0 "$@" 2>"$log" &
-    PID=$!
-    pids="$pids $PID"
-    i=0
-    URL=
-    while [ $i -lt 300 ] && [ -z "$URL" ]; do
-        URL=$(sed -n 's|.*serving .* at \(http://[^ ]*\)/ .*|\1|p' "$log")
-        kill -0 $PID 2>/dev/null || fail "vtr-serve $*: exited: $(cat "$log")"
-        [ -n "$URL" ] || sleep 0.1
-        i=$((i + 1))
-    done
-    [ -n "$URL" ] || fail "vtr-serve $*: no address after 30 s: $(cat "$log")"
-}
-# get PATH OUT: HTTP status of GET URL/PATH, body in OUT
-get() {
-    curl -s --path-as-is -o "$2" -w '%{http_code}' "$URL$1"
-}
 # expect STATUS PATH WORDS: GET answers STATUS with a JSON error naming WORDS
 expect_error() {
     code=$(get "$2" "$dir/body")
