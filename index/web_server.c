@@ -787,11 +787,16 @@ static void upload_chunk(vtr_web_server *srv, upload *u, const char *data, size_
     u->size += (int64_t)n;
 }
 
+/* *req_cls of a request other than an upload, between the first call of its handler (the
+ * headers) and the second: answering in the first call would make libmicrohttpd close
+ * the connection (it cannot know there is no body), losing keep-alive. */
+static char seen_headers;
+
 static void request_done(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     upload *u = *req_cls;
-    if (!u)
+    if (!u || *req_cls == &seen_headers)
         return;
     if (u->fd >= 0) {
         close(u->fd);
@@ -829,6 +834,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             return MHD_YES;
         }
         return api_query_upload(srv, c, u);
+    }
+    if (!*req_cls) {
+        *req_cls = &seen_headers;
+        return MHD_YES;
     }
     if (*data_size > 0) { /* a body on another request: read and ignored */
         *data_size = 0;

@@ -8,7 +8,8 @@
 # the file's bytes and byte ranges (206, suffix, 416); hostile requests: traversal in the
 # URL and in keys, a file of the archive that is not indexed, unknown index, bad k,
 # long queries, other methods, an upload over the cap: each a JSON error with its status;
-# a client that disconnects mid-response; vtr-index adding a file while it serves (the
+# a client that disconnects mid-response; 32 concurrent clients for 3 s without an error
+# (bench/serve/load.py); vtr-index adding a file while it serves (the
 # next search sees it); a non-loopback address warns and refuses path queries; SIGTERM
 # ends it with status 0.
 set -u
@@ -185,6 +186,11 @@ for _ in range(20):
     s.close()
 EOF
 [ "$(get "/api/search?q=cat&k=1" "$dir/body")" = 200 ] || fail "after disconnects"
+
+# 32 clients at once for 3 s (bench/serve runs 30 s): no request fails
+printf 'a video of a cat\nthe dog appears\n' >"$dir/q.txt"
+$PY bench/serve/load.py "$URL" 32 3 "$dir/q.txt" a.mp4 b.webm "sub/c d.mp4" >"$dir/load.json" ||
+    fail "under load: $(cat "$dir/load.json")"
 
 # ---- an update while it serves --------------------------------------------------------
 vtr-synth --frames 8 --size 64x64 --first-index 40 "$A/new.mp4" || fail "vtr-synth new"
