@@ -927,8 +927,7 @@ vtr_status vtr_web_server_start(const vtr_web_server_options *o, vtr_web_server 
     vtr_status st = VTR_OK;
     for (int i = 0; i < o->n_indexes && st == VTR_OK; i++) {
         s->n = i + 1;
-        if ((st = served_open(&s->idx[i], &o->indexes[i], o, err)) != VTR_OK)
-            vtr_error_context(err, "index %s", o->indexes[i].dir);
+        st = served_open(&s->idx[i], &o->indexes[i], o, err); /* its errors name the index */
         for (int j = 0; j < i && st == VTR_OK; j++)
             if (strcmp(s->idx[j].name, s->idx[i].name) == 0)
                 st = vtr_fail(err, VTR_ERR_INVALID, "two indexes are named %s: name them "

@@ -58,7 +58,7 @@ typedef struct vtr_web_server_options {
 } vtr_web_server_options;
 
 /* Opens every index (as vtr_text_searcher_open: its model and its catalog) and starts
- * listening. Fails with the index's error (context "index NAME"), VTR_ERR_INVALID (no
+ * listening. Fails with the index's error (which names it), VTR_ERR_INVALID (no
  * index; two of the same name; an address that does not parse), VTR_ERR_IO (the port
  * cannot be bound: "127.0.0.1:8080: Address already in use"). *out is NULL on failure. */
 vtr_status vtr_web_server_start(const vtr_web_server_options *o, vtr_web_server **out,
