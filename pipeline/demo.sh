@@ -248,3 +248,4 @@ if trained set; then
 fi
 
 echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"
+echo "search the archive in a browser: vtr-serve $out/index   (then open http://127.0.0.1:8080/)"

@@ -145,4 +145,7 @@ grep -q "index-set: 120 added, 0 updated, 0 removed, 1 failed" "$dir/log" ||
     fail "the sets' index: $(grep 'index-set' "$dir/log")"
 [ "$(sed -n '/== 10\./,$p' "$dir/log" | grep -Ec '^ +[1-5] +-?0\.[0-9]{4} .*video[0-9]+\.mp4$')" -eq 5 ] ||
     fail "search with the sets: $(sed -n '/== 10\./,$p' "$dir/log")"
+# the last line: how to search the archive in a browser, with the index just built
+grep -q "^search the archive in a browser: vtr-serve $out/index " "$dir/log" ||
+    fail "no vtr-serve line: $(tail -2 "$dir/log")"
 echo "ok: text -> video R@10 and RSUM, $(cat "$dir/learned")"
