@@ -311,9 +311,10 @@ static void draw_line(cairo_t *cr, const frame *f, const vtr_plot_series *s, con
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     bool any = false;
     for (size_t i = 0; i < s->n; i++) {
-        if (!point_ok(s, i))
+        bool before = i > 0 && point_ok(s, i - 1), after = i + 1 < s->n && point_ok(s, i + 1);
+        if (!point_ok(s, i) || (!before && !after))
             continue;
-        if (i > 0 && point_ok(s, i - 1))
+        if (before)
             cairo_line_to(cr, to_px(f, s->x[i]), to_py(f, s->y[i]));
         else
             cairo_move_to(cr, to_px(f, s->x[i]), to_py(f, s->y[i]));
