@@ -4,6 +4,7 @@
 
 #include <cairo-svg.h>
 #include <cairo.h>
+#include <fontconfig/fontconfig.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -431,7 +432,7 @@ static void draw_panel(cairo_t *cr, const vtr_plot_panel *p, double x, double y,
                 f.w - 8);
         return;
     }
-    if (p->x_range[0] < p->x_range[1]) {
+    if (isfinite(p->x_range[0]) && isfinite(p->x_range[1]) && p->x_range[0] < p->x_range[1]) {
         x0 = p->x_range[0];
         x1 = p->x_range[1];
     }
@@ -630,4 +631,10 @@ vtr_status vtr_plot_format_from_name(const char *name, vtr_plot_format *fmt, vtr
 const char *vtr_plot_format_mime(vtr_plot_format fmt)
 {
     return fmt == VTR_PLOT_PNG ? "image/png" : "image/svg+xml";
+}
+
+void vtr_plot_release_caches(void)
+{
+    cairo_debug_reset_static_data();
+    FcFini();
 }

@@ -56,8 +56,8 @@ typedef struct vtr_plot_panel {
     const vtr_plot_series *series; /* n_series, drawn in order */
     size_t n_series;
     bool x_integer;            /* x ticks on whole numbers only (epochs, positions) */
-    double x_range[2];         /* the x span drawn when x_range[0] < x_range[1] (points
-                                  outside it are cut off); else the data's */
+    double x_range[2];         /* the x span drawn when x_range[0] < x_range[1], both
+                                  finite (points outside it are cut off); else the data's */
     const char *note;          /* shown instead of the lines when the panel has no finite
                                   point ("no validation in these runs"); NULL: "no data" */
 } vtr_plot_panel;
@@ -99,6 +99,13 @@ vtr_status vtr_plot_format_parse(const char *s, vtr_plot_format *fmt, vtr_error 
 
 /* The MIME type of fmt: "image/svg+xml" or "image/png". */
 const char *vtr_plot_format_mime(vtr_plot_format fmt);
+
+/* Frees what cairo and fontconfig keep for the whole process once text has been drawn
+ * (the font lookups: about 1 KB, the same after one plot or a thousand), which a leak
+ * checker reports at exit. Call it at exit after the last plot, and only when nothing
+ * else in the process uses cairo or fontconfig any more: vtr-plot and the tests do; a
+ * server that draws plots until it ends need not. */
+void vtr_plot_release_caches(void);
 
 #ifdef __cplusplus
 }

@@ -185,6 +185,7 @@ int main(int argc, char **argv)
                      gc.n_sides, gc.n_sides > 1 ? "s" : "");
     vtr_training_curves_free(&tc);
     vtr_gpo_curves_free(&gc);
+    vtr_plot_release_caches();
     if (st != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         return 1;

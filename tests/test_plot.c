@@ -26,6 +26,13 @@
 #include "match/train_config.h"
 #include "match/training_curves.h"
 
+/* cairo's and fontconfig's process-wide font caches, freed at exit (before the leak
+ * checker looks) */
+__attribute__((constructor)) static void release_plot_caches_at_exit(void)
+{
+    atexit(vtr_plot_release_caches);
+}
+
 /* ---- reading an SVG ------------------------------------------------------------------ */
 
 /* Whether the tags of the document nest: every <name ...> closed by </name> in order,
