@@ -364,8 +364,8 @@ static vtr_status build_figure(vtr_training_curves *c, const vtr_curves_options 
         if (c->n_runs == 1)
             snprintf(c->title, n, "training curves: %s", c->runs[0].name);
         else
-            snprintf(c->title, n,
-                     o->separate ? "training curves: %zu runs" : "training curves: mean of %zu runs",
+            snprintf(c->title, n, o->separate ? "training curves: %zu runs"
+                                              : "training curves: mean of %zu runs",
                      c->n_runs);
         title = c->title;
     }

@@ -334,17 +334,17 @@ TEST(curves_mean_and_band_over_seeds)
     vtr_error err;
     /* three seeds; c stopped after epoch 2 and logged no K; b's epoch 2 has no validation */
     const char *a = write_run("seeds/a",
-        "{\"epoch\": 1, \"loss\": 10.0, \"k\": 15, \"lr\": [0.001, 0.001], \"val\": {\"rsum\": 50.0}}\n"
-        "{\"epoch\": 2, \"loss\": 6.0, \"k\": 9, \"lr\": [0.001, 0.0001], \"val\": {\"rsum\": 80.0}}\n"
-        "{\"epoch\": 3, \"loss\": 4.0, \"k\": 5, \"lr\": [0.0001, 0.0001], \"val\": {\"rsum\": 90.0}}\n");
+        "{\"epoch\":1,\"loss\":10.0,\"k\":15,\"lr\":[0.001, 0.001],\"val\":{\"rsum\":50.0}}\n"
+        "{\"epoch\":2,\"loss\":6.0,\"k\":9,\"lr\":[0.001, 0.0001],\"val\":{\"rsum\":80.0}}\n"
+        "{\"epoch\":3,\"loss\":4.0,\"k\":5,\"lr\":[0.0001, 0.0001],\"val\":{\"rsum\":90.0}}\n");
     const char *b = write_run("seeds/b",
-        "{\"epoch\": 1, \"loss\": 12.0, \"k\": 13, \"lr\": [0.001, 0.001], \"val\": {\"rsum\": 40.0}}\n"
+        "{\"epoch\":1,\"loss\":12.0,\"k\":13,\"lr\":[0.001, 0.001],\"val\":{\"rsum\":40.0}}\n"
         "\n"
-        "{\"epoch\": 2, \"loss\": 7.0, \"k\": 7, \"lr\": [0.001, 0.0001]}\n"
-        "{\"epoch\": 3, \"loss\": 5.0, \"k\": 6, \"lr\": [0.0001, 0.0001], \"val\": {\"rsum\": 96.0}}\n");
+        "{\"epoch\":2,\"loss\":7.0,\"k\":7,\"lr\":[0.001, 0.0001]}\n"
+        "{\"epoch\":3,\"loss\":5.0,\"k\":6,\"lr\":[0.0001, 0.0001],\"val\":{\"rsum\":96.0}}\n");
     const char *c = write_run("seeds/c",
-        "{\"epoch\": 1, \"loss\": 11.0, \"lr\": 0.001, \"val\": {\"rsum\": 45.0}}\n"
-        "{\"epoch\": 2, \"loss\": 8.0, \"lr\": [0.001, 0.0001], \"val\": {\"rsum\": 70.0}}\n");
+        "{\"epoch\":1,\"loss\":11.0,\"lr\":0.001,\"val\":{\"rsum\":45.0}}\n"
+        "{\"epoch\":2,\"loss\":8.0,\"lr\":[0.001, 0.0001],\"val\":{\"rsum\":70.0}}\n");
     const char *runs[3] = {a, b, c};
     vtr_training_curves tc;
     CHECK_OK(vtr_training_curves_build(runs, 3, NULL, &tc, &err));
@@ -432,7 +432,7 @@ TEST(curves_malformed_logs)
          "bad1/metrics.jsonl:2: not a JSON object"},
         {"bad2", "\n{\"loss\": 1}\n", "bad2/metrics.jsonl:2: no integer 'epoch'"},
         {"bad3", "{\"epoch\": 2}\n{\"epoch\": 2}\n", "bad3/metrics.jsonl:2: epoch 2 after epoch 2"},
-        {"bad4", "{\"epoch\": 1, \"loss\": \"low\"}\n", "bad4/metrics.jsonl:1: 'loss' is not a number"},
+        {"bad4", "{\"epoch\":1,\"loss\":\"low\"}\n", ":1: 'loss' is not a number"},
         {"bad5", "{\"epoch\": 1, \"val\": {\"rsum\": [1]}}\n", ":1: 'val.rsum' is not a number"},
         {"bad6", "{\"epoch\": 1, \"lr\": [1, 2, 3]}\n", ":1: 'lr' is not a number or a pair"},
         {"bad7", "[1, 2]\n", "bad7/metrics.jsonl:1: not a JSON object"},
@@ -473,11 +473,13 @@ static const char *gpo_checkpoint(const char *name, const char *model_yaml,
 {
     vtr_error err;
     char text[1024];
+    bool hgr = strstr(model_yaml, "hgr") != NULL;
     snprintf(text, sizeof text,
-             "data: {catalog: c.db, dataset: d, features: f, max_frames: 20, tokenizer: whitespace}\n"
+             "data: {catalog: c.db, dataset: d, features: f, max_frames: 20,\n"
+             "       tokenizer: whitespace}\n"
              "model: {feature_dim: 8, embed_size: 8, word_dim: 4, gpo_pe: 8, gpo_hidden: 6, %s}\n"
              "%s",
-             model_yaml, strstr(model_yaml, "hgr") ? "loss: {reduction: mean}\ntrain: {size_augment: false}\n" : "");
+             model_yaml, hgr ? "loss: {reduction: mean}\ntrain: {size_augment: false}\n" : "");
     vtr_config *cfg = NULL;
     char *dump = NULL;
     CHECK_OK(vtr_train_config_new(&cfg, &err));
