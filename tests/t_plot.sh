@@ -4,7 +4,8 @@
 # both sides) and a VSE++ (mean pooling) trained for a few epochs (vtr-import, vtr-train).
 # vtr-plot curves of the two seeds (mean and band) as SVG (parsed as XML: four panels'
 # worth of lines in the two colours drawn, at the size asked) and PNG (signature, size),
-# --separate, standard output; vtr-plot gpo of a seed's checkpoint (SVG, PNG, --sizes);
+# --separate, standard output; vtr-plot gpo of a seed's checkpoint (SVG, PNG, --sizes; a
+# plain state_dict with --config: the same image);
 # the refusals: a model without GPO, a directory without a log, a malformed log (file and
 # line named), an unknown format, no output: one line on stderr, exit 1, and no output
 # file left (an existing one untouched). The fixture is written with Python's standard
@@ -120,6 +121,28 @@ assert d.getAttribute("width") == "920px" and d.getAttribute("height") == "354px
 vtr-plot gpo "$dir/runs/seed2/last.safetensors" --sizes 3,6,12 --title "seed 2" \
     -o "$dir/gpo.PNG" 2>"$dir/err" || fail "gpo png: $(cat "$dir/err")"
 [ "$(png_size "$dir/gpo.PNG")" = 920x354 ] || fail "gpo.PNG"
+
+# a plain state_dict (the checkpoint's tensors without its metadata, as a converted PyTorch
+# checkpoint is): refused without a config, drawn with --config
+$PY - "$dir/runs/seed1/best.safetensors" "$dir/plain.safetensors" <<'PYEOF' || fail "plain"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+del h["__metadata__"]
+t = json.dumps(h).encode()
+t += b" " * (-len(t) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PYEOF
+vtr-plot gpo "$dir/plain.safetensors" -o "$dir/plain.svg" 2>"$dir/err"
+[ $? -eq 1 ] || fail "a plain checkpoint without --config: exit status"
+one_line "$dir/err" "plain.safetensors: carries no config: name the training config" "no config"
+# the same coefficients, so the same pixels
+vtr-plot gpo "$dir/plain.safetensors" --config "$dir/toy.yaml" --title same -o "$dir/plain.png" \
+    2>"$dir/err" || fail "--config: $(cat "$dir/err")"
+vtr-plot gpo "$dir/runs/seed1/best.safetensors" --title same -o "$dir/full.png" 2>"$dir/err" ||
+    fail "gpo full.png: $(cat "$dir/err")"
+cmp -s "$dir/plain.png" "$dir/full.png" || fail "the plain checkpoint's plot differs"
 
 # 5. refusals: one line naming the file and the cause, exit 1, nothing written
 echo keep >"$dir/keep.svg"
