@@ -270,6 +270,6 @@ for ext in svg png; do
 done
 
 echo
-echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"
 echo "plots:"
 for p in $plots; do echo "  $p"; done
+echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"

@@ -127,6 +127,15 @@ if e["t2v"]["r10"] < t2v[10] + 15 or e["rsum"] < rsum + 50:
 if bad:
     sys.exit("; ".join(bad))
 EOF
+# 11: the plots, SVG and PNG, listed in the printout
+for f in curves gpo-vse-inf gpo-hgr-inf; do
+    [ -s "$out/plots/$f.svg" ] && [ -s "$out/plots/$f.png" ] || fail "no plots/$f.svg and .png"
+    grep -q "^  $out/plots/$f.svg$" "$dir/log" || fail "the printout does not list plots/$f.svg"
+    [ "$(head -c 4 "$out/plots/$f.png" | od -An -tx1 | tr -d ' ')" = 89504e47 ] ||
+        fail "plots/$f.png is not a PNG"
+done
+/usr/bin/python3 -c 'import sys, xml.dom.minidom; [xml.dom.minidom.parse(f) for f in sys.argv[1:]]' \
+    "$out"/plots/*.svg || fail "an SVG of plots/ does not parse"
 grep -q 'vtr-index: .*broken.mp4: ' "$dir/log" || fail "vtr-index did not report broken.mp4"
 grep -q 'vtr-index exit status: 2' "$dir/log" || fail "first vtr-index run did not exit 2"
 grep -q 'vtr-index exit status: 0' "$dir/log" || fail "second vtr-index run did not exit 0"
@@ -147,13 +156,4 @@ grep -q "index-set: 120 added, 0 updated, 0 removed, 1 failed" "$dir/log" ||
     fail "the sets' index: $(grep 'index-set' "$dir/log")"
 [ "$(sed -n '/== 10\./,$p' "$dir/log" | grep -Ec '^ +[1-5] +-?0\.[0-9]{4} .*video[0-9]+\.mp4$')" -eq 5 ] ||
     fail "search with the sets: $(sed -n '/== 10\./,$p' "$dir/log")"
-# 11: the plots, SVG and PNG, listed at the end
-for f in curves gpo-vse-inf gpo-hgr-inf; do
-    [ -s "$out/plots/$f.svg" ] && [ -s "$out/plots/$f.png" ] || fail "no plots/$f.svg and .png"
-    grep -q "^  $out/plots/$f.svg$" "$dir/log" || fail "the printout does not list plots/$f.svg"
-    [ "$(head -c 4 "$out/plots/$f.png" | od -An -tx1 | tr -d ' ')" = 89504e47 ] ||
-        fail "plots/$f.png is not a PNG"
-done
-/usr/bin/python3 -c 'import sys, xml.dom.minidom; [xml.dom.minidom.parse(f) for f in sys.argv[1:]]' \
-    "$out"/plots/*.svg || fail "an SVG of plots/ does not parse"
 echo "ok: text -> video R@10 and RSUM, $(cat "$dir/learned")"
