@@ -73,8 +73,9 @@ void vtr_metric_curve_free(vtr_metric_curve *c);
 
 typedef struct vtr_curves_options {
     bool separate;     /* a line per run; else their mean with a min-max band */
-    const char *title; /* the figure's; NULL: "training curves: RUN" (one run), "... mean
-                          of N runs (band: min to max)" or "... N runs" */
+    const char *title; /* the figure's; NULL: "training curves: RUN" (one run), "...: mean
+                          of N runs" (the legend says "mean (band: min to max)") or
+                          "...: N runs" (separate) */
     int width, height; /* the image's size; 0: lib/plot.h's default (920x674) */
 } vtr_curves_options;
 
