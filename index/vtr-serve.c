@@ -13,6 +13,7 @@
 #include "lib/args.h"
 #include "lib/blas_kernel.h"
 #include "lib/log.h"
+#include "lib/plot.h"
 #include "lib/version.h"
 
 static const char usage_text[] =
@@ -20,8 +21,9 @@ static const char usage_text[] =
     "Serves a search page and a JSON API over embedding indexes (vtr-index, vtr-aggregate\n"
     "--index), read-only: text queries, \"more like this\" from an indexed item, queries by an\n"
     "image or a short video (indexes made by vtr-index, which record their backbone), and\n"
-    "the indexed videos themselves, played in the page from the moment that matched best\n"
-    "(docs/serve.md). Open the address it prints in a browser.\n"
+    "the indexed videos themselves, played in the page from the moment that matched best;\n"
+    "with --runs, a runs page of training curves and GPO's coefficients (docs/serve.md).\n"
+    "Open the address it prints in a browser.\n"
     "\n"
     "  -a, --address ADDR    listen on ADDR (IPv4 or IPv6) [127.0.0.1]; another address\n"
     "                        than a loopback one lets every machine that reaches it search\n"
@@ -29,6 +31,8 @@ static const char usage_text[] =
     "  -p, --port N          listen on port N; 0: any free port [8080]\n"
     "  -m, --model CKPT      the model's checkpoint [the one each index records]\n"
     "      --vocab PATH      vocabulary JSON [vocab.json beside the checkpoint]\n"
+    "      --runs DIR        training runs for the runs page (/runs): a run directory of\n"
+    "                        vtr-train, or a directory of them (repeatable)\n"
     "      --max-upload N    the largest query file taken, in MiB [64]\n"
     "      --max-connections N  connections served at once [64]\n"
     "      --threads N       OpenMP and BLAS threads of the models [their defaults]\n"
@@ -58,13 +62,14 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_VOCAB = 256, OPT_MAX_UPLOAD, OPT_MAX_CONNECTIONS, OPT_THREADS, OPT_LOG_JSON,
+    enum { OPT_VOCAB = 256, OPT_RUNS, OPT_MAX_UPLOAD, OPT_MAX_CONNECTIONS, OPT_THREADS, OPT_LOG_JSON,
            OPT_VERSION };
     static const struct option options[] = {
         {"address", required_argument, NULL, 'a'},
         {"port", required_argument, NULL, 'p'},
         {"model", required_argument, NULL, 'm'},
         {"vocab", required_argument, NULL, OPT_VOCAB},
+        {"runs", required_argument, NULL, OPT_RUNS},
         {"max-upload", required_argument, NULL, OPT_MAX_UPLOAD},
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
         {"threads", required_argument, NULL, OPT_THREADS},
@@ -75,6 +80,7 @@ int main(int argc, char **argv)
     };
     vtr_web_server_options o = {.port = 8080};
     bool log_json = false;
+    const char *runs[64];
     long long v;
     int opt;
     while ((opt = getopt_long(argc, argv, "a:p:m:h", options, NULL)) != -1) {
@@ -90,6 +96,13 @@ int main(int argc, char **argv)
             break;
         case 'm': o.model = optarg; break;
         case OPT_VOCAB: o.vocab = optarg; break;
+        case OPT_RUNS:
+            if (o.n_runs == (int)(sizeof runs / sizeof *runs)) {
+                fprintf(stderr, "vtr-serve: --runs given more than %d times\n", o.n_runs);
+                return 1;
+            }
+            runs[o.n_runs++] = optarg;
+            break;
         case OPT_MAX_UPLOAD:
             if (vtr_parse_int(optarg, 1, 1 << 20, &v)) {
                 fprintf(stderr, "vtr-serve: --max-upload wants MiB in [1, 1048576], got '%s'\n",
@@ -144,6 +157,7 @@ int main(int argc, char **argv)
         }
     }
     o.indexes = ix;
+    o.runs = runs;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -171,6 +185,7 @@ int main(int argc, char **argv)
         pause();
     vtr_log_info("stopping");
     vtr_web_server_stop(srv);
+    vtr_plot_release_caches(); /* the plots' fonts: nothing draws after this */
     free(ix);
     return 0;
 }

@@ -25,12 +25,18 @@
 #include "index/http_range.h"
 #include "index/item_search.h"
 #include "index/media_embedder.h"
+#include "index/run_list.h"
 #include "index/search_json.h"
 #include "index/text_search.h"
 #include "index/web_page.h"
 #include "lib/catalog.h"
+#include "lib/file.h"
 #include "lib/json.h"
+#include "lib/plot.h"
 #include "lib/tensor.h"
+#include "match/gpo_curves.h"
+#include "match/run_dir.h"
+#include "match/training_curves.h"
 
 /* Seconds between two looks for a newer generation of an index. */
 #define REFRESH_S 1.0
@@ -49,6 +55,8 @@ typedef struct served {
 
 struct vtr_web_server {
     struct MHD_Daemon *daemon;
+    char **runs; /* the run roots (copies) */
+    int n_runs;
     served *idx;
     int n;
     int port;
@@ -757,6 +765,174 @@ static enum MHD_Result thumb(vtr_web_server *srv, struct MHD_Connection *c)
     return ret;
 }
 
+/* ---- the runs page ------------------------------------------------------------------ */
+
+/* cairo and fontconfig draw one figure at a time. */
+static pthread_mutex_t plot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static enum MHD_Result api_runs(vtr_web_server *srv, struct MHD_Connection *c)
+{
+    vtr_run_list l;
+    vtr_error e;
+    if (vtr_run_list_scan((const char *const *)srv->runs, (size_t)srv->n_runs, &l, &e) != VTR_OK)
+        return send_failure(c, &e);
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < l.n; i++) {
+        vtr_run_metrics m;
+        vtr_error me;
+        json_t *o;
+        if (vtr_run_metrics_read(l.dirs[i], &m, &me) != VTR_OK) {
+            o = json_pack("{s:s, s:s}", "name", l.names[i], "error", me.msg);
+        } else {
+            double best = NAN;
+            for (size_t j = 0; j < m.n; j++)
+                if (!isnan(m.rsum[j]) && !(m.rsum[j] <= best))
+                    best = m.rsum[j];
+            double loss = m.loss[m.n - 1];
+            o = json_pack("{s:s, s:I, s:o, s:o}", "name", l.names[i], "epochs",
+                          (json_int_t)m.n, "last_loss",
+                          isnan(loss) ? json_null() : json_real(loss), "best_rsum",
+                          isnan(best) ? json_null() : json_real(best));
+            vtr_run_metrics_free(&m);
+        }
+        if (json_array_append_new(list, o) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    vtr_run_list_free(&l);
+    return send_json(c, MHD_HTTP_OK, list ? json_pack("{s:o}", "runs", list) : NULL);
+}
+
+/* Sends a rendered figure (freeing it). */
+static enum MHD_Result send_plot(struct MHD_Connection *c, vtr_plot_format fmt,
+                                 unsigned char *data, size_t size)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(size, data, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(data);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, vtr_plot_format_mime(fmt));
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* The format a plot request asks for (format=svg|png, default svg); false (an error
+ * sent) when it is neither. */
+static bool plot_format(struct MHD_Connection *c, vtr_plot_format *fmt, enum MHD_Result *ret)
+{
+    const char *f = arg(c, "format");
+    vtr_error e;
+    *fmt = VTR_PLOT_SVG;
+    if (f && vtr_plot_format_parse(f, fmt, &e) != VTR_OK) {
+        *ret = send_failure(c, &e);
+        return false;
+    }
+    return true;
+}
+
+/* What a plot request names: the value of its argument param (the run or runs), its
+ * format, and the runs there are (*l, to free); NULL (an error sent, *ret its result) when
+ * the argument is missing, the format unknown or the runs cannot be listed. */
+static const char *plot_request(vtr_web_server *srv, struct MHD_Connection *c,
+                                const char *param, vtr_plot_format *fmt, vtr_run_list *l,
+                                enum MHD_Result *ret)
+{
+    const char *v = arg(c, param);
+    vtr_error e;
+    if (!v || !*v) {
+        *ret = send_error(c, MHD_HTTP_BAD_REQUEST, "no run: give %s=NAME", param);
+        return NULL;
+    }
+    if (!plot_format(c, fmt, ret))
+        return NULL;
+    if (vtr_run_list_scan((const char *const *)srv->runs, (size_t)srv->n_runs, l, &e)) {
+        *ret = send_failure(c, &e);
+        return NULL;
+    }
+    return v;
+}
+
+static enum MHD_Result plot_curves(vtr_web_server *srv, struct MHD_Connection *c)
+{
+    vtr_plot_format fmt;
+    vtr_run_list l;
+    enum MHD_Result ret;
+    const char *names = plot_request(srv, c, "runs", &fmt, &l, &ret);
+    if (!names)
+        return ret;
+    vtr_error e;
+    char *copy = strdup(names), *save = NULL;
+    const char **dirs = calloc(l.n + 1, sizeof *dirs);
+    size_t n = 0;
+    vtr_status st = copy && dirs ? VTR_OK : vtr_fail(&e, VTR_ERR_NOMEM, "out of memory");
+    for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; st == VTR_OK && t;
+         t = strtok_r(NULL, ",", &save)) {
+        const char *dir = vtr_run_list_find(&l, t);
+        if (!dir)
+            st = vtr_fail(&e, VTR_ERR_NOT_FOUND, "no run named %s", t);
+        else if (n < l.n)
+            dirs[n++] = dir;
+    }
+    unsigned char *data = NULL;
+    size_t size = 0;
+    if (st == VTR_OK) {
+        vtr_training_curves tc;
+        vtr_curves_options co = {.separate = arg(c, "separate") != NULL};
+        pthread_mutex_lock(&plot_lock);
+        if ((st = vtr_training_curves_build(dirs, n, &co, &tc, &e)) == VTR_OK) {
+            st = vtr_plot_render(&tc.plot, fmt, &data, &size, &e);
+            vtr_training_curves_free(&tc);
+        }
+        pthread_mutex_unlock(&plot_lock);
+    }
+    free(copy);
+    free(dirs);
+    vtr_run_list_free(&l);
+    return st == VTR_OK ? send_plot(c, fmt, data, size) : send_failure(c, &e);
+}
+
+static enum MHD_Result plot_gpo(vtr_web_server *srv, struct MHD_Connection *c)
+{
+    vtr_plot_format fmt;
+    vtr_run_list l;
+    enum MHD_Result ret;
+    const char *name = plot_request(srv, c, "run", &fmt, &l, &ret);
+    if (!name)
+        return ret;
+    vtr_error e;
+    const char *dir = vtr_run_list_find(&l, name);
+    char *ckpt = dir ? vtr_path_join(dir, VTR_RUN_BEST) : NULL;
+    if (ckpt && access(ckpt, R_OK) != 0) {
+        free(ckpt);
+        ckpt = vtr_path_join(dir, VTR_RUN_LAST);
+    }
+    vtr_status st = !dir    ? vtr_fail(&e, VTR_ERR_NOT_FOUND, "no run named %s", name)
+                    : !ckpt ? vtr_fail(&e, VTR_ERR_NOMEM, "out of memory")
+                            : VTR_OK;
+    unsigned char *data = NULL;
+    size_t size = 0;
+    char title[600];
+    snprintf(title, sizeof title, "GPO's pooling coefficients: %s", name);
+    vtr_gpo_curves_options go = {.title = title};
+    if (st == VTR_OK) {
+        vtr_gpo_curves gc;
+        pthread_mutex_lock(&plot_lock);
+        if ((st = vtr_gpo_curves_build(ckpt, &go, &gc, &e)) == VTR_OK) {
+            st = vtr_plot_render(&gc.plot, fmt, &data, &size, &e);
+            vtr_gpo_curves_free(&gc);
+        }
+        pthread_mutex_unlock(&plot_lock);
+    }
+    free(ckpt);
+    vtr_run_list_free(&l);
+    return st == VTR_OK ? send_plot(c, fmt, data, size) : send_failure(c, &e);
+}
+
 /* Takes a chunk of a POST's body into u (its temporary file created on the first). */
 static void upload_chunk(vtr_web_server *srv, upload *u, const char *data, size_t n)
 {
@@ -846,7 +1022,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (!get)
         return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not served here (a read-only "
                           "server: GET, HEAD, and POST of a query file)", method);
-    if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0)
+    if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0 || strcmp(url, "/runs") == 0)
         return send_text(c, MHD_HTTP_OK, "text/html; charset=utf-8", vtr_web_page,
                          vtr_web_page_size(), MHD_RESPMEM_PERSISTENT);
     if (strcmp(url, "/api/indexes") == 0)
@@ -861,6 +1037,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return media(srv, c);
     if (strcmp(url, "/thumb") == 0)
         return thumb(srv, c);
+    if (strcmp(url, "/api/runs") == 0)
+        return api_runs(srv, c);
+    if (strcmp(url, "/plot/curves") == 0)
+        return plot_curves(srv, c);
+    if (strcmp(url, "/plot/gpo") == 0)
+        return plot_gpo(srv, c);
     return send_error(c, MHD_HTTP_NOT_FOUND, "nothing at %.200s", url);
 }
 
@@ -874,6 +1056,9 @@ void vtr_web_server_stop(vtr_web_server *s)
         MHD_stop_daemon(s->daemon);
     for (int i = 0; i < s->n; i++)
         served_close(&s->idx[i]);
+    for (int i = 0; i < s->n_runs; i++)
+        free(s->runs[i]);
+    free(s->runs);
     free(s->idx);
     free(s);
 }
@@ -922,6 +1107,15 @@ vtr_status vtr_web_server_start(const vtr_web_server_options *o, vtr_web_server 
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     }
     s->loopback = loopback;
+    if (o->n_runs > 0 && !(s->runs = calloc((size_t)o->n_runs, sizeof *s->runs))) {
+        vtr_web_server_stop(s);
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < o->n_runs; i++)
+        if ((s->runs[s->n_runs++] = strdup(o->runs[i])) == NULL) {
+            vtr_web_server_stop(s);
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        }
     s->max_upload = o->max_upload > 0 ? o->max_upload : VTR_SERVE_MAX_UPLOAD;
     s->threads = o->threads;
     vtr_status st = VTR_OK;

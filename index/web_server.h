@@ -13,6 +13,13 @@
  *                               backbone and the model's visual side, searched as above
  *   GET /api/query-media        ?path=FILE...: the same for a file on the server's disk,
  *                               only when the server is bound to a loopback address
+ *   GET /api/runs               the training runs under the run roots: name, epochs, the
+ *                               last loss, the best validation RSUM, whether a checkpoint
+ *                               with GPO can be plotted
+ *   GET /plot/curves            ?runs=NAME[,NAME...][&separate=1][&format=svg|png]: their
+ *                               training curves (match/training_curves.h)
+ *   GET /plot/gpo               ?run=NAME[&format]: GPO's coefficients of the run's best
+ *                               checkpoint (else its last; match/gpo_curves.h)
  *   GET /media                  ?key=KEY[&index]: the item's original file, with HTTP
  *                               range requests (a browser seeks in it); only the files
  *                               of the index's catalog records are ever served
@@ -55,6 +62,9 @@ typedef struct vtr_web_server_options {
     int threads;         /* the models' threads, 0: their default */
     int max_connections; /* 0: 64 */
     int64_t max_upload;  /* bytes, 0: VTR_SERVE_MAX_UPLOAD */
+    const char *const *runs; /* n_runs roots of training runs for the runs page
+                              * (index/run_list.h), looked through at each request */
+    int n_runs;
 } vtr_web_server_options;
 
 /* Opens every index (as vtr_text_searcher_open: its model and its catalog) and starts

@@ -273,4 +273,4 @@ echo
 echo "plots:"
 for p in $plots; do echo "  $p"; done
 echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"
-echo "search the archive in a browser: vtr-serve $out/index   (then open http://127.0.0.1:8080/)"
+echo "search the archive in a browser: vtr-serve $out/index --runs $out/runs   (then open http://127.0.0.1:8080/)"

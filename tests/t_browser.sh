@@ -2,7 +2,9 @@
 # vtr-serve's page in a real browser (headless Chromium, driven over the DevTools protocol
 # by tests/browser/check_page.py): it loads, a query is typed and Search clicked, the hits
 # appear with their thumbnails, clicking the WebM hit plays it from the moment the server
-# chose. Screenshots of the hits and of the player are written to $VTR_SCREENSHOTS (kept)
+# chose; the runs page lists the model's training run and draws its curves and GPO's
+# coefficients. Screenshots of the hits, the player and the runs page go to
+# $VTR_SCREENSHOTS (kept)
 # or a temporary folder. Skips where Chromium or python3-websocket is not installed
 # (apt-get install chromium python3-websocket; .ci/run installs them).
 set -u
@@ -24,11 +26,11 @@ fail() {
 }
 . tests/fixtures/served_archive.sh
 served_archive "$dir"
-serve "$dir/serve.log" "$dir/ix"
+serve "$dir/serve.log" --runs "$dir/run" "$dir/ix"
 shots=${VTR_SCREENSHOTS:-$dir/shots}
-timeout 120 $PY tests/browser/check_page.py "$URL/" "a video of a cat" b.webm "$shots" ||
+timeout 120 $PY tests/browser/check_page.py "$URL/" "a video of a cat" b.webm "$shots" 1 ||
     fail "the page in Chromium (vtr-serve's log: $(cat "$dir/serve.log"))"
-for f in hits player; do
+for f in hits player runs; do
     $PY -c 'import sys; sys.exit(open(sys.argv[1], "rb").read(8) != b"\x89PNG\r\n\x1a\n")' \
         "$shots/$f.png" || fail "no screenshot $f.png"
 done

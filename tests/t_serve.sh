@@ -97,6 +97,30 @@ thumb=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0
 $PY -c 'import sys; b = open(sys.argv[1], "rb").read(); sys.exit(not (b[:2] == b"\xff\xd8" and b[-2:] == b"\xff\xd9"))' "$dir/t.jpg" ||
     fail "the thumbnail is not a JPEG"
 
+# ---- the runs page's data: the model's training run, its curves and GPO figure ----------
+kill $PID
+wait $PID 2>/dev/null
+serve "$dir/serve.log" --runs "$dir" --runs "$dir/run/" "$dir/ix"
+[ "$(get /api/runs "$dir/runs.json")" = 200 ] || fail "GET /api/runs: $(cat "$dir/runs.json")"
+[ "$(get "/plot/curves?runs=run" "$dir/curves.svg")" = 200 ] || fail "curves: $(cat "$dir/curves.svg")"
+[ "$(get "/plot/gpo?run=run&format=png" "$dir/gpo.png")" = 200 ] || fail "gpo: $(cat "$dir/gpo.png")"
+$PY - "$dir" <<'EOF' || fail "the runs' data"
+import json, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+runs = json.load(open(d + "/runs.json"))["runs"]
+# the root $dir holds one run ("run"); naming it again lists it once
+assert [r["name"] for r in runs] == ["run"], runs
+m = [json.loads(l) for l in open(d + "/run/metrics.jsonl") if l.strip()]
+assert runs[0]["epochs"] == len(m) and abs(runs[0]["last_loss"] - m[-1]["loss"]) < 1e-9, runs
+ET.parse(d + "/curves.svg")
+assert open(d + "/gpo.png", "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+print("ok")
+EOF
+expect_error 404 "/plot/curves?runs=run,../../etc" "no run named ../../etc"
+expect_error 404 "/plot/gpo?run=$dir/run" "no run named"
+expect_error 400 "/plot/gpo?run=run&format=gif" "unknown plot format"
+expect_error 400 "/plot/curves" "no run"
+
 # ---- more like this -----------------------------------------------------------------
 [ "$(get "/api/similar?key=a.mp4&k=10" "$dir/sim.json")" = 200 ] || fail "similar: $(cat "$dir/sim.json")"
 $PY - "$dir" <<'EOF' || fail "more like this"

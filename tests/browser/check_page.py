@@ -1,10 +1,12 @@
 """Drives vtr-serve's search page in headless Chromium, as a person would: types a query,
 clicks Search, waits for the hits and their thumbnails, clicks the hit whose path ends
-with PLAY, and waits for the video to play from the moment the server chose. Writes
-screenshots of the hits and of the player. Talks to Chromium over the DevTools protocol
+with PLAY, and waits for the video to play from the moment the server chose. With RUNS,
+opens the runs page, expects RUNS runs in its table, ticks them all, plots their curves
+and the first run's GPO coefficients, and waits for both figures. Writes screenshots of
+the hits, the player and the runs page. Talks to Chromium over the DevTools protocol
 (python3-websocket); exits 1 with one line saying what did not happen.
 
-usage: check_page.py URL QUERY PLAY SCREENSHOT_DIR
+usage: check_page.py URL QUERY PLAY SCREENSHOT_DIR [RUNS]
 """
 import base64
 import json
@@ -20,6 +22,7 @@ import urllib.request
 import websocket
 
 URL, QUERY, PLAY, SHOTS = sys.argv[1:5]
+RUNS = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 
 
 def fail(msg):
@@ -147,5 +150,22 @@ try:
     b.screenshot(os.path.join(SHOTS, "player.png"))
     print("ok: %d hits, %s played from %.2f s to %.2f s of %.2f" %
           (n, PLAY, played[2], played[0], played[1]))
+    if RUNS:
+        b.call("Page.navigate", url=URL.rstrip("/") + "/runs")
+        rows = b.wait("document.readyState === 'complete' && "
+                      "document.querySelectorAll('#runs tbody tr').length",
+                      "the runs page lists the runs")
+        if rows != RUNS:
+            fail("the runs page lists %d runs, not %d" % (rows, RUNS))
+        for i in range(rows):
+            b.click("document.querySelectorAll('#runs tbody input')[%d]" % i, "run box")
+        b.click("document.getElementById('plot-runs')", "Plot button")
+        b.click("document.querySelector('#runs tbody button')", "GPO button")
+        b.wait("document.querySelectorAll('#plots img').length === 2 && "
+               "[...document.querySelectorAll('#plots img')]"
+               ".every(i => i.complete && i.naturalWidth > 0)",
+               "the curves and the GPO figure load")
+        b.screenshot(os.path.join(SHOTS, "runs.png"))
+        print("ok: the runs page shows %d runs, their curves and GPO's coefficients" % rows)
 finally:
     b.close()
