@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "decode/decode_item.h"
-#include "features/extractor.h"
 #include "index/archive_source.h"
 #include "index/embedder.h"
 #include "index/embedding_index.h"
+#include "index/media_embedder.h"
+#include "index/thumbnail.h"
 #include "lib/catalog.h"
 #include "lib/file.h"
 #include "lib/hash.h"
@@ -142,6 +142,10 @@ typedef struct work_item {
     vtr_archive_outcome outcome;
     double duration;
     vtr_error error;
+    /* its sampled frames for the catalog (an embedded item only; freed by record_batch) */
+    size_t n_frames;
+    vtr_item_frame *frames; /* each jpeg malloc'ed; vector points into vectors */
+    uint16_t *vectors;      /* (n_frames, E) float16 */
 } work_item;
 
 typedef struct indexer {
@@ -149,19 +153,13 @@ typedef struct indexer {
     vtr_archive_stats stats;
     vtr_archive_files files;
     vtr_backbone *backbone;
-    vtr_extractor *extractor;
     vtr_embedder *embedder;
+    vtr_media_embedder *media;
     vtr_embedding_index_writer *writer;
     vtr_catalog *catalog;
     int64_t dataset;
     vtr_item_list known;       /* the catalog's items */
     const vtr_item **by_key;   /* known.items sorted by key */
-    vtr_decode_options decode;
-    /* the features of the item being extracted */
-    float *features;
-    size_t features_cap;
-    int64_t feature_rows;
-    float *embedding;          /* (an item's vectors, E) */
     const work_item *marked;   /* the item recorded in progress (see mark_in_progress) */
 } indexer;
 
@@ -201,20 +199,54 @@ static const vtr_item *find_known(const indexer *ix, const char *key)
     return hit ? *hit : NULL;
 }
 
-/* The extractor's emit: keeps the one item's features. */
-static vtr_status keep_features(void *ctx, const vtr_extractor_item *item, vtr_error *err)
+static void free_frames(work_item *w)
 {
-    indexer *ix = ctx;
-    size_t n = (size_t)vtr_tensor_numel(&item->features);
-    if (n > ix->features_cap) {
-        float *grown = realloc(ix->features, n * sizeof *grown);
-        if (!grown)
-            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        ix->features = grown;
-        ix->features_cap = n;
+    for (size_t i = 0; i < w->n_frames; i++)
+        free((void *)w->frames[i].jpeg);
+    free(w->frames);
+    free(w->vectors);
+    w->frames = NULL;
+    w->vectors = NULL;
+    w->n_frames = 0;
+}
+
+/* Keeps what the catalog records of an embedded item's sampled frames: their times, a
+ * picture of each (index/thumbnail.h) and their one-frame embeddings as float16. A frame
+ * whose picture cannot be made keeps none (the item is not failed for it). */
+static vtr_status keep_frames(indexer *ix, work_item *w, const vtr_media_embedding *me,
+                              vtr_error *err)
+{
+    const vtr_tensor *fr = &me->decoded->frames;
+    size_t n = (size_t)fr->shape[0], E = (size_t)vtr_embedder_dim(ix->embedder);
+    int h = (int)fr->shape[1], wd = (int)fr->shape[2];
+    const json_t *times = json_object_get(me->decoded->meta, "timestamps");
+    w->frames = calloc(n, sizeof *w->frames);
+    w->vectors = malloc(n * E * sizeof *w->vectors);
+    if (!w->frames || !w->vectors) {
+        free_frames(w);
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     }
-    memcpy(ix->features, item->features.data, n * sizeof *ix->features);
-    ix->feature_rows = item->features.shape[0];
+    w->n_frames = n;
+    for (size_t i = 0; i < n; i++) {
+        vtr_item_frame *f = &w->frames[i];
+        const json_t *t = json_array_get(times, i);
+        f->time_s = json_is_number(t) ? json_number_value(t) : -1;
+        for (size_t d = 0; d < E; d++)
+            w->vectors[i * E + d] = vtr_float_to_half(me->frame_vectors[i * E + d]);
+        f->vector = w->vectors + i * E;
+        f->dim = (int64_t)E;
+        uint8_t *jpeg = NULL;
+        vtr_error pic;
+        vtr_status st = vtr_thumbnail_jpeg((const uint8_t *)fr->data + i * (size_t)h * wd * 3,
+                                           h, wd, VTR_THUMBNAIL_WIDTH, VTR_THUMBNAIL_HEIGHT,
+                                           VTR_THUMBNAIL_QUALITY, &jpeg, &f->jpeg_size, &pic);
+        if (st == VTR_ERR_NOMEM) {
+            free_frames(w);
+            *err = pic;
+            return st;
+        }
+        f->jpeg = jpeg;
+    }
     return VTR_OK;
 }
 
@@ -224,53 +256,24 @@ static vtr_status keep_features(void *ctx, const vtr_extractor_item *item, vtr_e
 static vtr_status process_item(indexer *ix, work_item *w, vtr_error *err)
 {
     const vtr_archive_file *f = w->file;
-    vtr_decoded_item item = {0};
     w->duration = -1;
     vtr_status st;
     if (w->outcome == VTR_ARCHIVE_FAILED)
         goto failed; /* the last run died on it: w->error says so (plan) */
     vtr_error_clear(&w->error);
-    st = vtr_decode_item(f->path, &ix->decode, NULL, &item, &w->error);
-    if (st == VTR_ERR_NOMEM) {
+    vtr_media_embedding me;
+    st = vtr_media_embedder_embed(ix->media, f->path, f->key, &me, &w->error);
+    w->duration = me.duration;
+    if (st != VTR_OK && vtr_media_embedder_broken(ix->media)) {
         *err = w->error;
         return st;
     }
     if (st != VTR_OK)
         goto failed;
-    /* the catalog's duration: 0 for an image (lib/catalog.h), the stream's for a video */
-    json_t *duration = json_object_get(item.meta, "duration");
-    if (json_is_true(json_object_get(item.meta, "image")))
-        w->duration = 0.0;
-    else if (json_is_number(duration))
-        w->duration = json_number_value(duration);
-    if (vtr_extractor_check_frames(ix->extractor, &item.frames, &w->error) != VTR_OK)
-        goto failed;
-    if (item.frames.shape[0] == 0) {
-        vtr_fail(&w->error, VTR_ERR_FORMAT, "%s: no frames decoded", f->path);
-        goto failed;
-    }
-    /* the item alone through the backbone, so that its features never depend on others */
-    ix->feature_rows = 0;
-    if ((st = vtr_extractor_add(ix->extractor, f->key, NULL, &item.frames, err)) != VTR_OK ||
-        (st = vtr_extractor_finish(ix->extractor, err)) != VTR_OK) {
-        vtr_decoded_item_free(&item);
-        return st;
-    }
-    vtr_decoded_item_free(&item);
-    int64_t counts[1] = {ix->feature_rows};
-    st = vtr_embedder_embed_sets(ix->embedder, 1, counts, ix->features, ix->embedding,
-                                 &w->error);
-    if (st == VTR_ERR_INVALID) /* this item's features (non-finite values) */
-        goto failed;
-    if (st != VTR_OK) {
-        *err = w->error;
-        return st;
-    }
     vtr_tensor t = {.dtype = VTR_F32,
                     .ndim = 2,
-                    .shape = {vtr_embedder_item_vectors(ix->embedder, counts[0]),
-                              vtr_embedder_dim(ix->embedder)},
-                    .data = ix->embedding};
+                    .shape = {me.vectors, vtr_embedder_dim(ix->embedder)},
+                    .data = (float *)me.embedding};
     st = vtr_embedding_index_writer_add(ix->writer, f->key, &t, &w->error);
     if (st == VTR_ERR_INVALID) /* refused (a key that is not UTF-8, a zero vector) */
         goto failed;
@@ -279,9 +282,8 @@ static vtr_status process_item(indexer *ix, work_item *w, vtr_error *err)
         return st;
     }
     w->outcome = w->known ? VTR_ARCHIVE_UPDATED : VTR_ARCHIVE_ADDED;
-    return VTR_OK;
+    return keep_frames(ix, w, &me, err);
 failed:
-    vtr_decoded_item_free(&item);
     w->outcome = VTR_ARCHIVE_FAILED;
     /* an embedding of an earlier version of the file must not stay searchable */
     st = vtr_embedding_index_writer_remove(ix->writer, f->key, err);
@@ -300,7 +302,8 @@ static char *catalog_path(const indexer *ix, const vtr_archive_file *f)
 
 /* The catalog row of one file (in the caller's transaction). */
 static vtr_status record_item(indexer *ix, const vtr_archive_file *f, double duration,
-                              vtr_item_status status, const char *error, vtr_error *err)
+                              vtr_item_status status, const char *error, int64_t *id,
+                              vtr_error *err)
 {
     char *path = catalog_path(ix, f);
     if (!path)
@@ -313,21 +316,26 @@ static vtr_status record_item(indexer *ix, const vtr_archive_file *f, double dur
                    .duration_s = duration,
                    .status = status,
                    .error = error};
-    vtr_status st = vtr_catalog_upsert_item(ix->catalog, &it, NULL, err);
+    vtr_status st = vtr_catalog_upsert_item(ix->catalog, &it, id, err);
     free(path);
     return st;
 }
 
 /* Records a batch's outcomes in the catalog, in one transaction. */
-static vtr_status record_batch(indexer *ix, const work_item *batch, size_t n, vtr_error *err)
+static vtr_status record_batch(indexer *ix, work_item *batch, size_t n, vtr_error *err)
 {
     vtr_status st = vtr_catalog_begin(ix->catalog, err);
     for (size_t i = 0; i < n && st == VTR_OK; i++) {
         const work_item *w = &batch[i];
         bool failed = w->outcome == VTR_ARCHIVE_FAILED;
+        int64_t id;
         st = record_item(ix, w->file, w->duration, failed ? VTR_ITEM_FAILED : VTR_ITEM_OK,
-                         failed ? w->error.msg : NULL, err);
+                         failed ? w->error.msg : NULL, &id, err);
+        if (st == VTR_OK) /* a failed file keeps no frames */
+            st = vtr_catalog_put_item_frames(ix->catalog, id, w->n_frames, w->frames, err);
     }
+    for (size_t i = 0; i < n; i++)
+        free_frames(&batch[i]);
     if (st == VTR_OK && (st = vtr_catalog_commit(ix->catalog, err)) == VTR_OK)
         ix->marked = NULL; /* its mark is replaced by its outcome */
     if (st != VTR_OK)
@@ -348,7 +356,7 @@ static void clear_mark(indexer *ix)
     vtr_error ignored;
     if (vtr_catalog_begin(ix->catalog, &ignored) != VTR_OK)
         return;
-    if (record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, &ignored) == VTR_OK &&
+    if (record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, NULL, &ignored) == VTR_OK &&
         vtr_catalog_commit(ix->catalog, &ignored) == VTR_OK)
         ix->marked = NULL;
     else
@@ -359,9 +367,9 @@ static vtr_status mark_in_progress(indexer *ix, const work_item *w, vtr_error *e
 {
     vtr_status st = vtr_catalog_begin(ix->catalog, err);
     if (st == VTR_OK && ix->marked)
-        st = record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, err);
+        st = record_item(ix, ix->marked->file, -1, VTR_ITEM_PENDING, NULL, NULL, err);
     if (st == VTR_OK)
-        st = record_item(ix, w->file, -1, VTR_ITEM_PENDING, IN_PROGRESS, err);
+        st = record_item(ix, w->file, -1, VTR_ITEM_PENDING, IN_PROGRESS, NULL, err);
     if (st == VTR_OK && (st = vtr_catalog_commit(ix->catalog, err)) == VTR_OK)
         ix->marked = w;
     if (st != VTR_OK)
@@ -555,13 +563,12 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
     const char *arch_name = o->arch ? o->arch : exists ? rec.arch : NULL; /* NULL: the weights' */
     const char *weights = o->weights ? o->weights : exists ? rec.weights : NULL;
     int frames = o->frames > 0 ? o->frames : exists ? rec.frames : VTR_ARCHIVE_DEFAULT_FRAMES;
-    vtr_extractor_options xo;
-    vtr_extractor_defaults(&xo);
-    vtr_preprocess_unset(&xo.pre); /* the backbone's, unless given or recorded */
+    vtr_preprocess_options pre;
+    vtr_preprocess_unset(&pre); /* the backbone's, unless given or recorded */
     if (o->resize >= 0 || exists)
-        xo.pre.resize = o->resize >= 0 ? o->resize : rec.resize;
+        pre.resize = o->resize >= 0 ? o->resize : rec.resize;
     if (o->crop >= 0 || exists)
-        xo.pre.crop = o->crop >= 0 ? o->crop : rec.crop;
+        pre.crop = o->crop >= 0 ? o->crop : rec.crop;
     vtr_backbone_arch arch = VTR_BACKBONE_ARCH_INFER;
     char sha[VTR_SHA256_HEX_SIZE];
     if (arch_name && (st = vtr_backbone_arch_parse(arch_name, &arch, err)) != VTR_OK)
@@ -594,11 +601,11 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
             snprintf(given, sizeof given, "%s, weights %.12s", arch_name, sha);
             snprintf(recorded, sizeof recorded, "%s, weights %.12s (%s)", rec.arch,
                      rec.weights_sha256, rec.weights);
-        } else if (frames != rec.frames || xo.pre.resize != rec.resize ||
-                   xo.pre.crop != rec.crop) {
+        } else if (frames != rec.frames || pre.resize != rec.resize ||
+                   pre.crop != rec.crop) {
             what = "sampling";
             snprintf(given, sizeof given, "--frames %d --resize %d --crop %d", frames,
-                     xo.pre.resize, xo.pre.crop);
+                     pre.resize, pre.crop);
             snprintf(recorded, sizeof recorded, "--frames %d --resize %d --crop %d",
                      rec.frames, rec.resize, rec.crop);
         }
@@ -614,29 +621,18 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
         goto end;
     vtr_preprocess_options theirs;
     vtr_backbone_preprocess(ix->backbone, &theirs);
-    vtr_preprocess_fill(&xo.pre, &theirs);
+    vtr_preprocess_fill(&pre, &theirs);
     arch_name = vtr_backbone_arch_name(vtr_backbone_get_arch(ix->backbone));
-    if (vtr_backbone_dim(ix->backbone) != vtr_embedder_feature_dim(ix->embedder)) {
-        st = vtr_fail(err, VTR_ERR_INVALID,
-                      "%s takes %lld-d features; %s gives %d-d ones: use the backbone the "
-                      "model was trained on",
-                      o->checkpoint, (long long)vtr_embedder_feature_dim(ix->embedder),
-                      arch_name, vtr_backbone_dim(ix->backbone));
+    if ((st = vtr_media_embedder_new(ix->embedder, ix->backbone, &pre, frames, o->threads,
+                                     &ix->media, err)) != VTR_OK)
         goto end;
-    }
-    if ((st = vtr_extractor_new(ix->backbone, &xo, keep_features, ix, &ix->extractor, err)) !=
-        VTR_OK)
-        goto end;
-    /* an item's vectors: 1, or HGR's 1 + 2 x its kept frames */
-    ix->embedding = malloc((size_t)vtr_embedder_item_vectors(ix->embedder, INT64_MAX) *
-                           (size_t)vtr_embedder_dim(ix->embedder) * sizeof *ix->embedding);
     weights_abs = realpath(weights, NULL);
     ckpt_abs = realpath(o->checkpoint, NULL);
     const char *ckpt_path = ckpt_abs ? ckpt_abs : o->checkpoint;
     const char *weights_path = weights_abs ? weights_abs : weights;
-    text = model_text(model_id, ckpt_path, arch_name, weights_path, sha, frames, xo.pre.resize,
-                      xo.pre.crop);
-    if (!ix->embedding || !text) {
+    text = model_text(model_id, ckpt_path, arch_name, weights_path, sha, frames, pre.resize,
+                      pre.crop);
+    if (!text) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
     }
@@ -657,10 +653,6 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
     if ((st = vtr_catalog_open(catalog, &ix->catalog, err)) != VTR_OK)
         goto end;
 
-    vtr_decode_options_defaults(&ix->decode);
-    ix->decode.sampler.mode = VTR_SAMPLE_FRAMES;
-    ix->decode.sampler.n = frames;
-    ix->decode.threads = o->threads;
 end:
     free(text);
     free(weights_abs);
@@ -674,14 +666,12 @@ static void close_all(indexer *ix)
 {
     vtr_embedding_index_writer_close(ix->writer);
     vtr_catalog_close(ix->catalog);
-    vtr_extractor_free(ix->extractor);
+    vtr_media_embedder_free(ix->media);
     vtr_backbone_free(ix->backbone);
     vtr_embedder_close(ix->embedder);
     vtr_archive_files_free(&ix->files);
     vtr_item_list_free(&ix->known);
     free(ix->by_key);
-    free(ix->features);
-    free(ix->embedding);
 }
 
 /* Keeps the shard's contiguous share of the source's files (sorted by key) and frees the
@@ -826,6 +816,8 @@ end:
         clear_mark(&ix);
     if (stats)
         *stats = ix.stats;
+    for (size_t i = 0; i < n_work; i++)
+        free_frames(&work[i]);
     free(work);
     close_all(&ix);
     return st;

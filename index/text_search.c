@@ -477,6 +477,15 @@ vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_s
     return st;
 }
 
+vtr_status vtr_text_searcher_reopen_approx(const vtr_text_searcher_options *o,
+                                           vtr_text_searcher *s, vtr_error *err)
+{
+    vtr_approx_index_close(s->approx);
+    s->approx = NULL;
+    s->approx_note[0] = 0;
+    return open_approx(o, s, err);
+}
+
 void vtr_text_searcher_close(vtr_text_searcher *s)
 {
     vtr_catalog_close(s->cat);

@@ -97,6 +97,14 @@ typedef struct vtr_text_searcher_options {
 vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_searcher *s,
                                   vtr_error *err);
 
+/* For a long-lived searcher whose s->ix was replaced by a newer snapshot (vtr-serve):
+ * closes s->approx and opens the index's approximate index again as o asks (o->index and
+ * o->approx, o->approx_min_rows), since its file may have been updated or may no longer
+ * fit the rows; approx_note is set anew. Fails only as vtr_text_searcher_open does with
+ * VTR_APPROX_ALWAYS (s->approx is then NULL). */
+vtr_status vtr_text_searcher_reopen_approx(const vtr_text_searcher_options *o,
+                                           vtr_text_searcher *s, vtr_error *err);
+
 /* Closes what s holds; safe on a closed or zeroed value. */
 void vtr_text_searcher_close(vtr_text_searcher *s);
 

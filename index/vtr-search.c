@@ -12,6 +12,7 @@
 #include "index/archive_index.h"
 #include "index/embedder.h"
 #include "index/embedding_index.h"
+#include "index/search_json.h"
 #include "index/text_search.h"
 #include "lib/args.h"
 #include "lib/blas_kernel.h"
@@ -125,37 +126,7 @@ static void print_table(const char *query, const int words[2], const vtr_search_
 static int print_json(const char *query, const int words[2], const vtr_search_result *r,
                       int64_t found, const int *phrases)
 {
-    json_t *list = json_array();
-    for (int64_t j = 0; list && j < found; j++) {
-        /* JSON has no NaN: a damaged row's score is null (main reports the row) */
-        json_t *o = json_pack("{s:I, s:o, s:s, s:s?, s:o, s:o}", "rank", (json_int_t)(j + 1),
-                              "score", isfinite(r[j].score) ? json_real(r[j].score) : json_null(),
-                              "key", r[j].key, "path", r[j].path, "duration",
-                              r[j].duration_s >= 0 ? json_real(r[j].duration_s) : json_null(),
-                              "image", r[j].duration_s >= 0 ? json_boolean(r[j].duration_s == 0)
-                                                            : json_null());
-        if (o && phrases &&
-            json_object_set_new(o, "levels", json_pack("{s:f, s:f, s:f}", "global",
-                                                       (double)r[j].levels[0], "verb",
-                                                       (double)r[j].levels[1], "noun",
-                                                       (double)r[j].levels[2])) != 0) {
-            json_decref(o);
-            o = NULL;
-        }
-        if (!o || json_array_append_new(list, o) != 0) {
-            json_decref(list);
-            return -1;
-        }
-    }
-    json_t *out = list ? json_pack("{s:s, s:i, s:i, s:o}", "query", query, "words", words[0],
-                                   "known_words", words[1], "results", list)
-                       : NULL;
-    if (out && phrases &&
-        json_object_set_new(out, "phrases", json_pack("{s:i, s:i}", "verbs", phrases[0],
-                                                      "nouns", phrases[1])) != 0) {
-        json_decref(out);
-        out = NULL;
-    }
+    json_t *out = vtr_search_json(query, words, r, found, 1, phrases);
     char *text = out ? json_dumps(out, VTR_JSON_FLAGS) : NULL;
     json_decref(out);
     if (!text)

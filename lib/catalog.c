@@ -107,6 +107,15 @@ static const char *const migrations[] = {
     "  words      TEXT NOT NULL,"
     "  created_at TEXT NOT NULL DEFAULT (" NOW_SQL "),"
     "  UNIQUE (dataset_id, name));",
+
+    /* 3: what vtr-index keeps of an item's sampled frames for vtr-serve */
+    "CREATE TABLE item_frames ("
+    "  item_id  INTEGER NOT NULL REFERENCES items (id) ON DELETE CASCADE,"
+    "  position INTEGER NOT NULL CHECK (position >= 0),"
+    "  time_s   REAL,"
+    "  jpeg     BLOB,"
+    "  vector   BLOB,"
+    "  PRIMARY KEY (item_id, position));",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == VTR_CATALOG_SCHEMA_VERSION,
@@ -147,6 +156,10 @@ enum stmt_id {
     ST_CAPTION_EXISTS,
     ST_VOCAB_PUT,
     ST_VOCAB_GET,
+    ST_FRAMES_DELETE,
+    ST_FRAME_PUT,
+    ST_FRAMES_OF_ITEM,
+    ST_FRAME_JPEG,
     ST_COUNT
 };
 
@@ -221,6 +234,13 @@ static const char *const stmt_sql[ST_COUNT] = {
                      " ON CONFLICT (dataset_id, name) DO UPDATE SET words = excluded.words,"
                      " created_at = " NOW_SQL,
     [ST_VOCAB_GET] = "SELECT words FROM vocabularies WHERE dataset_id = ?1 AND name = ?2",
+    [ST_FRAMES_DELETE] = "DELETE FROM item_frames WHERE item_id = ?1",
+    [ST_FRAME_PUT] = "INSERT INTO item_frames (item_id, position, time_s, jpeg, vector)"
+                     " VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_FRAMES_OF_ITEM] = "SELECT time_s, length(jpeg), vector FROM item_frames"
+                          " WHERE item_id = ?1 ORDER BY position",
+    [ST_FRAME_JPEG] = "SELECT jpeg FROM item_frames WHERE item_id = ?1 AND position = ?2"
+                      " AND jpeg IS NOT NULL",
 };
 
 struct vtr_catalog {
@@ -282,6 +302,22 @@ static vtr_status nomem(vtr_catalog *cat, vtr_error *err)
 }
 
 /* VTR_ERR_INVALID unless text is a non-empty string. */
+/* Makes room for one more element in a list of n (*items, *cap elements of size bytes),
+ * doubling from first when full. */
+static vtr_status grow_list(vtr_catalog *cat, void *items, size_t *cap, size_t n, size_t size,
+                            size_t first, vtr_error *err)
+{
+    if (n < *cap)
+        return VTR_OK;
+    size_t new_cap = *cap ? 2 * *cap : first;
+    void *grown = realloc(*(void **)items, new_cap * size);
+    if (!grown)
+        return nomem(cat, err);
+    *(void **)items = grown;
+    *cap = new_cap;
+    return VTR_OK;
+}
+
 static vtr_status require_text(vtr_catalog *cat, const char *text, const char *what,
                                vtr_error *err)
 {
@@ -924,16 +960,8 @@ vtr_status vtr_catalog_dataset_items(vtr_catalog *cat, int64_t dataset_id, vtr_i
     int rc = SQLITE_OK;
     bind_int64(s, 1, dataset_id, &rc);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (out->n == cap) {
-            size_t new_cap = cap ? 2 * cap : 64;
-            vtr_item *grown = realloc(out->items, new_cap * sizeof *grown);
-            if (!grown) {
-                st = nomem(cat, err);
-                goto end;
-            }
-            out->items = grown;
-            cap = new_cap;
-        }
+        if ((st = grow_list(cat, &out->items, &cap, out->n, sizeof *out->items, 64, err)) != VTR_OK)
+            goto end;
         vtr_item *it = &out->items[out->n];
         memset(it, 0, sizeof *it);
         st = read_item_row(cat, s, it, err);
@@ -1043,16 +1071,8 @@ vtr_status vtr_catalog_item_captions(vtr_catalog *cat, int64_t item_id,
     int rc = SQLITE_OK;
     bind_int64(s, 1, item_id, &rc);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (out->n == cap) {
-            size_t new_cap = cap ? 2 * cap : 8;
-            vtr_caption *grown = realloc(out->captions, new_cap * sizeof *grown);
-            if (!grown) {
-                st = nomem(cat, err);
-                goto end;
-            }
-            out->captions = grown;
-            cap = new_cap;
-        }
+        if ((st = grow_list(cat, &out->captions, &cap, out->n, sizeof *out->captions, 8, err)) != VTR_OK)
+            goto end;
         vtr_caption *c = &out->captions[out->n];
         c->id = sqlite3_column_int64(s, 0);
         c->ordinal = sqlite3_column_int64(s, 1);
@@ -1158,16 +1178,8 @@ vtr_status vtr_catalog_split_items(vtr_catalog *cat, int64_t dataset_id, const c
     bind_int64(s, 1, dataset_id, &rc);
     bind_text(s, 2, split, &rc);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (out->n == cap) {
-            size_t new_cap = cap ? 2 * cap : 64;
-            vtr_item_ref *grown = realloc(out->items, new_cap * sizeof *grown);
-            if (!grown) {
-                st = nomem(cat, err);
-                goto end;
-            }
-            out->items = grown;
-            cap = new_cap;
-        }
+        if ((st = grow_list(cat, &out->items, &cap, out->n, sizeof *out->items, 64, err)) != VTR_OK)
+            goto end;
         vtr_item_ref *r = &out->items[out->n];
         r->id = sqlite3_column_int64(s, 0);
         r->key = column_strdup(s, 1);
@@ -1708,4 +1720,126 @@ void vtr_word_list_free(vtr_word_list *list)
         return;
     free(list->storage);
     memset(list, 0, sizeof *list);
+}
+
+/* ---- item frames ---------------------------------------------------------------- */
+
+/* Binds a blob (NULL data: SQL NULL), copied by SQLite. */
+static void bind_blob(sqlite3_stmt *s, int i, const void *v, size_t n, int *rc)
+{
+    if (*rc == SQLITE_OK)
+        *rc = v ? sqlite3_bind_blob64(s, i, v, n, SQLITE_TRANSIENT) : sqlite3_bind_null(s, i);
+}
+
+vtr_status vtr_catalog_put_item_frames(vtr_catalog *cat, int64_t item_id, size_t n,
+                                       const vtr_item_frame *frames, vtr_error *err)
+{
+    sqlite3_stmt *s = NULL;
+    vtr_status st = stmt_get(cat, ST_FRAMES_DELETE, &s, err);
+    if (st != VTR_OK)
+        return st;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, item_id, &rc);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    stmt_release(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(cat, rc, err, "clearing the frames of item %lld", (long long)item_id);
+    for (size_t i = 0; i < n; i++) {
+        const vtr_item_frame *f = &frames[i];
+        if ((st = stmt_get(cat, ST_FRAME_PUT, &s, err)) != VTR_OK)
+            return st;
+        rc = SQLITE_OK;
+        bind_int64(s, 1, item_id, &rc);
+        bind_int64(s, 2, (int64_t)i, &rc);
+        bind_opt_double(s, 3, f->time_s, &rc);
+        bind_blob(s, 4, f->jpeg, f->jpeg_size, &rc);
+        bind_blob(s, 5, f->vector, (size_t)f->dim * sizeof *f->vector, &rc);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(s);
+        stmt_release(s);
+        if (rc != SQLITE_DONE)
+            return db_fail(cat, rc, err, "storing frame %zu of item %lld", i,
+                           (long long)item_id);
+    }
+    return VTR_OK;
+}
+
+void vtr_item_frame_list_free(vtr_item_frame_list *list)
+{
+    for (size_t i = 0; list && list->frames && i < list->n; i++)
+        free((void *)list->frames[i].vector);
+    if (list) {
+        free(list->frames);
+        memset(list, 0, sizeof *list);
+    }
+}
+
+vtr_status vtr_catalog_item_frames(vtr_catalog *cat, int64_t item_id, vtr_item_frame_list *out,
+                                   vtr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = NULL;
+    vtr_status st = stmt_get(cat, ST_FRAMES_OF_ITEM, &s, err);
+    if (st != VTR_OK)
+        return st;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, item_id, &rc);
+    size_t cap = 0;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if ((st = grow_list(cat, &out->frames, &cap, out->n, sizeof *out->frames, 16, err)))
+            break;
+        vtr_item_frame *f = &out->frames[out->n];
+        memset(f, 0, sizeof *f);
+        f->time_s = column_opt_double(s, 0);
+        f->jpeg_size = (size_t)sqlite3_column_int64(s, 1);
+        size_t bytes = (size_t)sqlite3_column_bytes(s, 2);
+        const void *v = sqlite3_column_blob(s, 2);
+        out->n++;
+        if (v && bytes >= sizeof *f->vector) {
+            uint16_t *copy = malloc(bytes);
+            if (!copy) {
+                st = nomem(cat, err);
+                break;
+            }
+            memcpy(copy, v, bytes);
+            f->vector = copy;
+            f->dim = (int64_t)(bytes / sizeof *f->vector);
+        }
+        rc = SQLITE_OK;
+    }
+    if (st == VTR_OK && rc != SQLITE_DONE)
+        st = db_fail(cat, rc, err, "reading the frames of item %lld", (long long)item_id);
+    stmt_release(s);
+    if (st != VTR_OK)
+        vtr_item_frame_list_free(out);
+    return st;
+}
+
+vtr_status vtr_catalog_item_frame_jpeg(vtr_catalog *cat, int64_t item_id, int64_t position,
+                                       void **jpeg, size_t *size, vtr_error *err)
+{
+    *jpeg = NULL;
+    *size = 0;
+    sqlite3_stmt *s = NULL;
+    vtr_status st = stmt_get(cat, ST_FRAME_JPEG, &s, err);
+    if (st != VTR_OK)
+        return st;
+    int rc = SQLITE_OK;
+    bind_int64(s, 1, item_id, &rc);
+    bind_int64(s, 2, position, &rc);
+    char what[96];
+    snprintf(what, sizeof what, "picture of frame %lld of item %lld", (long long)position,
+             (long long)item_id);
+    if ((st = step_row(cat, s, rc, what, err)) == VTR_OK) {
+        size_t n = (size_t)sqlite3_column_bytes(s, 0);
+        if (!(*jpeg = malloc(n ? n : 1))) {
+            st = nomem(cat, err);
+        } else {
+            memcpy(*jpeg, sqlite3_column_blob(s, 0), n);
+            *size = n;
+        }
+    }
+    stmt_release(s);
+    return st;
 }

@@ -38,7 +38,7 @@
 #include "tensor.h"
 
 /* The newest schema version this code knows (the number of migrations). */
-#define VTR_CATALOG_SCHEMA_VERSION 2
+#define VTR_CATALOG_SCHEMA_VERSION 3
 
 /* How long a write waits for another connection's write lock, in milliseconds. */
 #define VTR_CATALOG_BUSY_MS 5000
@@ -155,6 +155,42 @@ vtr_status vtr_catalog_dataset_items(vtr_catalog *cat, int64_t dataset_id, vtr_i
                                      vtr_error *err);
 
 void vtr_item_list_free(vtr_item_list *list);
+
+/* ---- item frames: what vtr-index keeps of an item's sampled frames ------------------ */
+
+/* One sampled frame of an item: when it is, a small picture of it (vtr-serve's
+ * thumbnails) and its embedding alone (the model's visual side over the one frame, which
+ * tells vtr-serve where in a video a query matches best). */
+typedef struct vtr_item_frame {
+    double time_s;          /* presentation time in seconds; -1: unknown */
+    const void *jpeg;       /* a JPEG picture (jpeg_size bytes); NULL: none */
+    size_t jpeg_size;
+    const uint16_t *vector; /* float16 (dim) embedding; NULL: none */
+    int64_t dim;
+} vtr_item_frame;
+
+/* Replaces the frames of an item by frames[0 .. n-1] (positions 0 .. n-1; n 0 clears
+ * them), in the caller's transaction if any. VTR_ERR_NOT_FOUND for an unknown item id
+ * (its foreign key), VTR_ERR_DB. */
+vtr_status vtr_catalog_put_item_frames(vtr_catalog *cat, int64_t item_id, size_t n,
+                                       const vtr_item_frame *frames, vtr_error *err);
+
+typedef struct vtr_item_frame_list {
+    size_t n;
+    vtr_item_frame *frames; /* in position order; jpeg NULL (jpeg_size says how large it
+                             * is: vtr_catalog_item_frame_jpeg reads it); vector owned */
+} vtr_item_frame_list;
+
+/* The frames of an item (an empty list when it has none). */
+vtr_status vtr_catalog_item_frames(vtr_catalog *cat, int64_t item_id, vtr_item_frame_list *out,
+                                   vtr_error *err);
+
+void vtr_item_frame_list_free(vtr_item_frame_list *list);
+
+/* The picture of frame position of an item: *jpeg (malloc'ed, *size bytes).
+ * VTR_ERR_NOT_FOUND when there is no such frame or it has no picture. */
+vtr_status vtr_catalog_item_frame_jpeg(vtr_catalog *cat, int64_t item_id, int64_t position,
+                                       void **jpeg, size_t *size, vtr_error *err);
 
 /* Deletes an item, with its captions and split memberships (cascade). VTR_ERR_NOT_FOUND
  * for an unknown item id. */

@@ -41,12 +41,11 @@ static char *vocab_beside(const char *ckpt)
     return p;
 }
 
-vtr_status vtr_trained_model_open(const char *ckpt, const char *config_path,
-                                  const char *const *sets, int n_sets, const char *vocab_path,
-                                  vtr_trained_model *out, vtr_error *err)
+vtr_status vtr_trained_model_open_config(const char *ckpt, const char *config_path,
+                                         const char *const *sets, int n_sets,
+                                         vtr_trained_model *out, vtr_error *err)
 {
     vtr_trained_model t;
-    char *beside = NULL;
     vtr_status st;
     memset(&t, 0, sizeof t);
     memset(out, 0, sizeof *out);
@@ -69,7 +68,24 @@ vtr_status vtr_trained_model_open(const char *ckpt, const char *config_path,
             goto fail;
     if ((st = vtr_train_options_from_config(t.cfg, &t.o, err)))
         goto fail;
+    *out = t;
+    return VTR_OK;
+fail:
+    vtr_error_context(err, "%s", ckpt);
+    vtr_trained_model_close(&t);
+    return st;
+}
 
+vtr_status vtr_trained_model_open(const char *ckpt, const char *config_path,
+                                  const char *const *sets, int n_sets, const char *vocab_path,
+                                  vtr_trained_model *out, vtr_error *err)
+{
+    vtr_trained_model t;
+    char *beside = NULL;
+    vtr_status st = vtr_trained_model_open_config(ckpt, config_path, sets, n_sets, &t, err);
+    memset(out, 0, sizeof *out);
+    if (st != VTR_OK)
+        return st;
     if (!vocab_path && (beside = vocab_beside(ckpt)))
         vocab_path = beside;
     if (!vocab_path && t.o.vocab[0])

@@ -45,6 +45,15 @@ vtr_status vtr_trained_model_open(const char *ckpt, const char *config_path,
                                   const char *const *sets, int n_sets, const char *vocab_path,
                                   vtr_trained_model *out, vtr_error *err);
 
+/* The first half of vtr_trained_model_open: the checkpoint and its config (and typed
+ * options) as above, without the vocabulary, for what needs the model's settings and
+ * tensors but not its words (the GPO coefficients of match/gpo_curves.h). out->vocab and
+ * out->vocab_path stay NULL and out->model is zeroed. The errors of vtr_trained_model_open
+ * but the vocabulary's. */
+vtr_status vtr_trained_model_open_config(const char *ckpt, const char *config_path,
+                                         const char *const *sets, int n_sets,
+                                         vtr_trained_model *out, vtr_error *err);
+
 /* Makes m, a model of the checkpoint's kind (t->o.kind, match/run_model.h), for batches
  * of max_batch items, max_frames set elements and max_words tokens, and loads the
  * checkpoint's parameters into it (a plain state_dict may carry extra tensors). On failure

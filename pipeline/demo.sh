@@ -26,7 +26,10 @@
 #   9. vtr-index indexes the archive again with the HGR∞ model (each clip keeps its global
 #      vector and per-frame level vectors), and vtr-search ranks the clips for a caption by
 #      the fused score, with the caption's role graph (--graphs) and without;
-#  10. vtr-index and vtr-search with the set model: 4 vectors per clip, smooth-Chamfer.
+#  10. vtr-index and vtr-search with the set model: 4 vectors per clip, smooth-Chamfer;
+#  11. vtr-plot draws the runs' training curves (loss, validation RSUM, learning rate, K;
+#      a line per model) and the pooling coefficients of the GPO models (VSE∞, HGR∞) per
+#      set size, as SVG and PNG in plots/.
 #
 # VTR_DEMO_CLIPS sets the number of clips (default 600), VTR_DEMO_DIR the output
 # directory (default demo-out/), VTR_DEMO_SEED the seed of the archive and the backbone
@@ -247,4 +250,27 @@ if trained set; then
     vtr-search "a red circle" --index "$out/index-set" -k 5
 fi
 
+stage "11. vtr-plot: training curves, and GPO's pooling coefficients per set size"
+runs=
+for m in $models; do runs="$runs $out/runs/$m"; done
+mkdir -p "$out/plots"
+plots=
+for ext in svg png; do
+    # shellcheck disable=SC2086
+    vtr-plot curves $runs --separate --title "the demo's runs: training curves" \
+        -o "$out/plots/curves.$ext"
+    plots="$plots $out/plots/curves.$ext"
+    for m in vse-inf hgr-inf; do
+        trained "$m" || continue
+        vtr-plot gpo "$out/runs/$m/best.safetensors" --sizes 5,10,20 \
+            --title "$m: GPO's pooling coefficients (the clips have 10 frames)" \
+            -o "$out/plots/gpo-$m.$ext"
+        plots="$plots $out/plots/gpo-$m.$ext"
+    done
+done
+
+echo
+echo "plots:"
+for p in $plots; do echo "  $p"; done
 echo "demo finished in $(($(date +%s) - start)) s: outputs in $out/"
+echo "search the archive in a browser: vtr-serve $out/index --runs $out/runs   (then open http://127.0.0.1:8080/)"

@@ -2,7 +2,9 @@
 # make demo's pipeline (pipeline/demo.sh) on a small archive: 120 clips (84 train, 12 val,
 # 24 test), 10 epochs. Every stage's output exists, the truncated file is reported and
 # skipped, the four runs (VSE++, VSE∞, HGR, HGR∞) and their evaluations are there, the
-# eval JSONs parse, and the table has the four rows under one protocol (VSE's). What they
+# eval JSONs parse, and the table has the four rows under one protocol (VSE's); the plots
+# (training curves, GPO coefficients of VSE∞ and HGR∞) are written as SVG that parses and
+# PNG, and the final printout lists them. What they
 # learn, against chance computed from the test split's clips and captions (24 and 120:
 # text -> video R@10 41.7, RSUM 126.1):
 #   VSE∞          text -> video R@10 >= chance + 20, RSUM >= chance + 80;
@@ -125,6 +127,15 @@ if e["t2v"]["r10"] < t2v[10] + 15 or e["rsum"] < rsum + 50:
 if bad:
     sys.exit("; ".join(bad))
 EOF
+# 11: the plots, SVG and PNG, listed in the printout
+for f in curves gpo-vse-inf gpo-hgr-inf; do
+    [ -s "$out/plots/$f.svg" ] && [ -s "$out/plots/$f.png" ] || fail "no plots/$f.svg and .png"
+    grep -q "^  $out/plots/$f.svg$" "$dir/log" || fail "the printout does not list plots/$f.svg"
+    [ "$(head -c 4 "$out/plots/$f.png" | od -An -tx1 | tr -d ' ')" = 89504e47 ] ||
+        fail "plots/$f.png is not a PNG"
+done
+/usr/bin/python3 -c 'import sys, xml.dom.minidom; [xml.dom.minidom.parse(f) for f in sys.argv[1:]]' \
+    "$out"/plots/*.svg || fail "an SVG of plots/ does not parse"
 grep -q 'vtr-index: .*broken.mp4: ' "$dir/log" || fail "vtr-index did not report broken.mp4"
 grep -q 'vtr-index exit status: 2' "$dir/log" || fail "first vtr-index run did not exit 2"
 grep -q 'vtr-index exit status: 0' "$dir/log" || fail "second vtr-index run did not exit 0"
@@ -145,4 +156,7 @@ grep -q "index-set: 120 added, 0 updated, 0 removed, 1 failed" "$dir/log" ||
     fail "the sets' index: $(grep 'index-set' "$dir/log")"
 [ "$(sed -n '/== 10\./,$p' "$dir/log" | grep -Ec '^ +[1-5] +-?0\.[0-9]{4} .*video[0-9]+\.mp4$')" -eq 5 ] ||
     fail "search with the sets: $(sed -n '/== 10\./,$p' "$dir/log")"
+# the last line: how to search the archive in a browser, with the index just built
+grep -q "^search the archive in a browser: vtr-serve $out/index " "$dir/log" ||
+    fail "no vtr-serve line: $(tail -2 "$dir/log")"
 echo "ok: text -> video R@10 and RSUM, $(cat "$dir/learned")"

@@ -61,7 +61,7 @@ static vtr_item item_of(int64_t ds, const char *key)
     return it;
 }
 
-TEST(catalog_open_creates_schema_version_2_in_wal_mode)
+TEST(catalog_open_creates_schema_version_3_in_wal_mode)
 {
     vtr_error err;
     const char *path = db_path("new.db");
@@ -69,16 +69,17 @@ TEST(catalog_open_creates_schema_version_2_in_wal_mode)
     CHECK_OK(vtr_catalog_open(path, &cat, &err));
     CHECK(cat != NULL);
     vtr_catalog_close(cat);
-    CHECK_STR(raw_query(path, "PRAGMA user_version"), "2");
+    CHECK_STR(raw_query(path, "PRAGMA user_version"), "3");
     CHECK_STR(raw_query(path, "PRAGMA journal_mode"), "wal");
     CHECK_STR(raw_query(path, "PRAGMA application_id"), "1987342881");
     CHECK_STR(raw_query(path, "SELECT group_concat(name, ',') FROM (SELECT name FROM "
                               "sqlite_master WHERE type = 'table' ORDER BY name)"),
-              "caption_graphs,captions,datasets,feature_stores,items,runs,splits,vocabularies");
+              "caption_graphs,captions,datasets,feature_stores,item_frames,items,runs,splits,"
+              "vocabularies");
     /* reopening an up-to-date catalog changes nothing */
     CHECK_OK(vtr_catalog_open(path, &cat, &err));
     vtr_catalog_close(cat);
-    CHECK_STR(raw_query(path, "PRAGMA user_version"), "2");
+    CHECK_STR(raw_query(path, "PRAGMA user_version"), "3");
 }
 
 TEST(catalog_open_existing_creates_nothing)
@@ -149,13 +150,13 @@ TEST(catalog_newer_or_negative_schema_version_is_refused)
     vtr_catalog *cat = NULL;
     CHECK_OK(vtr_catalog_open(path, &cat, &err));
     vtr_catalog_close(cat);
-    raw_query(path, "PRAGMA user_version = 3");
+    raw_query(path, "PRAGMA user_version = 4");
     char want[600];
-    snprintf(want, sizeof want, "catalog %s has schema version 3; this vtr knows up to 2",
+    snprintf(want, sizeof want, "catalog %s has schema version 4; this vtr knows up to 3",
              path);
     CHECK_FAILS(vtr_catalog_open(path, &cat, &err), VTR_ERR_UNSUPPORTED, want);
     CHECK(cat == NULL);
-    CHECK_STR(raw_query(path, "PRAGMA user_version"), "3");
+    CHECK_STR(raw_query(path, "PRAGMA user_version"), "4");
     /* a negative version (a damaged header; no vtr writes one) once indexed the
      * migrations before their start (found while writing fuzz_catalog) */
     raw_query(path, "PRAGMA user_version = -1");
@@ -183,10 +184,11 @@ static void write_version_1_catalog(const char *path, int64_t *caption_id)
     raw_query(path, "DROP TRIGGER caption_graphs_follow_text");
     raw_query(path, "DROP TABLE caption_graphs");
     raw_query(path, "DROP TABLE vocabularies");
+    raw_query(path, "DROP TABLE item_frames");
     raw_query(path, "PRAGMA user_version = 1");
 }
 
-TEST(catalog_version_1_migrates_to_version_2_keeping_its_data)
+TEST(catalog_version_1_migrates_to_the_newest_keeping_its_data)
 {
     vtr_error err;
     const char *path = db_path("v1.db");
@@ -198,7 +200,7 @@ TEST(catalog_version_1_migrates_to_version_2_keeping_its_data)
     /* opening for reading migrates too */
     vtr_catalog *cat = NULL;
     CHECK_OK(vtr_catalog_open_existing(path, &cat, &err));
-    CHECK_STR(raw_query(path, "PRAGMA user_version"), "2");
+    CHECK_STR(raw_query(path, "PRAGMA user_version"), "3");
     int64_t ds = 0;
     CHECK_OK(vtr_catalog_find_dataset(cat, "msrvtt", &ds, &err));
     vtr_item_ref_list refs;
@@ -908,4 +910,63 @@ TEST(catalog_file_sha256_known_digests)
     CHECK_FAILS(vtr_file_sha256(test_path("missing.bin"), hex, &err), VTR_ERR_IO,
                 "missing.bin");
     CHECK_STR(hex, "");
+}
+
+TEST(catalog_item_frames_replace_read_and_cascade)
+{
+    vtr_error err;
+    vtr_catalog *cat = NULL;
+    CHECK_OK(vtr_catalog_open(db_path("frames.db"), &cat, &err));
+    int64_t ds = 0, id = 0, other = 0;
+    CHECK_OK(vtr_catalog_add_dataset(cat, "archive", "/data", &ds, &err));
+    vtr_item it = item_of(ds, "a.mp4");
+    CHECK_OK(vtr_catalog_upsert_item(cat, &it, &id, &err));
+    it.key = "b.mp4";
+    CHECK_OK(vtr_catalog_upsert_item(cat, &it, &other, &err));
+    const unsigned char jpeg[] = {0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 0xff, 0xd9};
+    const uint16_t v0[3] = {0x3c00, 0x0000, 0xbc00}, v1[3] = {0x0000, 0x3c00, 0x3800};
+    vtr_item_frame frames[3] = {
+        {.time_s = 0.25, .jpeg = jpeg, .jpeg_size = sizeof jpeg, .vector = v0, .dim = 3},
+        {.time_s = -1, .jpeg = NULL, .vector = v1, .dim = 3},
+        {.time_s = 2.5, .jpeg = jpeg, .jpeg_size = 4, .vector = NULL},
+    };
+    CHECK_OK(vtr_catalog_put_item_frames(cat, id, 3, frames, &err));
+    CHECK_OK(vtr_catalog_put_item_frames(cat, other, 1, frames, &err));
+    vtr_item_frame_list list;
+    CHECK_OK(vtr_catalog_item_frames(cat, id, &list, &err));
+    CHECK(list.n == 3);
+    CHECK(list.frames[0].time_s == 0.25 && list.frames[1].time_s == -1 &&
+          list.frames[2].time_s == 2.5);
+    CHECK(list.frames[0].jpeg_size == sizeof jpeg && list.frames[1].jpeg_size == 0 &&
+          list.frames[2].jpeg_size == 4);
+    CHECK(list.frames[0].dim == 3 && memcmp(list.frames[0].vector, v0, sizeof v0) == 0);
+    CHECK(list.frames[1].dim == 3 && memcmp(list.frames[1].vector, v1, sizeof v1) == 0);
+    CHECK(list.frames[2].vector == NULL && list.frames[2].dim == 0);
+    vtr_item_frame_list_free(&list);
+    void *pic = NULL;
+    size_t n = 0;
+    CHECK_OK(vtr_catalog_item_frame_jpeg(cat, id, 0, &pic, &n, &err));
+    CHECK(n == sizeof jpeg && memcmp(pic, jpeg, n) == 0);
+    free(pic);
+    CHECK_FAILS(vtr_catalog_item_frame_jpeg(cat, id, 1, &pic, &n, &err), VTR_ERR_NOT_FOUND,
+                "no picture of frame 1 of item");
+    CHECK_FAILS(vtr_catalog_item_frame_jpeg(cat, id, 7, &pic, &n, &err), VTR_ERR_NOT_FOUND,
+                "no picture of frame 7");
+    /* a second put replaces: fewer frames leave no old ones behind */
+    CHECK_OK(vtr_catalog_put_item_frames(cat, id, 1, frames + 2, &err));
+    CHECK_OK(vtr_catalog_item_frames(cat, id, &list, &err));
+    CHECK(list.n == 1 && list.frames[0].time_s == 2.5);
+    vtr_item_frame_list_free(&list);
+    /* deleting an item deletes its frames, and only its own */
+    CHECK_OK(vtr_catalog_delete_item(cat, id, &err));
+    CHECK_OK(vtr_catalog_item_frames(cat, id, &list, &err));
+    CHECK(list.n == 0);
+    vtr_item_frame_list_free(&list);
+    CHECK_OK(vtr_catalog_item_frames(cat, other, &list, &err));
+    CHECK(list.n == 1);
+    vtr_item_frame_list_free(&list);
+    /* an unknown item: the foreign key says so */
+    vtr_status st = vtr_catalog_put_item_frames(cat, 999, 1, frames, &err);
+    CHECK_MSG(st == VTR_ERR_NOT_FOUND, "status %d: %s", (int)st, err.msg);
+    vtr_catalog_close(cat);
 }

@@ -565,7 +565,11 @@ TEST(text_searcher_approximate_index)
     vtr_search_results_free(approx, 10);
     vtr_text_searcher_close(&ts);
 
-    /* a compaction renumbers the rows: not used, and said why; ALWAYS refuses */
+    /* a compaction renumbers the rows: not used, and said why, by a new searcher and by a
+     * long-lived one moved to the new snapshot (vtr-serve); ALWAYS refuses */
+    vtr_text_searcher held;
+    CHECK_OK(vtr_text_searcher_open(&o, &held, &err));
+    CHECK(held.approx != NULL);
     CHECK_OK(vtr_embedding_index_writer_compact(w, &err));
     CHECK_OK(vtr_text_searcher_open(&o, &ts, &err));
     CHECK(ts.approx == NULL);
@@ -573,6 +577,10 @@ TEST(text_searcher_approximate_index)
                   strstr(ts.approx_note, "searching exactly"),
               "approx_note: %s", ts.approx_note);
     vtr_text_searcher_close(&ts);
+    vtr_embedding_index_close(held.ix);
+    CHECK_OK(vtr_embedding_index_open(dir, &held.ix, &err));
+    CHECK_OK(vtr_text_searcher_reopen_approx(&o, &held, &err));
+    CHECK(held.approx == NULL && strstr(held.approx_note, "a compaction"));
     o.approx = VTR_APPROX_ALWAYS;
     CHECK_FAILS(vtr_text_searcher_open(&o, &ts, &err), VTR_ERR_INVALID, "update it (vtr-approx)");
     /* the update builds it again for the new rows */
@@ -584,6 +592,9 @@ TEST(text_searcher_approximate_index)
     CHECK_OK(vtr_text_searcher_open(&o, &ts, &err));
     CHECK(ts.approx != NULL);
     vtr_text_searcher_close(&ts);
+    CHECK_OK(vtr_text_searcher_reopen_approx(&o, &held, &err));
+    CHECK(held.approx != NULL && held.approx_note[0] == 0);
+    vtr_text_searcher_close(&held);
     vtr_embedding_index_writer_close(w);
     vtr_embedder_close(e);
     free(model);
