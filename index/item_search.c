@@ -1,37 +1,9 @@
 /* Searching with a visual vector (item_search.h). */
-#define _POSIX_C_SOURCE 200809L /* strdup */
 #include "item_search.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-vtr_status vtr_search_results_fill(vtr_embedding_index *ix, vtr_catalog *cat,
-                                   int64_t dataset_id, int64_t n, const int64_t *rows,
-                                   const float *scores, vtr_search_result *results,
-                                   vtr_error *err)
-{
-    for (int64_t j = 0; j < n; j++) {
-        vtr_search_result *r = &results[j];
-        r->row = rows[j];
-        r->score = scores[j];
-        r->duration_s = -1;
-        vtr_status st = vtr_embedding_index_key(ix, r->row, &r->key, NULL, NULL, err);
-        if (st != VTR_OK)
-            return st;
-        vtr_item item;
-        vtr_error miss;
-        if (!cat || vtr_catalog_find_item(cat, dataset_id, r->key, &item, &miss) != VTR_OK)
-            continue; /* not in the catalog: key only */
-        r->duration_s = item.duration_s;
-        if (item.path && !(r->path = strdup(item.path)))
-            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-        vtr_item_free(&item);
-        if (st != VTR_OK)
-            return st;
-    }
-    return VTR_OK;
-}
 
 vtr_status vtr_item_search_vector(vtr_embedding_index *ix, const char *key, float *q,
                                   vtr_error *err)

@@ -94,6 +94,33 @@ void vtr_search_results_free(vtr_search_result *results, int64_t n)
     }
 }
 
+vtr_status vtr_search_results_fill(vtr_embedding_index *ix, vtr_catalog *cat,
+                                   int64_t dataset_id, int64_t n, const int64_t *rows,
+                                   const float *scores, vtr_search_result *results,
+                                   vtr_error *err)
+{
+    for (int64_t j = 0; j < n; j++) {
+        vtr_search_result *r = &results[j];
+        r->row = rows[j];
+        r->score = scores[j];
+        r->duration_s = -1;
+        vtr_status st = vtr_embedding_index_key(ix, r->row, &r->key, NULL, NULL, err);
+        if (st != VTR_OK)
+            return st;
+        vtr_item item;
+        vtr_error miss;
+        if (!cat || vtr_catalog_find_item(cat, dataset_id, r->key, &item, &miss) != VTR_OK)
+            continue; /* not in the catalog: key only */
+        r->duration_s = item.duration_s;
+        if (item.path && !(r->path = strdup(item.path)))
+            st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+        vtr_item_free(&item);
+        if (st != VTR_OK)
+            return st;
+    }
+    return VTR_OK;
+}
+
 /* Items scored per call of vtr_embedder_score on the multi-vector path. */
 #define SCAN_ITEMS 256
 
@@ -333,27 +360,12 @@ vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix,
             qfound[i] = live;
         if (found)
             found[i] = qfound[i];
-        for (int64_t j = 0; j < qfound[i]; j++) {
-            vtr_search_result *r = &results[i * k + j];
-            r->row = rows[i * k + j];
-            r->score = scores[i * k + j];
-            if (per > 1)
-                memcpy(r->levels, levels + (i * k + j) * 3, sizeof r->levels);
-            if ((st = vtr_embedding_index_key(ix, r->row, &r->key, NULL, NULL, err)))
-                goto end;
-            if (!cat)
-                continue;
-            vtr_item item;
-            vtr_error miss;
-            if (vtr_catalog_find_item(cat, dataset_id, r->key, &item, &miss) != VTR_OK)
-                continue; /* not in the catalog: key only */
-            r->duration_s = item.duration_s;
-            if (item.path && !(r->path = strdup(item.path)))
-                st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-            vtr_item_free(&item);
-            if (st != VTR_OK)
-                goto end;
-        }
+        for (int64_t j = 0; per > 1 && j < qfound[i]; j++)
+            memcpy(results[i * k + j].levels, levels + (i * k + j) * 3,
+                   sizeof results->levels);
+        if ((st = vtr_search_results_fill(ix, cat, dataset_id, qfound[i], rows + i * k,
+                                          scores + i * k, results + i * k, err)))
+            goto end;
     }
 end:
     if (st != VTR_OK)

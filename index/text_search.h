@@ -148,6 +148,14 @@ vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix,
 /* Frees the strings of n results. */
 void vtr_search_results_free(vtr_search_result *results, int64_t n);
 
+/* Fills results[0 .. n-1] for the given rows and scores: each result's key from ix and,
+ * when cat (may be NULL) knows the item in dataset dataset_id, its path and duration
+ * (else NULL / -1). levels are left as they are. */
+vtr_status vtr_search_results_fill(vtr_embedding_index *ix, vtr_catalog *cat,
+                                   int64_t dataset_id, int64_t n, const int64_t *rows,
+                                   const float *scores, vtr_search_result *results,
+                                   vtr_error *err);
+
 #ifdef __cplusplus
 }
 #endif
