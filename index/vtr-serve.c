@@ -31,6 +31,11 @@ static const char usage_text[] =
     "  -p, --port N          listen on port N; 0: any free port [8080]\n"
     "  -m, --model CKPT      the model's checkpoint [the one each index records]\n"
     "      --vocab PATH      vocabulary JSON [vocab.json beside the checkpoint]\n"
+    "      --approx          text queries through each index's approximate index\n"
+    "                        (vtr-approx), whatever its size; an index without one that\n"
+    "                        fits is refused\n"
+    "      --exact           text queries over every row exactly [the approximate index\n"
+    "                        from 100,000 items on, when it fits: docs/search.md]\n"
     "      --runs DIR        training runs for the runs page (/runs): a run directory of\n"
     "                        vtr-train, or a directory of them (repeatable)\n"
     "      --max-upload N    the largest query file taken, in MiB [64]\n"
@@ -62,13 +67,15 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_VOCAB = 256, OPT_RUNS, OPT_MAX_UPLOAD, OPT_MAX_CONNECTIONS, OPT_THREADS, OPT_LOG_JSON,
+    enum { OPT_VOCAB = 256, OPT_APPROX, OPT_EXACT, OPT_RUNS, OPT_MAX_UPLOAD, OPT_MAX_CONNECTIONS, OPT_THREADS, OPT_LOG_JSON,
            OPT_VERSION };
     static const struct option options[] = {
         {"address", required_argument, NULL, 'a'},
         {"port", required_argument, NULL, 'p'},
         {"model", required_argument, NULL, 'm'},
         {"vocab", required_argument, NULL, OPT_VOCAB},
+        {"approx", no_argument, NULL, OPT_APPROX},
+        {"exact", no_argument, NULL, OPT_EXACT},
         {"runs", required_argument, NULL, OPT_RUNS},
         {"max-upload", required_argument, NULL, OPT_MAX_UPLOAD},
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
@@ -81,6 +88,7 @@ int main(int argc, char **argv)
     vtr_web_server_options o = {.port = 8080};
     bool log_json = false;
     const char *runs[64];
+    int approx_flags = 0;
     long long v;
     int opt;
     while ((opt = getopt_long(argc, argv, "a:p:m:h", options, NULL)) != -1) {
@@ -96,6 +104,8 @@ int main(int argc, char **argv)
             break;
         case 'm': o.model = optarg; break;
         case OPT_VOCAB: o.vocab = optarg; break;
+        case OPT_APPROX: o.approx = VTR_APPROX_ALWAYS; approx_flags++; break;
+        case OPT_EXACT: o.approx = VTR_APPROX_NEVER; approx_flags++; break;
         case OPT_RUNS:
             if (o.n_runs == (int)(sizeof runs / sizeof *runs)) {
                 fprintf(stderr, "vtr-serve: --runs given more than %d times\n", o.n_runs);
@@ -137,6 +147,10 @@ int main(int argc, char **argv)
     }
     if (optind == argc) {
         fprintf(stderr, "vtr-serve: no index: give INDEX directories (see --help)\n");
+        return 1;
+    }
+    if (approx_flags > 1) {
+        fprintf(stderr, "vtr-serve: give --approx or --exact, not both (see --help)\n");
         return 1;
     }
     vtr_log_init("vtr-serve", log_json);

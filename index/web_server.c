@@ -46,6 +46,7 @@ typedef struct served {
     char *name, *dir;
     pthread_mutex_t lock;     /* everything below */
     vtr_text_searcher ts;     /* ts.ix: the newest generation seen */
+    vtr_approx_mode approx;   /* how ts.approx is opened */
     double checked;           /* when the last look for a newer generation was */
     vtr_archive_model rec;    /* the backbone and sampling vtr-index recorded */
     bool has_backbone;        /* rec was read: the index takes media queries */
@@ -165,8 +166,9 @@ static vtr_status served_open(served *s, const vtr_served_index *si,
     free(copy);
     if (!s->dir || !s->name)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    s->approx = o->approx;
     vtr_text_searcher_options so = {.index = si->dir, .model = o->model, .vocab = o->vocab,
-                                    .threads = o->threads};
+                                    .threads = o->threads, .approx = o->approx};
     vtr_status st = vtr_text_searcher_open(&so, &s->ts, err);
     if (st != VTR_OK)
         return st;
@@ -198,8 +200,9 @@ static void refresh(served *s)
     vtr_embedding_index_close(s->ts.ix);
     s->ts.ix = ix;
     /* the approximate index may have been updated with the index, or no longer fit it */
-    vtr_text_searcher_options so = {.index = s->dir};
-    vtr_text_searcher_reopen_approx(&so, &s->ts, &e);
+    vtr_text_searcher_options so = {.index = s->dir, .approx = s->approx};
+    if (vtr_text_searcher_reopen_approx(&so, &s->ts, &e) != VTR_OK) /* exact until it fits */
+        snprintf(s->ts.approx_note, sizeof s->ts.approx_note, "%s", e.msg);
 }
 
 /* Under s->lock: the media embedder, loaded on first use. */
@@ -420,12 +423,13 @@ static enum MHD_Result api_indexes(vtr_web_server *srv, struct MHD_Connection *c
         served *s = &srv->idx[i];
         pthread_mutex_lock(&s->lock);
         refresh(s);
-        json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:b, s:s?}", "name", s->name, "items",
-                              (json_int_t)vtr_embedding_index_live_rows(s->ts.ix), "generation",
-                              (json_int_t)vtr_embedding_index_generation(s->ts.ix), "model",
-                              vtr_embedder_checkpoint(s->ts.e), "media_queries",
-                              s->has_backbone, "backbone",
-                              s->has_backbone ? s->rec.arch : NULL);
+        json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:b, s:s?, s:b, s:s?}", "name", s->name,
+                              "items", (json_int_t)vtr_embedding_index_live_rows(s->ts.ix),
+                              "generation", (json_int_t)vtr_embedding_index_generation(s->ts.ix),
+                              "model", vtr_embedder_checkpoint(s->ts.e), "media_queries",
+                              s->has_backbone, "backbone", s->has_backbone ? s->rec.arch : NULL,
+                              "approximate", s->ts.approx != NULL, "approx_note",
+                              s->ts.approx_note[0] ? s->ts.approx_note : NULL);
         pthread_mutex_unlock(&s->lock);
         if (json_array_append_new(list, o) != 0) {
             json_decref(list);

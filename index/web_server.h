@@ -1,8 +1,9 @@
 /* vtr-serve as a library: a read-only HTTP server over one or more embedding indexes,
  * on libmicrohttpd (docs/serve.md). It serves
  *   GET /                       the search page (index/web_page.html)
- *   GET /api/indexes            the indexes served: name, items, generation, model, and
- *                               whether they take image and video queries
+ *   GET /api/indexes            the indexes served: name, items, generation, model,
+ *                               whether they take image and video queries, whether text
+ *                               queries go through the approximate index (and why not)
  *   GET /api/search             ?q=TEXT[&k=10][&offset=0][&index=NAME]: the results of
  *                               vtr-search --json (index/search_json.h) plus "index",
  *                               "generation", "offset", each result's "media" URL
@@ -38,6 +39,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "index/text_search.h"
 #include "lib/error.h"
 
 /* Caps on what a client may ask. */
@@ -62,6 +64,9 @@ typedef struct vtr_web_server_options {
     int threads;         /* the models' threads, 0: their default */
     int max_connections; /* 0: 64 */
     int64_t max_upload;  /* bytes, 0: VTR_SERVE_MAX_UPLOAD */
+    vtr_approx_mode approx;  /* each index's approximate index: used from
+                              * VTR_APPROX_MIN_ROWS items on (AUTO), never, or always (the
+                              * start fails without one that fits) (index/text_search.h) */
     const char *const *runs; /* n_runs roots of training runs for the runs page
                               * (index/run_list.h), looked through at each request */
     int n_runs;

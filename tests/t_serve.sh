@@ -9,11 +9,12 @@
 # URL and in keys, a file of the archive that is not indexed, unknown index, bad k,
 # long queries, other methods, an upload over the cap: each a JSON error with its status;
 # a client that disconnects mid-response; 32 concurrent clients for 3 s without an error
-# (bench/serve/load.py); vtr-index adding a file while it serves (the
+# (bench/serve/load.py); --approx and --exact (an approximate index made by vtr-approx
+# gives the exact results); vtr-index adding a file while it serves (the
 # next search sees it); a non-loopback address warns and refuses path queries; SIGTERM
 # ends it with status 0.
 set -u
-for p in vtr-serve vtr-index vtr-search vtr-synth vtr-train vtr-import; do
+for p in vtr-serve vtr-index vtr-search vtr-approx vtr-synth vtr-train vtr-import; do
     command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
 done
 command -v curl >/dev/null 2>&1 || { echo "curl is not installed (apt-get install curl)"; exit 77; }
@@ -226,6 +227,32 @@ grep -q '"generation":2' "$dir/body" || fail "generation: $(cat "$dir/body")"
 kill -TERM $PID
 wait $PID
 [ $? -eq 0 ] || fail "SIGTERM: exit status not 0"
+
+# ---- the approximate index: --approx without one is refused; with one (vtr-approx), the
+#      same results as exact search; --exact does not use it ----------------------------
+vtr-serve --port 0 --approx "$dir/ix" 2>"$dir/err" && fail "--approx without an approximate index"
+[ "$(wc -l <"$dir/err")" -eq 1 ] && grep -q 'approx' "$dir/err" || fail "--approx: $(cat "$dir/err")"
+vtr-approx --index "$dir/ix" --kind hnsw 2>"$dir/err" || fail "vtr-approx: $(cat "$dir/err")"
+serve "$dir/serve4.log" --approx "$dir/ix"
+[ "$(get /api/indexes "$dir/ixs.json")" = 200 ] || fail "indexes with --approx"
+grep -q '"approximate":true' "$dir/ixs.json" || fail "not approximate: $(cat "$dir/ixs.json")"
+[ "$(get "/api/search?q=$Q&k=5" "$dir/sa.json")" = 200 ] || fail "approximate search"
+kill $PID
+serve "$dir/serve5.log" --exact "$dir/ix"
+[ "$(get /api/indexes "$dir/ixs.json")" = 200 ] || fail "indexes with --exact"
+grep -q '"approximate":false' "$dir/ixs.json" || fail "--exact: $(cat "$dir/ixs.json")"
+[ "$(get "/api/search?q=$Q&k=5" "$dir/se.json")" = 200 ] || fail "exact search"
+kill $PID
+$PY - "$dir" <<'EOF' || fail "approximate and exact results differ"
+import json, sys
+d = sys.argv[1]
+a, e = json.load(open(d + "/sa.json")), json.load(open(d + "/se.json"))
+assert [(r["key"], r["score"]) for r in a["results"]] == \
+    [(r["key"], r["score"]) for r in e["results"]], (a, e)
+print("ok")
+EOF
+vtr-serve --approx --exact "$dir/ix" 2>"$dir/err" && fail "--approx --exact accepted"
+grep -q 'not both' "$dir/err" || fail "--approx --exact: $(cat "$dir/err")"
 
 # ---- another address ------------------------------------------------------------------
 serve "$dir/serve3.log" --address 0.0.0.0 "$dir/ix"
