@@ -1,10 +1,13 @@
-/* Exact top-k: the fused (bandwidth-bound) and batched (sgemm) paths of topk.h. */
+/* Exact top-k: the fused (bandwidth-bound) and batched (bfloat16 filters, sgemm) paths of
+ * topk.h. */
+#define _GNU_SOURCE /* syscall */
 #include "topk.h"
 
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,15 +18,22 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #include <immintrin.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #define TOPK_X86 1
 #define TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TARGET_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
 #endif
 
 #define DEFAULT_BATCH_MIN 32      /* the measured crossovers of the paths (topk.h) */
 #define DEFAULT_BATCH_MIN_BF16 12
+#define DEFAULT_BATCH_MIN_AMX 14
 #define DEFAULT_BLOCK_ROWS 8192
 #define QUERY_CHUNK 1024       /* queries per sgemm in the batched path */
 #define FUSED_QUERIES 4        /* queries per pass of the fused path */
+#define PREFETCH_ROWS 4        /* rows ahead that the AVX-512 fused kernel prefetches */
 #define FUSED_BLOCK 256        /* rows scored per selection round of the fused path */
 #define ROWS_PER_THREAD 1024   /* fewer rows per thread than this: fewer threads */
 
@@ -244,6 +254,17 @@ static bool cpu_has_avx2_fma_f16c(void)
     }
     return c;
 }
+
+static bool cpu_has_avx512(void)
+{
+    return cpu_has_avx2_fma_f16c() && __builtin_cpu_supports("avx512f");
+}
+
+TARGET_AVX512 static inline __m512 load16(const void *p, bool half)
+{
+    return half ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p))
+                : _mm512_loadu_ps((const float *)p);
+}
 #endif
 
 /* Widens n float16 values to float32. */
@@ -356,6 +377,81 @@ TARGET_AVX2 static void dots_f32_avx2(const void *rows, int64_t n, int64_t dim, 
     default: dots_avx2(rows, n, dim, q, ldq, 4, out, ldo, false); break;
     }
 }
+/* As dots_avx2, with AVX-512: four 16-lane accumulators over 64-column steps (a longer
+ * chain of independent FMAs, so that one query's pass is bound by memory, not by the FMA
+ * latency), the 16-column steps of the remainder into accumulators 0, 1, 2 in turn, the
+ * sum (a0 + a1) + (a2 + a3) reduced, then the last dim % 16 columns one by one. */
+TARGET_AVX512 static inline __attribute__((always_inline)) void
+dots_avx512(const void *rows, int64_t n, int64_t dim, const float *q, int64_t ldq, int nq,
+            float *out, int64_t ldo, bool half)
+{
+    size_t esz = half ? 2 : 4, rbytes = (size_t)dim * esz;
+    int64_t d64 = dim / 64 * 64, d16 = dim / 16 * 16;
+    for (int64_t r = 0; r < n; r++) {
+        const char *x = (const char *)rows + (size_t)r * rbytes;
+        __m512 acc[FUSED_QUERIES][4];
+#pragma GCC unroll 4
+        for (int i = 0; i < nq; i++)
+            acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < d64; d += 64) {
+            __m512 x0 = load16(x + d * esz, half), x1 = load16(x + (d + 16) * esz, half);
+            __m512 x2 = load16(x + (d + 32) * esz, half), x3 = load16(x + (d + 48) * esz, half);
+            _mm_prefetch(x + PREFETCH_ROWS * rbytes + d * esz, _MM_HINT_T0);
+            _mm_prefetch(x + PREFETCH_ROWS * rbytes + d * esz + 64, _MM_HINT_T0);
+            if (!half) {
+                _mm_prefetch(x + PREFETCH_ROWS * rbytes + d * esz + 128, _MM_HINT_T0);
+                _mm_prefetch(x + PREFETCH_ROWS * rbytes + d * esz + 192, _MM_HINT_T0);
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < nq; i++) {
+                const float *qi = q + i * ldq + d;
+                acc[i][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(qi), acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(qi + 16), acc[i][1]);
+                acc[i][2] = _mm512_fmadd_ps(x2, _mm512_loadu_ps(qi + 32), acc[i][2]);
+                acc[i][3] = _mm512_fmadd_ps(x3, _mm512_loadu_ps(qi + 48), acc[i][3]);
+            }
+        }
+        for (int64_t d = d64; d < d16; d += 16) {
+            __m512 x0 = load16(x + d * esz, half);
+            int a = (int)((d - d64) / 16);
+#pragma GCC unroll 4
+            for (int i = 0; i < nq; i++)
+                acc[i][a] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(q + i * ldq + d), acc[i][a]);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < nq; i++) {
+            float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]),
+                                                         _mm512_add_ps(acc[i][2], acc[i][3])));
+            for (int64_t d = d16; d < dim; d++)
+                s += elem(x, d, half) * q[i * ldq + d];
+            out[i * ldo + r] = s;
+        }
+    }
+}
+
+TARGET_AVX512 static void dots_f16_avx512(const void *rows, int64_t n, int64_t dim,
+                                          const float *q, int64_t ldq, int nq, float *out,
+                                          int64_t ldo)
+{
+    switch (nq) {
+    case 1: dots_avx512(rows, n, dim, q, ldq, 1, out, ldo, true); break;
+    case 2: dots_avx512(rows, n, dim, q, ldq, 2, out, ldo, true); break;
+    case 3: dots_avx512(rows, n, dim, q, ldq, 3, out, ldo, true); break;
+    default: dots_avx512(rows, n, dim, q, ldq, 4, out, ldo, true); break;
+    }
+}
+
+TARGET_AVX512 static void dots_f32_avx512(const void *rows, int64_t n, int64_t dim,
+                                          const float *q, int64_t ldq, int nq, float *out,
+                                          int64_t ldo)
+{
+    switch (nq) {
+    case 1: dots_avx512(rows, n, dim, q, ldq, 1, out, ldo, false); break;
+    case 2: dots_avx512(rows, n, dim, q, ldq, 2, out, ldo, false); break;
+    case 3: dots_avx512(rows, n, dim, q, ldq, 3, out, ldo, false); break;
+    default: dots_avx512(rows, n, dim, q, ldq, 4, out, ldo, false); break;
+    }
+}
 #endif
 
 /* The portable kernel: each row widened into tmp (dim floats), then plain dot products. */
@@ -383,6 +479,13 @@ static void dots(const void *rows, int64_t n, int64_t dim, const float *q, int64
                  float *out, int64_t ldo, bool half, float *tmp)
 {
 #ifdef TOPK_X86
+    if (cpu_has_avx512()) {
+        if (half)
+            dots_f16_avx512(rows, n, dim, q, ldq, nq, out, ldo);
+        else
+            dots_f32_avx512(rows, n, dim, q, ldq, nq, out, ldo);
+        return;
+    }
     if (cpu_has_avx2_fma_f16c()) {
         if (half)
             dots_f16_avx2(rows, n, dim, q, ldq, nq, out, ldo);
@@ -584,14 +687,18 @@ end:
  * true for NaN) then rescores the row. For unit vectors B is about 0.008: on random data
  * a query rescores a few hundred of a million rows.
  *
- * Threads take contiguous ranges of rows, like the fused path; a thread packs 32 rows at
- * a time into bfloat16 pairs, column pair by column pair (the operand layout of
- * VDPBF16PS: one 32-bit lane = two adjacent columns of one row), scores them against 12
- * queries at a time in 24 accumulators, and filters. Per-thread heaps are merged as in
- * the fused path. */
+ * Threads take contiguous ranges of rows, like the fused path; a thread packs 8 tiles of
+ * 32 rows at a time into bfloat16 pairs, column pair by column pair (the operand layout
+ * of VDPBF16PS, one 32-bit lane = two adjacent columns of one row, which is also
+ * TDPBF16PS's for its second operand), then takes the queries group by group, each group
+ * meeting the 8 tiles while it stays in cache: 12 queries in 24 accumulators with
+ * VDPBF16PS, or 32 queries in four 16 x 16 tiles of scores with AMX; and filters.
+ * Per-thread heaps are merged as in the fused path. */
 
 #define BF16_ROWS 32    /* rows per tile: two 16-lane accumulators per query */
 #define BF16_QUERIES 12 /* queries per tile pass: 24 accumulators of the 32 registers */
+#define AMX_QUERIES 32  /* queries per tile pass with AMX: two tiles of 16 */
+#define BF16_BLOCK 8    /* tiles packed at a time, each query group meets them in turn */
 
 #ifdef TOPK_X86
 #define TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
@@ -610,6 +717,31 @@ static bool cpu_has_avx512_bf16(void)
     return c;
 }
 
+#define TARGET_AMX __attribute__((target("amx-tile,amx-bf16,avx512f")))
+
+/* Whether this CPU has AMX-BF16 and the kernel lets this process use its tiles (Linux
+ * asks each process to request them: arch_prctl ARCH_REQ_XCOMP_PERM), besides the bfloat16
+ * filter's own instructions, which pack the rows. */
+static bool cpu_has_amx_bf16(void)
+{
+    static int cached = -1;
+    int c = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (c < 0) {
+        unsigned a, b, cx, d = 0;
+        bool amx = __get_cpuid_count(7, 0, &a, &b, &cx, &d) && (d & (1u << 22)) &&
+                   (d & (1u << 24)) && cpu_has_avx512_bf16();
+#ifdef __linux__
+        /* ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA (asm/prctl.h; not in every libc) */
+        amx = amx && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+        amx = false;
+#endif
+        c = amx;
+        __atomic_store_n(&cached, c, __ATOMIC_RELAXED);
+    }
+    return c;
+}
+
 /* Converts n (a multiple of 32) floats to bfloat16 (round to nearest even). */
 TARGET_BF16 static void to_bf16(const float *src, uint16_t *dst, int64_t n)
 {
@@ -619,13 +751,26 @@ TARGET_BF16 static void to_bf16(const float *src, uint16_t *dst, int64_t n)
     }
 }
 
-/* Sum of squares of n (a multiple of 16) floats, in float32. */
-TARGET_BF16 static float sum_squares(const float *x, int64_t n)
+/* Rounds a row of dim float16 (half) or float32 values to bfloat16 in dst, zero up to
+ * dpad (a multiple of 32), in one pass; returns the row's sum of squares in float32. */
+TARGET_BF16 static float row_to_bf16(const void *x, int64_t dim, bool half, int64_t dpad,
+                                     uint16_t *dst)
 {
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t d = 0; d < n; d += 16) {
-        __m512 v = _mm512_loadu_ps(x + d);
-        acc = _mm512_fmadd_ps(v, v, acc);
+    size_t esz = half ? 2 : 4;
+    const char *ahead = (const char *)x + PREFETCH_ROWS * (size_t)dim * esz;
+    for (int64_t d = 0; d < dpad; d += 32) {
+        for (size_t b = 0; b < 32 * esz; b += 64) /* see dots_avx512 */
+            _mm_prefetch(ahead + (size_t)d * esz + b, _MM_HINT_T0);
+        __m512 v[2];
+        for (int h = 0; h < 2; h++) {
+            int64_t c = d + 16 * h, left = dim - c;
+            __mmask16 mask = left >= 16 ? 0xFFFF : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+            v[h] = half ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, (const uint16_t *)x + c))
+                        : _mm512_maskz_loadu_ps(mask, (const float *)x + c);
+            acc = _mm512_fmadd_ps(v[h], v[h], acc);
+        }
+        _mm512_storeu_si512((void *)(dst + d), (__m512i)_mm512_cvtne2ps_pbh(v[1], v[0]));
     }
     return _mm512_reduce_add_ps(acc);
 }
@@ -662,11 +807,10 @@ TARGET_BF16 static void transpose16(__m512i a[16])
  * packed[p * 32 + r] = the bfloat16 pair of columns 2p, 2p + 1 of row r, for p below
  * pairs rounded up to 16 (the columns past D are zero). norm[r] receives ||row r|| times
  * up (> 1 + the float32 error of the norm: an upper bound), +inf when not finite; ptr[r]
- * the row. tmp: dpad floats; bf: 32 rows of dpad bfloat16 (dpad: a multiple of 32 >=
- * 2 * pairs). */
+ * the row. bf: room for 32 rows of dpad bfloat16 (dpad: a multiple of 32 >= 2 * pairs). */
 TARGET_BF16 static void pack_tile(const row_map *map, int64_t r0, int n, int64_t pairs,
                                   int64_t dpad, float up, uint32_t *packed, float *norm,
-                                  const void **ptr, float *tmp, uint16_t *bf)
+                                  const void **ptr, uint16_t *bf)
 {
     const vtr_topk_matrix *m = map->m;
     int64_t dim = m->dim;
@@ -680,14 +824,8 @@ TARGET_BF16 static void pack_tile(const row_map *map, int64_t r0, int n, int64_t
         }
         int64_t run;
         ptr[r] = row_ptr(map, r0 + r, &run);
-        if (m->dtype == VTR_F16)
-            widen_f16(ptr[r], tmp, dim);
-        else
-            memcpy(tmp, ptr[r], (size_t)dim * sizeof *tmp);
-        memset(tmp + dim, 0, (size_t)(dpad - dim) * sizeof *tmp);
-        float ss = sum_squares(tmp, dpad);
+        float ss = row_to_bf16(ptr[r], dim, m->dtype == VTR_F16, dpad, row);
         norm[r] = isfinite(ss) ? sqrtf(ss) * up : INFINITY;
-        to_bf16(tmp, row, dpad);
     }
     /* 16 x 16 blocks of (row, pair) -> (pair, row) */
     int64_t words = dpad / 2; /* 32-bit pairs per row in bf, a multiple of 16 */
@@ -704,9 +842,9 @@ TARGET_BF16 static void pack_tile(const row_map *map, int64_t r0, int n, int64_t
 }
 
 /* out[j * 32 + r] = s'(row r, query j) for the 32 packed rows and queries j < 12, whose
- * bfloat16 pairs are q[j * pairs + p]. */
+ * bfloat16 pairs are q[j * ldq + p], p < pairs. */
 TARGET_BF16 static void tile_scores_bf16(const uint32_t *packed, int64_t pairs, const uint32_t *q,
-                                         float *out)
+                                         int64_t ldq, float *out)
 {
     __m512 acc[BF16_QUERIES][2];
 #pragma GCC unroll 12
@@ -717,7 +855,7 @@ TARGET_BF16 static void tile_scores_bf16(const uint32_t *packed, int64_t pairs, 
         __m512bh x1 = (__m512bh)_mm512_load_si512((const void *)(packed + p * BF16_ROWS + 16));
 #pragma GCC unroll 12
         for (int j = 0; j < BF16_QUERIES; j++) {
-            __m512bh b = (__m512bh)_mm512_set1_epi32((int)q[j * pairs + p]);
+            __m512bh b = (__m512bh)_mm512_set1_epi32((int)q[j * ldq + p]);
             acc[j][0] = _mm512_dpbf16_ps(acc[j][0], x0, b);
             acc[j][1] = _mm512_dpbf16_ps(acc[j][1], x1, b);
         }
@@ -727,6 +865,61 @@ TARGET_BF16 static void tile_scores_bf16(const uint32_t *packed, int64_t pairs, 
         _mm512_storeu_ps(out + j * BF16_ROWS, acc[j][0]);
         _mm512_storeu_ps(out + j * BF16_ROWS + 16, acc[j][1]);
     }
+}
+
+/* The same with AMX: out[j * 32 + r] for queries j < 32, whose bfloat16 pairs are
+ * q[(p / 16) * 512 + j * 16 + p % 16] (16 pairs of each query in turn, so that a tile's
+ * 16 rows are 1 KiB in a row rather than lines a query apart, which collide in the L1
+ * cache). Tiles 4 and 5 hold 16 queries each (a tile row per query), tiles 6 and 7 16 rows
+ * each (a tile row per pair: the packed layout, which is TDPBF16PS's for its second
+ * operand), and tiles 0 to 3 the four 16 x 16 blocks of scores. ppad: pairs rounded up to
+ * 16 (zero past D); the tile configuration is amx_begin's. TDPBF16PS has VDPBF16PS's
+ * arithmetic (exact products, float32 sums, denormals flushed), so the bound holds. */
+TARGET_AMX static void tile_scores_amx(const uint32_t *packed, int64_t ppad, const uint32_t *q,
+                                       float *out)
+{
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t p = 0; p < ppad; p += 16) {
+        _tile_loadd(4, q + p * AMX_QUERIES, 64);
+        _tile_loadd(5, q + p * AMX_QUERIES + 16 * 16, 64);
+        _tile_loadd(6, packed + p * BF16_ROWS, BF16_ROWS * 4);
+        _tile_loadd(7, packed + p * BF16_ROWS + 16, BF16_ROWS * 4);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, out, BF16_ROWS * 4);
+    _tile_stored(1, out + 16, BF16_ROWS * 4);
+    _tile_stored(2, out + 16 * BF16_ROWS, BF16_ROWS * 4);
+    _tile_stored(3, out + 16 * BF16_ROWS + 16, BF16_ROWS * 4);
+}
+
+/* Loads the tile configuration of tile_scores_amx on this thread: palette 1, eight tiles
+ * of 16 rows of 64 bytes. */
+TARGET_AMX static void amx_begin(void)
+{
+    struct {
+        uint8_t palette, start_row, reserved[14];
+        uint16_t colsb[16];
+        uint8_t rows[16];
+    } cfg = {.palette = 1};
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    /* GCC 12's intrinsic tells the compiler that it reads 8 bytes of cfg: without the
+     * barrier the rest of the stores can be dropped */
+    __asm__ volatile("" : : "r"(&cfg) : "memory");
+    _tile_loadconfig(&cfg);
+}
+
+TARGET_AMX static void amx_end(void)
+{
+    _tile_release();
 }
 
 /* The rows of the tile (global rows r0 ..) that query q must rescore: bit r set when
@@ -743,46 +936,48 @@ TARGET_BF16 static uint32_t tile_candidates(const float *s, const float *norm, f
 }
 
 static vtr_status search_bf16(const row_map *map, int64_t n_rows, const float *queries,
-                              int64_t n_queries, int64_t k, int64_t cap, int threads,
+                              int64_t n_queries, int64_t k, int64_t cap, bool amx, int threads,
                               int64_t *rows_out, float *scores_out, vtr_error *err)
 {
     const vtr_topk_matrix *m = map->m;
     int64_t dim = m->dim, pairs = (dim + 1) / 2, dpad = (pairs * 2 + 31) / 32 * 32;
+    int64_t ppad = dpad / 2; /* pairs rounded up to 16 */
     bool half = m->dtype == VTR_F16;
+    int group = amx ? AMX_QUERIES : BF16_QUERIES;
     int n_threads = max_threads(threads);
     if (n_threads > n_rows / ROWS_PER_THREAD)
         n_threads = n_rows / ROWS_PER_THREAD > 0 ? (int)(n_rows / ROWS_PER_THREAD) : 1;
-    int64_t n_groups = (n_queries + BF16_QUERIES - 1) / BF16_QUERIES;
+    int64_t n_groups = (n_queries + group - 1) / group;
     size_t cap_alloc = cap > 0 ? (size_t)cap : 1;
-    /* per thread: packed tile, scores, norms, row pointers, a row as floats, the tile's
-     * rows as bfloat16 */
-    size_t packed_bytes = (size_t)((pairs + 15) / 16 * 16) * BF16_ROWS * 4;
-    size_t scratch_bytes = packed_bytes + BF16_QUERIES * BF16_ROWS * sizeof(float) +
-                           BF16_ROWS * (sizeof(float) + sizeof(void *)) +
+    /* per thread: the block's packed tiles, scores, norms and row pointers, a row as
+     * floats, a tile's rows as bfloat16 */
+    size_t packed_bytes = (size_t)ppad * BF16_ROWS * 4, block_rows = BF16_BLOCK * BF16_ROWS;
+    size_t scratch_bytes = BF16_BLOCK * packed_bytes + AMX_QUERIES * BF16_ROWS * sizeof(float) +
+                           block_rows * (sizeof(float) + sizeof(void *)) +
                            (size_t)dpad * sizeof(float) +
                            (size_t)BF16_ROWS * (size_t)dpad * sizeof(uint16_t) + 64;
     scratch_bytes = (scratch_bytes + 63) / 64 * 64;
     char *scratch = aligned_alloc(64, (size_t)n_threads * scratch_bytes);
-    uint32_t *qbf = malloc((size_t)n_groups * BF16_QUERIES * (size_t)pairs * sizeof *qbf);
-    float *bq = malloc((size_t)n_groups * BF16_QUERIES * sizeof *bq);
+    uint32_t *qbf = malloc((size_t)n_groups * (size_t)group * (size_t)ppad * sizeof *qbf);
+    float *bq = malloc((size_t)n_groups * (size_t)group * sizeof *bq);
     hit *hits = malloc((size_t)n_threads * (size_t)n_queries * cap_alloc * sizeof *hits);
     heap *heaps = malloc((size_t)n_threads * (size_t)n_queries * sizeof *heaps);
     hit *merged = malloc((size_t)n_threads * cap_alloc * sizeof *merged);
     float *qtmp = malloc((size_t)dpad * sizeof *qtmp);
-    uint16_t *qrow = malloc((size_t)dpad * sizeof *qrow);
+    uint32_t *qrow = malloc((size_t)ppad * sizeof *qrow);
     vtr_status st = VTR_OK;
     if (!scratch || !qbf || !bq || !hits || !heaps || !merged || !qtmp || !qrow) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "top-k: out of memory for %d threads x %lld heaps "
                       "of %lld", n_threads, (long long)n_queries, (long long)cap);
         goto end;
     }
-    /* queries: bfloat16 pairs (padding queries zero) and their part of the bound */
+    /* queries: bfloat16 pairs, ppad per query (padding queries zero), and their part of
+     * the bound */
     double gamma = (double)dim * 0x1p-24 / (1 - (double)dim * 0x1p-24);
     double c = 1.01 * (0x1p-7 + 0x1p-16 + 2 * gamma);
     float babs = (float)((double)dim * 0x1p-125);
     float up = (float)(1.001 + gamma); /* a float32 sum of squares errs by <= gamma */
-    for (int64_t i = 0; i < n_groups * BF16_QUERIES; i++) {
-        uint16_t *dst = (uint16_t *)(qbf + (size_t)i * (size_t)pairs);
+    for (int64_t i = 0; i < n_groups * group; i++) {
         memset(qtmp, 0, (size_t)dpad * sizeof *qtmp);
         double ss = 0;
         if (i < n_queries) {
@@ -791,8 +986,14 @@ static vtr_status search_bf16(const row_map *map, int64_t n_rows, const float *q
             for (int64_t d = 0; d < dim; d++)
                 ss += (double)q[d] * q[d];
         }
-        to_bf16(qtmp, qrow, dpad); /* pairs * 2 <= dpad values */
-        memcpy(dst, qrow, (size_t)pairs * 2 * sizeof *dst);
+        if (amx) { /* tile_scores_amx's layout: 16 pairs of each of the group's queries */
+            uint32_t *g = qbf + (size_t)(i / group) * (size_t)group * (size_t)ppad;
+            to_bf16(qtmp, (uint16_t *)qrow, dpad);
+            for (int64_t p = 0; p < ppad; p++)
+                g[(p / 16) * 16 * group + (i % group) * 16 + p % 16] = qrow[p];
+        } else {
+            to_bf16(qtmp, (uint16_t *)(qbf + (size_t)i * (size_t)ppad), dpad);
+        }
         double b = c * sqrt(ss) * 1.001 + sqrt((double)dim) * 0x1p-125;
         bq[i] = isfinite(b) ? (float)b : INFINITY;
     }
@@ -810,40 +1011,61 @@ static vtr_status search_bf16(const row_map *map, int64_t n_rows, const float *q
 #endif
         char *mine = scratch + (size_t)t * scratch_bytes;
         uint32_t *packed = (uint32_t *)mine;
-        float *s = (float *)(mine + packed_bytes);
-        float *norm = s + BF16_QUERIES * BF16_ROWS;
-        const void **ptr = (const void **)(norm + BF16_ROWS);
-        float *tmp = (float *)(ptr + BF16_ROWS);
+        float *s = (float *)(mine + BF16_BLOCK * packed_bytes);
+        float *norm = s + AMX_QUERIES * BF16_ROWS;
+        const void **ptr = (const void **)(norm + block_rows);
+        float *tmp = (float *)(ptr + block_rows);
         uint16_t *bf = (uint16_t *)(tmp + dpad);
         heap *hp = heaps + (size_t)t * (size_t)n_queries;
+        if (amx)
+            amx_begin();
         int64_t end = n_rows * (t + 1) / nt;
-        for (int64_t r0 = n_rows * t / nt; r0 < end; r0 += BF16_ROWS) {
-            int n = end - r0 < BF16_ROWS ? (int)(end - r0) : BF16_ROWS;
-            pack_tile(map, r0, n, pairs, dpad, up, packed, norm, ptr, tmp, bf);
+        for (int64_t b0 = n_rows * t / nt; b0 < end; b0 += (int64_t)block_rows) {
+            int n_tiles = 0;
+            for (int64_t r0 = b0; r0 < end && r0 < b0 + (int64_t)block_rows; r0 += BF16_ROWS) {
+                int n = end - r0 < BF16_ROWS ? (int)(end - r0) : BF16_ROWS;
+                size_t o = (size_t)n_tiles * BF16_ROWS;
+                pack_tile(map, r0, n, pairs, dpad, up,
+                          packed + (size_t)n_tiles * packed_bytes / 4, norm + o, ptr + o, bf);
+                n_tiles++;
+            }
+            /* a group of queries stays in cache while it meets the block's tiles */
             for (int64_t g = 0; g < n_groups; g++) {
-                tile_scores_bf16(packed, pairs, qbf + (size_t)g * BF16_QUERIES * (size_t)pairs, s);
-                for (int j = 0; j < BF16_QUERIES; j++) {
-                    int64_t qi = g * BF16_QUERIES + j;
-                    if (qi >= n_queries)
-                        break;
-                    heap *h = &hp[qi];
-                    float thr = h->n < h->cap ? -INFINITY : h->e[0].score;
-                    uint32_t cand = tile_candidates(s + j * BF16_ROWS, norm, bq[qi], babs, thr);
-                    if (n < BF16_ROWS)
-                        cand &= (UINT32_C(1) << n) - 1;
-                    while (cand) {
-                        int r = __builtin_ctz(cand);
-                        cand &= cand - 1;
-                        if (is_skipped(m->skip, r0 + r))
-                            continue;
-                        float exact;
-                        dots(ptr[r], 1, dim, queries + (size_t)qi * (size_t)dim, dim, 1, &exact,
-                             1, half, tmp);
-                        heap_offer(h, exact, r0 + r);
+                const uint32_t *qg = qbf + (size_t)g * (size_t)group * (size_t)ppad;
+                for (int i = 0; i < n_tiles; i++) {
+                    const uint32_t *tile = packed + (size_t)i * packed_bytes / 4;
+                    int64_t r0 = b0 + (int64_t)i * BF16_ROWS;
+                    int n = end - r0 < BF16_ROWS ? (int)(end - r0) : BF16_ROWS;
+                    if (amx)
+                        tile_scores_amx(tile, ppad, qg, s);
+                    else
+                        tile_scores_bf16(tile, pairs, qg, ppad, s);
+                    for (int j = 0; j < group; j++) {
+                        int64_t qi = g * group + j;
+                        if (qi >= n_queries)
+                            break;
+                        heap *h = &hp[qi];
+                        float thr = h->n < h->cap ? -INFINITY : h->e[0].score;
+                        uint32_t cand = tile_candidates(s + j * BF16_ROWS, norm + i * BF16_ROWS,
+                                                        bq[qi], babs, thr);
+                        if (n < BF16_ROWS)
+                            cand &= (UINT32_C(1) << n) - 1;
+                        while (cand) {
+                            int r = __builtin_ctz(cand);
+                            cand &= cand - 1;
+                            if (is_skipped(m->skip, r0 + r))
+                                continue;
+                            float exact;
+                            dots(ptr[i * BF16_ROWS + r], 1, dim,
+                                 queries + (size_t)qi * (size_t)dim, dim, 1, &exact, 1, half, tmp);
+                            heap_offer(h, exact, r0 + r);
+                        }
                     }
                 }
             }
         }
+        if (amx)
+            amx_end();
     }
     for (int64_t i = 0; i < n_queries; i++)
         emit_merged(&heaps[i], n_threads, (size_t)n_queries, cap, k, merged,
@@ -863,13 +1085,66 @@ end:
 
 /* ---- entry point ---- */
 
-bool vtr_topk_have_bf16_filter(void)
+bool vtr_topk_have_kernel(vtr_topk_kernel kernel)
 {
+    switch (kernel) {
+    case VTR_TOPK_AUTO:
+    case VTR_TOPK_SGEMM:
+        return true;
 #ifdef TOPK_X86
-    return cpu_has_avx512_bf16();
-#else
-    return false;
+    case VTR_TOPK_BF16_FILTER:
+        return cpu_has_avx512_bf16();
+    case VTR_TOPK_AMX_FILTER:
+        return cpu_has_amx_bf16();
 #endif
+    default:
+        return false;
+    }
+}
+
+vtr_topk_kernel vtr_topk_batch_kernel(vtr_topk_kernel requested)
+{
+    if (requested != VTR_TOPK_AUTO)
+        return requested;
+    return vtr_topk_have_kernel(VTR_TOPK_AMX_FILTER)    ? VTR_TOPK_AMX_FILTER
+           : vtr_topk_have_kernel(VTR_TOPK_BF16_FILTER) ? VTR_TOPK_BF16_FILTER
+                                                        : VTR_TOPK_SGEMM;
+}
+
+const char *vtr_topk_kernel_name(vtr_topk_kernel kernel)
+{
+    switch (kernel) {
+    case VTR_TOPK_AUTO: return "auto";
+    case VTR_TOPK_SGEMM: return "sgemm";
+    case VTR_TOPK_BF16_FILTER: return "bf16-filter";
+    case VTR_TOPK_AMX_FILTER: return "amx-filter";
+    }
+    return "unknown";
+}
+
+static int default_batch_min(vtr_topk_kernel kernel)
+{
+    return kernel == VTR_TOPK_AMX_FILTER    ? DEFAULT_BATCH_MIN_AMX
+           : kernel == VTR_TOPK_BF16_FILTER ? DEFAULT_BATCH_MIN_BF16
+                                            : DEFAULT_BATCH_MIN;
+}
+
+const char *vtr_topk_report(void)
+{
+    static char line[160];
+    vtr_topk_kernel kernel = vtr_topk_batch_kernel(VTR_TOPK_AUTO);
+    const char *isa = "portable C";
+#ifdef TOPK_X86
+    isa = cpu_has_avx512() ? "AVX-512" : cpu_has_avx2_fma_f16c() ? "AVX2" : isa;
+#endif
+    snprintf(line, sizeof line, "top-k: %d+ queries at once: %s (%s); fewer: a pass over the rows "
+             "per %d queries (%s)",
+             default_batch_min(kernel), vtr_topk_kernel_name(kernel),
+             kernel == VTR_TOPK_AMX_FILTER    ? "AMX-BF16"
+             : kernel == VTR_TOPK_BF16_FILTER ? "AVX512-BF16"
+                                              : "BLAS",
+             FUSED_QUERIES, isa);
+    return line;
 }
 
 vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, int64_t k,
@@ -894,11 +1169,14 @@ vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, 
                             (long long)p, (long long)m->parts[p].rows, m->parts[p].data);
     if (k < 1)
         return vtr_fail(err, VTR_ERR_INVALID, "top-k: k = %lld (must be >= 1)", (long long)k);
-    if ((unsigned)opt->kernel > VTR_TOPK_BF16_FILTER)
+    if ((unsigned)opt->kernel > VTR_TOPK_AMX_FILTER)
         return vtr_fail(err, VTR_ERR_INVALID, "top-k: unknown kernel %d", (int)opt->kernel);
-    if (opt->kernel == VTR_TOPK_BF16_FILTER && !vtr_topk_have_bf16_filter())
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "top-k: the bfloat16 filter needs a CPU with "
-                        "AVX512-BF16");
+    if (!vtr_topk_have_kernel(opt->kernel))
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "top-k: the %s kernel needs a CPU with %s",
+                        vtr_topk_kernel_name(opt->kernel),
+                        opt->kernel == VTR_TOPK_AMX_FILTER
+                            ? "AMX-BF16 (and a kernel that lets the process use it)"
+                            : "AVX512-BF16");
     if (queries->dtype != VTR_F32 || queries->ndim < 1 || queries->ndim > 2)
         return vtr_fail(err, VTR_ERR_INVALID, "top-k: queries must be float32, (D,) or (Q, D); "
                         "got %s with %d dimensions", vtr_dtype_name(queries->dtype),
@@ -937,18 +1215,13 @@ vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, 
         map.first[p + 1] = map.first[p] + m->parts[p].rows;
     int64_t n_rows = map.first[m->n_parts];
 
-    bool bf16 = false;
-#ifdef TOPK_X86
-    bf16 = opt->kernel != VTR_TOPK_SGEMM && cpu_has_avx512_bf16();
-#endif
-    int batch_min = opt->batch_min_queries > 0 ? opt->batch_min_queries
-                    : bf16                     ? DEFAULT_BATCH_MIN_BF16
-                                               : DEFAULT_BATCH_MIN;
+    vtr_topk_kernel kernel = vtr_topk_batch_kernel(opt->kernel);
+    int batch_min = opt->batch_min_queries > 0 ? opt->batch_min_queries : default_batch_min(kernel);
     vtr_status st;
 #ifdef TOPK_X86
-    if (n_queries >= batch_min && bf16)
-        st = search_bf16(&map, n_rows, queries->data, n_queries, k, cap, opt->threads, rows,
-                         scores, err);
+    if (n_queries >= batch_min && kernel != VTR_TOPK_SGEMM)
+        st = search_bf16(&map, n_rows, queries->data, n_queries, k, cap,
+                         kernel == VTR_TOPK_AMX_FILTER, opt->threads, rows, scores, err);
     else
 #endif
     if (n_queries >= batch_min)

@@ -17,26 +17,29 @@
  * Paths, chosen by the number of queries Q:
  * - Q < batch_min_queries: a fused pass per 4 queries, bound by memory bandwidth. Threads
  *   take contiguous ranges of rows; each widens and multiplies its rows in registers
- *   (F16C + AVX2 + FMA when the CPU has them, checked at run time, else portable C),
- *   keeps a bounded heap per query, and the per-thread heaps are merged in the total
- *   order above.
- * - Q >= batch_min_queries, on a CPU with AVX512-BF16 (the default there): a bfloat16
- *   filter. Threads take contiguous ranges of rows, pack 32 rows at a time into bfloat16
- *   and score them against 12 queries at a time with VDPBF16PS (twice the multiply rate
- *   of float32); a row is scored again exactly, with the fused path's arithmetic, unless
- *   its approximate score plus a proven bound on the approximation error stays below the
- *   query's current k-th best exact score (the bound and its derivation are in topk.c).
- *   The results are exact, with the same scores as the fused path; on random unit
- *   vectors about 1 row in 2,000 is scored again. Non-finite values are always rescored.
+ *   (AVX-512, or F16C + AVX2 + FMA, when the CPU has them, checked at run time, else
+ *   portable C; the AVX-512 kernel prefetches a few rows ahead), keeps a bounded heap per
+ *   query, and the per-thread heaps are merged in the total order above.
+ * - Q >= batch_min_queries, on a CPU with AMX-BF16 or AVX512-BF16 (the default there): a
+ *   bfloat16 filter. Threads take contiguous ranges of rows, pack 256 rows at a time into
+ *   bfloat16 and score them against the queries, 32 at a time with AMX tiles (TDPBF16PS)
+ *   or 12 at a time with VDPBF16PS (twice the multiply rate of float32 FMAs; AMX's is
+ *   eight times that); a row is scored again exactly, with the fused path's arithmetic,
+ *   unless its approximate score plus a proven bound on the approximation error stays
+ *   below the query's current k-th best exact score (the bound and its derivation are in
+ *   topk.c). The results are exact, with the same scores as the fused path; on random
+ *   unit vectors about 1 row in 2,000 is scored again. Non-finite values are always
+ *   rescored.
  * - Q >= batch_min_queries otherwise: blocks of block_rows rows are widened to float32
  *   into one buffer (on the calling thread) and multiplied with up to 1024 queries at a
  *   time by cblas_sgemm (so the BLAS uses its own threads); each query's block of scores
  *   is then filtered against its heap's current k-th score (OpenMP over queries: each
  *   heap belongs to one thread, so no merge). Bound by the sgemm.
- * The default batch_min_queries (12 with the bfloat16 filter, 32 with sgemm) is where the
- * paths cost the same on the benchmark machine (bench/search: 2 cores; one fused pass
- * over 1M x 1024 rows ~ 0.1 s; the filter ~ 0.25 s per 12 queries; sgemm ~ 0.6 s plus
- * 11 ms per query).
+ * The default batch_min_queries (14 with AMX, 12 with the AVX512-BF16 filter, 32 with
+ * sgemm) is where the paths cost the same on the benchmark machine (bench/search: 2
+ * cores; one fused pass over 1M x 1024 rows ~ 0.1 s; the AMX filter ~ 0.36 s for up to
+ * 32 queries, most of it packing, 1.9 to 3 s for 1000; the AVX512-BF16 filter ~ 0.25 s
+ * per 12 queries; sgemm ~ 0.6 s plus 11 ms per query).
  *
  * Determinism. The results are a function of the scores, and a row's score does not depend
  * on the thread count or on where the parts begin. The fused path and the bfloat16 filter
@@ -46,9 +49,10 @@
  * thread count.
  *
  * Memory. Heaps of min(k, N) entries (16 bytes each) per query, per thread on the fused
- * path and the bfloat16 filter; the filter adds about 200 KiB per thread and 2 D bytes
- * per query, the sgemm path block_rows x D floats and 1024 x block_rows floats (64 MiB at
- * the defaults and D = 1024).
+ * path and the bfloat16 filters; a filter adds about 600 D bytes per thread (its block of
+ * 256 rows in bfloat16, and a tile's rows) and 2 D bytes per query; the sgemm path
+ * block_rows x D floats and 1024 x block_rows floats (64 MiB at the defaults and
+ * D = 1024).
  */
 #ifndef VTR_TOPK_H
 #define VTR_TOPK_H
@@ -77,24 +81,37 @@ typedef struct vtr_topk_matrix {
 
 /* The kernel of the batched path. */
 typedef enum vtr_topk_kernel {
-    VTR_TOPK_AUTO = 0,    /* the bfloat16 filter where the CPU has it, else sgemm */
+    VTR_TOPK_AUTO = 0,    /* the first of AMX filter, bfloat16 filter, sgemm the CPU has */
     VTR_TOPK_SGEMM,       /* float32 blocks through cblas_sgemm */
     VTR_TOPK_BF16_FILTER, /* VTR_ERR_UNSUPPORTED where the CPU lacks AVX512-BF16 */
+    VTR_TOPK_AMX_FILTER,  /* VTR_ERR_UNSUPPORTED where the CPU lacks AMX-BF16 */
 } vtr_topk_kernel;
 
 /* Tuning; a zeroed struct (or NULL) gives the defaults. */
 typedef struct vtr_topk_options {
-    /* Q at or above which the batched path runs; 0: 12 with the bfloat16 filter, 32 with
-     * sgemm */
+    /* Q at or above which the batched path runs; 0: 14 with the AMX filter, 12 with the
+     * AVX512-BF16 one, 32 with sgemm */
     int batch_min_queries;
     vtr_topk_kernel kernel;
     int64_t block_rows; /* rows per block of the sgemm kernel; 0: 8192 */
     int threads;        /* OpenMP threads; 0: OpenMP's default */
 } vtr_topk_options;
 
-/* Whether this CPU runs the bfloat16 filter (AVX512-BF16, with AVX512F/BW/VL, AVX2, FMA
- * and F16C). */
-bool vtr_topk_have_bf16_filter(void);
+/* Whether this CPU runs the kernel: the bfloat16 filter needs AVX512-BF16 (with
+ * AVX512F/BW/VL, AVX2, FMA and F16C), the AMX filter AMX-BF16 as well (and, on Linux, the
+ * kernel's leave to use the tiles, which the first call asks for). */
+bool vtr_topk_have_kernel(vtr_topk_kernel kernel);
+
+/* The kernel a batch runs for the requested one: AUTO resolved for this CPU. */
+vtr_topk_kernel vtr_topk_batch_kernel(vtr_topk_kernel requested);
+
+/* "auto", "sgemm", "bf16-filter", "amx-filter". */
+const char *vtr_topk_kernel_name(vtr_topk_kernel kernel);
+
+/* One line for --version: the paths this CPU takes with the default options, e.g.
+ * "top-k: 14+ queries at once: amx-filter (AMX-BF16); fewer: a pass over the rows per 4
+ * queries (AVX-512)". A static string. */
+const char *vtr_topk_report(void);
 
 /* Rows of m (skipped rows excluded), i.e. the most results a query can have. */
 int64_t vtr_topk_matrix_live_rows(const vtr_topk_matrix *m);

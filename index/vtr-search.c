@@ -14,6 +14,7 @@
 #include "index/embedding_index.h"
 #include "index/search_json.h"
 #include "index/text_search.h"
+#include "index/topk.h"
 #include "lib/args.h"
 #include "lib/blas_kernel.h"
 #include "lib/blas_threads.h"
@@ -218,7 +219,8 @@ int main(int argc, char **argv)
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case OPT_VERSION:
-            printf("vtr-search %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            printf("vtr-search %s\n%s\n%s\n", vtr_version, vtr_blas_kernel_report(),
+                   vtr_topk_report());
             return 0;
         default: fputs("Try 'vtr-search --help'.\n", stderr); return 1;
         }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "index/topk.h"
 #include "index/web_server.h"
 #include "lib/args.h"
 #include "lib/blas_kernel.h"
@@ -140,7 +141,8 @@ int main(int argc, char **argv)
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case OPT_VERSION:
-            printf("vtr-serve %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            printf("vtr-serve %s\n%s\n%s\n", vtr_version, vtr_blas_kernel_report(),
+                   vtr_topk_report());
             return 0;
         default: fputs("Try 'vtr-serve --help'.\n", stderr); return 1;
         }

@@ -3,7 +3,8 @@
 # release of the file VERSION and the commit ("vtr-train 0.1.0+g1a2b3c4"), as README says,
 # then the BLAS it uses. The BLAS kernel (lib/blas_kernel.h): with OPENBLAS_CORETYPE unset,
 # a CPU whose /proc/cpuinfo shows AVX-512 gets an AVX-512 kernel, whatever OpenBLAS makes
-# of its model name; a set OPENBLAS_CORETYPE is kept.
+# of its model name; a set OPENBLAS_CORETYPE is kept. vtr-search and vtr-serve add their
+# top-k kernels (index/topk.h).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 release=$(cat VERSION)
@@ -28,13 +29,29 @@ for p in vtr-features vtr-index; do
     *) echo "FAIL: $p --version: no 'convolutions: oneDNN ..., ISA ...' line"; exit 1 ;;
     esac
 done
+# the programs that search say which top-k kernels they run; a CPU whose /proc/cpuinfo
+# shows AMX-BF16 runs batches through AMX (Linux lets a process use the tiles since 5.16)
+flags=" $(sed -n 's/^flags[[:space:]]*:\(.*\)/\1/p' /proc/cpuinfo | head -1) "
+for p in vtr-search vtr-serve; do
+    topk=$(bin/$p --version | sed -n 3p)
+    case $topk in
+    "top-k: "*" queries at once: "*"; fewer: a pass over the rows per 4 queries ("*")") ;;
+    *) echo "FAIL: $p --version: no 'top-k: ...' line, got '$topk'"; exit 1 ;;
+    esac
+    case $flags in
+    *" amx_bf16 "*" amx_tile "* | *" amx_tile "*" amx_bf16 "*)
+        case $topk in
+        *": amx-filter (AMX-BF16);"*) ;;
+        *) echo "FAIL: a CPU with AMX-BF16, and $p --version says '$topk'"; exit 1 ;;
+        esac ;;
+    esac
+done
 
 blas=$(env -u OPENBLAS_CORETYPE bin/vtr-train --version | sed -n 2p)
 case $blas in
 "BLAS: OpenBLAS "*) ;;
 *) exit 0 ;; # another BLAS, or none: nothing for vtr to choose
 esac
-flags=" $(sed -n 's/^flags[[:space:]]*:\(.*\)/\1/p' /proc/cpuinfo | head -1) "
 avx512=yes
 for f in avx512f avx512cd avx512bw avx512dq avx512vl; do
     case $flags in *" $f "*) ;; *) avx512=no ;; esac

@@ -7,10 +7,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "index/topk.h"
 #include "lib/tensor.h"
+
+/* the batched path's kernels that filter in bfloat16, each tested where the CPU has it */
+static const vtr_topk_kernel filters[] = {VTR_TOPK_BF16_FILTER, VTR_TOPK_AMX_FILTER};
 
 static uint64_t rng_state;
 
@@ -197,8 +201,10 @@ TEST(exact_ties_both_paths)
                                   .block_rows = 333};
         check_search(&t, VTR_F16, true, q, nqs[a], 50, &sgemm, true, 0);
         check_search(&t, VTR_F32, true, q, nqs[a], 3005, &sgemm, true, 0);
-        if (vtr_topk_have_bf16_filter()) {
-            vtr_topk_options bf16 = {.batch_min_queries = 1, .kernel = VTR_TOPK_BF16_FILTER,
+        for (size_t f = 0; f < sizeof filters / sizeof *filters; f++) {
+            if (!vtr_topk_have_kernel(filters[f]))
+                continue;
+            vtr_topk_options bf16 = {.batch_min_queries = 1, .kernel = filters[f],
                                      .threads = 3};
             check_search(&t, VTR_F16, true, q, nqs[a], 50, &bf16, true, 0);
             check_search(&t, VTR_F32, false, q, nqs[a], 3005, &bf16, true, 0);
@@ -227,8 +233,10 @@ TEST(random_data_matches_float64)
     check_search(&t, VTR_F16, true, q, nq, 20, &fused, false, 1e-4);
     check_search(&t, VTR_F16, true, q, nq, 20, &sgemm, false, 1e-4);
     check_search(&t, VTR_F32, false, q, 1, 5000, NULL, false, 1e-4);
-    if (vtr_topk_have_bf16_filter()) {
-        vtr_topk_options bf16 = {.batch_min_queries = 1, .kernel = VTR_TOPK_BF16_FILTER};
+    for (size_t f = 0; f < sizeof filters / sizeof *filters; f++) {
+        if (!vtr_topk_have_kernel(filters[f]))
+            continue;
+        vtr_topk_options bf16 = {.batch_min_queries = 1, .kernel = filters[f]};
         check_search(&t, VTR_F16, true, q, nq, 20, &bf16, false, 1e-4);
         check_search(&t, VTR_F32, true, q, nq, 300, &bf16, false, 1e-4);
     }
@@ -236,12 +244,10 @@ TEST(random_data_matches_float64)
     matrix_free(&t);
 }
 
-/* The bfloat16 filter keeps exactly the fused path's results and scores (the same kernel
+/* A bfloat16 filter keeps exactly the fused path's results and scores (the same kernel
  * scores the rows it keeps), on unit vectors like an index's, whatever the threads. */
-TEST(bf16_filter_equals_fused_path)
+static void check_filter_equals_fused_path(vtr_topk_kernel filter)
 {
-    if (!vtr_topk_have_bf16_filter())
-        test_skip("this CPU has no AVX512-BF16");
     rng_state = 7;
     const int64_t cuts[] = {3001, 3001, 7777};
     test_matrix t;
@@ -268,7 +274,7 @@ TEST(bf16_filter_equals_fused_path)
     vtr_topk_options fused = {.batch_min_queries = 1000};
     CHECK_OK(vtr_topk_search(&m, &qt, k, &fused, r1, s1, NULL, &err));
     for (int threads = 1; threads <= 3; threads++) {
-        vtr_topk_options bf16 = {.kernel = VTR_TOPK_BF16_FILTER, .batch_min_queries = 1,
+        vtr_topk_options bf16 = {.kernel = filter, .batch_min_queries = 1,
                                  .threads = threads};
         CHECK_OK(vtr_topk_search(&m, &qt, k, &bf16, r2, s2, NULL, &err));
         CHECK(memcmp(r1, r2, (size_t)(nq * k) * sizeof *r1) == 0);
@@ -295,7 +301,7 @@ TEST(bf16_filter_equals_fused_path)
     for (int64_t i = 0; i < nq * t.dim; i++)
         q[i] = u[i % t.dim] + 0.02f * (float)next_gaussian();
     CHECK_OK(vtr_topk_search(&m, &qt, k, &fused, r1, s1, NULL, &err));
-    vtr_topk_options bf16 = {.kernel = VTR_TOPK_BF16_FILTER, .batch_min_queries = 1};
+    vtr_topk_options bf16 = {.kernel = filter, .batch_min_queries = 1};
     CHECK_OK(vtr_topk_search(&m, &qt, k, &bf16, r2, s2, NULL, &err));
     CHECK(memcmp(r1, r2, (size_t)(nq * k) * sizeof *r1) == 0);
     CHECK(memcmp(s1, s2, (size_t)(nq * k) * sizeof *s1) == 0);
@@ -306,6 +312,20 @@ TEST(bf16_filter_equals_fused_path)
     free(s2);
     free(q);
     matrix_free(&t);
+}
+
+TEST(bf16_filter_equals_fused_path)
+{
+    if (!vtr_topk_have_kernel(VTR_TOPK_BF16_FILTER))
+        test_skip("this CPU has no AVX512-BF16");
+    check_filter_equals_fused_path(VTR_TOPK_BF16_FILTER);
+}
+
+TEST(amx_filter_equals_fused_path)
+{
+    if (!vtr_topk_have_kernel(VTR_TOPK_AMX_FILTER))
+        test_skip("this CPU has no AMX-BF16 (or the kernel does not let the process use it)");
+    check_filter_equals_fused_path(VTR_TOPK_AMX_FILTER);
 }
 
 /* The same query alone and among many gives the same results on the fused path (its
@@ -437,5 +457,17 @@ TEST(refusals)
     vtr_topk_options opt = {.kernel = (vtr_topk_kernel)7};
     CHECK_FAILS(vtr_topk_search(&m, &qt, 1, &opt, rows, scores, NULL, &err), VTR_ERR_INVALID,
                 "unknown kernel 7");
+    /* a kernel this CPU lacks is refused, and AUTO picks the best one it has */
+    for (size_t f = 0; f < sizeof filters / sizeof *filters; f++)
+        if (!vtr_topk_have_kernel(filters[f])) {
+            opt.kernel = filters[f];
+            CHECK_FAILS(vtr_topk_search(&m, &qt, 1, &opt, rows, scores, NULL, &err),
+                        VTR_ERR_UNSUPPORTED, "needs a CPU with");
+        }
+    vtr_topk_kernel best = vtr_topk_batch_kernel(VTR_TOPK_AUTO);
+    CHECK(best == (vtr_topk_have_kernel(VTR_TOPK_AMX_FILTER)    ? VTR_TOPK_AMX_FILTER
+                   : vtr_topk_have_kernel(VTR_TOPK_BF16_FILTER) ? VTR_TOPK_BF16_FILTER
+                                                                : VTR_TOPK_SGEMM));
+    CHECK(strcmp(vtr_topk_kernel_name(VTR_TOPK_AMX_FILTER), "amx-filter") == 0);
     matrix_free(&t);
 }

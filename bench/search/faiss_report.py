@@ -108,10 +108,11 @@ def report(work, append):
             join([float(x) * 1e3 for x in v["faiss_single_s"]], "%.0f")),
         "- Batch: runs alternated vtr, vtr sgemm, FAISS (its three batches in one process, "
         "after loading the rows: %.0f s), then vtr, vtr sgemm twice more. vtr: %s s; vtr "
-        "sgemm: %s s; FAISS: %s s. Both batch paths are bound by the float32 product "
-        "(OpenBLAS sgemm, %d x %s x %d)." % (
+        "sgemm: %s s; FAISS: %s s. FAISS and vtr's sgemm kernel are bound by the float32 "
+        "product (OpenBLAS sgemm, %d x %s x %d); vtr's bfloat16 filters multiply in bfloat16 "
+        "and score exactly what may reach the top %d (index/topk.h)." % (
             float(v["faiss_load_s"][0]), join(v["batch_s"]), join(v["sgemm_batch_s"]),
-            join(v["faiss_batch_s"]), Q.shape[0], format(n_rows, ","), dim),
+            join(v["faiss_batch_s"]), Q.shape[0], format(n_rows, ","), dim, k),
         "- Results: the top-%d lists are identical for %d of %d single queries and %d of %d "
         "batch queries; where they differ, the exact (float64) scores of the two lists "
         "differ rank by rank by at most %.1e (near-ties that float32 rounding orders either "

@@ -16,8 +16,9 @@
 # bench/RESULTS.md. Both sides run the BLAS kernel vtr chooses for this CPU
 # (bench/blas_kernel.sh) with the default BLAS threads; vtr with OMP_WAIT_POLICY=passive (its OpenMP threads sleep
 # while the BLAS threads work). The single queries alternate with the floor's streaming
-# passes, and the batch runs alternate vtr (default kernel), vtr (sgemm kernel), numpy, so
-# that load from other processes on a shared machine falls on all alike.
+# passes, and the batch runs alternate vtr (default kernel), vtr with each other batch
+# kernel this CPU has (sgemm always; the AVX512-BF16 filter where AMX is the default),
+# numpy, so that load from other processes on a shared machine falls on all alike.
 set -eu
 cd "$(dirname "$0")/../.."
 . bench/blas_kernel.sh # one BLAS kernel for both sides: vtr's choice for this CPU
@@ -66,7 +67,9 @@ echo "bench/search: batches" >&2
 for r in $(seq "$REPEATS"); do
     load
     vtr batch "$work/index" "$work/queries.npy" "$K" "$work"
-    vtr batch "$work/index" "$work/queries.npy" "$K" "$work" sgemm
+    for kernel in $("$work/search_bench" kernels); do
+        vtr batch "$work/index" "$work/queries.npy" "$K" "$work" "$kernel"
+    done
     load
     numpy batch "$work" "$K"
 done

@@ -24,10 +24,12 @@
  *       threads over contiguous ranges, as the one-query search reads it). Prints the
  *       times as "floor_s T1 ..." and "single_s T1 ..."; writes OUTDIR/vtr_single_rows.npy
  *       (N, K) int64 and vtr_single_scores.npy (N, K) float32.
- *   search_bench batch DIR QUERIES.npy K OUTDIR [sgemm]
+ *   search_bench batch DIR QUERIES.npy K OUTDIR [KERNEL]
  *       All queries at once, one run, with the default kernel ("batch_s T", "kernel K";
- *       OUTDIR/vtr_batch_rows.npy) or with VTR_TOPK_SGEMM ("sgemm_batch_s T";
- *       OUTDIR/vtr_sgemm_batch_rows.npy).
+ *       OUTDIR/vtr_batch_rows.npy) or with the named one, sgemm, bf16-filter or amx-filter
+ *       ("KERNEL_batch_s T"; OUTDIR/vtr_KERNEL_batch_rows.npy).
+ *   search_bench kernels
+ *       The batch kernels this CPU has besides the default, one name per line.
  * Both searches first map the pages in with one streaming pass (not timed) and time the
  * vtr_topk_search call only.
  */
@@ -293,10 +295,18 @@ static int run_single(const char *dir, const char *queries_path, int n, int64_t 
     return 0;
 }
 
-/* All queries at once, one run, with the default kernel or sgemm. */
+/* All queries at once, one run, with the default kernel (kernel NULL) or the named one. */
 static int run_batch(const char *dir, const char *queries_path, int64_t k, const char *outdir,
-                     bool sgemm)
+                     const char *kernel)
 {
+    vtr_topk_options opt = {.kernel = VTR_TOPK_AUTO};
+    if (kernel) {
+        while (opt.kernel <= VTR_TOPK_AMX_FILTER &&
+               strcmp(vtr_topk_kernel_name(opt.kernel), kernel) != 0)
+            opt.kernel++;
+        if (opt.kernel > VTR_TOPK_AMX_FILTER || opt.kernel == VTR_TOPK_AUTO)
+            die("no such kernel (sgemm, bf16-filter, amx-filter)", NULL);
+    }
     session s;
     session_open(&s, dir, queries_path);
     int64_t *rows = malloc((size_t)(s.nq * k) * sizeof *rows);
@@ -304,14 +314,19 @@ static int run_batch(const char *dir, const char *queries_path, int64_t k, const
     if (!rows || !scores)
         die("out of memory", NULL);
     vtr_error err;
-    vtr_topk_options opt = {.kernel = sgemm ? VTR_TOPK_SGEMM : VTR_TOPK_AUTO};
     double t0 = now();
     if (vtr_topk_search(s.m, &s.queries.tensor, k, &opt, rows, scores, NULL, &err) != VTR_OK)
         die("searching", &err);
-    printf("%s %.3f\n", sgemm ? "sgemm_batch_s" : "batch_s", now() - t0);
-    if (!sgemm)
-        printf("kernel %s\n", vtr_topk_have_bf16_filter() ? "bf16-filter" : "sgemm");
-    save(outdir, sgemm ? "vtr_sgemm_batch_rows.npy" : "vtr_batch_rows.npy", VTR_I64, s.nq, k, rows);
+    double t = now() - t0;
+    char name[64];
+    if (kernel) {
+        printf("%s_batch_s %.3f\n", kernel, t);
+        snprintf(name, sizeof name, "vtr_%s_batch_rows.npy", kernel);
+    } else {
+        printf("batch_s %.3f\nkernel %s\n", t, vtr_topk_kernel_name(vtr_topk_batch_kernel(opt.kernel)));
+        snprintf(name, sizeof name, "vtr_batch_rows.npy");
+    }
+    save(outdir, name, VTR_I64, s.nq, k, rows);
     free(rows);
     free(scores);
     session_close(&s);
@@ -424,14 +439,20 @@ int main(int argc, char **argv)
                           argc - 8, argv + 8);
     if (argc == 7 && strcmp(argv[1], "single") == 0)
         return run_single(argv[2], argv[3], atoi(argv[4]), atoll(argv[5]), argv[6]);
+    if (argc == 2 && strcmp(argv[1], "kernels") == 0) {
+        for (vtr_topk_kernel k = VTR_TOPK_SGEMM; k <= VTR_TOPK_AMX_FILTER; k++)
+            if (k != vtr_topk_batch_kernel(VTR_TOPK_AUTO) && vtr_topk_have_kernel(k))
+                printf("%s\n", vtr_topk_kernel_name(k));
+        return 0;
+    }
     if ((argc == 6 || argc == 7) && strcmp(argv[1], "batch") == 0)
-        return run_batch(argv[2], argv[3], atoll(argv[4]), argv[5],
-                         argc == 7 && strcmp(argv[6], "sgemm") == 0);
+        return run_batch(argv[2], argv[3], atoll(argv[4]), argv[5], argc == 7 ? argv[6] : NULL);
     fprintf(stderr, "usage: search_bench build DIR ROWS DIM SEED [CLUSTERS]\n"
                     "       search_bench queries OUT.npy Q DIM SEED CLUSTERS\n"
                     "       search_bench approx DIR QUERIES.npy K KIND N EXACT.npy "
                     "[EFFORT...]\n"
                     "       search_bench single DIR QUERIES.npy N K OUTDIR\n"
-                    "       search_bench batch DIR QUERIES.npy K OUTDIR [sgemm]\n");
+                    "       search_bench batch DIR QUERIES.npy K OUTDIR [KERNEL]\n"
+                    "       search_bench kernels\n");
     return 2;
 }
