@@ -157,6 +157,7 @@ struct vtr_backbone {
     vtr_conv_net net;
     vtr_conv_cpu *cpu;
     vtr_conv_cuda *cuda;
+    bool bf16;    /* vtr_backbone_set_bf16 */
     float *map;   /* (n, gh, gw, D) for pooled output */
     size_t map_cap; /* floats */
 };
@@ -453,6 +454,23 @@ void vtr_backbone_free(vtr_backbone *b)
 void vtr_backbone_preprocess(const vtr_backbone *b, vtr_preprocess_options *opt)
 {
     *opt = b->pre;
+}
+
+vtr_status vtr_backbone_set_bf16(vtr_backbone *b, bool bf16, vtr_error *err)
+{
+    if (b->device != VTR_BACKBONE_CPU)
+        return bf16 ? vtr_fail(err, VTR_ERR_UNSUPPORTED, "bfloat16 features are a CPU option "
+                               "(AVX512-BF16 or AMX): the CUDA engine runs float32")
+                    : VTR_OK;
+    vtr_status st = vtr_conv_cpu_set_bf16(b->cpu, bf16, err);
+    if (st == VTR_OK)
+        b->bf16 = bf16;
+    return st;
+}
+
+bool vtr_backbone_bf16(const vtr_backbone *b)
+{
+    return b->bf16;
 }
 
 vtr_backbone_arch vtr_backbone_get_arch(const vtr_backbone *b)

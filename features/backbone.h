@@ -122,6 +122,16 @@ vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
 
 void vtr_backbone_free(vtr_backbone *b);
 
+/* Runs the convolutions in bfloat16 (bf16 true) or float32 (the default): see
+ * vtr_conv_cpu_set_bf16 (features/conv.h). Features stay float32; their cosine to the
+ * float32 ones is about 0.9999 for a ResNet (tests/test_backbone.c, bench/features).
+ * VTR_ERR_UNSUPPORTED, with b unchanged (float32), on a CPU without AVX512-BF16 or AMX,
+ * and on CUDA, whose engine is float32. */
+vtr_status vtr_backbone_set_bf16(vtr_backbone *b, bool bf16, vtr_error *err);
+
+/* Whether b runs in bfloat16. */
+bool vtr_backbone_bf16(const vtr_backbone *b);
+
 vtr_backbone_arch vtr_backbone_get_arch(const vtr_backbone *b);
 
 /* The preprocessing the weights expect: torchvision's ImageNet transform for a ResNet

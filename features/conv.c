@@ -285,6 +285,7 @@ typedef struct op_params {
 
 struct vtr_conv_cpu {
     const vtr_conv_net *net;
+    dnnl_data_type_t dt; /* of activations and weights: f32, or bf16 (vtr_conv_cpu_set_bf16) */
     dnnl_engine_t engine;
     dnnl_stream_t stream;
     dnnl_primitive_attr_t scratch_attr; /* a user scratchpad, no post-ops: all but convs */
@@ -400,6 +401,7 @@ vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_err
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     }
     c->net = net;
+    c->dt = dnnl_f32;
     DNNL_TRY(dnnl_engine_create(&c->engine, dnnl_cpu, 0), "engine");
     DNNL_TRY(dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags), "stream");
     if ((st = user_scratchpad_attr(&c->scratch_attr, err)) != VTR_OK)
@@ -409,6 +411,34 @@ vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_err
 end:
     vtr_conv_cpu_free(c);
     return st;
+}
+
+bool vtr_conv_cpu_have_bf16(void)
+{
+    /* the ISAs are bit sets, each including the ones below it */
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa(), bf16 = dnnl_cpu_isa_avx512_core_bf16;
+    return (isa & bf16) == bf16;
+}
+
+vtr_status vtr_conv_cpu_set_bf16(vtr_conv_cpu *c, bool bf16, vtr_error *err)
+{
+    if (bf16 && !vtr_conv_cpu_have_bf16())
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                        "bfloat16 convolutions need a CPU with AVX512-BF16 or AMX (oneDNN runs "
+                        "this one with %s, where it would emulate them, slower than float32)",
+                        dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()));
+    dnnl_data_type_t dt = bf16 ? dnnl_bf16 : dnnl_f32;
+    if (dt == c->dt)
+        return VTR_OK;
+    plan_free(c); /* primitives and weights of the other type */
+    for (size_t i = 0; i < c->net->n_ops; i++) {
+        if (c->params[i].weights)
+            dnnl_memory_destroy(c->params[i].weights);
+        c->params[i].weights = NULL;
+        c->params[i].have = false;
+    }
+    c->dt = dt;
+    return VTR_OK;
 }
 
 /* Appends a step for prim (taken over, also on failure) with nargs arguments. */
@@ -556,6 +586,21 @@ end:
     return st;
 }
 
+/* Whether op i writes the residual stream: it accumulates into its dst, or a later conv
+ * accumulates into the slot it writes before another op writes that slot. With bfloat16
+ * the residual stream stays float32 (the sum of every block's output would otherwise be
+ * rounded to bfloat16 once per block). */
+static bool writes_residual(const vtr_conv_net *net, size_t i)
+{
+    const vtr_conv_op *op = &net->ops[i];
+    if (op->kind == VTR_CONV_OP_CONV && op->accumulate)
+        return true;
+    for (size_t j = i + 1; j < net->n_ops; j++)
+        if (net->ops[j].dst == op->dst)
+            return net->ops[j].kind == VTR_CONV_OP_CONV && net->ops[j].accumulate;
+    return false;
+}
+
 /* conv primitive descriptor for op i, oneDNN choosing the layouts */
 static vtr_status conv_pd(vtr_conv_cpu *c, size_t i, map_shape in, map_shape out,
                           dnnl_primitive_desc_t *pd, vtr_error *err)
@@ -571,10 +616,11 @@ static vtr_status conv_pd(vtr_conv_cpu *c, size_t i, map_shape in, map_shape out
     dnnl_dims_t pad_l = {L->pad_top, L->pad_left}, pad_r = {L->pad_bottom, L->pad_right};
     int wnd = weight_dims(L, wd);
     *pd = NULL;
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, dnnl_format_tag_any), "conv");
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&wei, wnd, wd, dnnl_f32, dnnl_format_tag_any), "conv");
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&src, 4, sd, c->dt, dnnl_format_tag_any), "conv");
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&wei, wnd, wd, c->dt, dnnl_format_tag_any), "conv");
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_x), "conv");
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_f32, dnnl_format_tag_any), "conv");
+    dnnl_data_type_t dst_dt = writes_residual(c->net, i) ? dnnl_f32 : c->dt;
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dst_dt, dnnl_format_tag_any), "conv");
     dnnl_convolution_desc_t cd;
     DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
                                                 dnnl_convolution_direct, &src, &wei, &bias,
@@ -681,7 +727,7 @@ static vtr_status plan_pool(vtr_conv_cpu *c, size_t i, map_shape out, map_shape 
     dnnl_dims_t strides = {op->stride, op->stride}, kernel = {op->kernel, op->kernel};
     dnnl_dims_t dil = {0, 0}, pad_l = {op->pad_begin, op->pad_begin};
     dnnl_dims_t pad_r = {op->pad_end, op->pad_end};
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dnnl_f32, dnnl_format_tag_any), "pool");
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 4, dd, c->dt, dnnl_format_tag_any), "pool");
     dnnl_pooling_v2_desc_t pdesc;
     DNNL_TRY(dnnl_pooling_v2_forward_desc_init(&pdesc, dnnl_forward_inference,
                                                max ? dnnl_pooling_max

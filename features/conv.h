@@ -153,6 +153,18 @@ vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_err
 
 void vtr_conv_cpu_free(vtr_conv_cpu *c);
 
+/* Whether this CPU runs bfloat16 convolutions natively: oneDNN's ISA is AVX512-BF16
+ * (avx512_core_bf16) or AMX (avx512_core_amx) or above. */
+bool vtr_conv_cpu_have_bf16(void);
+
+/* Mixed precision (off by default): with bf16, activations and weights are bfloat16
+ * (each weight rounded once, when first reordered), products accumulate in float32 inside
+ * oneDNN's kernels, biases stay float32; the input is rounded to bfloat16 by the first
+ * reorder and the output map widened back to float32 NHWC. Plans and reordered weights of
+ * the other precision are dropped. VTR_ERR_UNSUPPORTED, with the engine unchanged, on a
+ * CPU without AVX512-BF16 or AMX (oneDNN would emulate them, slower than float32). */
+vtr_status vtr_conv_cpu_set_bf16(vtr_conv_cpu *c, bool bf16, vtr_error *err);
+
 /* Runs the net on a batch: in (n, in_channels, h, w) float32 NCHW, out (n, oh, ow,
  * out_channels) float32 NHWC, oh and ow from vtr_conv_net_output_size. The first call
  * for an (n, h, w) builds the oneDNN primitives and reorders the weights to their layout

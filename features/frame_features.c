@@ -56,9 +56,10 @@ vtr_status vtr_frame_features_new(vtr_backbone *b, vtr_backbone_arch arch, const
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     const vtr_preprocess_options *p = &xo->pre;
     f->extractor = json_pack(
-        "{s:s, s:s, s:s, s:b, s:s, s:i, s:{s:i, s:i, s:[f,f,f], s:[f,f,f]}, s:s+}", "arch",
-        vtr_backbone_arch_name(arch), "weights", weights, "sha256", sha256, "grid", xo->grid,
-        "dtype", half ? "float16" : "float32", "dim", vtr_backbone_dim(b), "preprocess",
+        "{s:s, s:s, s:s, s:b, s:s, s:s, s:i, s:{s:i, s:i, s:[f,f,f], s:[f,f,f]}, s:s+}",
+        "arch", vtr_backbone_arch_name(arch), "weights", weights, "sha256", sha256, "grid",
+        xo->grid, "dtype", half ? "float16" : "float32", "compute",
+        vtr_backbone_bf16(b) ? "bfloat16" : "float32", "dim", vtr_backbone_dim(b), "preprocess",
         "resize", p->resize, "crop", p->crop, "mean", decimal(p->mean[0]), decimal(p->mean[1]),
         decimal(p->mean[2]), "std", decimal(p->std[0]), decimal(p->std[1]), decimal(p->std[2]),
         "version", "vtr-features ", vtr_version);

@@ -46,6 +46,9 @@ static const char usage_text[] =
     "                        [the weights': their metadata, else their tensors]\n"
     "      --grid            grid features instead of pooled ones\n"
     "      --device DEV      cpu (oneDNN) or cuda (cuDNN) [cpu]\n"
+    "      --bf16            convolutions in bfloat16 with float32 sums (CPUs with\n"
+    "                        AVX512-BF16 or AMX; elsewhere a warning, and float32);\n"
+    "                        features stay float32, cosine to float32's about 0.9999\n"
     "      --batch N         frames per backbone call; batches span items [32]\n"
     "      --threads N       CPU threads, 0 = one per core [0]\n"
     "\n"
@@ -118,6 +121,7 @@ int main(int argc, char **argv)
         OPT_OUT_DIR,
         OPT_STORE,
         OPT_HALF,
+        OPT_BF16,
         OPT_LOG_JSON,
         OPT_VERSION,
         OPT_AUDIO,
@@ -146,6 +150,7 @@ int main(int argc, char **argv)
         {"out-dir", required_argument, NULL, OPT_OUT_DIR},
         {"store", required_argument, NULL, OPT_STORE},
         {"half", no_argument, NULL, OPT_HALF},
+        {"bf16", no_argument, NULL, OPT_BF16},
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -168,7 +173,7 @@ int main(int argc, char **argv)
     const char *shard_option = NULL;
     vtr_backbone_arch arch = VTR_BACKBONE_ARCH_INFER;
     vtr_backbone_device device = VTR_BACKBONE_CPU;
-    bool log_json = false, half = false, audio = false;
+    bool log_json = false, half = false, audio = false, bf16 = false;
     vtr_logmel_options lo;
     vtr_logmel_options_defaults(&lo);
     const char *image_option = NULL; /* an option of the CNN mode, refused with --audio */
@@ -247,6 +252,10 @@ int main(int argc, char **argv)
         case OPT_OUT_DIR: out_dir = optarg; break;
         case OPT_STORE: store = optarg; break;
         case OPT_HALF: half = true; break;
+        case OPT_BF16:
+            bf16 = true;
+            image_option = "--bf16";
+            break;
         case OPT_LOG_JSON: log_json = true; break;
         case OPT_SHARD: shard_option = optarg; break;
         case OPT_AUDIO: audio = true; break;
@@ -382,6 +391,8 @@ int main(int argc, char **argv)
             vtr_log_item_error(NULL, &err);
             goto end;
         }
+        if (bf16 && vtr_backbone_set_bf16(backbone, true, &err) != VTR_OK)
+            fprintf(stderr, "vtr-features: warning: --bf16: %s; running float32\n", err.msg);
         vtr_preprocess_options theirs;
         vtr_backbone_preprocess(backbone, &theirs);
         vtr_preprocess_fill(&xo.pre, &theirs);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "decode/decode_ahead.h"
 #include "index/archive_source.h"
 #include "index/embedder.h"
 #include "index/embedding_index.h"
@@ -36,6 +37,7 @@ void vtr_archive_options_defaults(vtr_archive_options *o)
     o->resize = -1;
     o->crop = -1;
     o->commit_items = 32;
+    o->decode_ahead = 2;
 }
 
 /* ---- the recorded model ----------------------------------------------------------- */
@@ -155,6 +157,7 @@ typedef struct indexer {
     vtr_backbone *backbone;
     vtr_embedder *embedder;
     vtr_media_embedder *media;
+    vtr_decode_ahead *ahead;   /* the files to embed, decoded ahead; NULL: decoded in turn */
     vtr_embedding_index_writer *writer;
     vtr_catalog *catalog;
     int64_t dataset;
@@ -262,7 +265,20 @@ static vtr_status process_item(indexer *ix, work_item *w, vtr_error *err)
         goto failed; /* the last run died on it: w->error says so (plan) */
     vtr_error_clear(&w->error);
     vtr_media_embedding me;
-    st = vtr_media_embedder_embed(ix->media, f->path, f->key, &me, &w->error);
+    if (ix->ahead) {
+        vtr_decoded_item item;
+        st = vtr_decode_ahead_next(ix->ahead, &item, &w->error);
+        if (st == VTR_ERR_NOMEM) {
+            *err = w->error;
+            return st;
+        }
+        if (st != VTR_OK)
+            goto failed;
+        st = vtr_media_embedder_embed_decoded(ix->media, f->path, f->key, &item, &me,
+                                              &w->error);
+    } else {
+        st = vtr_media_embedder_embed(ix->media, f->path, f->key, &me, &w->error);
+    }
     w->duration = me.duration;
     if (st != VTR_OK && vtr_media_embedder_broken(ix->media)) {
         *err = w->error;
@@ -617,7 +633,8 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
             goto end;
         }
     }
-    if ((st = vtr_backbone_load(weights, arch, o->device, &ix->backbone, err)) != VTR_OK)
+    if ((st = vtr_backbone_load(weights, arch, o->device, &ix->backbone, err)) != VTR_OK ||
+        (o->bf16 && (st = vtr_backbone_set_bf16(ix->backbone, true, err)) != VTR_OK))
         goto end;
     vtr_preprocess_options theirs;
     vtr_backbone_preprocess(ix->backbone, &theirs);
@@ -739,6 +756,27 @@ static vtr_status plan(indexer *ix, work_item **out, size_t *n_out, vtr_error *e
     return VTR_OK;
 }
 
+/* Starts decoding the files that process_item will embed (those plan did not fail), in
+ * order, o->decode_ahead of them ahead, on a thread of their own: decoding the next files
+ * overlaps the backbone and the model on this one. */
+static vtr_status decode_ahead(indexer *ix, const work_item *work, size_t n_work,
+                               vtr_error *err)
+{
+    if (ix->o->decode_ahead < 1)
+        return VTR_OK;
+    const char **paths = malloc((n_work ? n_work : 1) * sizeof *paths);
+    if (!paths)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < n_work; i++)
+        if (work[i].outcome != VTR_ARCHIVE_FAILED)
+            paths[n++] = work[i].file->path;
+    vtr_status st = vtr_decode_ahead_start(paths, n, vtr_media_embedder_decode_options(ix->media),
+                                           ix->o->decode_ahead, &ix->ahead, err);
+    free(paths);
+    return st;
+}
+
 vtr_status vtr_archive_index_update(const vtr_archive_options *o, vtr_archive_stats *stats,
                                     vtr_error *err)
 {
@@ -751,9 +789,10 @@ vtr_status vtr_archive_index_update(const vtr_archive_options *o, vtr_archive_st
                                             "index directory");
         goto end;
     }
-    if (o->commit_items < 1 || o->frames < 0 || o->threads < 0) {
-        st = vtr_fail(err, VTR_ERR_INVALID, "bad options: commit_items %d, frames %d, threads %d",
-                      o->commit_items, o->frames, o->threads);
+    if (o->commit_items < 1 || o->frames < 0 || o->threads < 0 || o->decode_ahead < 0) {
+        st = vtr_fail(err, VTR_ERR_INVALID, "bad options: commit_items %d, frames %d, threads "
+                      "%d, decode_ahead %d", o->commit_items, o->frames, o->threads,
+                      o->decode_ahead);
         goto end;
     }
     /* the source first: a typo in it must not cost loading a model */
@@ -776,7 +815,8 @@ vtr_status vtr_archive_index_update(const vtr_archive_options *o, vtr_archive_st
     qsort(ix.by_key, ix.known.n, sizeof *ix.by_key, item_key_cmp);
 
     if ((st = plan(&ix, &work, &n_work, err)) != VTR_OK ||
-        (st = remove_gone(&ix, err)) != VTR_OK || (st = record_moved(&ix, err)) != VTR_OK)
+        (st = remove_gone(&ix, err)) != VTR_OK || (st = record_moved(&ix, err)) != VTR_OK ||
+        (st = decode_ahead(&ix, work, n_work, err)) != VTR_OK)
         goto end;
     for (size_t start = 0; start < n_work; start += (size_t)o->commit_items) {
         size_t end = start + (size_t)o->commit_items;
@@ -816,6 +856,7 @@ end:
         clear_mark(&ix);
     if (stats)
         *stats = ix.stats;
+    vtr_decode_ahead_free(ix.ahead);
     for (size_t i = 0; i < n_work; i++)
         free_frames(&work[i]);
     free(work);

@@ -109,12 +109,17 @@ typedef struct vtr_archive_options {
     const char *weights;    /* backbone weights (safetensors); NULL: the recorded ones
                              * (required for a new index) */
     vtr_backbone_device device;
+    bool bf16;              /* the backbone in bfloat16 (vtr_backbone_set_bf16: a CPU with
+                             * AVX512-BF16 or AMX, else the run fails) */
     int frames;             /* frames per video, 0: recorded, or VTR_ARCHIVE_DEFAULT_FRAMES */
     int resize, crop;       /* preprocessing (features/preprocess.h), -1: recorded, or
                              * torchvision's 256 / 224; 0 means none, as there */
     bool retry_failed;      /* redo files that failed before even when unchanged */
     int threads;            /* decoder and embedder threads, 0: default */
     int commit_items;       /* items per commit, >= 1 */
+    int decode_ahead;       /* files decoded ahead on a thread of their own while the
+                             * backbone and the model embed the current one
+                             * (decode/decode_ahead.h), 0: each decoded in its turn */
     /* NULL, or the shard of a sharded run (lib/shard.h): the index mirrors only the
      * shard's contiguous share of the source's files (in key order); the others are
      * neither indexed nor kept (an item of the index outside the share is dropped) */
@@ -128,7 +133,7 @@ typedef struct vtr_archive_options {
 } vtr_archive_options;
 
 /* source, index_dir and checkpoint NULL; device CPU; frames 0, resize and crop -1 (the
- * recorded or default values); commit_items 32. */
+ * recorded or default values); commit_items 32; decode_ahead 2. */
 void vtr_archive_options_defaults(vtr_archive_options *o);
 
 /* Brings the index at o->index_dir up to date with o->source (see above). Per-file

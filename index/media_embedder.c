@@ -132,6 +132,11 @@ static vtr_status frame_vectors(vtr_media_embedder *m, vtr_error *err)
     return st;
 }
 
+const vtr_decode_options *vtr_media_embedder_decode_options(const vtr_media_embedder *m)
+{
+    return &m->decode;
+}
+
 vtr_status vtr_media_embedder_embed(vtr_media_embedder *m, const char *path, const char *key,
                                     vtr_media_embedding *out, vtr_error *err)
 {
@@ -139,12 +144,27 @@ vtr_status vtr_media_embedder_embed(vtr_media_embedder *m, const char *path, con
     out->duration = -1;
     if (m->broken)
         return vtr_fail(err, VTR_ERR_INVALID, "the media embedder failed before: open a new one");
-    vtr_decoded_item_free(&m->item);
-    vtr_status st = vtr_decode_item(path, &m->decode, NULL, &m->item, err);
+    vtr_decoded_item item;
+    vtr_status st = vtr_decode_item(path, &m->decode, NULL, &item, err);
     if (st == VTR_ERR_NOMEM)
         return breaks(m, st);
     if (st != VTR_OK)
         return st;
+    return vtr_media_embedder_embed_decoded(m, path, key, &item, out, err);
+}
+
+vtr_status vtr_media_embedder_embed_decoded(vtr_media_embedder *m, const char *path,
+                                            const char *key, vtr_decoded_item *item,
+                                            vtr_media_embedding *out, vtr_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->duration = -1;
+    vtr_decoded_item_free(&m->item);
+    m->item = *item;
+    memset(item, 0, sizeof *item);
+    if (m->broken)
+        return vtr_fail(err, VTR_ERR_INVALID, "the media embedder failed before: open a new one");
+    vtr_status st;
     out->decoded = &m->item;
     /* the catalog's duration: 0 for an image (lib/catalog.h), the stream's for a video */
     json_t *duration = json_object_get(m->item.meta, "duration");

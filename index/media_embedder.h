@@ -55,6 +55,17 @@ typedef struct vtr_media_embedding {
 vtr_status vtr_media_embedder_embed(vtr_media_embedder *m, const char *path, const char *key,
                                     vtr_media_embedding *out, vtr_error *err);
 
+/* The decoding m does (vtr_decode_item's options): for decoding its files elsewhere,
+ * e.g. ahead on another thread (decode/decode_ahead.h). Lives as long as m. */
+const vtr_decode_options *vtr_media_embedder_decode_options(const vtr_media_embedder *m);
+
+/* vtr_media_embedder_embed on frames decoded already, by vtr_decode_item with m's
+ * options from path: *item is taken over (kept as out->decoded until m's next call; freed
+ * by m), also on failure. The same results and failures, less decoding's. */
+vtr_status vtr_media_embedder_embed_decoded(vtr_media_embedder *m, const char *path,
+                                            const char *key, vtr_decoded_item *item,
+                                            vtr_media_embedding *out, vtr_error *err);
+
 /* Whether a failure of the backbone or the model ended m's use. */
 bool vtr_media_embedder_broken(const vtr_media_embedder *m);
 

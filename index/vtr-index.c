@@ -50,11 +50,16 @@ static const char usage_text[] =
     "                        backbone's: 256 for ResNets, the input size of a Keras CNN]\n"
     "      --crop N          center crop side, 0 = none [the index's, or the backbone's]\n"
     "      --device DEV      cpu or cuda, for the backbone [cpu]\n"
+    "      --bf16            the backbone in bfloat16 (CPUs with AVX512-BF16 or AMX;\n"
+    "                        elsewhere a warning, and float32): vtr-features --bf16\n"
     "\n"
     "Run:\n"
     "  -o, --index OUT       the index directory (created when absent)\n"
     "      --retry-failed    redo files that failed before, even when unchanged\n"
     "      --commit-every N  files per commit [32]\n"
+    "      --decode-ahead N  files decoded ahead, on a thread of their own, while the\n"
+    "                        backbone and the model embed the current one; 0: each in\n"
+    "                        its turn [2]\n"
     "      --threads N       CPU threads, 0 = one per core [0]\n"
     "      --shard I/N       shard I of N (0 <= I < N): index the contiguous share I of\n"
     "                        the archive's files (in key order) into OUT.shard-I-of-N;\n"
@@ -159,8 +164,8 @@ static int index_archive(vtr_archive_options *o, vtr_error *err)
 int main(int argc, char **argv)
 {
     enum {
-        OPT_VOCAB = 256, OPT_FRAMES, OPT_RESIZE, OPT_CROP, OPT_DEVICE, OPT_RETRY, OPT_COMMIT,
-        OPT_THREADS, OPT_SHARD, OPT_LOG_JSON, OPT_VERSION
+        OPT_VOCAB = 256, OPT_FRAMES, OPT_RESIZE, OPT_CROP, OPT_DEVICE, OPT_BF16, OPT_RETRY,
+        OPT_COMMIT, OPT_AHEAD, OPT_THREADS, OPT_SHARD, OPT_LOG_JSON, OPT_VERSION
     };
     static const struct option options[] = {
         {"model", required_argument, NULL, 'm'},
@@ -171,9 +176,11 @@ int main(int argc, char **argv)
         {"resize", required_argument, NULL, OPT_RESIZE},
         {"crop", required_argument, NULL, OPT_CROP},
         {"device", required_argument, NULL, OPT_DEVICE},
+        {"bf16", no_argument, NULL, OPT_BF16},
         {"index", required_argument, NULL, 'o'},
         {"retry-failed", no_argument, NULL, OPT_RETRY},
         {"commit-every", required_argument, NULL, OPT_COMMIT},
+        {"decode-ahead", required_argument, NULL, OPT_AHEAD},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"shard", required_argument, NULL, OPT_SHARD},
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
@@ -229,6 +236,7 @@ int main(int argc, char **argv)
             else
                 bad = "--device is cpu or cuda";
             break;
+        case OPT_BF16: o.bf16 = true; break;
         case 'o': o.index_dir = optarg; break;
         case OPT_RETRY: o.retry_failed = true; break;
         case OPT_COMMIT:
@@ -236,6 +244,12 @@ int main(int argc, char **argv)
                 o.commit_items = (int)v;
             else
                 bad = "--commit-every needs a count from 1 to 1000000";
+            break;
+        case OPT_AHEAD:
+            if (vtr_parse_int(optarg, 0, 64, &v) == 0)
+                o.decode_ahead = (int)v;
+            else
+                bad = "--decode-ahead needs a count from 0 to 64";
             break;
         case OPT_THREADS:
             if (vtr_parse_int(optarg, 0, 1024, &v) == 0)
@@ -272,6 +286,12 @@ int main(int argc, char **argv)
         return 1;
     }
     o.source = argv[optind];
+    if (o.bf16 && (o.device != VTR_BACKBONE_CPU || !vtr_conv_cpu_have_bf16())) {
+        fprintf(stderr, "vtr-index: warning: --bf16: %s; running float32\n",
+                o.device != VTR_BACKBONE_CPU ? "a CPU option, the CUDA engine runs float32"
+                                             : "this CPU has no AVX512-BF16 or AMX");
+        o.bf16 = false;
+    }
     if (o.threads > 0)
         omp_set_num_threads(o.threads);
 

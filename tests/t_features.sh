@@ -1,9 +1,10 @@
 #!/bin/sh
 # vtr-features from the command line: vtr-synth | vtr-decode | vtr-features through a pipe
-# and through files (--out-dir, --store), grid and float16 output, frames already resized
-# by vtr-decode, and bad inputs (a record of the wrong kind, a truncated stream, weights
-# with a missing tensor or a wrong shape). Random ResNet-18 weights with torchvision's
-# names come from tests/fixtures/make_backbone_fixtures.py (numpy only).
+# and through files (--out-dir, --store), grid and float16 output, bfloat16 convolutions
+# (--bf16), frames already resized by vtr-decode, and bad inputs (a record of the wrong
+# kind, a truncated stream, weights with a missing tensor or a wrong shape). Random
+# ResNet-18 weights with torchvision's names come from
+# tests/fixtures/make_backbone_fixtures.py (numpy only).
 set -u
 for p in vtr-features vtr-decode vtr-synth vtr-inspect; do
     command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
@@ -41,7 +42,7 @@ for key in a b c; do
 done
 grep '"key":"a"' "$dir/inspect" | grep -q '"timestamps":\[' || fail "metadata not passed through"
 grep '"key":"a"' "$dir/inspect" |
-    grep -q '"extractor":{"arch":"resnet18","weights":"[^"]*w.safetensors","sha256":"[0-9a-f]\{64\}","grid":false,"dtype":"float32","dim":512' ||
+    grep -q '"extractor":{"arch":"resnet18","weights":"[^"]*w.safetensors","sha256":"[0-9a-f]\{64\}","grid":false,"dtype":"float32","compute":"float32","dim":512' ||
     fail "no extractor metadata: $(grep '"key":"a"' "$dir/inspect")"
 
 # 2. files: the same frames from a record file into --out-dir and --store, and from the
@@ -58,6 +59,32 @@ for key in a b c; do
     cmp -s "$dir/npy/$key.npy" "$dir/npy2/$key.npy" || fail "$key: pipe and file differ"
 done
 ls "$dir/npy" | grep -q '\.tmp\.' && fail "temporary files left in --out-dir"
+
+# --bf16: on a CPU whose oneDNN ISA has AVX512-BF16 (or AMX), bfloat16 convolutions:
+# features within a cosine of 0.999 of float32's, not the same bytes, and the metadata
+# says so; elsewhere one warning line, and float32
+$F --bf16 --out-dir "$dir/bf16" "$dir/frames.rec" 2>"$dir/err" || fail "--bf16: exit $?"
+case $(vtr-features --version | sed -n 3p) in
+*"ISA avx512_core_bf16"* | *"ISA avx512_core_amx"*)
+    [ -s "$dir/err" ] && fail "--bf16 warned: $(cat "$dir/err")"
+    grep -q '"compute": *"bfloat16"' "$dir/bf16/a.json" || fail "--bf16: $(cat "$dir/bf16/a.json")"
+    $PY - "$dir/npy" "$dir/bf16" <<'PYEOF' || fail "--bf16 features"
+import sys
+import numpy as np
+for key in "abc":
+    a, b = (np.load("%s/%s.npy" % (d, key)).astype(np.float64) for d in sys.argv[1:3])
+    assert not np.array_equal(a, b), key + ": bfloat16 gave float32's bytes"
+    cos = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))
+    assert cos.min() >= 0.999, "%s: cosine %s" % (key, cos)
+PYEOF
+    ;;
+*)
+    [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+        grep -q '^vtr-features: warning: --bf16: .*; running float32$' "$dir/err" ||
+        fail "--bf16 on a CPU without bfloat16: $(cat "$dir/err")"
+    cmp -s "$dir/npy/a.npy" "$dir/bf16/a.npy" || fail "--bf16 fell back, yet other features"
+    ;;
+esac
 grep -q '"sha256"' "$dir/npy/b.json" || fail "b.json lacks the extractor"
 $PY - "$dir" <<'EOF' || fail "store and NPY files disagree"
 import json, sys

@@ -7,7 +7,8 @@
 # embeddings keep their bytes; a run killed with SIGKILL and rerun gives the same content
 # as the incremental index; a reader queries the index while vtr-index writes it; another
 # model, other settings and a missing --weights are refused; a manifest source; an
-# approximate index (vtr-approx) that a run with changes builds again.
+# approximate index (vtr-approx) that a run with changes builds again; --decode-ahead 0
+# and 1 give the same index as the default.
 set -u
 for p in vtr-index vtr-synth vtr-train vtr-import; do
     command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
@@ -108,6 +109,18 @@ db = sqlite3.connect("file:%s/catalog.sqlite?mode=ro" % sys.argv[1], uri=True)
 d = dict(db.execute("SELECT key, duration_s FROM items"))
 assert d["d.png"] == 0 and all(v > 0 for k, v in d.items() if k != "d.png"), d
 EOF
+# decoding ahead (the default, 2 files) or each file in its turn: the same index
+for ahead in 0 1; do
+    $IX "$A" --weights "$dir/w.safetensors" --index "$dir/ix-ahead$ahead" --decode-ahead $ahead \
+        2>"$dir/err" || fail "--decode-ahead $ahead: exit $? $(cat "$dir/err")"
+    dump "$dir/ix-ahead$ahead" >"$dir/d-ahead" && catalog "$dir/ix-ahead$ahead" >"$dir/c-ahead" ||
+        fail "dump --decode-ahead $ahead"
+    cmp -s "$dir/d1" "$dir/d-ahead" && cmp -s "$dir/c1" "$dir/c-ahead" ||
+        fail "--decode-ahead $ahead gave another index"
+    rm -rf "$dir/ix-ahead$ahead"
+done
+vtr-index "$A" --model "$CK" --index "$dir/ix-x" --decode-ahead -1 2>"$dir/err"
+[ $? -eq 1 ] && grep -q -- '--decode-ahead' "$dir/err" || fail "--decode-ahead -1 accepted"
 if command -v vtr-search >/dev/null 2>&1; then
     vtr-search "a video of a cat" --index "$dir/ix" --model "$CK" -k 4 >"$dir/search" 2>"$dir/err" &&
         vtr-search "a video of a cat" --index "$dir/ix" --model "$CK" -k 4 --json >"$dir/search.json" 2>>"$dir/err" ||

@@ -880,6 +880,75 @@ TEST(resnet50_matches_torchvision_at_224)
     check_parity(dir, "resnet50");
 }
 
+/* bfloat16 convolutions (vtr_backbone_set_bf16) stay close to torchvision's float32
+ * features, per image: a cosine of at least 0.999 (the target of bench/features), or,
+ * where PyTorch's own bfloat16 inference on these weights does not reach that either (the
+ * random deep nets of the fixtures amplify rounding: PyTorch 0.997 for ResNet-152), no
+ * further from float32 than PyTorch's. They really run in bfloat16 (not bit for bit
+ * float32's); back to float32, the features are float32's again. A CPU without
+ * AVX512-BF16 or AMX refuses, and stays float32. */
+static double cosine(const float *a, const float *b, int n)
+{
+    double dot = 0, na = 0, nb = 0;
+    for (int d = 0; d < n; d++)
+        dot += (double)a[d] * b[d], na += (double)a[d] * a[d], nb += (double)b[d] * b[d];
+    return dot / sqrt(na * nb);
+}
+
+static void check_bf16(const char *arch_name)
+{
+    vtr_error err;
+    char path[1024];
+    const char *dir = parity_dir();
+    vtr_backbone *b = NULL;
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, arch_name);
+    CHECK_OK(vtr_backbone_load(path, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err));
+    if (!vtr_conv_cpu_have_bf16()) {
+        CHECK_FAILS(vtr_backbone_set_bf16(b, true, &err), VTR_ERR_UNSUPPORTED,
+                    "need a CPU with AVX512-BF16 or AMX");
+        CHECK(!vtr_backbone_bf16(b));
+        vtr_backbone_free(b);
+        test_skip("this CPU has no AVX512-BF16 or AMX");
+    }
+    vtr_npy_file fin, fpool;
+    snprintf(path, sizeof path, "%s/%s_input.npy", dir, arch_name);
+    const float *x = load_npy(path, VTR_F32, 4, &fin);
+    int n = (int)fin.tensor.shape[0], h = (int)fin.tensor.shape[2], w = (int)fin.tensor.shape[3];
+    snprintf(path, sizeof path, "%s/%s_pooled.npy", dir, arch_name);
+    const float *want = load_npy(path, VTR_F32, 2, &fpool);
+    vtr_npy_file ftorch;
+    snprintf(path, sizeof path, "%s/%s_pooled_bf16.npy", dir, arch_name);
+    const float *torch_bf16 = load_npy(path, VTR_F32, 2, &ftorch);
+    int D = vtr_backbone_dim(b);
+    float *f32 = malloc((size_t)n * D * sizeof *f32), *bf = malloc((size_t)n * D * sizeof *bf);
+    CHECK(f32 && bf);
+    CHECK_OK(vtr_backbone_forward(b, x, n, h, w, false, f32, &err));
+    CHECK_OK(vtr_backbone_set_bf16(b, true, &err));
+    CHECK(vtr_backbone_bf16(b));
+    CHECK_OK(vtr_backbone_forward(b, x, n, h, w, false, bf, &err));
+    CHECK(memcmp(f32, bf, (size_t)n * D * sizeof *bf) != 0);
+    for (int i = 0; i < n; i++) {
+        const float *f = want + (size_t)i * D;
+        double mine = cosine(bf + (size_t)i * D, f, D);
+        double torchs = cosine(torch_bf16 + (size_t)i * D, f, D);
+        printf("    %s image %d: cosine to torchvision's float32 features: vtr bfloat16 %.6f, "
+               "PyTorch bfloat16 %.6f\n", arch_name, i, mine, torchs);
+        CHECK_MSG(mine >= 0.999 || mine >= torchs, "%s image %d: cosine %f (PyTorch's %f)",
+                  arch_name, i, mine, torchs);
+    }
+    CHECK_OK(vtr_backbone_set_bf16(b, false, &err));
+    CHECK_OK(vtr_backbone_forward(b, x, n, h, w, false, bf, &err));
+    CHECK(memcmp(f32, bf, (size_t)n * D * sizeof *bf) == 0);
+    free(f32);
+    free(bf);
+    vtr_npy_close(&fin), vtr_npy_close(&fpool), vtr_npy_close(&ftorch);
+    vtr_backbone_free(b);
+}
+
+TEST(resnet18_bf16_close_to_float32) { check_bf16("resnet18"); }
+TEST(resnet50_bf16_close_to_float32) { check_bf16("resnet50"); }
+TEST(resnet152_bf16_close_to_float32) { check_bf16("resnet152"); }
+
 /* ---- weights files ---------------------------------------------------------------- */
 
 /* a and b (resnet18 or 34) give the same pooled features, bit for bit, on two random

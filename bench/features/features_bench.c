@@ -2,15 +2,20 @@
  * measures the machine's float32 peak the same run (OpenBLAS sgemm and oneDNN's best
  * ResNet convolution), for bench/features/run.sh.
  *
- *   features_bench WEIGHTS ARCH BATCH RUNS WARMUP
+ *   features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16]
  *
  * Prints one JSON object: seconds per batch (warm-up runs first), the model's GFLOP per
  * 224x224 image (2 * multiply-adds of every convolution, counted from the folded net),
  * and the peaks. Threads: OpenMP's (OMP_NUM_THREADS) for oneDNN, OpenBLAS's for sgemm.
+ * With --bf16 (bench/features/bf16.sh): the convolutions in bfloat16
+ * (vtr_backbone_set_bf16), no peaks, and the cosine of each image's bfloat16 features to
+ * its float32 ones (one untimed float32 batch first): "cosine_min", "cosine_mean".
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
+#include <math.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,8 +137,9 @@ static double conv_peak(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: features_bench WEIGHTS ARCH BATCH RUNS WARMUP\n");
+    bool bf16 = argc == 7 && strcmp(argv[6], "--bf16") == 0;
+    if (argc != 6 && !bf16) {
+        fprintf(stderr, "usage: features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16]\n");
         return 1;
     }
     vtr_error err;
@@ -158,6 +164,15 @@ int main(int argc, char **argv)
     vtr_rng_init(&rng, 1, 0);
     for (size_t i = 0; i < nin; i++)
         x[i] = vtr_rng_normal(&rng);
+    float *ref = NULL; /* float32 features of the batch, with --bf16 */
+    if (bf16) {
+        ref = malloc((size_t)batch * D * sizeof *ref);
+        if (vtr_backbone_forward(b, x, batch, 224, 224, false, ref, &err) != VTR_OK ||
+            vtr_backbone_set_bf16(b, true, &err) != VTR_OK) {
+            fprintf(stderr, "features_bench: %s\n", err.msg);
+            return 1;
+        }
+    }
     int total = warmup + runs;
     double *times = malloc((size_t)total * sizeof *times);
     for (int r = 0; r < total; r++) {
@@ -169,19 +184,36 @@ int main(int argc, char **argv)
         times[r] = now() - t;
     }
     double gflop = net_gflop(vtr_backbone_net(b), 224, 224);
-    double sgemm = sgemm_peak(), conv = conv_peak();
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"side\": \"vtr\", \"arch\": \"%s\", \"batch\": %d, \"threads\": %d, "
-           "\"warmup\": %d, \"load_s\": %.3f, \"gflop_per_image\": %.4f, "
-           "\"sgemm_peak_gflops\": %.1f, \"conv_peak_gflops\": %.1f, \"max_rss_mb\": %.0f, "
-           "\"checksum\": %.6g, \"times\": [",
-           argv[2], batch, omp_get_max_threads(), warmup, t_load, gflop, sgemm, conv,
-           ru.ru_maxrss / 1024.0, (double)out[0] + out[(size_t)batch * D - 1]);
+    printf("{\"side\": \"%s\", \"arch\": \"%s\", \"batch\": %d, \"threads\": %d, "
+           "\"warmup\": %d, \"load_s\": %.3f, \"gflop_per_image\": %.4f, \"max_rss_mb\": %.0f, "
+           "\"checksum\": %.6g, \"isa\": \"%s\", ",
+           bf16 ? "vtr-bf16" : "vtr", argv[2], batch, omp_get_max_threads(), warmup, t_load,
+           gflop, ru.ru_maxrss / 1024.0, (double)out[0] + out[(size_t)batch * D - 1],
+           vtr_conv_cpu_report());
+    if (bf16) {
+        double lo = 2, sum = 0;
+        for (int i = 0; i < batch; i++) {
+            double dot = 0, na = 0, nb = 0;
+            for (int d = 0; d < D; d++) {
+                double p = out[(size_t)i * D + d], q = ref[(size_t)i * D + d];
+                dot += p * q, na += p * p, nb += q * q;
+            }
+            double c = dot / sqrt(na * nb);
+            lo = c < lo ? c : lo;
+            sum += c;
+        }
+        printf("\"cosine_min\": %.6f, \"cosine_mean\": %.6f, ", lo, sum / batch);
+    } else {
+        printf("\"sgemm_peak_gflops\": %.1f, \"conv_peak_gflops\": %.1f, ", sgemm_peak(),
+               conv_peak());
+    }
+    printf("\"times\": [");
     for (int r = 0; r < total; r++)
         printf("%s%.4f", r ? ", " : "", times[r]);
     printf("]}\n");
-    free(times), free(x), free(out);
+    free(times), free(x), free(out), free(ref);
     vtr_backbone_free(b);
     return 0;
 }

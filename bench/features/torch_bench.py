@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """bench/features: torchvision's side, for bench/features/run.sh.
 
-  torch_bench.py WEIGHTS ARCH BATCH RUNS WARMUP THREADS [--frozen]
+  torch_bench.py WEIGHTS ARCH BATCH RUNS WARMUP THREADS [--frozen | --bf16]
 
 Loads the same safetensors weights as vtr into torchvision's model (strict: every name
 must match), drops the classifier (fc -> Identity: the pooled features, as vtr computes),
 and times model(x) under torch.no_grad() in eval mode on random (BATCH, 3, 224, 224)
 input: the plain torchvision forward that feature-extraction scripts run. With --frozen,
 the model is first compiled with torch.jit.optimize_for_inference(torch.jit.script(m))
-(batch norm folded, oneDNN layouts kept between layers): PyTorch's own best CPU path.
+(batch norm folded, oneDNN layouts kept between layers): PyTorch's own best CPU path. With --bf16 (bench/features/bf16.sh), PyTorch's bfloat16
+inference on a CPU: model and input in channels_last, model(x) under
+torch.autocast("cpu", dtype=torch.bfloat16).
 Prints one JSON object.
 """
 import json
@@ -43,13 +45,17 @@ def main(argv):
     weights, arch = argv[0], argv[1]
     batch, runs, warmup, threads = (int(v) for v in argv[2:6])
     frozen = "--frozen" in argv[6:]
+    bf16 = "--bf16" in argv[6:]
     torch.set_num_threads(threads)
     model = getattr(torchvision.models, arch)(weights=None)
     model.load_state_dict(load_safetensors(weights), strict=True)
     model.fc = torch.nn.Identity()
     model.eval()
     x = torch.randn(batch, 3, 224, 224)
-    with torch.no_grad():
+    if bf16:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         if frozen:
             model = torch.jit.optimize_for_inference(torch.jit.script(model))
         times = []
@@ -58,7 +64,8 @@ def main(argv):
             out = model(x)
             times.append(time.perf_counter() - t)
     print(json.dumps({
-        "side": "torch-frozen" if frozen else "torch", "arch": arch, "batch": batch,
+        "side": "torch-frozen" if frozen else "torch-bf16" if bf16 else "torch",
+        "arch": arch, "batch": batch,
         "threads": torch.get_num_threads(), "warmup": warmup, "torch": torch.__version__,
         "torchvision": torchvision.__version__, "dim": int(out.shape[1]),
         "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
