@@ -586,21 +586,6 @@ end:
     return st;
 }
 
-/* Whether op i writes the residual stream: it accumulates into its dst, or a later conv
- * accumulates into the slot it writes before another op writes that slot. With bfloat16
- * the residual stream stays float32 (the sum of every block's output would otherwise be
- * rounded to bfloat16 once per block). */
-static bool writes_residual(const vtr_conv_net *net, size_t i)
-{
-    const vtr_conv_op *op = &net->ops[i];
-    if (op->kind == VTR_CONV_OP_CONV && op->accumulate)
-        return true;
-    for (size_t j = i + 1; j < net->n_ops; j++)
-        if (net->ops[j].dst == op->dst)
-            return net->ops[j].kind == VTR_CONV_OP_CONV && net->ops[j].accumulate;
-    return false;
-}
-
 /* conv primitive descriptor for op i, oneDNN choosing the layouts */
 static vtr_status conv_pd(vtr_conv_cpu *c, size_t i, map_shape in, map_shape out,
                           dnnl_primitive_desc_t *pd, vtr_error *err)
@@ -619,8 +604,7 @@ static vtr_status conv_pd(vtr_conv_cpu *c, size_t i, map_shape in, map_shape out
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&src, 4, sd, c->dt, dnnl_format_tag_any), "conv");
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&wei, wnd, wd, c->dt, dnnl_format_tag_any), "conv");
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias, 1, bd, dnnl_f32, dnnl_x), "conv");
-    dnnl_data_type_t dst_dt = writes_residual(c->net, i) ? dnnl_f32 : c->dt;
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 4, dd, dst_dt, dnnl_format_tag_any), "conv");
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst, 4, dd, c->dt, dnnl_format_tag_any), "conv");
     dnnl_convolution_desc_t cd;
     DNNL_TRY(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference,
                                                 dnnl_convolution_direct, &src, &wei, &bias,
