@@ -8,7 +8,7 @@
 # as the incremental index; a reader queries the index while vtr-index writes it; another
 # model, other settings and a missing --weights are refused; a manifest source; an
 # approximate index (vtr-approx) that a run with changes builds again; --decode-ahead 0
-# and 1 give the same index as the default.
+# and 1 give the same index as the default; --bf16 one close to it.
 set -u
 for p in vtr-index vtr-synth vtr-train vtr-import; do
     command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
@@ -121,6 +121,33 @@ for ahead in 0 1; do
 done
 vtr-index "$A" --model "$CK" --index "$dir/ix-x" --decode-ahead -1 2>"$dir/err"
 [ $? -eq 1 ] && grep -q -- '--decode-ahead' "$dir/err" || fail "--decode-ahead -1 accepted"
+# --bf16: the backbone in bfloat16 where the CPU has it (embeddings within a cosine of
+# 0.99 of float32's, after the model), else one warning line and the float32 index
+$IX "$A" --weights "$dir/w.safetensors" --index "$dir/ix-bf16" --bf16 2>"$dir/err" ||
+    fail "--bf16: exit $? $(cat "$dir/err")"
+dump "$dir/ix-bf16" >"$dir/d-bf16" || fail "dump --bf16"
+case $(vtr-index --version | sed -n 3p) in
+*"ISA avx512_core_bf16"* | *"ISA avx512_core_amx"*)
+    grep -q 'warning' "$dir/err" && fail "--bf16 warned: $(cat "$dir/err")"
+    $PY - "$dir/d1" "$dir/d-bf16" <<'EOF' || fail "--bf16 embeddings"
+import sys
+import numpy as np
+rows = [dict(l.split() for l in open(p)) for p in sys.argv[1:3]]
+assert rows[0].keys() == rows[1].keys(), (rows[0].keys(), rows[1].keys())
+for k in rows[0]:
+    a, b = (np.frombuffer(bytes.fromhex(r[k]), np.float16).astype(np.float64) for r in rows)
+    cos = a @ b / np.sqrt((a @ a) * (b @ b))
+    assert cos > 0.99, (k, cos)
+assert any(rows[0][k] != rows[1][k] for k in rows[0]), "bfloat16 gave float32's bytes"
+EOF
+    ;;
+*)
+    grep -q '^vtr-index: warning: --bf16: .*; running float32$' "$dir/err" ||
+        fail "--bf16 on a CPU without bfloat16: $(cat "$dir/err")"
+    cmp -s "$dir/d1" "$dir/d-bf16" || fail "--bf16 fell back, yet another index"
+    ;;
+esac
+rm -rf "$dir/ix-bf16"
 if command -v vtr-search >/dev/null 2>&1; then
     vtr-search "a video of a cat" --index "$dir/ix" --model "$CK" -k 4 >"$dir/search" 2>"$dir/err" &&
         vtr-search "a video of a cat" --index "$dir/ix" --model "$CK" -k 4 --json >"$dir/search.json" 2>>"$dir/err" ||
