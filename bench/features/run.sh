@@ -22,33 +22,7 @@
 # side), pooled features out.
 set -eu
 cd "$(dirname "$0")/../.."
-threads=$(nproc) runs=3 warmup=1 batch=32 archs=resnet152,resnet18 append=
-while [ $# -gt 0 ]; do
-    case $1 in
-    --append) append=--append ;;
-    --threads) threads=$2; shift ;;
-    --runs) runs=$2; shift ;;
-    --archs) archs=$2; shift ;;
-    *) echo "usage: sh bench/features/run.sh [--append] [--threads N] [--runs R] [--archs A,B]" >&2
-       exit 2 ;;
-    esac
-    shift
-done
-if [ ! -f Makefile ]; then
-    echo "bench/features: run ./configure first" >&2
-    exit 1
-fi
-/usr/bin/python3 -c 'import torchvision' 2>/dev/null || {
-    echo "bench/features: needs python3-torchvision" >&2
-    exit 1
-}
-sh bench/build.sh bench/features/features_bench.c bench/out/features_bench
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/vtr-bench-features-XXXXXX")
-trap 'rm -rf "$work"' EXIT
-unset OMP_WAIT_POLICY
-. bench/blas_kernel.sh # one BLAS kernel for both sides: vtr's choice for this CPU
-export OPENBLAS_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads"
+. bench/features/setup.sh
 load_before=$(cut -d' ' -f1 /proc/loadavg)
 results=
 for arch in $(echo "$archs" | tr , ' '); do
