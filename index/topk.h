@@ -42,8 +42,10 @@
  * per 12 queries; sgemm ~ 0.6 s plus 11 ms per query).
  *
  * Determinism. The results are a function of the scores, and a row's score does not depend
- * on the thread count or on where the parts begin. The fused path and the bfloat16 filter
- * give the same scores (the same kernel scores the kept rows). The sgemm path adds in
+ * on the thread count or on where the parts begin. The fused path and the bfloat16 filters
+ * give the same scores (the same kernel scores the kept rows). The kernel depends on the
+ * CPU: the AVX-512, AVX2 and portable kernels add in different orders, so scores may
+ * differ in the last bits of float32 between machines. The sgemm path adds in
  * another order, so its scores may differ in the last bits of float32 (and so swap rows
  * whose scores are that close); they are the same from run to run for the same BLAS and
  * thread count.
