@@ -133,11 +133,6 @@ vtr_status vtr_approx_index_check(const vtr_approx_index *a, const vtr_embedding
 
 /* ---- reading ---- */
 
-static bool is_skipped(const uint64_t *skip, int64_t r)
-{
-    return skip && (skip[r >> 6] >> (r & 63) & 1);
-}
-
 /* Reads the file's contents (size bytes at p) into a. */
 static vtr_status parse_file(vtr_approx_index *a, const unsigned char *p, size_t size,
                              vtr_error *err)
@@ -351,7 +346,7 @@ static vtr_status live_rows(const vtr_embedding_index *ix, int64_t from, int64_t
     if (!*rows)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory listing rows");
     for (int64_t r = from; r < to; r++)
-        if (!is_skipped(skip, r))
+        if (!vtr_topk_skipped(skip, r))
             (*rows)[(*n)++] = r;
     return VTR_OK;
 }
@@ -481,7 +476,7 @@ static int64_t dead_labels(const vtr_approx_index *a, const vtr_embedding_index 
     const uint64_t *skip = vtr_embedding_index_matrix(ix)->skip;
     int64_t dead = 0;
     for (int64_t i = 0; i < a->n_labels; i++)
-        dead += a->row_of[i] >= common_rows || is_skipped(skip, a->row_of[i]);
+        dead += a->row_of[i] >= common_rows || vtr_topk_skipped(skip, a->row_of[i]);
     return dead;
 }
 
@@ -615,8 +610,8 @@ static vtr_status rerank_query(const rerank *r, const float *q, int64_t *cand, i
     for (int64_t p = 0; p < n_tail_parts; p++)
         parts[nc + p] = m->parts[r->common + p];
     for (int64_t j = 0; j < r->tail_rows; j++)
-        if (is_skipped(m->skip, r->common_rows + j))
-            skip[(nc + j) >> 6] |= UINT64_C(1) << ((nc + j) & 63);
+        if (vtr_topk_skipped(m->skip, r->common_rows + j))
+            vtr_topk_skip_row(skip, nc + j);
     vtr_topk_matrix view = {.dtype = m->dtype, .dim = m->dim, .n_parts = nc + n_tail_parts,
                             .parts = parts, .skip = skip};
     vtr_tensor qt = {.dtype = VTR_F32, .ndim = 1, .shape = {m->dim}, .data = (float *)q};
@@ -677,7 +672,7 @@ vtr_status vtr_approx_search(const vtr_approx_index *a, const vtr_embedding_inde
             if (l[j] < 0 || l[j] >= a->n_labels)
                 continue;
             int64_t row = a->row_of[l[j]];
-            if (row < r.common_rows && !is_skipped(skip, row))
+            if (row < r.common_rows && !vtr_topk_skipped(skip, row))
                 l[nc++] = row;
         }
         qfound[i] = nc; /* the candidate count, until rerank_query's found replaces it */

@@ -121,8 +121,8 @@ static vtr_status read_snapshot(vtr_embedding_index *ix, bool *missing, vtr_erro
             goto end;
         }
         int64_t g = ix->first[si] + row;
-        dead += !(ix->skip[g >> 6] >> (g & 63) & 1);
-        ix->skip[g >> 6] |= UINT64_C(1) << (g & 63);
+        dead += !vtr_topk_skipped(ix->skip, g);
+        vtr_topk_skip_row(ix->skip, g);
     }
     if (rc != SQLITE_DONE)
         st = eix_db_fail(ix->db, ix->dir, err, "reading tombstones");

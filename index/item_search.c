@@ -23,7 +23,7 @@ static vtr_status skip_later_rows(vtr_embedding_index *ix, uint64_t *skip, vtr_e
     vtr_status st = vtr_embedding_index_items_read(ix, &it, err);
     for (int64_t i = 0; st == VTR_OK && i < it.n; i++)
         for (int64_t r = it.first[i] + 1; r < it.first[i] + it.count[i]; r++)
-            skip[r >> 6] |= UINT64_C(1) << (r & 63);
+            vtr_topk_skip_row(skip, r);
     return st;
 }
 
@@ -62,7 +62,7 @@ vtr_status vtr_item_search(vtr_embedding_index *ix, vtr_catalog *cat, int64_t da
     vtr_error miss;
     if (st == VTR_OK && exclude &&
         vtr_embedding_index_find(ix, exclude, &exclude_row, NULL, &miss) == VTR_OK)
-        skip[exclude_row >> 6] |= UINT64_C(1) << (exclude_row & 63);
+        vtr_topk_skip_row(skip, exclude_row);
     vtr_topk_matrix firsts = *m;
     firsts.skip = skip;
     vtr_tensor qt = {.dtype = VTR_F32, .ndim = 2, .shape = {1, D}, .data = unit};

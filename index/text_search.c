@@ -235,7 +235,7 @@ static vtr_status scan_preselected(item_scan *s, int64_t preselect, int64_t *ids
     }
     memset(skip, 0xff, (size_t)words * sizeof *skip);
     for (int64_t i = 0; i < it->n; i++)
-        skip[it->first[i] >> 6] &= ~(UINT64_C(1) << (it->first[i] & 63));
+        vtr_topk_keep_row(skip, it->first[i]);
     for (int64_t q = 0; q < s->n; q++)
         memcpy(glob + (size_t)q * E, s->q + (size_t)q * P * E, E * sizeof *glob);
     vtr_topk_matrix globals = *m;

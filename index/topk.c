@@ -119,11 +119,6 @@ static inline void heap_offer(heap *h, float score, int64_t row)
     }
 }
 
-static inline bool is_skipped(const uint64_t *skip, int64_t row)
-{
-    return skip && (skip[row >> 6] >> (row & 63) & 1);
-}
-
 /* Offers the scores s[0 .. n) of rows row0 .. row0 + n - 1 to h. Once h is full, a score
  * below the root's (or NaN) cannot enter, which a cheap comparison rules out for nearly
  * every row; the full order decides the rest. */
@@ -132,13 +127,13 @@ static void heap_offer_block(heap *h, const float *s, int64_t n, int64_t row0,
 {
     int64_t j = 0;
     for (; j < n && h->n < h->cap; j++)
-        if (!is_skipped(skip, row0 + j))
+        if (!vtr_topk_skipped(skip, row0 + j))
             heap_offer(h, s[j], row0 + j);
     if (j == n || h->cap == 0)
         return;
     if (isnan(h->e[0].score)) { /* every number ranks before the root: no shortcut */
         for (; j < n; j++)
-            if (!is_skipped(skip, row0 + j))
+            if (!vtr_topk_skipped(skip, row0 + j))
                 heap_offer(h, s[j], row0 + j);
         return;
     }
@@ -150,13 +145,13 @@ static void heap_offer_block(heap *h, const float *s, int64_t n, int64_t row0,
         if (!any)
             continue;
         for (int t = 0; t < 8; t++)
-            if (s[j + t] >= thr && !is_skipped(skip, row0 + j + t)) {
+            if (s[j + t] >= thr && !vtr_topk_skipped(skip, row0 + j + t)) {
                 heap_offer(h, s[j + t], row0 + j + t);
                 thr = h->e[0].score;
             }
     }
     for (; j < n; j++)
-        if (s[j] >= thr && !is_skipped(skip, row0 + j)) {
+        if (s[j] >= thr && !vtr_topk_skipped(skip, row0 + j)) {
             heap_offer(h, s[j], row0 + j);
             thr = h->e[0].score;
         }
@@ -1057,7 +1052,7 @@ static vtr_status search_bf16(const row_map *map, int64_t n_rows, const float *q
                         while (cand) {
                             int r = __builtin_ctz(cand);
                             cand &= cand - 1;
-                            if (is_skipped(m->skip, r0 + r))
+                            if (vtr_topk_skipped(m->skip, r0 + r))
                                 continue;
                             float exact;
                             dots(ptr[i * BF16_ROWS + r], 1, dim,

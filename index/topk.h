@@ -81,6 +81,22 @@ typedef struct vtr_topk_matrix {
     const uint64_t *skip;
 } vtr_topk_matrix;
 
+/* Row r of a skip bitmap: whether it is set, set it, clear it. */
+static inline bool vtr_topk_skipped(const uint64_t *skip, int64_t r)
+{
+    return skip && (skip[r >> 6] >> (r & 63) & 1);
+}
+
+static inline void vtr_topk_skip_row(uint64_t *skip, int64_t r)
+{
+    skip[r >> 6] |= UINT64_C(1) << (r & 63);
+}
+
+static inline void vtr_topk_keep_row(uint64_t *skip, int64_t r)
+{
+    skip[r >> 6] &= ~(UINT64_C(1) << (r & 63));
+}
+
 /* The kernel of the batched path. */
 typedef enum vtr_topk_kernel {
     VTR_TOPK_AUTO = 0,    /* the first of AMX filter, bfloat16 filter, sgemm the CPU has */
