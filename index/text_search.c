@@ -436,38 +436,36 @@ static vtr_status open_catalog(const vtr_text_searcher_options *o, vtr_text_sear
     return st;
 }
 
-/* Opens the approximate index for s->ix as o->approx asks (text_search.h). */
-static vtr_status open_approx(const vtr_text_searcher_options *o, vtr_text_searcher *s,
-                              vtr_error *err)
+/* Opens the approximate index of s->ix, the index at dir, as s->approx_mode asks
+ * (text_search.h). */
+static vtr_status open_approx(vtr_text_searcher *s, const char *dir, vtr_error *err)
 {
-    bool always = o->approx == VTR_APPROX_ALWAYS;
-    int64_t min_rows = o->approx_min_rows > 0 ? o->approx_min_rows : VTR_APPROX_MIN_ROWS;
-    if (o->approx == VTR_APPROX_NEVER ||
-        (!always && vtr_embedding_index_live_rows(s->ix) < min_rows))
+    bool always = s->approx_mode == VTR_APPROX_ALWAYS;
+    if (s->approx_mode == VTR_APPROX_NEVER ||
+        (!always && vtr_embedding_index_live_rows(s->ix) < s->approx_min_rows))
         return VTR_OK; /* small: one exact pass is as fast */
     if (vtr_embedder_text_vectors(s->e) > 1) {
         if (!always)
             return VTR_OK;
         return vtr_fail(err, VTR_ERR_INVALID, "index %s: approximate search is for models of "
                         "one vector per item; %s scores several (HGR: use pre-selection)",
-                        o->index, vtr_embedder_checkpoint(s->e));
+                        dir, vtr_embedder_checkpoint(s->e));
     }
     vtr_error why;
-    vtr_status st = vtr_approx_index_open(o->index, &s->approx, &why);
+    vtr_status st = vtr_approx_index_open(dir, &s->approx, &why);
     if (st == VTR_OK && (st = vtr_approx_index_check(s->approx, s->ix, NULL, &why)) != VTR_OK)
-        vtr_error_context(&why, "index %s", o->index);
-    if (st != VTR_OK) {
-        vtr_approx_index_close(s->approx);
-        s->approx = NULL;
-        if (always) {
-            if (err)
-                *err = why;
-            return st;
-        }
-        if (st != VTR_ERR_NOT_FOUND)
-            snprintf(s->approx_note, sizeof s->approx_note, "%s: searching exactly", why.msg);
+        vtr_error_context(&why, "index %s", dir);
+    if (st == VTR_OK)
         return VTR_OK;
+    vtr_approx_index_close(s->approx);
+    s->approx = NULL;
+    if (always) {
+        if (err)
+            *err = why;
+        return st;
     }
+    if (st != VTR_ERR_NOT_FOUND)
+        snprintf(s->approx_note, sizeof s->approx_note, "%s: searching exactly", why.msg);
     return VTR_OK;
 }
 
@@ -480,8 +478,11 @@ vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_s
         st = open_model(o, s, err);
     if (st == VTR_OK && (st = vtr_text_search_check(s->e, s->ix, err)) != VTR_OK)
         vtr_error_context(err, "index %s", o->index);
-    if (st == VTR_OK)
-        st = open_approx(o, s, err);
+    if (st == VTR_OK) {
+        s->approx_mode = o->approx;
+        s->approx_min_rows = o->approx_min_rows > 0 ? o->approx_min_rows : VTR_APPROX_MIN_ROWS;
+        st = open_approx(s, o->index, err);
+    }
     if (st == VTR_OK)
         st = open_catalog(o, s, err);
     if (st != VTR_OK)
@@ -489,13 +490,13 @@ vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_s
     return st;
 }
 
-vtr_status vtr_text_searcher_reopen_approx(const vtr_text_searcher_options *o,
-                                           vtr_text_searcher *s, vtr_error *err)
+vtr_status vtr_text_searcher_reopen_approx(vtr_text_searcher *s, const char *dir,
+                                           vtr_error *err)
 {
     vtr_approx_index_close(s->approx);
     s->approx = NULL;
     s->approx_note[0] = 0;
-    return open_approx(o, s, err);
+    return open_approx(s, dir, err);
 }
 
 void vtr_text_searcher_close(vtr_text_searcher *s)

@@ -48,19 +48,6 @@ char *vtr_index_model_text(const char *format, const char *model_id, const char 
 vtr_status vtr_text_search_check(const vtr_embedder *e, const vtr_embedding_index *ix,
                                  vtr_error *err);
 
-/* What a search needs open: an index, the model that made it, the approximate index when
- * it is to be used and, where one is at hand, the catalog that knows its items. */
-typedef struct vtr_text_searcher {
-    vtr_embedding_index *ix;
-    vtr_embedder *e;
-    vtr_approx_index *approx; /* NULL: exact search */
-    /* Why an approximate index that is there is not used ("" when none is, or it is):
-     * for the program to say (vtr-search warns). */
-    char approx_note[VTR_ERROR_MSG_MAX + 32];
-    vtr_catalog *cat;   /* NULL: results carry keys only */
-    int64_t dataset_id; /* the items' dataset in cat */
-} vtr_text_searcher;
-
 /* Whether searches go through the approximate index (INDEX/approx.ann). */
 typedef enum vtr_approx_mode {
     /* when the index has one that serves its snapshot (vtr_approx_index_check), the
@@ -71,6 +58,21 @@ typedef enum vtr_approx_mode {
     VTR_APPROX_NEVER,  /* exact search */
     VTR_APPROX_ALWAYS, /* the approximate index, or vtr_text_searcher_open fails */
 } vtr_approx_mode;
+
+/* What a search needs open: an index, the model that made it, the approximate index when
+ * it is to be used and, where one is at hand, the catalog that knows its items. */
+typedef struct vtr_text_searcher {
+    vtr_embedding_index *ix;
+    vtr_embedder *e;
+    vtr_approx_index *approx; /* NULL: exact search */
+    /* Why an approximate index that is there is not used ("" when none is, or it is):
+     * for the program to say (vtr-search warns). */
+    char approx_note[VTR_ERROR_MSG_MAX + 32];
+    vtr_approx_mode approx_mode;  /* as opened (options' approx), for reopen_approx */
+    int64_t approx_min_rows;      /* the options' threshold, VTR_APPROX_MIN_ROWS for 0 */
+    vtr_catalog *cat;   /* NULL: results carry keys only */
+    int64_t dataset_id; /* the items' dataset in cat */
+} vtr_text_searcher;
 
 typedef struct vtr_text_searcher_options {
     const char *index;   /* the index directory */
@@ -97,13 +99,13 @@ typedef struct vtr_text_searcher_options {
 vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_searcher *s,
                                   vtr_error *err);
 
-/* For a long-lived searcher whose s->ix was replaced by a newer snapshot (vtr-serve):
- * closes s->approx and opens the index's approximate index again as o asks (o->index and
- * o->approx, o->approx_min_rows), since its file may have been updated or may no longer
- * fit the rows; approx_note is set anew. Fails only as vtr_text_searcher_open does with
- * VTR_APPROX_ALWAYS (s->approx is then NULL). */
-vtr_status vtr_text_searcher_reopen_approx(const vtr_text_searcher_options *o,
-                                           vtr_text_searcher *s, vtr_error *err);
+/* For a long-lived searcher whose s->ix was replaced by a newer snapshot of the index at
+ * dir (vtr-serve): closes s->approx and opens dir's approximate index again as the searcher
+ * was opened to (its approx mode and threshold), since the file may have been updated or
+ * may no longer fit the rows; approx_note is set anew. Fails only as
+ * vtr_text_searcher_open does with VTR_APPROX_ALWAYS (s->approx is then NULL). */
+vtr_status vtr_text_searcher_reopen_approx(vtr_text_searcher *s, const char *dir,
+                                           vtr_error *err);
 
 /* Closes what s holds; safe on a closed or zeroed value. */
 void vtr_text_searcher_close(vtr_text_searcher *s);

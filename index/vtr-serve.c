@@ -68,8 +68,8 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_VOCAB = 256, OPT_APPROX, OPT_EXACT, OPT_RUNS, OPT_MAX_UPLOAD, OPT_MAX_CONNECTIONS, OPT_THREADS, OPT_LOG_JSON,
-           OPT_VERSION };
+    enum { OPT_VOCAB = 256, OPT_APPROX, OPT_EXACT, OPT_RUNS, OPT_MAX_UPLOAD, OPT_MAX_CONNECTIONS,
+           OPT_THREADS, OPT_LOG_JSON, OPT_VERSION };
     static const struct option options[] = {
         {"address", required_argument, NULL, 'a'},
         {"port", required_argument, NULL, 'p'},

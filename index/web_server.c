@@ -46,7 +46,6 @@ typedef struct served {
     char *name, *dir;
     pthread_mutex_t lock;     /* everything below */
     vtr_text_searcher ts;     /* ts.ix: the newest generation seen */
-    vtr_approx_mode approx;   /* how ts.approx is opened */
     double checked;           /* when the last look for a newer generation was */
     vtr_archive_model rec;    /* the backbone and sampling vtr-index recorded */
     bool has_backbone;        /* rec was read: the index takes media queries */
@@ -166,7 +165,6 @@ static vtr_status served_open(served *s, const vtr_served_index *si,
     free(copy);
     if (!s->dir || !s->name)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    s->approx = o->approx;
     vtr_text_searcher_options so = {.index = si->dir, .model = o->model, .vocab = o->vocab,
                                     .threads = o->threads, .approx = o->approx};
     vtr_status st = vtr_text_searcher_open(&so, &s->ts, err);
@@ -200,8 +198,7 @@ static void refresh(served *s)
     vtr_embedding_index_close(s->ts.ix);
     s->ts.ix = ix;
     /* the approximate index may have been updated with the index, or no longer fit it */
-    vtr_text_searcher_options so = {.index = s->dir, .approx = s->approx};
-    if (vtr_text_searcher_reopen_approx(&so, &s->ts, &e) != VTR_OK) /* exact until it fits */
+    if (vtr_text_searcher_reopen_approx(&s->ts, s->dir, &e) != VTR_OK) /* exact until it fits */
         snprintf(s->ts.approx_note, sizeof s->ts.approx_note, "%s", e.msg);
 }
 

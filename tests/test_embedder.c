@@ -579,7 +579,7 @@ TEST(text_searcher_approximate_index)
     vtr_text_searcher_close(&ts);
     vtr_embedding_index_close(held.ix);
     CHECK_OK(vtr_embedding_index_open(dir, &held.ix, &err));
-    CHECK_OK(vtr_text_searcher_reopen_approx(&o, &held, &err));
+    CHECK_OK(vtr_text_searcher_reopen_approx(&held, dir, &err));
     CHECK(held.approx == NULL && strstr(held.approx_note, "a compaction"));
     o.approx = VTR_APPROX_ALWAYS;
     CHECK_FAILS(vtr_text_searcher_open(&o, &ts, &err), VTR_ERR_INVALID, "update it (vtr-approx)");
@@ -592,7 +592,7 @@ TEST(text_searcher_approximate_index)
     CHECK_OK(vtr_text_searcher_open(&o, &ts, &err));
     CHECK(ts.approx != NULL);
     vtr_text_searcher_close(&ts);
-    CHECK_OK(vtr_text_searcher_reopen_approx(&o, &held, &err));
+    CHECK_OK(vtr_text_searcher_reopen_approx(&held, dir, &err));
     CHECK(held.approx != NULL && held.approx_note[0] == 0);
     vtr_text_searcher_close(&held);
     vtr_embedding_index_writer_close(w);
