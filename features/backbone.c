@@ -456,13 +456,22 @@ void vtr_backbone_preprocess(const vtr_backbone *b, vtr_preprocess_options *opt)
     *opt = b->pre;
 }
 
+vtr_status vtr_backbone_bf16_check(vtr_backbone_device device, vtr_error *err)
+{
+    if (device != VTR_BACKBONE_CPU)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "bfloat16 features are a CPU option "
+                        "(AVX512-BF16 or AMX): the CUDA engine runs float32");
+    if (!vtr_conv_cpu_have_bf16())
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "this CPU has no AVX512-BF16 or AMX");
+    return VTR_OK;
+}
+
 vtr_status vtr_backbone_set_bf16(vtr_backbone *b, bool bf16, vtr_error *err)
 {
-    if (b->device != VTR_BACKBONE_CPU)
-        return bf16 ? vtr_fail(err, VTR_ERR_UNSUPPORTED, "bfloat16 features are a CPU option "
-                               "(AVX512-BF16 or AMX): the CUDA engine runs float32")
-                    : VTR_OK;
-    vtr_status st = vtr_conv_cpu_set_bf16(b->cpu, bf16, err);
+    vtr_status st = bf16 ? vtr_backbone_bf16_check(b->device, err) : VTR_OK;
+    if (st != VTR_OK || b->device != VTR_BACKBONE_CPU)
+        return st;
+    st = vtr_conv_cpu_set_bf16(b->cpu, bf16, err);
     if (st == VTR_OK)
         b->bf16 = bf16;
     return st;

@@ -122,6 +122,10 @@ vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
 
 void vtr_backbone_free(vtr_backbone *b);
 
+/* Whether a backbone on device can run in bfloat16: VTR_OK, or VTR_ERR_UNSUPPORTED saying
+ * why not (CUDA, whose engine is float32; a CPU without AVX512-BF16 or AMX). */
+vtr_status vtr_backbone_bf16_check(vtr_backbone_device device, vtr_error *err);
+
 /* Runs the convolutions in bfloat16 (bf16 true) or float32 (the default): see
  * vtr_conv_cpu_set_bf16 (features/conv.h). Features stay float32; their cosine to the
  * float32 ones is about 0.9999 for a ResNet (tests/test_backbone.c, bench/features).

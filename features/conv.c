@@ -430,13 +430,8 @@ vtr_status vtr_conv_cpu_set_bf16(vtr_conv_cpu *c, bool bf16, vtr_error *err)
     dnnl_data_type_t dt = bf16 ? dnnl_bf16 : dnnl_f32;
     if (dt == c->dt)
         return VTR_OK;
-    plan_free(c); /* primitives and weights of the other type */
-    for (size_t i = 0; i < c->net->n_ops; i++) {
-        if (c->params[i].weights)
-            dnnl_memory_destroy(c->params[i].weights);
-        c->params[i].weights = NULL;
-        c->params[i].have = false;
-    }
+    plan_free(c); /* the next run plans again; prepare_params then finds the kept weights
+                   * in the other type's layout and reorders them anew */
     c->dt = dt;
     return VTR_OK;
 }

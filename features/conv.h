@@ -160,8 +160,8 @@ bool vtr_conv_cpu_have_bf16(void);
 /* Mixed precision (off by default): with bf16, activations and weights are bfloat16
  * (each weight rounded once, when first reordered), products accumulate in float32 inside
  * oneDNN's kernels, biases stay float32; the input is rounded to bfloat16 by the first
- * reorder and the output map widened back to float32 NHWC. Plans and reordered weights of
- * the other precision are dropped. VTR_ERR_UNSUPPORTED, with the engine unchanged, on a
+ * reorder and the output map widened back to float32 NHWC. The next run plans again and
+ * reorders the weights to the new precision. VTR_ERR_UNSUPPORTED, with the engine unchanged, on a
  * CPU without AVX512-BF16 or AMX (oneDNN would emulate them, slower than float32). */
 vtr_status vtr_conv_cpu_set_bf16(vtr_conv_cpu *c, bool bf16, vtr_error *err);
 

@@ -286,10 +286,8 @@ int main(int argc, char **argv)
         return 1;
     }
     o.source = argv[optind];
-    if (o.bf16 && (o.device != VTR_BACKBONE_CPU || !vtr_conv_cpu_have_bf16())) {
-        fprintf(stderr, "vtr-index: warning: --bf16: %s; running float32\n",
-                o.device != VTR_BACKBONE_CPU ? "a CPU option, the CUDA engine runs float32"
-                                             : "this CPU has no AVX512-BF16 or AMX");
+    if (o.bf16 && vtr_backbone_bf16_check(o.device, &err) != VTR_OK) {
+        fprintf(stderr, "vtr-index: warning: --bf16: %s; running float32\n", err.msg);
         o.bf16 = false;
     }
     if (o.threads > 0)
