@@ -57,8 +57,8 @@ vtr_status vtr_decode_ahead_start(const char *const *paths, size_t n,
                                   vtr_decode_ahead **out, vtr_error *err)
 {
     *out = NULL;
-    if (depth < 1)
-        return vtr_fail(err, VTR_ERR_INVALID, "decoding ahead: depth %d (must be >= 1)", depth);
+    if (depth < 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "decoding ahead: depth %d (must be >= 0)", depth);
     vtr_decode_ahead *d = calloc(1, sizeof *d);
     if (!d)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
@@ -66,7 +66,7 @@ vtr_status vtr_decode_ahead_start(const char *const *paths, size_t n,
     d->opt = *o;
     d->depth = depth;
     d->paths = calloc(n ? n : 1, sizeof *d->paths);
-    d->ring = calloc((size_t)depth, sizeof *d->ring);
+    d->ring = calloc((size_t)(depth ? depth : 1), sizeof *d->ring);
     bool ok = d->paths && d->ring;
     for (size_t i = 0; ok && i < n; i++)
         ok = (d->paths[i] = strdup(paths[i])) != NULL;
@@ -76,11 +76,11 @@ vtr_status vtr_decode_ahead_start(const char *const *paths, size_t n,
         vtr_decode_ahead_free(d);
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     }
-    if (pthread_create(&d->thread, NULL, decode_thread, d) != 0) {
+    if (depth > 0 && pthread_create(&d->thread, NULL, decode_thread, d) != 0) {
         vtr_decode_ahead_free(d);
         return vtr_fail(err, VTR_ERR_IO, "decoding ahead: cannot start a thread");
     }
-    d->started = true;
+    d->started = depth > 0;
     *out = d;
     return VTR_OK;
 }
@@ -90,6 +90,8 @@ vtr_status vtr_decode_ahead_next(vtr_decode_ahead *d, vtr_decoded_item *item, vt
     memset(item, 0, sizeof *item);
     if (d->taken == d->n)
         return vtr_fail(err, VTR_ERR_INVALID, "decoding ahead: no more items");
+    if (!d->started) /* depth 0: in turn */
+        return vtr_decode_item(d->paths[d->taken++], &d->opt, NULL, item, err);
     pthread_mutex_lock(&d->lock);
     while (d->decoded == d->taken)
         pthread_cond_wait(&d->changed, &d->lock);

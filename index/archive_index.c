@@ -157,7 +157,7 @@ typedef struct indexer {
     vtr_backbone *backbone;
     vtr_embedder *embedder;
     vtr_media_embedder *media;
-    vtr_decode_ahead *ahead;   /* the files to embed, decoded ahead; NULL: decoded in turn */
+    vtr_decode_ahead *ahead;   /* the files to embed, decoded o->decode_ahead ahead */
     vtr_embedding_index_writer *writer;
     vtr_catalog *catalog;
     int64_t dataset;
@@ -265,20 +265,15 @@ static vtr_status process_item(indexer *ix, work_item *w, vtr_error *err)
         goto failed; /* the last run died on it: w->error says so (plan) */
     vtr_error_clear(&w->error);
     vtr_media_embedding me;
-    if (ix->ahead) {
-        vtr_decoded_item item;
-        st = vtr_decode_ahead_next(ix->ahead, &item, &w->error);
-        if (st == VTR_ERR_NOMEM) {
-            *err = w->error;
-            return st;
-        }
-        if (st != VTR_OK)
-            goto failed;
-        st = vtr_media_embedder_embed_decoded(ix->media, f->path, f->key, &item, &me,
-                                              &w->error);
-    } else {
-        st = vtr_media_embedder_embed(ix->media, f->path, f->key, &me, &w->error);
+    vtr_decoded_item item;
+    st = vtr_decode_ahead_next(ix->ahead, &item, &w->error);
+    if (st == VTR_ERR_NOMEM) {
+        *err = w->error;
+        return st;
     }
+    if (st != VTR_OK)
+        goto failed;
+    st = vtr_media_embedder_embed_decoded(ix->media, f->path, f->key, &item, &me, &w->error);
     w->duration = me.duration;
     if (st != VTR_OK && vtr_media_embedder_broken(ix->media)) {
         *err = w->error;
@@ -758,12 +753,10 @@ static vtr_status plan(indexer *ix, work_item **out, size_t *n_out, vtr_error *e
 
 /* Starts decoding the files that process_item will embed (those plan did not fail), in
  * order, o->decode_ahead of them ahead, on a thread of their own: decoding the next files
- * overlaps the backbone and the model on this one. */
+ * overlaps the backbone and the model on this one (0: each decoded in its turn). */
 static vtr_status decode_ahead(indexer *ix, const work_item *work, size_t n_work,
                                vtr_error *err)
 {
-    if (ix->o->decode_ahead < 1)
-        return VTR_OK;
     const char **paths = malloc((n_work ? n_work : 1) * sizeof *paths);
     if (!paths)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");

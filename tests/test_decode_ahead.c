@@ -1,7 +1,8 @@
 /* Decoding ahead on a thread (decode/decode_ahead.h): items come out in the list's order,
  * each exactly as vtr_decode_item gives it (frames, metadata, failures and their
- * messages), whatever the depth; freeing early stops the thread and frees what it had
- * decoded (the sanitizer build checks the leaks); bad arguments are refused. */
+ * messages), whatever the depth (0: no thread, each decoded when asked for); freeing early
+ * stops the thread and frees what it had decoded (the sanitizer build checks the leaks); a
+ * negative depth is refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ TEST(decode_ahead_gives_what_decode_item_gives)
     list(paths);
     vtr_decode_options o;
     options(&o);
-    for (int depth = 1; depth <= 3; depth++) {
+    for (int depth = 0; depth <= 3; depth++) { /* 0: each decoded when asked for */
         vtr_decode_ahead *d = NULL;
         vtr_error err, want_err;
         CHECK_OK(vtr_decode_ahead_start(paths, 6, &o, depth, &d, &err));
@@ -85,7 +86,7 @@ TEST(decode_ahead_freed_early)
     vtr_error err;
     for (int taken = 0; taken <= 2; taken++) {
         vtr_decode_ahead *d = NULL;
-        CHECK_OK(vtr_decode_ahead_start(paths, 6, &o, 3, &d, &err));
+        CHECK_OK(vtr_decode_ahead_start(paths, 6, &o, taken == 1 ? 0 : 3, &d, &err));
         for (int i = 0; i < taken; i++) {
             vtr_decoded_item item;
             vtr_status st = vtr_decode_ahead_next(d, &item, &err);
@@ -100,6 +101,6 @@ TEST(decode_ahead_freed_early)
     CHECK_FAILS(vtr_decode_ahead_next(d, &none, &err), VTR_ERR_INVALID, "no more items");
     vtr_decode_ahead_free(d);
     vtr_decode_ahead_free(NULL);
-    CHECK_FAILS(vtr_decode_ahead_start(paths, 6, &o, 0, &d, &err), VTR_ERR_INVALID, "depth 0");
+    CHECK_FAILS(vtr_decode_ahead_start(paths, 6, &o, -1, &d, &err), VTR_ERR_INVALID, "depth -1");
     CHECK(d == NULL);
 }
