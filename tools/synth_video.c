@@ -274,6 +274,8 @@ static vtr_status open_encoder(synth *s, const char *name, AVCodecContext **out,
     *out = avcodec_alloc_context3(codec);
     if (!*out)
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
+    /* the same bytes from every FFmpeg build and CPU: bit-exact DCTs, no version tags */
+    (*out)->flags |= AV_CODEC_FLAG_BITEXACT;
     return VTR_OK;
 }
 
@@ -302,8 +304,10 @@ static vtr_status setup_video(synth *s, const char *codec_name, bool image, vtr_
         av_dict_set(&opts, "preset", o->preset ? o->preset : "veryfast", 0);
         snprintf(buf, sizeof buf, "%d", o->quality ? o->quality : 23);
         av_dict_set(&opts, "crf", buf, 0);
-        /* keyframes exactly every `gop` frames, none at scene changes */
-        av_dict_set(&opts, "x264-params", "scenecut=0", 0);
+        /* keyframes exactly every `gop` frames, none at scene changes; x264's C code,
+         * since its SIMD kernels (SSSE3 and up) choose differently: the same archive on
+         * every CPU, at half the encoding speed */
+        av_dict_set(&opts, "x264-params", "scenecut=0:asm=0", 0);
     } else if (!strcmp(codec_name, "mpeg4")) {
         c->flags |= AV_CODEC_FLAG_QSCALE;
         c->global_quality = FF_QP2LAMBDA * (o->quality ? o->quality : 3);
@@ -718,6 +722,7 @@ static vtr_status write_video(synth *s, const char *codec, vtr_error *err)
     if (ret < 0 || !s->oc)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: no container for this extension: %s",
                         s->path, av_err2str(ret));
+    s->oc->flags |= AVFMT_FLAG_BITEXACT; /* no random ids (Matroska) or version tags */
     if ((st = setup_video(s, codec, false, err)) != VTR_OK)
         goto end;
     bool audio = o->audio_codec && strcmp(o->audio_codec, "none");
