@@ -412,10 +412,17 @@ vtr-synth --frames 1500 --gop 1500 --size 320x240 "$dir/slow.mp4" || fail "slow.
 printf 'a\t%s\nz\t%s\n' "$dir/moved/a.mp4" "$dir/slow.mp4" >"$dir/crash.txt"
 $IX "$dir/crash.txt" --weights "$dir/w.safetensors" --index "$dir/ic" 2>/dev/null &
 pid=$!
-# stand-in for a crash: SIGKILL once z is marked in progress, while it is decoded
-$PY - "$dir/ic" <<'EOF' || fail "z was never marked in progress"
+# stand-in for a crash: SIGKILL once z is marked in progress, while it is decoded (the
+# reader watches for as long as vtr-index runs: a loaded machine may take long to reach z)
+$PY - "$dir/ic" "$pid" <<'EOF' || fail "z was never marked in progress"
 import sqlite3, sys, time
-for _ in range(1500):
+def running(pid):  # not yet waited for, an ended vtr-index is a zombie
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+while running(sys.argv[2]):
     try:
         db = sqlite3.connect("file:%s/catalog.sqlite?mode=ro" % sys.argv[1], uri=True)
         row = db.execute("SELECT status, error FROM items WHERE key = 'z'").fetchone()
