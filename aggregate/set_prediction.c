@@ -1,11 +1,11 @@
 #include "set_prediction.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
 #include "lib/activation.h"
 #include "lib/linear.h"
+#include "lib/matmul.h"
 #include "lib/norm.h"
 #include "lib/softmax.h"
 
@@ -410,14 +410,13 @@ static void attention_forward(const sp_iteration *it, const sp_workspace *w, con
     float scale = 1.0f / sqrtf((float)Dh);
     // M = k qᵀ / sqrt(Dh) (R,K), held in attn until the softmax
     if (t == 1)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, K, Dh, scale, w->k, Dh, it->q, Dh,
-                    0.0f, it->attn, K);
+        vtr_matmul(CblasNoTrans, CblasTrans, R, K, Dh, scale, w->k, Dh, it->q, Dh, 0.0f, it->attn,
+                   K);
     else
         for (int b = 0; b < B; b++) {
             size_t r0 = (size_t)w->row0[b];
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, lengths[b], K, Dh, scale,
-                        w->k + r0 * Dh, Dh, it->q + b * q_step(c, t), Dh, 0.0f, it->attn + r0 * K,
-                        K);
+            vtr_matmul(CblasNoTrans, CblasTrans, lengths[b], K, Dh, scale, w->k + r0 * Dh, Dh,
+                       it->q + b * q_step(c, t), Dh, 0.0f, it->attn + r0 * K, K);
         }
     vtr_masked_softmax_forward(it->attn, it->attn, NULL, R, K, 1.0f);
     for (int b = 0; b < B; b++) {
@@ -432,9 +431,8 @@ static void attention_forward(const sp_iteration *it, const sp_workspace *w, con
                 it->attn_n[(r0 + n) * K + j] = it->attn[(r0 + n) * K + j] / total;
         }
         // U_b (K,Dh) = Â_bᵀ (K,n_b) v_b (n_b,Dh)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, Dh, lengths[b], 1.0f,
-                    it->attn_n + r0 * K, K, w->v + r0 * Dh, Dh, 0.0f, it->upd + (size_t)b * K * Dh,
-                    Dh);
+        vtr_matmul(CblasTrans, CblasNoTrans, K, Dh, lengths[b], 1.0f, it->attn_n + r0 * K, K,
+                   w->v + r0 * Dh, Dh, 0.0f, it->upd + (size_t)b * K * Dh, Dh);
     }
 }
 
@@ -450,10 +448,10 @@ static void attention_backward(const sp_scratch *s, const sp_iteration *it, cons
         size_t r0 = (size_t)w->row0[b];
         const float *du = s->dupd + (size_t)b * K * Dh;
         // dÂ_b (n_b,K) = v_b dU_bᵀ; dv_b += Â_b dU_b
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, lengths[b], K, Dh, 1.0f,
-                    w->v + r0 * Dh, Dh, du, Dh, 0.0f, s->dattn_n + r0 * K, K);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, lengths[b], Dh, K, 1.0f,
-                    it->attn_n + r0 * K, K, du, Dh, beta, s->dv + r0 * Dh, Dh);
+        vtr_matmul(CblasNoTrans, CblasTrans, lengths[b], K, Dh, 1.0f, w->v + r0 * Dh, Dh, du, Dh,
+                   0.0f, s->dattn_n + r0 * K, K);
+        vtr_matmul(CblasNoTrans, CblasNoTrans, lengths[b], Dh, K, 1.0f, it->attn_n + r0 * K, K, du,
+                   Dh, beta, s->dv + r0 * Dh, Dh);
         // Â = A / total: dA[n,j] = (dÂ[n,j] - sum_m dÂ[m,j] Â[m,j]) / total_j, in place
         for (int j = 0; j < K; j++) {
             double dot = 0.0;
@@ -470,18 +468,18 @@ static void attention_backward(const sp_scratch *s, const sp_iteration *it, cons
     vtr_masked_softmax_backward(s->dscore, s->dattn_n, it->attn, NULL, R, K, 1.0f);
     // M = k qᵀ / sqrt(Dh): dq = dMᵀ k / sqrt(Dh), dk += dM q / sqrt(Dh)
     if (t == 1) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, Dh, R, scale, s->dscore, K, w->k,
-                    Dh, 0.0f, s->dq, Dh);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, Dh, K, scale, s->dscore, K, it->q,
-                    Dh, beta, s->dk, Dh);
+        vtr_matmul(CblasTrans, CblasNoTrans, K, Dh, R, scale, s->dscore, K, w->k, Dh, 0.0f, s->dq,
+                   Dh);
+        vtr_matmul(CblasNoTrans, CblasNoTrans, R, Dh, K, scale, s->dscore, K, it->q, Dh, beta,
+                   s->dk, Dh);
         return;
     }
     for (int b = 0; b < B; b++) {
         size_t r0 = (size_t)w->row0[b], qb = (size_t)b * q_step(c, t);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, Dh, lengths[b], scale,
-                    s->dscore + r0 * K, K, w->k + r0 * Dh, Dh, 0.0f, s->dq + qb, Dh);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, lengths[b], Dh, K, scale,
-                    s->dscore + r0 * K, K, it->q + qb, Dh, beta, s->dk + r0 * Dh, Dh);
+        vtr_matmul(CblasTrans, CblasNoTrans, K, Dh, lengths[b], scale, s->dscore + r0 * K, K,
+                   w->k + r0 * Dh, Dh, 0.0f, s->dq + qb, Dh);
+        vtr_matmul(CblasNoTrans, CblasNoTrans, lengths[b], Dh, K, scale, s->dscore + r0 * K, K,
+                   it->q + qb, Dh, beta, s->dk + r0 * Dh, Dh);
     }
 }
 

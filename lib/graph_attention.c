@@ -1,11 +1,11 @@
 #include "graph_attention.h"
 
-#include <cblas.h>
 #include <string.h>
 
 #include "activation.h"
 #include "embedding.h"
 #include "linear.h"
+#include "matmul.h"
 #include "norm.h"
 #include "softmax.h"
 
@@ -240,8 +240,8 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
     float scale = 1.0f / sqrtf((float)F);
     for (int b = 0; b < B; b++) {
         size_t bf = (size_t)b * N * F;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, F, scale, q + bf, F, k + bf, F,
-                    0.0f, attn + (size_t)b * N * N, N);
+        vtr_matmul(CblasNoTrans, CblasTrans, N, N, F, scale, q + bf, F, k + bf, F, 0.0f,
+                   attn + (size_t)b * N * N, N);
     }
 #pragma omp parallel for schedule(static) if ((long)rows * N > PARALLEL_MIN)
     for (int r = 0; r < rows; r++)
@@ -250,8 +250,8 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
     // agg (N,D) of item b = a_b (N,N) x_b (N,D)
     for (int b = 0; b < B; b++) {
         size_t bd = (size_t)b * N * D;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, D, N, 1.0f,
-                    attn + (size_t)b * N * N, N, x + bd, D, 0.0f, agg + bd, D);
+        vtr_matmul(CblasNoTrans, CblasNoTrans, N, D, N, 1.0f, attn + (size_t)b * N * N, N, x + bd,
+                   D, 0.0f, agg + bd, D);
     }
     // c = agg Wcᵀ (0 at the rows without an edge), held in out until the LayerNorm writes it
     linear_rows_forward(out, agg, attending, na, rows, w.ctx_w, NULL, D, D, xp, yp);
@@ -304,11 +304,11 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
     // agg_b = a_b x_b: da_b (N,N) = dagg_b x_bᵀ, dx_b += a_bᵀ dagg_b
     for (int b = 0; b < B; b++) {
         size_t bd = (size_t)b * N * D, bn = (size_t)b * N * N;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, D, 1.0f, dagg + bd, D, x + bd, D,
-                    0.0f, dattn + bn, N);
+        vtr_matmul(CblasNoTrans, CblasTrans, N, N, D, 1.0f, dagg + bd, D, x + bd, D, 0.0f,
+                   dattn + bn, N);
         if (dx)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, D, N, 1.0f, attn + bn, N,
-                        dagg + bd, D, 1.0f, dx + bd, D);
+            vtr_matmul(CblasTrans, CblasNoTrans, N, D, N, 1.0f, attn + bn, N, dagg + bd, D, 1.0f,
+                       dx + bd, D);
     }
     // through the softmax: a is 0 off the edges, so those scores get no gradient
     memset(dscore, 0, sizeof(float) * (size_t)rows * N);
@@ -317,10 +317,10 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
     float scale = 1.0f / sqrtf((float)F);
     for (int b = 0; b < B; b++) {
         size_t bf = (size_t)b * N * F, bn = (size_t)b * N * N;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, F, N, scale, dscore + bn, N,
-                    k + bf, F, 0.0f, dq + bf, F);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, F, N, scale, dscore + bn, N, q + bf,
-                    F, 0.0f, dk + bf, F);
+        vtr_matmul(CblasNoTrans, CblasNoTrans, N, F, N, scale, dscore + bn, N, k + bf, F, 0.0f,
+                   dq + bf, F);
+        vtr_matmul(CblasTrans, CblasNoTrans, N, F, N, scale, dscore + bn, N, q + bf, F, 0.0f,
+                   dk + bf, F);
     }
     // dq is 0 at the rows without an edge, dk at the rows no edge points to
     linear_rows_backward(dx, dw.query_w, dw.query_b, dq, x, attending, na, w.query_w, D, F, xp, yp,

@@ -1,9 +1,9 @@
 #include "gru.h"
 
-#include <cblas.h>
 #include <string.h>
 
 #include "linear.h"
+#include "matmul.h"
 
 /* The input projections (x · W_ihᵀ and their gradients) run over the real positions only,
  * packed by item: item b's position t is row first[b] + t of a (total, *) matrix, total the
@@ -179,9 +179,12 @@ void vtr_gru_forward(float *out, void *workspace, const float *inp, const int *l
         float *hprev = (float *)(ws + l.hprev) + (size_t)dir * bt * H;
 
         // gates[:, 0:3H] = xpack · W_ihᵀ for every real position at once (row stride 4H)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)total, 3 * H, D, 1.0f, xpack, D,
-                    w_ih, D, 0.0f, gates, 4 * H);
+        vtr_matmul(CblasNoTrans, CblasTrans, (int)total, 3 * H, D, 1.0f, xpack, D, w_ih, D, 0.0f,
+                   gates, 4 * H);
         memset(h, 0, sizeof(float) * (size_t)B * H);
+        /* W_hh multiplies at every step: rounded to bfloat16 once, when that is the
+         * precision (lib/matmul.h) */
+        vtr_matmul_operand whh = vtr_matmul_hold(w_hh, 3 * H, H, H);
         /* The gate math of a step runs on one thread: the step's matrix product dominates,
          * and an OpenMP region between two BLAS calls leaves its idle threads spinning
          * against OpenBLAS's own threads (libgomp's default wait policy). */
@@ -192,8 +195,8 @@ void vtr_gru_forward(float *out, void *workspace, const float *inp, const int *l
             if (s == 0)
                 memset(hg, 0, sizeof(float) * (size_t)nact * 3 * H);
             else
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nact, 3 * H, H, 1.0f, h, H,
-                            w_hh, H, 0.0f, hg, 3 * H);
+                vtr_matmul_held(CblasNoTrans, CblasTrans, nact, 3 * H, H, 1.0f, h, H, &whh, 0.0f,
+                                hg, 3 * H);
             for (int i = 0; i < nact; i++) {
                 step_position p = position(order, first, lengths, T, i, s, dir);
                 float *g = gates + p.row * 4 * H;
@@ -257,6 +260,7 @@ void vtr_gru_backward(float *dinp, float *dparams, void *scratch, const float *d
         const float *gates = (const float *)(ws + l.gates) + (size_t)dir * bt * 4 * H;
         const float *hprev = (const float *)(ws + l.hprev) + (size_t)dir * bt * H;
 
+        vtr_matmul_operand whh = vtr_matmul_hold(w_hh, 3 * H, H, H);
         /* every packed row of dxg is written once below: no zeroing */
         memset(dh, 0, sizeof(float) * (size_t)B * H);
         size_t packed = total;
@@ -283,25 +287,24 @@ void vtr_gru_backward(float *dinp, float *dparams, void *scratch, const float *d
             // dh (nact,H) += dhg rows of this step (nact,3H) · W_hh (3H,H); the state read
             // at step 0 is the zero h0, whose gradient nobody wants
             if (s > 0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nact, H, 3 * H, 1.0f,
-                            dhg + packed * 3 * H, 3 * H, w_hh, H, 1.0f, dh, H);
+                vtr_matmul_held(CblasNoTrans, CblasNoTrans, nact, H, 3 * H, 1.0f,
+                                dhg + packed * 3 * H, 3 * H, &whh, 1.0f, dh, H);
         }
         // dW_hh (3H,H) += dhgᵀ (3H,total) · hprev (total,H), over the packed rows after
         // step 0's, whose hprev is the zero h0
         size_t first_step = (size_t)active_at(order, lengths, B, 0);
         if (total > first_step)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * H, H,
-                        (int)(total - first_step), 1.0f, dhg + first_step * 3 * H, 3 * H,
-                        hprev + first_step * H, H, 1.0f, dw_hh, H);
+            vtr_matmul(CblasTrans, CblasNoTrans, 3 * H, H, (int)(total - first_step), 1.0f,
+                       dhg + first_step * 3 * H, 3 * H, hprev + first_step * H, H, 1.0f, dw_hh, H);
         vtr_bias_backward(db_hh, dhg, (int)total, 3 * H);
         // dW_ih (3H,D) += dxgᵀ (3H,total) · xpack (total,D), over the real positions
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 3 * H, D, (int)total, 1.0f, dxg, 3 * H,
-                    xpack, D, 1.0f, dw_ih, D);
+        vtr_matmul(CblasTrans, CblasNoTrans, 3 * H, D, (int)total, 1.0f, dxg, 3 * H, xpack, D, 1.0f,
+                   dw_ih, D);
         vtr_bias_backward(db_ih, dxg, (int)total, 3 * H);
         // dxpack (total,D) (+)= dxg (total,3H) · W_ih (3H,D), both directions summed
         if (dinp)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)total, D, 3 * H, 1.0f, dxg,
-                        3 * H, w_ih, D, dir == 0 ? 0.0f : 1.0f, dxpack, D);
+            vtr_matmul(CblasNoTrans, CblasNoTrans, (int)total, D, 3 * H, 1.0f, dxg, 3 * H, w_ih, D,
+                       dir == 0 ? 0.0f : 1.0f, dxpack, D);
     }
     // dinp (B,T,D) += dxpack at the real positions
     if (dinp)

@@ -1,7 +1,8 @@
 #include "linear.h"
 
-#include <cblas.h>
 #include <string.h>
+
+#include "matmul.h"
 
 void vtr_linear_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
                         int C, int OC)
@@ -12,8 +13,7 @@ void vtr_linear_forward(float *out, const float *inp, const float *weight, const
             memcpy(out + (size_t)n * OC, bias, sizeof(float) * (size_t)OC);
         beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, beta,
-                out, OC);
+    vtr_matmul(CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, beta, out, OC);
 }
 
 void vtr_linear_backward(float *dinp, float *dweight, float *dbias, const float *dout,
@@ -21,11 +21,9 @@ void vtr_linear_backward(float *dinp, float *dweight, float *dbias, const float 
 {
     // dinp (N,C) += dout (N,OC) · weight (OC,C)
     if (dinp)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
-                    1.0f, dinp, C);
+        vtr_matmul(CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
     // dweight (OC,C) += doutᵀ (OC,N) · inp (N,C)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
-                dweight, C);
+    vtr_matmul(CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
     if (dbias)
         vtr_bias_backward(dbias, dout, N, OC);
 }

@@ -1,9 +1,9 @@
 #include "phrase_attention.h"
 
-#include <cblas.h>
 #include <string.h>
 
 #include "lib/embedding.h"
+#include "lib/matmul.h"
 #include "lib/norm.h"
 
 /* Workspace, written by the forward (floats):
@@ -129,8 +129,8 @@ void vtr_phrase_attention_score_forward(float *scores, void *workspace, const fl
     valid[CP] = nr;
     vtr_embedding_forward(packed, valid, phrases, nr, D);
     if (nr > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nr, (int)VT, D, 1.0f, packed, D, vid,
-                    D, 0.0f, w, (int)VT);
+        vtr_matmul(CblasNoTrans, CblasTrans, nr, (int)VT, D, 1.0f, packed, D, vid, D, 0.0f, w,
+                   (int)VT);
     memset(g, 0, sizeof(float) * (size_t)CP * VT);
     vtr_embedding_backward(g, w, valid, nr, (int)VT);
 #pragma omp parallel for schedule(static) if (CP * VT > 65536)
@@ -287,8 +287,8 @@ void vtr_phrase_attention_score_backward(float *dvid, float *dphrases, void *scr
     vtr_embedding_forward(dg_packed, valid, dg, nr, (int)VT);
     if (dvid) {
         if (nr > 0)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)VT, D, nr, 1.0f, dg_packed,
-                        (int)VT, packed, D, 1.0f, dvid, D);
+            vtr_matmul(CblasTrans, CblasNoTrans, (int)VT, D, nr, 1.0f, dg_packed, (int)VT, packed,
+                       D, 1.0f, dvid, D);
 #pragma omp parallel for schedule(static) if (VT * D > 65536)
         for (long vt = 0; vt < VT; vt++)
             if ((int)(vt % T) < vid_lengths[vt / T])
@@ -296,15 +296,14 @@ void vtr_phrase_attention_score_backward(float *dvid, float *dphrases, void *scr
                     dvid[vt * D + d] += dnv[vt] * vid[vt * D + d];
         for (int v = 0; v < Bv; v++) {
             int len = vid_lengths[v];
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, len, D, len, 1.0f,
-                        M + (size_t)v * T * T, T, vid + (size_t)v * T * D, D, 1.0f,
-                        dvid + (size_t)v * T * D, D);
+            vtr_matmul(CblasNoTrans, CblasNoTrans, len, D, len, 1.0f, M + (size_t)v * T * T, T,
+                       vid + (size_t)v * T * D, D, 1.0f, dvid + (size_t)v * T * D, D);
         }
     }
     if (dphrases) {
         if (nr > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, D, (int)VT, 1.0f, dg_packed,
-                        (int)VT, vid, D, 0.0f, dp_packed, D);
+            vtr_matmul(CblasNoTrans, CblasNoTrans, nr, D, (int)VT, 1.0f, dg_packed, (int)VT, vid, D,
+                       0.0f, dp_packed, D);
         vtr_embedding_backward(dphrases, dp_packed, valid, nr, D);
 #pragma omp parallel for schedule(static) if (CP * D > 65536)
         for (long cp = 0; cp < CP; cp++)

@@ -198,15 +198,19 @@ static void remove_unstarted_run(const char *dir, const run_paths *p)
 static json_t *training_result(const vtr_training_setup *su, vtr_status st,
                                const vtr_train_result *res, const vtr_error *err)
 {
-    json_t *result = json_pack("{s:b, s:I, s:i, s:I, s:f, s:i, s:s, s:b, s:i}", "finished",
-                               st == VTR_OK && res->finished, "steps", (json_int_t)res->steps,
-                               "epoch", res->epoch, "iteration", (json_int_t)res->iteration,
-                               "best_rsum", res->best_rsum, "best_epoch", res->best_epoch + 1,
-                               "output", su->dir, "resumed", su->resume, "threads",
-                               omp_get_max_threads());
-    if (result)
+    json_t *result = json_pack(
+        "{s:b, s:I, s:i, s:I, s:f, s:i, s:s, s:b, s:i}", "finished", st == VTR_OK && res->finished,
+        "steps", (json_int_t)res->steps, "epoch", res->epoch, "iteration",
+        (json_int_t)res->iteration, "best_rsum", res->best_rsum, "best_epoch", res->best_epoch + 1,
+        "output", su->dir, "resumed", su->resume, "threads", omp_get_max_threads());
+    if (result) {
         json_object_set_new(result, "ranks",
                             json_integer(su->trainer.dist ? su->trainer.dist->size : 1));
+        /* what the step's products ran in: a bfloat16 config on a CPU without it trains
+         * float32 (vtr-train says so) */
+        json_object_set_new(result, "precision",
+                            json_string(vtr_precision_name(su->opt->precision)));
+    }
     if (result && st != VTR_OK)
         json_object_set_new(result, "error", json_string(err->msg));
     return result;

@@ -99,6 +99,9 @@ const vtr_config_field vtr_train_schema[] = {
     {"train.init", VTR_CONFIG_STRING, "''",
      "checkpoint whose parameters start the run (a vtr-train checkpoint, or a reference "
      "model converted by pipeline/convert_checkpoint.py) with the run's vocabulary"},
+    {"train.precision", VTR_CONFIG_STRING, "float32",
+     "the products of a step: float32, or bfloat16 (mixed precision: bfloat16 products, "
+     "float32 weights, gradients and sums; CPUs with AVX512-BF16 or AMX)"},
     {"train.checkpoint_every", VTR_CONFIG_INT, "500",
      "save last.safetensors every N steps as well as after every epoch; 0: epochs only"},
 
@@ -426,6 +429,10 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
     if (o.seed < 0)
         return vtr_config_fail(cfg, "train.seed", err, "must be >= 0, got %lld",
                                (long long)o.seed);
+    if (!vtr_precision_parse(vtr_config_string(cfg, "train.precision"), &o.precision))
+        return vtr_config_fail(cfg, "train.precision", err,
+                               "unknown precision '%s' (expected float32 or bfloat16)",
+                               vtr_config_string(cfg, "train.precision"));
     o.checkpoint_every = vtr_config_int(cfg, "train.checkpoint_every");
     if (o.checkpoint_every < 0)
         return vtr_config_fail(cfg, "train.checkpoint_every", err, "must be >= 0, got %lld",

@@ -20,6 +20,7 @@
 #include "lib/config.h"
 #include "lib/error.h"
 #include "lib/lr_schedule.h"
+#include "lib/precision.h"
 #include "lib/optim.h"
 #include "match/hgr_model.h"
 #include "match/hinge_loss.h"
@@ -86,6 +87,7 @@ typedef struct vtr_train_options {
     float frame_drop;         /* its probability of dropping a set element */
     float caption_hit;        /* its probability of hitting a caption token */
     int64_t seed;             /* one seed for init, data order and augmentation */
+    vtr_precision precision;  /* of a step's matrix products (lib/matmul.h) */
     int64_t checkpoint_every; /* > 0: also save last.safetensors every this many steps */
 
     /* validation after every epoch */

@@ -15,6 +15,7 @@
 #include "lib/json.h"
 #include "lib/lines.h"
 #include "lib/log.h"
+#include "lib/matmul.h"
 #include "lib/optim.h"
 #include "match/run_model.h"
 #include "match/trained_model.h"
@@ -449,9 +450,12 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
             vtr_param_set_zero_grad(params);
             st = vtr_batcher_pairs(&t.train_b, t.order + first, B, o->size_augment ? &aug : NULL,
                                    err);
-            if (st == VTR_OK)
+            if (st == VTR_OK) {
+                vtr_precision before = vtr_matmul_use(o->precision);
                 st = vtr_run_model_step(&t.m, &t.train_b, neg, (uint64_t)o->seed, t.step, t.dist,
                                         &loss, &negatives, err);
+                vtr_matmul_use(before);
+            }
             /* data parallel: every rank learns a failure of any, then the summed gradients */
             if ((st = vtr_dist_agree(t.dist, st, err)) ||
                 (st = vtr_dist_sum(t.dist, params->grad, params->n_trainable, err)))

@@ -15,6 +15,7 @@
 #include "lib/blas_threads.h"
 #include "lib/dist.h"
 #include "lib/log.h"
+#include "lib/matmul.h"
 #include "lib/version.h"
 #include "match/run_record.h"
 #include "match/train_config.h"
@@ -278,7 +279,8 @@ int main(int argc, char **argv)
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); free(sets); return 0;
         case OPT_VERSION:
-            printf("vtr-train %s\n%s\n", vtr_version, vtr_blas_kernel_report());
+            printf("vtr-train %s\n%s\n%s\n", vtr_version, vtr_blas_kernel_report(),
+                   vtr_matmul_report());
             free(sets);
             return 0;
         default: fputs("Try 'vtr-train --help'.\n", stderr); free(sets); return 1;
@@ -348,6 +350,13 @@ int main(int argc, char **argv)
     if (!out_dir) {
         st = vtr_fail(&err, VTR_ERR_NOMEM, "out of memory");
         goto end;
+    }
+
+    if (vtr_matmul_check(o.precision, &err) != VTR_OK) {
+        if (talk)
+            vtr_log_warn("train.precision %s: %s; training in float32",
+                         vtr_precision_name(o.precision), err.msg);
+        o.precision = VTR_PRECISION_F32;
     }
 
     progress_ctx pc = {.o = &o};

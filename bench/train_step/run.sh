@@ -6,7 +6,11 @@
 # torch_step.py with --model set).
 #
 #   sh bench/train_step/run.sh [--model vse|hgr|set] [--append] [--threads N] [--warmup W]
-#                              [--steps N]
+#                              [--steps N] [--precision float32|bfloat16]
+#
+# --precision bfloat16 (vse, set): vtr trains with bfloat16 products (train.precision,
+# lib/matmul.h), PyTorch under CPU autocast to bfloat16 (torch_step.py); the table is
+# judged against issue 21's target for it (2x PyTorch autocast).
 #
 # From the top of the tree after ./configure. Builds build/libvtr.a and the bench program
 # (the Makefile's CC, CFLAGS and LIBS), writes the batches and the initial weights once
@@ -29,7 +33,7 @@
 # OMP_WAIT_POLICY=passive too, which helps it as much; the table reports both.
 set -eu
 cd "$(dirname "$0")/../.."
-threads=2 warmup='' steps='' append='' model=vse
+threads=2 warmup='' steps='' append='' model=vse precision=float32
 while [ $# -gt 0 ]; do
     case $1 in
     --model) model=$2; shift ;;
@@ -37,8 +41,9 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --warmup) warmup=$2; shift ;;
     --steps) steps=$2; shift ;;
+    --precision) precision=$2; shift ;;
     *) echo "usage: sh bench/train_step/run.sh [--model vse|hgr|set] [--append] [--threads N]" \
-            "[--warmup W] [--steps N]" >&2
+            "[--warmup W] [--steps N] [--precision float32|bfloat16]" >&2
        exit 2 ;;
     esac
     shift
@@ -53,6 +58,13 @@ set) prog=train_step torch_py=torch_step.py model_opt="--model set " model_args=
 *) echo "bench/train_step: --model is vse, hgr or set" >&2; exit 2 ;;
 esac
 warmup=${warmup:-2} steps=${steps:-10}
+case $precision in
+float32) precision_opt='' ;;
+bfloat16) [ "$model" != hgr ] || { echo "bench/train_step: --precision is for vse and set" >&2; exit 2; }
+          precision_opt="--precision bfloat16 " ;;
+*) echo "bench/train_step: --precision is float32 or bfloat16" >&2; exit 2 ;;
+esac
+model_args="$model_args ${precision_opt% }"
 if [ ! -f Makefile ]; then
     echo "bench/train_step: run ./configure first" >&2
     exit 1
@@ -98,6 +110,7 @@ fi
 # shellcheck disable=SC2086 # $parity and $append are word lists
 /usr/bin/python3 bench/train_step/report.py "$work/vtr.json" "$work/vtr_after.json" \
     "$work/torch.json" "$work/torch_passive.json" \
-    --model "$model" --threads "$threads" --load "$load_before" "$load_after" \
-    --command "sh bench/train_step/run.sh ${model_opt}--append --threads $threads --warmup $warmup --steps $steps" \
+    --model "$model" --precision "$precision" --threads "$threads" \
+    --load "$load_before" "$load_after" \
+    --command "sh bench/train_step/run.sh ${model_opt}${precision_opt}--append --threads $threads --warmup $warmup --steps $steps" \
     $parity $append

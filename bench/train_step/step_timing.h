@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "bench/timing.h"
+#include "lib/matmul.h"
 #include "lib/npy.h"
 #include "lib/rng.h"
 
@@ -34,13 +35,15 @@ static vtr_status save_npy(const char *dir, const char *name, vtr_dtype dtype, v
 }
 
 /* `prepare DIR [options]` (*dir = DIR) or `run [options]` (*dir = NULL); options --warmup W,
- * --steps N and, where dropout is not NULL, --dropout-off (*dropout = 0), where model is not
- * NULL, --model NAME (*model = NAME; the program checks it). Returns 0, or 2 after printing
- * usage to stderr. */
+ * --steps N, --precision float32|bfloat16 (the products' precision, lib/matmul.h: set here
+ * for the whole run) and, where dropout is not NULL, --dropout-off (*dropout = 0), where
+ * model is not NULL, --model NAME (*model = NAME; the program checks it). Returns 0, or 2
+ * after printing usage or why the precision cannot be had to stderr. */
 static int parse_args(int argc, char **argv, const char *usage, const char **dir, int *warmup,
                       int *nsteps, int *dropout, const char **model)
 {
     const char *mode = argc > 1 ? argv[1] : "";
+    vtr_precision precision = VTR_PRECISION_F32;
     int i = 2;
     *dir = NULL;
     if (strcmp(mode, "prepare") == 0 && argc > 2)
@@ -56,9 +59,18 @@ static int parse_args(int argc, char **argv, const char *usage, const char **dir
             *dropout = 0;
         else if (model && strcmp(argv[i], "--model") == 0 && i + 1 < argc)
             *model = argv[++i];
+        else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc &&
+                 vtr_precision_parse(argv[i + 1], &precision))
+            i++;
         else
             break;
     }
+    vtr_error err;
+    if (vtr_matmul_check(precision, &err) != VTR_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    vtr_matmul_use(precision);
     if (i != argc || *warmup < 0 || *nsteps < 1 || *nsteps > 4096) {
         fputs(usage, stderr);
         return 2;
@@ -104,9 +116,10 @@ static void print_run(const char *fields, int warmup, int nsteps, const double *
     printf("{\"side\": \"vtr\", %s\"warmup\": %d, \"steps\": %d, \"median_s\": %.6f, "
            "\"min_s\": %.6f, \"max_s\": %.6f, \"mean_s\": %.6f, \"gflop_per_step\": %.4f, "
            "\"effective_gflops\": %.2f, \"sgemm_peak_gflops\": %.2f, \"max_rss_mb\": %.1f, "
-           "\"times\": [",
+           "\"precision\": \"%s\", \"bf16_kernel\": \"%s\", \"times\": [",
            fields, warmup, nsteps, median, sorted[0], sorted[n - 1], timed / nsteps,
-           flops / nsteps / 1e9, flops / timed / 1e9, peak, (double)ru.ru_maxrss / 1024.0);
+           flops / nsteps / 1e9, flops / timed / 1e9, peak, (double)ru.ru_maxrss / 1024.0,
+           vtr_precision_name(vtr_matmul_precision()), vtr_matmul_report());
     for (int s = 0; s < warmup + nsteps; s++)
         printf("%s%.6f", s ? ", " : "", times[s]);
     printf("], \"losses\": [");

@@ -5,6 +5,7 @@ the batches and initial weights that `train_step prepare DIR [--model set]` wrot
 one JSON line. Driven by bench/train_step/run.sh.
 
     torch_step.py DIR [--model vse|set] [--warmup W] [--steps N] [--dropout-off]
+                  [--precision float32|bfloat16]
 
 The model follows the reference code (vse_infty): a frame branch Linear(2048 -> 1024) over
 the padded frames, GPO(32, 32) (positional encodings, a packed BiGRU, a bias-free scorer,
@@ -15,6 +16,10 @@ l2norm; the VSE++ ContrastiveLoss with max violation (margin 0.2, sum); clip_gra
 backward, clip, step, as in the reference's train_emb. The weights are vtr's initial ones
 (init.safetensors, the reference tensor names; load_state_dict is strict), so the two
 sides' losses can be compared step by step.
+
+--precision bfloat16: the forward and the loss run under torch.autocast("cpu",
+dtype=torch.bfloat16), PyTorch's CPU mixed precision (its own choice of the ops that run in
+bfloat16: the linear layers and matrix products), against vtr's train.precision bfloat16.
 
 --model set (configs/msrvtt-set.yaml's model; match/vse_model.h): the same encoders give
 each side's element embeddings and GPO-pooled global feature (before l2norm); a set
@@ -224,7 +229,7 @@ def load_safetensors(path):
 
 def main(argv):
     work = argv[0]
-    warmup, steps, model_name, dropout = 2, 10, "vse", SET_DROPOUT
+    warmup, steps, model_name, dropout, precision = 2, 10, "vse", SET_DROPOUT, "float32"
     args = argv[1:]
     while args:
         if args[0] == "--warmup" and len(args) > 1:
@@ -235,9 +240,12 @@ def main(argv):
             model_name, args = args[1], args[2:]
         elif args[0] == "--dropout-off":
             dropout, args = 0.0, args[1:]
+        elif args[0] == "--precision" and len(args) > 1 and args[1] in ("float32", "bfloat16"):
+            precision, args = args[1], args[2:]
         else:
             sys.exit("usage: torch_step.py DIR [--model vse|set] [--warmup W] [--steps N] "
-                     "[--dropout-off]")
+                     "[--dropout-off] [--precision float32|bfloat16]")
+    autocast = precision == "bfloat16"
     weight_decay, clip = RECIPES[model_name]
     sets = model_name == "set"
     torch.manual_seed(0)
@@ -273,12 +281,13 @@ def main(argv):
 
         t0 = time.perf_counter()
         optimizer.zero_grad()
-        if sets:
-            loss = set_loss(model, images, img_lengths, targets, lengths, dropout)
-        else:
-            img_emb = model.img_enc(images, img_lengths)
-            cap_emb = model.txt_enc(targets, lengths)
-            loss = contrastive_loss_max_violation(img_emb @ cap_emb.t())
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            if sets:
+                loss = set_loss(model, images, img_lengths, targets, lengths, dropout)
+            else:
+                img_emb = model.img_enc(images, img_lengths)
+                cap_emb = model.txt_enc(targets, lengths)
+                loss = contrastive_loss_max_violation((img_emb @ cap_emb.t()).float())
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, clip)
         optimizer.step()
@@ -292,7 +301,8 @@ def main(argv):
     print(json.dumps({
         "side": "torch", "model": model_name, "dropout": sets and dropout > 0,
         "torch": torch.__version__, "threads": torch.get_num_threads(),
-        "warmup": warmup, "steps": steps, "median_s": median, "min_s": timed[0],
+        "precision": precision, "warmup": warmup, "steps": steps, "median_s": median,
+        "min_s": timed[0],
         "max_s": timed[-1], "mean_s": sum(timed) / n,
         "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "times": times, "losses": losses}))

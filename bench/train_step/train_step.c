@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     int warmup = 2, nsteps = 10, dropout = 1;
     const char *dir, *model = "vse";
     const char *usage = "usage: train_step prepare DIR [--model vse|set] [--warmup W] [--steps N]\n"
-                        "       train_step run [--model vse|set] [--warmup W] [--steps N] "
+                        "       train_step run [--model vse|set] [--warmup W] [--steps N] [--precision P] "
                         "[--dropout-off]\n";
     bench_recipe recipe;
     if (parse_args(argc, argv, usage, &dir, &warmup, &nsteps, &dropout, &model))
