@@ -35,7 +35,7 @@ void vtr_tanh_forward(float *out, const float *inp, size_t n)
 {
 #pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
-        out[i] = tanhf(inp[i]);
+        out[i] = vtr_tanh(inp[i]);
 }
 
 void vtr_tanh_backward(float *dinp, const float *dout, const float *out, size_t n)

@@ -33,7 +33,7 @@ __global__ static void gelu_backward_kernel(float *dinp, const float *dout, cons
 __global__ static void tanh_forward_kernel(float *out, const float *inp, size_t n)
 {
     for (size_t i = vtr_cuda_first(); i < n; i += vtr_cuda_stride())
-        out[i] = tanhf(inp[i]);
+        out[i] = vtr_tanh(inp[i]);
 }
 
 __global__ static void tanh_backward_kernel(float *dinp, const float *dout, const float *out,

@@ -171,6 +171,10 @@ void vtr_gru_forward(float *out, void *workspace, const float *inp, const int *l
     }
 
     for (int dir = 0; dir < num_directions; dir++) {
+        /* out = (forward + reverse) / 2 when averaging, written as
+         * (mix * out + h) * keep for SIMD lanes: out starts at zero */
+        bool average = dir == 1 && !concat;
+        float mix = average ? 1.0f : 0.0f, keep = average ? 0.5f : 1.0f;
         const float *w_ih = params + vtr_gru_param_offset(D, H, dir, VTR_GRU_WEIGHT_IH);
         const float *w_hh = params + vtr_gru_param_offset(D, H, dir, VTR_GRU_WEIGHT_HH);
         const float *b_ih = params + vtr_gru_param_offset(D, H, dir, VTR_GRU_BIAS_IH);
@@ -205,6 +209,9 @@ void vtr_gru_forward(float *out, void *workspace, const float *inp, const int *l
                 const float *hgi = hg + (size_t)i * 3 * H;
                 float *o = out + p.pos * OH + (concat ? dir * H : 0);
                 memcpy(hp, hi, sizeof(float) * H);
+                /* g, hp, hi, hgi and o are disjoint rows: SIMD lanes over j (the gate math
+                 * is plain arithmetic, lib/activation.h) */
+#pragma omp simd
                 for (int j = 0; j < H; j++) {
                     float r, z, n;
                     float hn = hgi[2 * H + j] + b_hh[2 * H + j];
@@ -216,10 +223,7 @@ void vtr_gru_forward(float *out, void *workspace, const float *inp, const int *l
                     g[2 * H + j] = n;
                     g[3 * H + j] = hn;
                     hi[j] = hnew;
-                    if (dir == 1 && !concat)
-                        o[j] = (o[j] + hnew) * 0.5f;
-                    else
-                        o[j] = hnew;
+                    o[j] = (mix * o[j] + hnew) * keep;
                 }
             }
             packed += (size_t)nact;

@@ -54,7 +54,7 @@ static VTR_HD float vtr_gru_unit_forward(float xr, float xz, float xn, float hr,
 {
     *r = vtr_sigmoid(xr + hr);
     *z = vtr_sigmoid(xz + hz);
-    *n = tanhf(xn + *r * hn);
+    *n = vtr_tanh(xn + *r * hn);
     return (hprev - *n) * *z + *n;
 }
 

@@ -155,6 +155,47 @@ TEST(activations_gradcheck)
     CHECK(fabsf(vtr_gelu(1.0f) - 0.8413447f) < 1e-6f);
 }
 
+/* Error in units of float32's spacing at the reference value. */
+static double ulp_error(float got, double want)
+{
+    return fabs((double)got - want) / (nextafterf((float)fabs(want), INFINITY) - (float)fabs(want));
+}
+
+/* vtr_expf, vtr_tanh and vtr_sigmoid (the SIMD-friendly math of the GRU gates) against
+ * libm's double functions, to the bounds tests/fixtures/fit_exp_tanh.py finds for them,
+ * over a dense grid; and at the edges: clamped exp, saturated tanh, NaN kept. */
+TEST(exp_tanh_sigmoid_within_their_bounds)
+{
+    double worst[3] = {0, 0, 0};
+    for (int i = 0; i <= 2000000; i++) {
+        float x = -87.0f + 175.0f * (float)i / 2000000.0f;
+        double e = ulp_error(vtr_expf(x), exp((double)x));
+        worst[0] = e > worst[0] ? e : worst[0];
+        float t = -12.0f + 24.0f * (float)i / 2000000.0f;
+        double want = tanh((double)t);
+        if (want != 0.0) {
+            double u = ulp_error(vtr_tanh(t), want);
+            worst[1] = u > worst[1] ? u : worst[1];
+        }
+        float sx = -40.0f + 80.0f * (float)i / 2000000.0f;
+        double u = ulp_error(vtr_sigmoid(sx), 1.0 / (1.0 + exp(-(double)sx)));
+        worst[2] = u > worst[2] ? u : worst[2];
+    }
+    for (float t = 1e-30f; t < 1.0f; t *= 1.01f) {
+        double u = ulp_error(vtr_tanh(t), tanh((double)t));
+        worst[1] = u > worst[1] ? u : worst[1];
+        CHECK(vtr_tanh(-t) == -vtr_tanh(t));
+    }
+    CHECK_MSG(worst[0] <= 1.4 && worst[1] <= 1.5 && worst[2] <= 3.1,
+              "worst ulp: exp %.2f, tanh %.2f, sigmoid %.2f", worst[0], worst[1], worst[2]);
+    CHECK(vtr_expf(-1000.0f) == vtr_expf(-87.0f) && vtr_expf(-87.0f) > 0.0f);
+    CHECK(vtr_expf(1000.0f) == vtr_expf(88.0f) && isfinite(vtr_expf(1000.0f)));
+    CHECK(vtr_tanh(50.0f) == 1.0f && vtr_tanh(-50.0f) == -1.0f && vtr_tanh(0.0f) == 0.0f);
+    CHECK(vtr_sigmoid(-1000.0f) >= 0.0f && vtr_sigmoid(-1000.0f) < 1e-37f);
+    CHECK(vtr_sigmoid(1000.0f) == 1.0f);
+    CHECK(isnan(vtr_expf(NAN)) && isnan(vtr_tanh(NAN)) && isnan(vtr_sigmoid(NAN)));
+}
+
 TEST(dropout_draws_scale_and_determinism)
 {
     enum { n = 100003 };
