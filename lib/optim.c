@@ -105,6 +105,12 @@ vtr_adam_scalars vtr_adam_scalars_at(const vtr_optim_hparams *hp, int64_t t, dou
 
 void vtr_optimizer_step(vtr_optimizer *opt, vtr_param_set *ps, double lr)
 {
+    vtr_optimizer_step_scaled(opt, ps, lr, 1.0f);
+}
+
+void vtr_optimizer_step_scaled(vtr_optimizer *opt, vtr_param_set *ps, double lr,
+                               float grad_scale)
+{
     if (ps->n_trainable != opt->n)
         return;
     opt->step++;
@@ -126,8 +132,8 @@ void vtr_optimizer_step(vtr_optimizer *opt, vtr_param_set *ps, double lr)
         const vtr_adam_scalars s =
             vtr_adam_scalars_at(&opt->hp, opt->step, lr * (double)first->lr_scale);
 #pragma omp parallel for schedule(static) if (n - begin > PARALLEL_MIN)
-        for (long i = begin; i < n; i++)
-            vtr_adam_update(&p[i], &m[i], &v[i], grad[i], &s);
+        for (long i = begin; i < n; i++) /* g * 1 is g: unclipped steps are unchanged */
+            vtr_adam_update(&p[i], &m[i], &v[i], grad[i] * grad_scale, &s);
         e = end;
     }
 }
@@ -157,13 +163,19 @@ float vtr_grad_norm(const vtr_param_set *ps)
     return (float)sqrt(total);
 }
 
-float vtr_clip_grad_norm(vtr_param_set *ps, double max_norm)
+float vtr_clip_coef(float total, double max_norm)
 {
-    float total = vtr_grad_norm(ps);
     /* torch: max_norm / (total + 1e-6) on a float tensor is reciprocal(total + 1e-6) *
      * max_norm (Tensor.__rtruediv__) */
     float coef = (1.0f / (total + 1e-6f)) * (float)max_norm;
-    if (!isfinite(total) || !(coef < 1.0f))
+    return isfinite(total) && coef < 1.0f ? coef : 1.0f;
+}
+
+float vtr_clip_grad_norm(vtr_param_set *ps, double max_norm)
+{
+    float total = vtr_grad_norm(ps);
+    float coef = vtr_clip_coef(total, max_norm);
+    if (coef == 1.0f)
         return total;
     float *g = ps->grad;
     long n = (long)ps->n_trainable;

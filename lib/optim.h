@@ -117,6 +117,13 @@ void vtr_optimizer_free(vtr_optimizer *opt);
  * error) the call does nothing. Buffers (non-trainable entries) are never touched. */
 void vtr_optimizer_step(vtr_optimizer *opt, vtr_param_set *ps, double lr);
 
+/* vtr_optimizer_step on the gradients times grad_scale, multiplied as they are read
+ * (ps->grad is left as it is): clipping fused into the step, with grad_scale =
+ * vtr_clip_coef(vtr_grad_norm(ps), max_norm). The same bytes as vtr_clip_grad_norm then
+ * vtr_optimizer_step, with one pass over the gradients fewer. */
+void vtr_optimizer_step_scaled(vtr_optimizer *opt, vtr_param_set *ps, double lr,
+                               float grad_scale);
+
 /* torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type=2): the total norm is
  * sqrt(sum of g^2) over every trainable gradient (summed in double, rounded to float);
  * coef = max_norm / (total + 1e-6) in float; when coef < 1 every gradient is multiplied by
@@ -128,6 +135,10 @@ float vtr_clip_grad_norm(vtr_param_set *ps, double max_norm);
 
 /* The total norm above without clipping. */
 float vtr_grad_norm(const vtr_param_set *ps);
+
+/* The factor vtr_clip_grad_norm multiplies the gradients by for a total norm: coef when it
+ * is below 1, else 1 (also for a non-finite total). */
+float vtr_clip_coef(float total, double max_norm);
 
 #ifdef __cplusplus
 }

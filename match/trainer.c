@@ -465,15 +465,17 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
                               (double)loss, e, (long long)iteration);
                 goto end;
             }
-            float norm = o->grad_clip > 0.0 ? vtr_clip_grad_norm(params, o->grad_clip)
-                                            : vtr_grad_norm(params);
+            float norm = vtr_grad_norm(params);
             if (!isfinite(norm)) {
                 st = vtr_fail(err, VTR_ERR_INVALID, "gradient norm is %g at epoch %d, step %lld",
                               (double)norm, e, (long long)iteration);
                 goto end;
             }
             double lr = vtr_lr_at(&o->lr, epoch, iteration, iters);
-            vtr_optimizer_step(&t.optim, params, lr);
+            /* clipping (train.grad_clip) as the optimizer reads the gradients */
+            vtr_optimizer_step_scaled(&t.optim, params, lr,
+                                      o->grad_clip > 0.0 ? vtr_clip_coef(norm, o->grad_clip)
+                                                         : 1.0f);
             t.step++;
             t.loss_sum += (double)loss;
             t.negatives_sum += negatives;

@@ -352,7 +352,9 @@ TEST(optim_first_step_is_lr_times_sign)
     vtr_param_set_free(&ps);
 }
 
-TEST(optim_step_same_bytes_any_thread_count)
+/* 1 and 4 threads, and clipping then the step (replica 0) or clipping fused into the step
+ * (replica 1, as vtr-train does): the same bytes. */
+TEST(optim_step_same_bytes_any_thread_count_clipping_fused_or_not)
 {
     enum { N = 300000 };
     vtr_error err;
@@ -360,7 +362,7 @@ TEST(optim_step_same_bytes_any_thread_count)
     vtr_optimizer opt[2];
     int64_t shape[] = {N};
     int threads[2] = {1, 4};
-    float norms[2];
+    float norms[2] = {0.0f, -1.0f};
     int saved = omp_get_max_threads();
     for (int r = 0; r < 2; r++) {
         vtr_param_set_init(&ps[r]);
@@ -374,8 +376,14 @@ TEST(optim_step_same_bytes_any_thread_count)
         omp_set_num_threads(threads[r]);
         for (int k = 0; k < 3; k++) {
             fill_uniform(ps[r].grad, N, &rng);
-            norms[r] = vtr_clip_grad_norm(&ps[r], 1.0);
-            vtr_optimizer_step(&opt[r], &ps[r], 1e-3);
+            if (r == 0) {
+                norms[r] = vtr_clip_grad_norm(&ps[r], 1.0);
+                vtr_optimizer_step(&opt[r], &ps[r], 1e-3);
+            } else {
+                norms[r] = vtr_grad_norm(&ps[r]);
+                CHECK(vtr_clip_coef(norms[r], 1.0) < 0.01f); /* clipping does happen */
+                vtr_optimizer_step_scaled(&opt[r], &ps[r], 1e-3, vtr_clip_coef(norms[r], 1.0));
+            }
         }
     }
     omp_set_num_threads(saved);

@@ -265,8 +265,8 @@ static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, const 
         vtr_param_set_zero_grad(&m.params);
         if ((st = vtr_vse_train_step(&m, &batch, VTR_HINGE_HARDEST_NEGATIVE, &losses[s], err)))
             goto end;
-        vtr_clip_grad_norm(&m.params, recipe->clip);
-        vtr_optimizer_step(&opt, &m.params, LR);
+        float coef = vtr_clip_coef(vtr_grad_norm(&m.params), recipe->clip);
+        vtr_optimizer_step_scaled(&opt, &m.params, LR, coef); /* clipping as in vtr-train */
         times[s] = now() - t0;
         if (s >= warmup) {
             flops += vtr_vse_train_step_flops(&m, &batch);
