@@ -70,6 +70,8 @@ typedef struct plain_decode {
     int w, h;
     size_t frame_bytes;
     uint8_t *rgb;
+    int64_t capacity; /* frames rgb holds room for: doubled when full (a realloc per frame
+                         copies hundreds of MB per frame of a long video, minutes under ASan) */
 } plain_decode;
 
 static void take_frames(AVCodecContext *dec, AVFrame *frame, vtr_frame_converter *conv,
@@ -83,8 +85,11 @@ static void take_frames(AVCodecContext *dec, AVFrame *frame, vtr_frame_converter
             out->increasing = false;
         if (ts != AV_NOPTS_VALUE)
             out->last_ts = ts;
-        out->rgb = realloc(out->rgb, (size_t)(out->frames + 1) * out->frame_bytes);
-        CHECK(out->rgb);
+        if (out->frames == out->capacity) {
+            out->capacity = out->capacity ? 2 * out->capacity : 16;
+            out->rgb = realloc(out->rgb, (size_t)out->capacity * out->frame_bytes);
+            CHECK(out->rgb);
+        }
         vtr_error err;
         vtr_error_clear(&err);
         CHECK_OK(vtr_frame_convert(conv, frame, geom,
