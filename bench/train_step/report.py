@@ -70,6 +70,9 @@ def main(argv):
     torch_rss = min(torch["max_rss_mb"], torch_passive["max_rss_mb"])
     speedup = torch["median_s"] / vtr_median
     speedup_passive = torch_passive["median_s"] / vtr_median
+    # PyTorch at its best: the faster of its two wait policies (issue 21)
+    speedup_best = min(speedup, speedup_passive)
+    best_policy = "passive wait" if speedup_passive <= speedup else "libgomp's default wait"
     rel = lambda a, b: abs(a - b) / max(abs(b), 1e-6)
     first_diff = rel(vtr_runs[0]["losses"][0], torch["losses"][0])
     loss_diff = max(rel(a, b) for a, b in zip(vtr_runs[0]["losses"], torch["losses"]))
@@ -125,13 +128,13 @@ def main(argv):
             "from the same initial weights (vtr's, loaded into PyTorch by their reference "
             "names). %d warm-up steps, then %d timed steps per run." % (warmup, steps))
         targets_text = (
-            "Targets (issue 21, item 2): speed-up >= %.1fx over PyTorch at its best (passive "
-            "wait): %s (%.2fx; %.2fx over PyTorch as it comes). Within %.1fx of the FLOP "
+            "Targets (issue 21, item 2): speed-up >= %.1fx over PyTorch at its best (here with "
+            "%s): %s (%.2fx; %.2fx and %.2fx over its two runs). Within %.1fx of the FLOP "
             "floor: %s (%.2fx, mean step). Peak memory no higher than PyTorch's: %s (%.0f MB "
             "vs %.0f MB)." %
-            (TARGET_SPEEDUP, met(speedup_passive >= TARGET_SPEEDUP), speedup_passive, speedup,
-             TARGET_FLOOR, met(floor_ratio <= TARGET_FLOOR), floor_ratio,
-             met(vtr_rss <= torch_rss), vtr_rss, torch_rss))
+            (TARGET_SPEEDUP, best_policy, met(speedup_best >= TARGET_SPEEDUP), speedup_best,
+             speedup, speedup_passive, TARGET_FLOOR, met(floor_ratio <= TARGET_FLOOR),
+             floor_ratio, met(vtr_rss <= torch_rss), vtr_rss, torch_rss))
     if model in DROPOUT_TARGETS:
         issue, target = DROPOUT_TARGETS[model]
         targets_text = (
@@ -173,10 +176,10 @@ def main(argv):
             vtr_runs[0]["bf16_kernel"])
         targets_text = (
             "Target (issue 21, item 3): speed-up >= %.1fx over PyTorch's autocast at its best "
-            "(passive wait): %s (%.2fx; %.2fx over autocast as it comes). For the record: "
+            "(here with %s): %s (%.2fx; %.2fx and %.2fx over its two runs). For the record: "
             "%.2fx the float32 FLOP floor (mean step); peak memory %.0f MB vs PyTorch's %.0f MB."
-            % (BF16_TARGET, met(speedup_passive >= BF16_TARGET), speedup_passive, speedup,
-               floor_ratio, vtr_rss, torch_rss))
+            % (BF16_TARGET, best_policy, met(speedup_best >= BF16_TARGET), speedup_best, speedup,
+               speedup_passive, floor_ratio, vtr_rss, torch_rss))
 
     report = "\n".join([
         "## Training step: %s, vtr vs PyTorch (%s)" % (title, datetime.date.today().isoformat()),
