@@ -4,7 +4,8 @@
 # then the BLAS it uses. The BLAS kernel (lib/blas_kernel.h): with OPENBLAS_CORETYPE unset,
 # a CPU whose /proc/cpuinfo shows AVX-512 gets an AVX-512 kernel, whatever OpenBLAS makes
 # of its model name; a set OPENBLAS_CORETYPE is kept. vtr-search and vtr-serve add their
-# top-k kernels (index/topk.h).
+# top-k kernels (index/topk.h), vtr-features and vtr-index their convolutions' oneDNN,
+# vtr-train its bfloat16 products' (lib/matmul.h).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 release=$(cat VERSION)
@@ -29,9 +30,19 @@ for p in vtr-features vtr-index; do
     *) echo "FAIL: $p --version: no 'convolutions: oneDNN ..., ISA ...' line"; exit 1 ;;
     esac
 done
+flags=" $(sed -n 's/^flags[[:space:]]*:\(.*\)/\1/p' /proc/cpuinfo | head -1) "
+# vtr-train says what its bfloat16 products (train.precision) would run on: natively on a
+# CPU whose /proc/cpuinfo shows AVX512-BF16 (or AMX-BF16, which comes with it)
+bf16=$(bin/vtr-train --version | sed -n 3p)
+case $bf16 in
+"bfloat16 products: oneDNN "*", ISA "?*) ;;
+*) echo "FAIL: vtr-train --version: no 'bfloat16 products: ...' line, got '$bf16'"; exit 1 ;;
+esac
+case $flags:$bf16 in
+*" avx512_bf16 "*:*"(not native: off)") echo "FAIL: AVX512-BF16 here, and vtr-train says '$bf16'"; exit 1 ;;
+esac
 # the programs that search say which top-k kernels they run; a CPU whose /proc/cpuinfo
 # shows AMX-BF16 runs batches through AMX (Linux lets a process use the tiles since 5.16)
-flags=" $(sed -n 's/^flags[[:space:]]*:\(.*\)/\1/p' /proc/cpuinfo | head -1) "
 for p in vtr-search vtr-serve; do
     topk=$(bin/$p --version | sed -n 3p)
     case $topk in
