@@ -27,6 +27,7 @@ LIBS       =
 TEST_SRCS = tests/check.c tests/test_cuda.c tests/test_cuda_nn.c tests/test_backbone.c
 TIMING_SRCS = tests/gpu/op_timing.c
 LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c lib/linear.c \
+            lib/matmul.c lib/precision.c \
             lib/norm.c lib/npy.c lib/pth.c lib/rng.c lib/safetensors.c lib/similarity.c \
             lib/softmax.c lib/tensor_file.c lib/zip.c \
             lib/tensor.c lib/args.c aggregate/gpo.c aggregate/set_pooling.c match/hinge_loss.c \
@@ -35,7 +36,7 @@ LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c li
 CUDA_SRCS = $(wildcard $(addsuffix /*.cu,lib decode features text import aggregate match index tools))
 
 WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CFLAGS    = -std=c11 -O2 -g -fno-math-errno -DNDEBUG $(WARN) $(if $(WERROR),-Werror) -fopenmp \
+CFLAGS    = -std=c11 -O2 -g -fno-math-errno -fno-trapping-math -DNDEBUG $(WARN) $(if $(WERROR),-Werror) -fopenmp \
             -DVTR_HAVE_CUDA=1 -I. $(DEP_CFLAGS)
 NVCCFLAGS = -O2 -std=c++17 -I. -Xcompiler -Wall,-fPIC \
             -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -DVTR_HAVE_CUDA=1 \
