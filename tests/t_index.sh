@@ -76,6 +76,33 @@ generation() {
     $PY -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT generation FROM meta").fetchone()[0])' \
         "$1/index.sqlite"
 }
+# signal_when DB PID SIGNAL SQL: sends SIGNAL (a name: KILL, INT) to the vtr-index PID the
+# moment SQL on the SQLite file DB returns a row, polled from one process every 10 ms (a
+# small archive is indexed in well under a second); exit 1 if PID ends first
+signal_when() {
+    $PY - "$@" <<'EOF'
+import os, signal, sqlite3, sys, time
+db_path, pid, sig, sql = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+def running():  # not yet waited for, an ended vtr-index is a zombie
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+while running():
+    try:
+        db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True)
+        row = db.execute(sql).fetchone()
+        db.close()
+        if row:
+            os.kill(pid, getattr(signal, "SIG" + sig))
+            sys.exit(0)
+    except sqlite3.OperationalError:
+        pass
+    time.sleep(0.01)
+sys.exit(1)
+EOF
+}
 
 # ---- usage ---------------------------------------------------------------------------
 vtr-index --help | grep -q 'retry-failed' || fail "--help"
@@ -238,13 +265,8 @@ $IX "$A" --index "$dir/ix" 2>"$dir/err6"
 dump "$dir/ix" >"$dir/d6"
 $IX "$A" --weights "$dir/w.safetensors" --index "$dir/ik" --commit-every 1 2>/dev/null &
 pid=$!
-i=0
-while [ $i -lt 600 ]; do
-    [ -f "$dir/ik/index.sqlite" ] && [ "$(generation "$dir/ik" 2>/dev/null)" -ge 2 ] 2>/dev/null && break
-    sleep 0.05
-    i=$((i + 1))
-done
-kill -9 $pid 2>/dev/null || fail "vtr-index finished before it could be killed"
+signal_when "$dir/ik/index.sqlite" $pid KILL "SELECT 1 FROM meta WHERE generation >= 2" ||
+    fail "vtr-index finished before it could be killed"
 wait $pid 2>/dev/null
 killed_at=$(generation "$dir/ik")
 [ "$(dump "$dir/ik" | wc -l)" -lt 10 ] || fail "the killed run had finished"
@@ -261,13 +283,8 @@ ls "$dir/ik" | grep -q '\.tmp' && fail "temporary files left after the rerun"
 # marked as one that killed the run; a plain rerun finishes with the same content
 $IX "$A" --weights "$dir/w.safetensors" --index "$dir/iint" --commit-every 1 2>"$dir/err6a" &
 pid=$!
-i=0
-while [ $i -lt 600 ]; do
-    [ -f "$dir/iint/index.sqlite" ] && [ "$(generation "$dir/iint" 2>/dev/null)" -ge 2 ] 2>/dev/null && break
-    sleep 0.05
-    i=$((i + 1))
-done
-kill -INT $pid 2>/dev/null || fail "vtr-index finished before SIGINT"
+signal_when "$dir/iint/index.sqlite" $pid INT "SELECT 1 FROM meta WHERE generation >= 2" ||
+    fail "vtr-index finished before SIGINT"
 wait $pid
 rc=$?
 [ $rc -eq 2 ] && grep -q 'stopped by a signal; the work done is committed' "$dir/err6a" ||
@@ -412,29 +429,10 @@ vtr-synth --frames 1500 --gop 1500 --size 320x240 "$dir/slow.mp4" || fail "slow.
 printf 'a\t%s\nz\t%s\n' "$dir/moved/a.mp4" "$dir/slow.mp4" >"$dir/crash.txt"
 $IX "$dir/crash.txt" --weights "$dir/w.safetensors" --index "$dir/ic" 2>/dev/null &
 pid=$!
-# stand-in for a crash: SIGKILL once z is marked in progress, while it is decoded (the
-# reader watches for as long as vtr-index runs: a loaded machine may take long to reach z)
-$PY - "$dir/ic" "$pid" <<'EOF' || fail "z was never marked in progress"
-import sqlite3, sys, time
-def running(pid):  # not yet waited for, an ended vtr-index is a zombie
-    try:
-        with open("/proc/%s/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-while running(sys.argv[2]):
-    try:
-        db = sqlite3.connect("file:%s/catalog.sqlite?mode=ro" % sys.argv[1], uri=True)
-        row = db.execute("SELECT status, error FROM items WHERE key = 'z'").fetchone()
-        db.close()
-        if row and row[0] == "pending" and "stopped while processing" in (row[1] or ""):
-            sys.exit(0)
-    except sqlite3.OperationalError:
-        pass
-    time.sleep(0.02)
-sys.exit(1)
-EOF
-kill -9 $pid 2>/dev/null || fail "vtr-index finished before it could be killed"
+# stand-in for a crash: SIGKILL once z is marked in progress, while it is decoded
+signal_when "$dir/ic/catalog.sqlite" $pid KILL "SELECT 1 FROM items WHERE key = 'z' AND
+    status = 'pending' AND error LIKE '%stopped while processing%'" ||
+    fail "z was never marked in progress"
 wait $pid 2>/dev/null
 $IX "$dir/crash.txt" --index "$dir/ic" 2>"$dir/err10"
 rc=$?
