@@ -65,7 +65,7 @@ void vtr_matmul_held(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K
                      int ldc);
 
 /* Products that fell back to float32 because oneDNN failed (out of memory): 0 unless
- * something is wrong; vtr-train reports it. */
+ * something is wrong; vtr-train warns when it is not. */
 int64_t vtr_matmul_fallbacks(void);
 
 #ifdef __cplusplus

@@ -389,6 +389,10 @@ int main(int argc, char **argv)
         rc = res.finished || !stop_requested ? 0 : 2;
         goto end;
     }
+    if (vtr_matmul_fallbacks() > 0)
+        vtr_log_warn("%lld bfloat16 matrix products ran in float32: oneDNN could not run "
+                     "them (out of memory?)",
+                     (long long)vtr_matmul_fallbacks());
     if (res.finished) {
         if (res.resumed_from_end)
             vtr_log_info("the run in %s had finished already", out_dir);
