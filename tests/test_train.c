@@ -1316,6 +1316,27 @@ TEST(train_cli_train_resume_kill_and_eval)
                     tmp("narrow.txt"), tmp("cli_narrow")), 1);
     CHECK(log_has("u.log", "narrow.txt:1: 3 values, expected 8"));
     CHECK(access(tmp("cli_narrow"), F_OK) != 0);
+
+    /* train.precision bfloat16: on a CPU without it (oneDNN told so), one warning and a
+     * float32 run; where the CPU has it, no warning; the run record says which it was */
+    const char *isas[] = {"ONEDNN_MAX_CPU_ISA=AVX2 ", ""};
+    for (int k = vtr_matmul_have_bf16() ? 1 : 0; k >= 0; k--) {
+        CHECK_EQ_INT(sh("p.log",
+                        "%sbin/vtr-train '%s' --set train.precision=bfloat16 "
+                        "--max-steps 2 --threads 1 -o '%s'",
+                        isas[k], cfg, tmp("cli_bf16_%d", k)),
+                     0);
+        bool native = k == 1;
+        CHECK(log_has("p.log", "warning: train.precision bfloat16: bfloat16 products need a "
+                               "CPU with AVX512-BF16 or AMX") != native);
+        CHECK_OK(vtr_catalog_open(catalog, &cat, &err));
+        CHECK_OK(vtr_catalog_get_run(cat, last_run_id(catalog), &run, &err));
+        CHECK_MSG(run.result && strstr(run.result, native ? "\"precision\":\"bfloat16\""
+                                                          : "\"precision\":\"float32\""),
+                  "%s", run.result);
+        vtr_run_free(&run);
+        vtr_catalog_close(cat);
+    }
 }
 
 /* ---- end-to-end learning (issue 5, item 8) ------------------------------------------ */
