@@ -11,6 +11,7 @@
 #include "features/keras_net.h"
 #include "lib/args.h"
 #include "lib/device.h"
+#include "lib/matmul.h"
 #include "lib/tensor_file.h"
 
 #define BN_EPS 1e-5f
@@ -461,7 +462,7 @@ vtr_status vtr_backbone_bf16_check(vtr_backbone_device device, vtr_error *err)
     if (device != VTR_BACKBONE_CPU)
         return vtr_fail(err, VTR_ERR_UNSUPPORTED, "bfloat16 features are a CPU option "
                         "(AVX512-BF16 or AMX): the CUDA engine runs float32");
-    if (!vtr_conv_cpu_have_bf16())
+    if (!vtr_matmul_have_bf16())
         return vtr_fail(err, VTR_ERR_UNSUPPORTED, "this CPU has no AVX512-BF16 or AMX");
     return VTR_OK;
 }

@@ -13,6 +13,8 @@
 #error "features/conv.c is written for oneDNN 2.x (Debian 12's libdnnl-dev 2.6)"
 #endif
 
+#include "lib/matmul.h"
+
 void vtr_conv_net_free(vtr_conv_net *net)
 {
     if (!net)
@@ -413,16 +415,9 @@ end:
     return st;
 }
 
-bool vtr_conv_cpu_have_bf16(void)
-{
-    /* the ISAs are bit sets, each including the ones below it */
-    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa(), bf16 = dnnl_cpu_isa_avx512_core_bf16;
-    return (isa & bf16) == bf16;
-}
-
 vtr_status vtr_conv_cpu_set_bf16(vtr_conv_cpu *c, bool bf16, vtr_error *err)
 {
-    if (bf16 && !vtr_conv_cpu_have_bf16())
+    if (bf16 && !vtr_matmul_have_bf16())
         return vtr_fail(err, VTR_ERR_UNSUPPORTED,
                         "bfloat16 convolutions need a CPU with AVX512-BF16 or AMX (oneDNN runs "
                         "this one with %s, where it would emulate them, slower than float32)",

@@ -153,10 +153,6 @@ vtr_status vtr_conv_cpu_new(const vtr_conv_net *net, vtr_conv_cpu **out, vtr_err
 
 void vtr_conv_cpu_free(vtr_conv_cpu *c);
 
-/* Whether this CPU runs bfloat16 convolutions natively: oneDNN's ISA is AVX512-BF16
- * (avx512_core_bf16) or AMX (avx512_core_amx) or above. */
-bool vtr_conv_cpu_have_bf16(void);
-
 /* Mixed precision (off by default): with bf16, activations and weights are bfloat16
  * (each weight rounded once, when first reordered), products accumulate in float32 inside
  * oneDNN's kernels, biases stay float32; the input is rounded to bfloat16 by the first

@@ -25,8 +25,10 @@
 extern "C" {
 #endif
 
-/* Whether bfloat16 products run natively here: AVX512-BF16 or AMX, as oneDNN sees the CPU
- * (elsewhere oneDNN would emulate them, slower than float32). */
+/* Whether bfloat16 products run natively here: oneDNN's ISA is AVX512-BF16
+ * (avx512_core_bf16) or AMX (avx512_core_amx) or above; elsewhere oneDNN would emulate
+ * them, slower than float32. The same rule holds for the backbone's bfloat16
+ * convolutions (features/conv.h). */
 bool vtr_matmul_have_bf16(void);
 
 /* The products' kernel in one line, for --version and run records: "bfloat16 products:

@@ -21,6 +21,7 @@
 #include "features/extractor.h"
 #include "features/preprocess.h"
 #include "lib/device.h"
+#include "lib/matmul.h"
 #include "lib/npy.h"
 #include "lib/rng.h"
 #include "lib/safetensors.h"
@@ -903,7 +904,7 @@ static void check_bf16(const char *arch_name)
     vtr_backbone *b = NULL;
     snprintf(path, sizeof path, "%s/%s.safetensors", dir, arch_name);
     CHECK_OK(vtr_backbone_load(path, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err));
-    if (!vtr_conv_cpu_have_bf16()) {
+    if (!vtr_matmul_have_bf16()) {
         CHECK_FAILS(vtr_backbone_set_bf16(b, true, &err), VTR_ERR_UNSUPPORTED,
                     "need a CPU with AVX512-BF16 or AMX");
         CHECK(!vtr_backbone_bf16(b));
