@@ -29,6 +29,17 @@ def blas_core():
         return "unknown"
 
 
+def blas_build():
+    """Which OpenBLAS build this process loads (openblas_get_parallel): "OpenMP build",
+    "pthreads build" or "serial build"; "unknown" without libopenblas.so.0."""
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        return {0: "serial build", 1: "pthreads build", 2: "OpenMP build"}.get(
+            lib.openblas_get_parallel(), "unknown")
+    except (OSError, AttributeError):
+        return "unknown"
+
+
 def blas_setting():
     """What bench/blas_kernel.sh set for the BLAS kernel (its VTR_BENCH_BLAS), for the
     reports."""

@@ -22,7 +22,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from machine import blas_core, blas_setting, cpu_model, git_version, publish  # noqa: E402
+from machine import (blas_build, blas_core, blas_setting, cpu_model, git_version,  # noqa: E402
+                     publish)
 
 TARGET_SPEEDUP, TARGET_FLOOR = 3.0, 1.3  # issue 21, item 2 (issue 3 asked 2.5x and 1.5x)
 BF16_TARGET = 2.0  # issue 21, item 3: over PyTorch's CPU autocast to bfloat16
@@ -186,14 +187,14 @@ def main(argv):
         "",
         "Command: `%s` (code %s). Machine: %s, %d cores; %s threads on every side "
         "(OPENBLAS_NUM_THREADS, OMP_NUM_THREADS; torch %s reports %d), the same OpenBLAS "
-        "(Debian's pthread build, which torch links too; its kernel, openblas_get_corename: "
+        "(Debian's %s; its kernel, openblas_get_corename: "
         "%s; %s); vtr with OMP_WAIT_POLICY=passive; "
         "PyTorch with libgomp's default wait policy and again with OMP_WAIT_POLICY=passive. "
         "Order: vtr, PyTorch, "
         "PyTorch passive, vtr. Load average (1 min) %s before, %s after (the machine is "
         "shared: a load above ~0.5 means other work took cores during the run)." %
         (command, git_version(), cpu_model(), os.cpu_count(), threads, torch["torch"],
-         torch["threads"], blas_core(), blas_setting(), load_before, load_after),
+         torch["threads"], blas_build(), blas_core(), blas_setting(), load_before, load_after),
         "",
         step_text,
         "",
