@@ -17,5 +17,12 @@ else
     VTR_BENCH_BLAS="OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
     VTR_BENCH_BLAS="$VTR_BENCH_BLAS (vtr-train --version: ${vtr_blas:-nothing})"
 fi
+# ... and the same library: the libopenblas.so.0 vtr loads (configure prefers OpenBLAS's
+# OpenMP build, lib/nn.h) comes first for every side, the anchors included
+vtr_blas_dir=$(ldd bin/vtr-train 2>/dev/null | sed -n 's|^[[:space:]]*libopenblas\.so\.0 => \(/.*\)/libopenblas\.so\.0 .*|\1|p')
+if [ -n "$vtr_blas_dir" ]; then
+    export LD_LIBRARY_PATH="$vtr_blas_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    VTR_BENCH_BLAS="$VTR_BENCH_BLAS; every side loads $vtr_blas_dir/libopenblas.so.0"
+fi
 export VTR_BENCH_BLAS
-unset vtr_blas vtr_kernel vtr_origin
+unset vtr_blas vtr_kernel vtr_origin vtr_blas_dir

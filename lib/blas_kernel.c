@@ -17,6 +17,7 @@
 /* OpenBLAS's calls, declared weak: NULL when the CBLAS linked in lacks them. */
 extern char *openblas_get_corename(void) __attribute__((weak));
 extern char *openblas_get_config(void) __attribute__((weak));
+extern int openblas_get_parallel(void) __attribute__((weak));
 extern void gotoblas_dynamic_init(void) __attribute__((weak));
 extern void gotoblas_dynamic_quit(void) __attribute__((weak));
 extern int blas_thread_shutdown_(void) __attribute__((weak));
@@ -185,7 +186,11 @@ const char *vtr_blas_kernel_report(void)
     char version[32] = ""; /* openblas_get_config(): "OpenBLAS 0.3.21 NO_LAPACKE ..." */
     if (openblas_get_config && sscanf(openblas_get_config(), "OpenBLAS %30s", version + 1) == 1)
         version[0] = ' ';
-    snprintf(line, sizeof line, "BLAS: OpenBLAS%s, kernel %s (%s)", version, vtr_blas_kernel_name(),
-             origin);
+    /* openblas_get_parallel(): 0 serial, 1 pthreads, 2 OpenMP (lib/nn.h, "Threads") */
+    static const char *const builds[] = {" (serial build)", " (pthreads build)", " (OpenMP build)"};
+    int parallel = openblas_get_parallel ? openblas_get_parallel() : -1;
+    const char *build = parallel >= 0 && parallel <= 2 ? builds[parallel] : "";
+    snprintf(line, sizeof line, "BLAS: OpenBLAS%s%s, kernel %s (%s)", version, build,
+             vtr_blas_kernel_name(), origin);
     return line;
 }

@@ -54,9 +54,9 @@ const char *vtr_blas_kernel_choice(vtr_isa_level cpu, const char *own,
  * (a program that makes no BLAS calls does not load one). */
 const char *vtr_blas_kernel_name(void);
 
-/* One line for --version and reports, e.g. "BLAS: OpenBLAS 0.3.21, kernel SkylakeX (chosen
- * by vtr for this CPU's AVX-512; OpenBLAS's own choice: Prescott)", in a static buffer
- * that the next call rewrites (not thread-safe). */
+/* One line for --version and reports, e.g. "BLAS: OpenBLAS 0.3.21 (OpenMP build), kernel
+ * SkylakeX (chosen by vtr for this CPU's AVX-512; OpenBLAS's own choice: Prescott)", in a
+ * static buffer that the next call rewrites (not thread-safe). */
 const char *vtr_blas_kernel_report(void);
 
 #ifdef __cplusplus

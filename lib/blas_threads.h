@@ -23,6 +23,14 @@ bool vtr_blas_threads_adjustable(void);
  * returns 0 when the count is not adjustable. */
 int vtr_blas_set_threads(int n);
 
+/* Whether BLAS runs its products on the caller's OpenMP threads (OpenBLAS's OpenMP build,
+ * which configure prefers: lib/nn.h, "Threads"). Its thread count is then OpenMP's
+ * (omp_set_num_threads sets both), a product called inside a parallel region runs on its
+ * caller's thread alone, and a product's rounding may change with the thread count (the
+ * rows each thread takes). With the pthreads build the BLAS count stays what
+ * vtr_blas_set_threads (or OPENBLAS_NUM_THREADS) made it, whatever OpenMP's is. */
+bool vtr_blas_threads_follow_openmp(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,12 +48,17 @@
  * identical bytes for the same thread count. So the same inputs, seeds and thread count
  * give identical bytes.
  *
- * Threads. OpenBLAS (the pthread build) keeps its own threads beside OpenMP's. With
- * libgomp's default wait policy, OpenMP's idle threads spin for milliseconds after each
- * parallel region and take the cores from BLAS and from the serial code that follows
- * (measured here: GPO backward at B 128, T 20, D 1024 takes 65 ms instead of 9 ms). Run
- * with OMP_WAIT_POLICY=passive (read when the process starts), or link an OpenMP build
- * of OpenBLAS. Loops that alternate with matrix products (the GRU steps) run serially.
+ * Threads. configure links OpenBLAS's OpenMP build when it is installed
+ * (libopenblas-openmp-dev): its products then run on the same OpenMP threads as these
+ * loops, and a product called inside a parallel region runs on its caller's thread. The
+ * pthreads build keeps a second pool whose idle threads spin on sched_yield for about 0.1 s
+ * after each product, beside OpenMP's threads (a set-embedding training step on 2 cores:
+ * 2.59 s with it, 2.14 s with the OpenMP build). Either way, libgomp's default wait policy
+ * lets OpenMP's idle threads spin for milliseconds after each parallel region, taking the
+ * cores from the serial code that follows (GPO backward at B 128, T 20, D 1024: 65 ms
+ * instead of 9 ms; the set step 2.50 s instead of 2.14 s): run with OMP_WAIT_POLICY=passive
+ * (read when the process starts). Loops that alternate with matrix products (the GRU
+ * steps) run serially.
  *
  * Randomness. Ops that draw random numbers (dropout, size augmentation) take (seed,
  * stream) and use draw i = vtr_philox_uniform_at(seed, stream, i) (lib/rng.h), a pure

@@ -3,8 +3,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
+#include "lib/blas_threads.h"
 #include "lib/npy.h"
 
 double gradcheck(const char *name, gradcheck_loss_fn loss, void *ctx, float *x,
@@ -201,4 +203,26 @@ double nn_parity_check_at(const char *name, const float *got, size_t n, double t
 double nn_parity_check(const char *name, const float *got, size_t n)
 {
     return nn_parity_check_at(name, got, n, PARITY_TOL);
+}
+
+void nn_check_across_threads(const char *name, const float *got, const float *ref, size_t n)
+{
+    if (!vtr_blas_threads_follow_openmp()) {
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(&got[i], &ref[i], sizeof(float)) != 0)
+                test_fail(__FILE__, __LINE__,
+                          "%s: element %zu is %.9g at another thread count, %.9g before", name,
+                          i, got[i], ref[i]);
+        return;
+    }
+    double diff = 0.0, max_ref = 1e-6;
+    for (size_t i = 0; i < n; i++) {
+        diff = fmax(diff, fabs((double)got[i] - ref[i]));
+        max_ref = fmax(max_ref, fabs(ref[i]));
+    }
+    if (diff > 1e-5 * max_ref)
+        test_fail(__FILE__, __LINE__,
+                  "%s: %.3g of max|x| from the result at another thread count (BLAS on "
+                  "OpenMP's threads)",
+                  name, diff / max_ref);
 }

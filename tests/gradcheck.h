@@ -83,4 +83,10 @@ double nn_parity_check_at(const char *name, const float *got, size_t n, double t
 double nn_parity_compare(const char *name, const float *got, const float *ref, size_t n,
                          double scale, double tol);
 
+/* An op's result got (n) at another OpenMP thread count than ref's. Its own loops reduce in
+ * a fixed order, so where BLAS keeps its own thread count the bytes must be the same; where
+ * BLAS runs on OpenMP's threads (vtr_blas_threads_follow_openmp) its products may round
+ * differently with the count: then within 1e-5 of max|ref|. Fails the test otherwise. */
+void nn_check_across_threads(const char *name, const float *got, const float *ref, size_t n);
+
 #endif

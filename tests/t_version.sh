@@ -63,6 +63,14 @@ case $blas in
 "BLAS: OpenBLAS "*) ;;
 *) exit 0 ;; # another BLAS, or none: nothing for vtr to choose
 esac
+# configure links OpenBLAS's OpenMP build when it is installed (one thread pool, lib/nn.h)
+if [ -f "/usr/lib/$(cc -print-multiarch)/openblas-openmp/pkgconfig/openblas.pc" ]; then
+    case $blas in
+    "BLAS: OpenBLAS "*" (OpenMP build), kernel "*) ;;
+    *) echo "FAIL: OpenBLAS's OpenMP build is installed, and vtr-train --version says '$blas'"
+       exit 1 ;;
+    esac
+fi
 avx512=yes
 for f in avx512f avx512cd avx512bw avx512dq avx512vl; do
     case $flags in *" $f "*) ;; *) avx512=no ;; esac
