@@ -18,20 +18,33 @@
 /* How it is computed.
  *
  * The real inputs of all items are packed, item after item, into R = sum of lengths rows
- * (row r0(b) + n is input n of item b, r0(b) = the lengths before b): LN_in, k and v run
- * over them only (one sgemm each), and the attention of item b reads its n_b rows of k and
- * v. Padded inputs never enter, so they get no gradient and their values do not matter.
+ * (row r0(b) + n is input n of item b, r0(b) = the lengths before b): LN_in runs over them
+ * only, and the attention of item b reads its n_b rows. Padded inputs never enter, so they
+ * get no gradient and their values do not matter.
+ *
+ * The projections are folded. Wq, Wk, Wv and Wo have no biases, so the scores and the update
+ * are products with two (D,C) matrices, formed once per call:
+ *
+ *   Gq = Wqᵀ Wk / sqrt(Dh)   M = k qᵀ / sqrt(Dh) = x (LN_q(E) Gq)ᵀ     qf = LN_q(E) Gq (B*K,C)
+ *   Fo = Wo Wv               Âᵀ v Woᵀ = (Âᵀ x) Foᵀ                    U  = Âᵀ x      (B*K,C)
+ *
+ * so k and v (R,Dh) are never formed, and each iteration's q and output projections are
+ * (B*K x D x C) instead of (B*K x D x Dh). Backward accumulates dGq and dFo over the
+ * iterations and turns them into the four weights' gradients at the end (dWq = Wk dGqᵀ /
+ * sqrt(Dh), dWk = Wq dGq / sqrt(Dh), dWo = dFo Wvᵀ, dWv = Woᵀ dFo). Folding costs 12 D Dh C
+ * FLOPs per forward and backward and saves 12 R C Dh (k and v) plus the (Dh - C) share of
+ * the per-iteration projections: it pays from R > D real inputs per batch (B 128 captions
+ * of 8 words and more). The result is the same function; its rounding differs from the
+ * unfolded reference by float32 summation error (tests/test_set_prediction.c's parity).
  *
  * E_0 is the same for every item, so iteration 1 normalizes and projects the K slots once:
- * its q is (K,Dh), and its scores for all items are one sgemm k qᵀ (R,K) over the packed
- * rows (so are, in backward, dq = dMᵀ k summed over the items and dk = dM q). The later
- * iterations have a q per item and take one small sgemm per item for M and one for U; with
- * K = 4 these are under 1% of the FLOPs and run one after another (BLAS keeps its threads).
+ * its qf is (K,C), and its scores for all items are one sgemm x qfᵀ (R,K) over the packed
+ * rows (so are, in backward, dqf = dMᵀ x summed over the items and dx += dM qf). The later
+ * iterations have a qf per item and take one small sgemm per item for M and one for U; with
+ * K = 4 these are under 1% of the FLOPs and run one after another.
  *
- * Cost. Measured at B 128, N 20-30, C = D = 1024, Dh 2048, H 4096, K 4, T 4, p 0.1 (2 shared
- * cores, OpenBLAS pthreads with its Prescott kernel, OMP_WAIT_POLICY=passive): forward 1.4 s
- * and backward 2.7-3.0 s, 50-55 GFLOP/s, as fast as one large sgemm runs there; 85% of the
- * time is in sgemm's kernel. Workspace 220 MB, scratch 131 MB at those sizes.
+ * Cost. At B 128, N 20, C = D = 1024, Dh 2048, H 4096, K 4, T 4 the forward is 50 GFLOP
+ * (71 unfolded), forward and backward 151 (213), of which the MLP is 103.
  *
  * The slot stages work on the B*K rows of (B,K,D) buffers; row b*K + j is slot j of item b. */
 
@@ -166,15 +179,16 @@ typedef struct sp_workspace {
     float *xn;        /* (R,C) LN_in of the packed real inputs */
     float *in_mean;   /* (R) */
     float *in_rstd;   /* (R) */
-    float *k, *v;     /* (R,Dh) */
+    float *gq;        /* (D,C) Wqᵀ Wk / sqrt(Dh) */
+    float *fo;        /* (D,C) Wo Wv */
     float *lq;        /* [T] (B*K,D) LN_q(E_{t-1}); iteration 1: (K,D) */
     float *q_mean;    /* [T] (B*K); iteration 1: (K) */
     float *q_rstd;    /* [T] (B*K); iteration 1: (K) */
-    float *q;         /* [T] (B*K,Dh); iteration 1: (K,Dh) */
+    float *q;         /* [T] (B*K,C) qf = LN_q(E_{t-1}) Gq; iteration 1: (K,C) */
     float *attn;      /* [T] (R,K) A, the softmax over the slots */
     float *attn_n;    /* [T] (R,K) Â */
     float *total;     /* [T] (B,K) sum over the real inputs of A, + 1e-7 */
-    float *upd;       /* [T] (B*K,Dh) U = Âᵀ v */
+    float *upd;       /* [T] (B*K,C) U = Âᵀ x */
     float *ep;        /* [T] (B*K,D) E' */
     float *lm;        /* [T] (B*K,D) LN_m(E') */
     float *m_mean;    /* [T] (B*K) */
@@ -204,16 +218,16 @@ static sp_workspace workspace_of(void *base, const vtr_set_prediction_config *c,
     w.xn = take(&cur, R * c->C);
     w.in_mean = take(&cur, R);
     w.in_rstd = take(&cur, R);
-    w.k = take(&cur, R * c->Dh);
-    w.v = take(&cur, R * c->Dh);
+    w.gq = take(&cur, (size_t)c->D * c->C);
+    w.fo = take(&cur, (size_t)c->D * c->C);
     w.lq = take(&cur, T * BK * c->D);
     w.q_mean = take(&cur, T * BK);
     w.q_rstd = take(&cur, T * BK);
-    w.q = take(&cur, T * BK * c->Dh);
+    w.q = take(&cur, T * BK * c->C);
     w.attn = take(&cur, T * R * c->K);
     w.attn_n = take(&cur, T * R * c->K);
     w.total = take(&cur, T * BK);
-    w.upd = take(&cur, T * BK * c->Dh);
+    w.upd = take(&cur, T * BK * c->C);
     w.ep = take(&cur, T * BK * c->D);
     w.lm = take(&cur, T * BK * c->D);
     w.m_mean = take(&cur, T * BK);
@@ -239,16 +253,16 @@ static sp_workspace workspace_of(void *base, const vtr_set_prediction_config *c,
 /* Backward's scratch, sized like the workspace. */
 typedef struct sp_scratch {
     float *xin;       /* (R,C) the packed real inputs, LN_in's input */
-    float *dxn;       /* (R,C) gradient of LN_in's output */
-    float *dk, *dv;   /* (R,Dh) summed over the iterations */
+    float *dxn;       /* (R,C) gradient of LN_in's output, summed over the iterations */
+    float *dgq, *dfo; /* (D,C) summed over the iterations */
     float *de;        /* (B*K,D) dE_t, then dE', then dE_{t-1} */
     float *datt;      /* (B*K,D) gradient of the attention update before dropout (p > 0) */
-    float *dupd;      /* (B*K,Dh) dU */
+    float *dupd;      /* (B*K,C) dU */
     float *dh1, *dh2; /* (B*K,H) the MLP's hidden gradients, back through dropout and GELU */
     float *dln;       /* (B*K,D) gradient of LN_m's output, then of LN_q's */
     float *dattn_n;   /* (R,K) dÂ, then dA in place */
     float *dscore;    /* (R,K) dM */
-    float *dq;        /* (B*K,Dh); iteration 1: (K,Dh) */
+    float *dq;        /* (B*K,C) dqf; iteration 1: (K,C) */
     float *dsum;      /* (B*K,D) gradient of LN_out(E_T) + LN_g(glob) */
     float *dout_ln;   /* (B*K,D) gradient of LN_out(E_T) */
     float *dglob_ln;  /* (B,D) gradient of LN_g(glob) */
@@ -262,17 +276,17 @@ static sp_scratch scratch_of(void *base, const vtr_set_prediction_config *c, int
     sp_scratch s;
     s.xin = take(&cur, R * c->C);
     s.dxn = take(&cur, R * c->C);
-    s.dk = take(&cur, R * c->Dh);
-    s.dv = take(&cur, R * c->Dh);
+    s.dgq = take(&cur, (size_t)c->D * c->C);
+    s.dfo = take(&cur, (size_t)c->D * c->C);
     s.de = take(&cur, BK * c->D);
     s.datt = take(&cur, BK * c->D);
-    s.dupd = take(&cur, BK * c->Dh);
+    s.dupd = take(&cur, BK * c->C);
     s.dh1 = take(&cur, BK * c->H);
     s.dh2 = take(&cur, BK * c->H);
     s.dln = take(&cur, BK * c->D);
     s.dattn_n = take(&cur, R * c->K);
     s.dscore = take(&cur, R * c->K);
-    s.dq = take(&cur, BK * c->Dh);
+    s.dq = take(&cur, BK * c->C);
     s.dsum = take(&cur, BK * c->D);
     s.dout_ln = take(&cur, BK * c->D);
     s.dglob_ln = take(&cur, (size_t)B * c->D);
@@ -309,11 +323,11 @@ static sp_iteration iteration_of(const sp_workspace *w, const vtr_set_prediction
         .lq = w->lq + i * BK * c->D,
         .q_mean = w->q_mean + i * BK,
         .q_rstd = w->q_rstd + i * BK,
-        .q = w->q + i * BK * c->Dh,
+        .q = w->q + i * BK * c->C,
         .attn = w->attn + i * R * c->K,
         .attn_n = w->attn_n + i * R * c->K,
         .total = w->total + i * BK,
-        .upd = w->upd + i * BK * c->Dh,
+        .upd = w->upd + i * BK * c->C,
         .ep = w->ep + i * BK * c->D,
         .lm = w->lm + i * BK * c->D,
         .m_mean = w->m_mean + i * BK,
@@ -342,13 +356,13 @@ static uint64_t hidden_stream(uint64_t stream, int t)
     return stream + 2 * (uint64_t)(t - 1) + 1;
 }
 
-/* ---- Input stage: x = LN_in(real inputs), k = x Wkᵀ, v = x Wvᵀ, packed ---- */
+/* ---- Input stage: x = LN_in(real inputs), packed; the folded projections ---- */
 
-// row0 (B+1) written; xn (R,C), mean (R), rstd (R), k (R,Dh), v (R,Dh); inp (B,N,C)
+// row0 (B+1) written; xn (R,C), mean (R), rstd (R); inp (B,N,C); gq, fo (D,C)
 static void input_forward(const sp_workspace *w, const float *inp, const int *lengths,
                           const sp_params *P, const vtr_set_prediction_config *c, int B, int N)
 {
-    int C = c->C;
+    int C = c->C, D = c->D, Dh = c->Dh;
     w->row0[0] = 0;
     for (int b = 0; b < B; b++)
         w->row0[b + 1] = w->row0[b] + lengths[b];
@@ -361,21 +375,29 @@ static void input_forward(const sp_workspace *w, const float *inp, const int *le
                                       inp + ((size_t)b * N + n) * C, P->norm_in_w, P->norm_in_b, C,
                                       VTR_LAYERNORM_EPS);
         }
-    vtr_linear_forward(w->k, w->xn, P->to_k, NULL, R, C, c->Dh);
-    vtr_linear_forward(w->v, w->xn, P->to_v, NULL, R, C, c->Dh);
+    // Gq (D,C) = Wqᵀ (D,Dh) Wk (Dh,C) / sqrt(Dh); Fo (D,C) = Wo (D,Dh) Wv (Dh,C)
+    vtr_matmul(CblasTrans, CblasNoTrans, D, C, Dh, 1.0f / sqrtf((float)Dh), P->to_q, D, P->to_k,
+               C, 0.0f, w->gq, C);
+    vtr_matmul(CblasNoTrans, CblasNoTrans, D, C, Dh, 1.0f, P->to_out, Dh, P->to_v, C, 0.0f, w->fo,
+               C);
 }
 
-// dinp (B,N,C) or NULL += at the real rows; dparams' norm_in, to_k, to_v +=; dk, dv (R,Dh)
-// the gradients of k and v; xin, dxn (R,C) scratch
+// dinp (B,N,C) or NULL += at the real rows; dparams' norm_in, to_q, to_k, to_v, to_out +=
+// from dxn (R,C) and dgq, dfo (D,C); xin (R,C) scratch
 static void input_backward(float *dinp, const sp_params *G, const sp_scratch *s,
                            const sp_workspace *w, const float *inp, const int *lengths,
                            const sp_params *P, const vtr_set_prediction_config *c, int B, int N)
 {
-    int C = c->C, R = w->row0[B];
-    /* dx = dk Wk + dv Wv */
-    memset(s->dxn, 0, sizeof(float) * (size_t)R * C);
-    vtr_linear_backward(s->dxn, G->to_k, NULL, s->dk, w->xn, P->to_k, R, C, c->Dh);
-    vtr_linear_backward(s->dxn, G->to_v, NULL, s->dv, w->xn, P->to_v, R, C, c->Dh);
+    int C = c->C, D = c->D, Dh = c->Dh, R = w->row0[B];
+    float scale = 1.0f / sqrtf((float)Dh);
+    // Gq = Wqᵀ Wk / sqrt(Dh): dWq = Wk dGqᵀ / sqrt(Dh) (Dh,D), dWk = Wq dGq / sqrt(Dh) (Dh,C)
+    vtr_matmul(CblasNoTrans, CblasTrans, Dh, D, C, scale, P->to_k, C, s->dgq, C, 1.0f, G->to_q, D);
+    vtr_matmul(CblasNoTrans, CblasNoTrans, Dh, C, D, scale, P->to_q, D, s->dgq, C, 1.0f, G->to_k,
+               C);
+    // Fo = Wo Wv: dWo = dFo Wvᵀ (D,Dh), dWv = Woᵀ dFo (Dh,C)
+    vtr_matmul(CblasNoTrans, CblasTrans, D, Dh, C, 1.0f, s->dfo, C, P->to_v, C, 1.0f, G->to_out, Dh);
+    vtr_matmul(CblasTrans, CblasNoTrans, Dh, C, D, 1.0f, P->to_out, Dh, s->dfo, C, 1.0f, G->to_v,
+               C);
     /* LN_in's weight and bias gradients over the packed rows; its input gradient straight
      * into the real rows of dinp */
     for (int b = 0; b < B; b++)
@@ -394,29 +416,27 @@ static void input_backward(float *dinp, const sp_params *G, const sp_scratch *s,
         }
 }
 
-/* ---- Attention of iteration t: A, Â and U = Âᵀ v from q ---- */
+/* ---- Attention of iteration t: A, Â and U = Âᵀ x from qf ---- */
 
-/* Iteration 1 shares one q (K,Dh) among the items: q of item b starts at b * q_step. */
+/* Iteration 1 shares one qf (K,C) among the items: qf of item b starts at b * q_step. */
 static size_t q_step(const vtr_set_prediction_config *c, int t)
 {
-    return t == 1 ? 0 : (size_t)c->K * c->Dh;
+    return t == 1 ? 0 : (size_t)c->K * c->C;
 }
 
-// it.attn, it.attn_n (R,K), it.total (B,K), it.upd (B*K,Dh) from it.q and k, v (R,Dh)
+// it.attn, it.attn_n (R,K), it.total (B,K), it.upd (B*K,C) from it.q and xn (R,C)
 static void attention_forward(const sp_iteration *it, const sp_workspace *w, const int *lengths,
                               const vtr_set_prediction_config *c, int B, int t)
 {
-    int K = c->K, Dh = c->Dh, R = w->row0[B];
-    float scale = 1.0f / sqrtf((float)Dh);
-    // M = k qᵀ / sqrt(Dh) (R,K), held in attn until the softmax
+    int K = c->K, C = c->C, R = w->row0[B];
+    // M = x qfᵀ (R,K), held in attn until the softmax
     if (t == 1)
-        vtr_matmul(CblasNoTrans, CblasTrans, R, K, Dh, scale, w->k, Dh, it->q, Dh, 0.0f, it->attn,
-                   K);
+        vtr_matmul(CblasNoTrans, CblasTrans, R, K, C, 1.0f, w->xn, C, it->q, C, 0.0f, it->attn, K);
     else
         for (int b = 0; b < B; b++) {
             size_t r0 = (size_t)w->row0[b];
-            vtr_matmul(CblasNoTrans, CblasTrans, lengths[b], K, Dh, scale, w->k + r0 * Dh, Dh,
-                       it->q + b * q_step(c, t), Dh, 0.0f, it->attn + r0 * K, K);
+            vtr_matmul(CblasNoTrans, CblasTrans, lengths[b], K, C, 1.0f, w->xn + r0 * C, C,
+                       it->q + b * q_step(c, t), C, 0.0f, it->attn + r0 * K, K);
         }
     vtr_masked_softmax_forward(it->attn, it->attn, NULL, R, K, 1.0f);
     for (int b = 0; b < B; b++) {
@@ -430,28 +450,26 @@ static void attention_forward(const sp_iteration *it, const sp_workspace *w, con
             for (int n = 0; n < lengths[b]; n++)
                 it->attn_n[(r0 + n) * K + j] = it->attn[(r0 + n) * K + j] / total;
         }
-        // U_b (K,Dh) = Â_bᵀ (K,n_b) v_b (n_b,Dh)
-        vtr_matmul(CblasTrans, CblasNoTrans, K, Dh, lengths[b], 1.0f, it->attn_n + r0 * K, K,
-                   w->v + r0 * Dh, Dh, 0.0f, it->upd + (size_t)b * K * Dh, Dh);
+        // U_b (K,C) = Â_bᵀ (K,n_b) x_b (n_b,C)
+        vtr_matmul(CblasTrans, CblasNoTrans, K, C, lengths[b], 1.0f, it->attn_n + r0 * K, K,
+                   w->xn + r0 * C, C, 0.0f, it->upd + (size_t)b * K * C, C);
     }
 }
 
-// from dupd (B*K,Dh): dq (B*K,Dh) written (iteration 1: (K,Dh), summed over the items);
-// dk, dv (R,Dh) written at t = T, accumulated below; dattn_n, dscore (R,K) scratch
+// from dupd (B*K,C): dq (B*K,C) written (iteration 1: (K,C), summed over the items);
+// dxn (R,C) +=; dattn_n, dscore (R,K) scratch
 static void attention_backward(const sp_scratch *s, const sp_iteration *it, const sp_workspace *w,
                                const int *lengths, const vtr_set_prediction_config *c, int B, int t)
 {
-    int K = c->K, Dh = c->Dh, R = w->row0[B];
-    float scale = 1.0f / sqrtf((float)Dh);
-    float beta = t == c->T ? 0.0f : 1.0f; /* the last iteration's backward comes first */
+    int K = c->K, C = c->C, R = w->row0[B];
     for (int b = 0; b < B; b++) {
         size_t r0 = (size_t)w->row0[b];
-        const float *du = s->dupd + (size_t)b * K * Dh;
-        // dÂ_b (n_b,K) = v_b dU_bᵀ; dv_b += Â_b dU_b
-        vtr_matmul(CblasNoTrans, CblasTrans, lengths[b], K, Dh, 1.0f, w->v + r0 * Dh, Dh, du, Dh,
+        const float *du = s->dupd + (size_t)b * K * C;
+        // dÂ_b (n_b,K) = x_b dU_bᵀ; dx_b += Â_b dU_b
+        vtr_matmul(CblasNoTrans, CblasTrans, lengths[b], K, C, 1.0f, w->xn + r0 * C, C, du, C,
                    0.0f, s->dattn_n + r0 * K, K);
-        vtr_matmul(CblasNoTrans, CblasNoTrans, lengths[b], Dh, K, 1.0f, it->attn_n + r0 * K, K, du,
-                   Dh, beta, s->dv + r0 * Dh, Dh);
+        vtr_matmul(CblasNoTrans, CblasNoTrans, lengths[b], C, K, 1.0f, it->attn_n + r0 * K, K, du,
+                   C, 1.0f, s->dxn + r0 * C, C);
         // Â = A / total: dA[n,j] = (dÂ[n,j] - sum_m dÂ[m,j] Â[m,j]) / total_j, in place
         for (int j = 0; j < K; j++) {
             double dot = 0.0;
@@ -466,20 +484,19 @@ static void attention_backward(const sp_scratch *s, const sp_iteration *it, cons
     }
     memset(s->dscore, 0, sizeof(float) * (size_t)R * K);
     vtr_masked_softmax_backward(s->dscore, s->dattn_n, it->attn, NULL, R, K, 1.0f);
-    // M = k qᵀ / sqrt(Dh): dq = dMᵀ k / sqrt(Dh), dk += dM q / sqrt(Dh)
+    // M = x qfᵀ: dqf = dMᵀ x, dx += dM qf
     if (t == 1) {
-        vtr_matmul(CblasTrans, CblasNoTrans, K, Dh, R, scale, s->dscore, K, w->k, Dh, 0.0f, s->dq,
-                   Dh);
-        vtr_matmul(CblasNoTrans, CblasNoTrans, R, Dh, K, scale, s->dscore, K, it->q, Dh, beta,
-                   s->dk, Dh);
+        vtr_matmul(CblasTrans, CblasNoTrans, K, C, R, 1.0f, s->dscore, K, w->xn, C, 0.0f, s->dq, C);
+        vtr_matmul(CblasNoTrans, CblasNoTrans, R, C, K, 1.0f, s->dscore, K, it->q, C, 1.0f, s->dxn,
+                   C);
         return;
     }
     for (int b = 0; b < B; b++) {
         size_t r0 = (size_t)w->row0[b], qb = (size_t)b * q_step(c, t);
-        vtr_matmul(CblasTrans, CblasNoTrans, K, Dh, lengths[b], scale, s->dscore + r0 * K, K,
-                   w->k + r0 * Dh, Dh, 0.0f, s->dq + qb, Dh);
-        vtr_matmul(CblasNoTrans, CblasNoTrans, lengths[b], Dh, K, scale, s->dscore + r0 * K, K,
-                   it->q + qb, Dh, beta, s->dk + r0 * Dh, Dh);
+        vtr_matmul(CblasTrans, CblasNoTrans, K, C, lengths[b], 1.0f, s->dscore + r0 * K, K,
+                   w->xn + r0 * C, C, 0.0f, s->dq + qb, C);
+        vtr_matmul(CblasNoTrans, CblasNoTrans, lengths[b], C, K, 1.0f, s->dscore + r0 * K, K,
+                   it->q + qb, C, 1.0f, s->dxn + r0 * C, C);
     }
 }
 
@@ -492,16 +509,16 @@ static void iteration_forward(const sp_iteration *it, const sp_workspace *w, con
                               const vtr_set_prediction_config *c, int B, int t, float p,
                               uint64_t seed, uint64_t stream, int64_t first)
 {
-    int K = c->K, D = c->D, Dh = c->Dh, H = c->H, BK = B * K;
+    int K = c->K, C = c->C, D = c->D, H = c->H, BK = B * K;
     int q_rows = t == 1 ? K : BK;
     size_t nd = (size_t)BK * D, nh = (size_t)BK * H;
-    // q = LN_q(E_{t-1}) Wqᵀ
+    // qf = LN_q(E_{t-1}) Gq
     vtr_layernorm_forward(it->lq, it->q_mean, it->q_rstd, e_prev, P->norm_q_w, P->norm_q_b, q_rows,
                           D, VTR_LAYERNORM_EPS);
-    vtr_linear_forward(it->q, it->lq, P->to_q, NULL, q_rows, D, Dh);
+    vtr_matmul(CblasNoTrans, CblasNoTrans, q_rows, C, D, 1.0f, it->lq, D, w->gq, C, 0.0f, it->q, C);
     attention_forward(it, w, lengths, c, B, t);
-    // E' = E_{t-1} + drop(U Woᵀ)
-    vtr_linear_forward(w->tmp, it->upd, P->to_out, NULL, BK, Dh, D);
+    // E' = E_{t-1} + drop(U Foᵀ)
+    vtr_matmul(CblasNoTrans, CblasTrans, BK, D, C, 1.0f, it->upd, C, w->fo, C, 0.0f, w->tmp, D);
     if (p > 0.0f)
         vtr_dropout_forward(w->tmp, w->tmp, nd, p, seed, update_stream(stream, t),
                             (uint64_t)first * K * D);
@@ -532,9 +549,10 @@ static void iteration_backward(const sp_params *G, const sp_scratch *s, const sp
                                const sp_params *P, const vtr_set_prediction_config *c, int B, int t,
                                float p, uint64_t seed, uint64_t stream, int64_t first)
 {
-    int K = c->K, D = c->D, Dh = c->Dh, H = c->H, BK = B * K;
+    int K = c->K, C = c->C, D = c->D, H = c->H, BK = B * K;
     int q_rows = t == 1 ? K : BK;
     size_t nd = (size_t)BK * D, nh = (size_t)BK * H;
+    float beta = t == c->T ? 0.0f : 1.0f; /* the last iteration's backward comes first */
     // the MLP: dh1 = dE_t W2, back through dropout and GELU to dz, then to LN_m's output
     memset(s->dh1, 0, sizeof(float) * nh);
     vtr_linear_backward(s->dh1, G->mlp1_w, G->mlp1_b, s->de, it->h, P->mlp1_w, BK, H, D);
@@ -552,7 +570,7 @@ static void iteration_backward(const sp_params *G, const sp_scratch *s, const sp
     // dE' = dE_t (the residual) + LN_m's input gradient
     vtr_layernorm_backward(s->de, G->norm_mlp_w, G->norm_mlp_b, s->dln, it->ep, P->norm_mlp_w,
                            it->m_mean, it->m_rstd, BK, D);
-    // the attention update: dU = drop'(dE') Wo
+    // the attention update U Foᵀ: dU = drop'(dE') Fo, dFo += drop'(dE')ᵀ U
     const float *datt = s->de;
     if (p > 0.0f) {
         memset(s->datt, 0, sizeof(float) * nd);
@@ -560,12 +578,13 @@ static void iteration_backward(const sp_params *G, const sp_scratch *s, const sp
                              (uint64_t)first * K * D);
         datt = s->datt;
     }
-    memset(s->dupd, 0, sizeof(float) * (size_t)BK * Dh);
-    vtr_linear_backward(s->dupd, G->to_out, NULL, datt, it->upd, P->to_out, BK, Dh, D);
+    vtr_matmul(CblasNoTrans, CblasNoTrans, BK, C, D, 1.0f, datt, D, w->fo, C, 0.0f, s->dupd, C);
+    vtr_matmul(CblasTrans, CblasNoTrans, D, C, BK, 1.0f, datt, D, it->upd, C, beta, s->dfo, C);
     attention_backward(s, it, w, lengths, c, B, t);
-    // q = LN_q(E_{t-1}) Wqᵀ: dE_{t-1} = dE' (the residual) + LN_q's input gradient
-    memset(s->dln, 0, sizeof(float) * (size_t)q_rows * D);
-    vtr_linear_backward(s->dln, G->to_q, NULL, s->dq, it->lq, P->to_q, q_rows, D, Dh);
+    // qf = LN_q(E_{t-1}) Gq: dGq += LN_q(E_{t-1})ᵀ dqf; dE_{t-1} = dE' (the residual) + LN_q's
+    // input gradient from dqf Gqᵀ
+    vtr_matmul(CblasTrans, CblasNoTrans, D, C, q_rows, 1.0f, it->lq, D, s->dq, C, beta, s->dgq, C);
+    vtr_matmul(CblasNoTrans, CblasTrans, q_rows, D, C, 1.0f, s->dq, C, w->gq, C, 0.0f, s->dln, D);
     vtr_layernorm_backward(t == 1 ? G->slots : s->de, G->norm_q_w, G->norm_q_b, s->dln, e_prev,
                            P->norm_q_w, it->q_mean, it->q_rstd, q_rows, D);
 }
@@ -649,6 +668,7 @@ void vtr_set_prediction_backward(float *dinp, float *dglob, float *dparams, void
     sp_workspace w = workspace_of((void *)workspace, c, B, N, NULL);
     sp_scratch s = scratch_of(scratch, c, B, N, NULL);
     sp_params P = params_of(params, c), G = params_of(dparams, c);
+    memset(s.dxn, 0, sizeof(float) * (size_t)w.row0[B] * c->C);
     output_backward(dglob, &G, &s, dset, dslots_n, &w, iteration_of(&w, c, B, N, c->T).e, glob, &P,
                     c, B);
     for (int t = c->T; t >= 1; t--) {
@@ -664,11 +684,11 @@ void vtr_set_prediction_backward(float *dinp, float *dglob, float *dparams, void
 double vtr_set_prediction_flops(const vtr_set_prediction_config *c, int B, long real_inputs)
 {
     double R = (double)real_inputs, BK = (double)B * c->K;
-    double D = c->D, Dh = c->Dh, K = c->K, T = c->T;
-    double kv = 2.0 * 2.0 * R * c->C * Dh;
-    double q = 2.0 * (K + (T - 1.0) * BK) * D * Dh; /* iteration 1 projects the K slots once */
-    double attention = T * 2.0 * 2.0 * R * K * Dh;  /* M = k qᵀ and U = Âᵀ v */
-    double update = T * 2.0 * BK * Dh * D;
+    double C = c->C, D = c->D, K = c->K, T = c->T;
+    double fold = 2.0 * 2.0 * D * c->Dh * C;       /* Gq and Fo */
+    double q = 2.0 * (K + (T - 1.0) * BK) * D * C; /* iteration 1 projects the K slots once */
+    double attention = T * 2.0 * 2.0 * R * K * C;  /* M = x qfᵀ and U = Âᵀ x */
+    double update = T * 2.0 * BK * C * D;
     double mlp = T * 2.0 * 2.0 * BK * D * c->H;
-    return kv + q + attention + update + mlp;
+    return fold + q + attention + update + mlp;
 }

@@ -155,11 +155,25 @@ void vtr_smooth_chamfer_backward(float *da, float *db, void *scratch, const floa
 
 /* ---- diversity --------------------------------------------------------------------------- */
 
-/* |u - v|^2 of two rows (D), in double */
+/* |u - v|^2 of two rows (D): the differences in float (exact where u and v are near, which
+ * is where this is called for MMD), their squares summed in 16 float lanes, then the
+ * lanes in order in double: a fixed order that vectorizes without reassociation, with a
+ * relative error of about 1e-7 sqrt(D / 16) at any distance (no cancellation). MMD's near
+ * pairs spend most of its time in here. */
 static double squared_distance(const float *u, const float *v, int D)
 {
+    enum { LANES = 16 };
+    float lane[LANES] = {0.0f};
+    int d = 0;
+    for (; d + LANES <= D; d += LANES)
+        for (int k = 0; k < LANES; k++) {
+            float diff = u[d + k] - v[d + k];
+            lane[k] += diff * diff;
+        }
     double ss = 0.0;
-    for (int d = 0; d < D; d++) {
+    for (int k = 0; k < LANES; k++)
+        ss += lane[k];
+    for (; d < D; d++) {
         double diff = (double)u[d] - v[d];
         ss += diff * diff;
     }

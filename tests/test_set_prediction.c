@@ -451,13 +451,13 @@ TEST(set_prediction_same_result_for_any_thread_count)
 
 TEST(set_prediction_flops)
 {
-    /* B 128, N 30 (all real), C = D = 1024, Dh 2048, H 4096, K 4, T 4, by hand: k and v
-     * 2*2*3840*1024*2048; q (4 + 3*512)*1024*2048*2; M and U 4*2*2*3840*4*2048; Wo
-     * 4*2*512*2048*1024; the MLP 4*2*2*512*1024*4096 */
+    /* B 128, N 30 (all real), C = D = 1024, Dh 2048, H 4096, K 4, T 4, by hand: Gq and Fo
+     * 2*2*1024*2048*1024; qf (4 + 3*512)*1024*1024*2; M and U 4*2*2*3840*4*1024; the update
+     * 4*2*512*1024*1024; the MLP 4*2*2*512*1024*4096 */
     const vtr_set_prediction_config c = {
         .C = 1024, .D = 1024, .K = 4, .T = 4, .Dh = 2048, .H = 4096};
-    double expect = 2.0 * 2 * 3840 * 1024 * 2048 + (4.0 + 3 * 512) * 1024 * 2048 * 2 +
-                    4.0 * 2 * 2 * 3840 * 4 * 2048 + 4.0 * 2 * 512 * 2048 * 1024 +
+    double expect = 2.0 * 2 * 1024 * 2048 * 1024 + (4.0 + 3 * 512) * 1024 * 1024 * 2 +
+                    4.0 * 2 * 2 * 3840 * 4 * 1024 + 4.0 * 2 * 512 * 1024 * 1024 +
                     4.0 * 2 * 2 * 512 * 1024 * 4096;
     CHECK(vtr_set_prediction_flops(&c, 128, 3840) == expect);
 }
