@@ -1,5 +1,6 @@
 /* The nn ops one by one: finite-difference gradient checks of every input and parameter
  * gradient, the accumulation rule, dropout's draws, the input checks. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,36 @@ TEST(exp_tanh_sigmoid_within_their_bounds)
     CHECK(vtr_sigmoid(-1000.0f) >= 0.0f && vtr_sigmoid(-1000.0f) < 1e-37f);
     CHECK(vtr_sigmoid(1000.0f) == 1.0f);
     CHECK(isnan(vtr_expf(NAN)) && isnan(vtr_tanh(NAN)) && isnan(vtr_sigmoid(NAN)));
+}
+
+/* vtr_erff (GELU's) against libm's double erf, to the bound tests/fixtures/fit_exp_tanh.py
+ * finds (the most over every float too), over a dense grid and down through the subnormals;
+ * odd; 1 from 3.92 on, infinity included; NaN kept. GELU's gradient at the edges: Phi. */
+TEST(erf_within_its_bound)
+{
+    double worst = 0;
+    for (int i = 0; i <= 2000000; i++) {
+        float x = -5.0f + 10.0f * (float)i / 2000000.0f;
+        double want = erf((double)x);
+        if (want != 0.0) {
+            double u = ulp_error(vtr_erff(x), want);
+            worst = u > worst ? u : worst;
+        }
+    }
+    /* the smallest subnormals one by one, then 1% apart */
+    for (float x = 1e-45f; x < 4.0f; x = x < 1e-43f ? nextafterf(x, 1.0f) : x * 1.01f) {
+        double u = ulp_error(vtr_erff(x), erf((double)x));
+        worst = u > worst ? u : worst;
+        CHECK_MSG(vtr_erff(-x) == -vtr_erff(x), "x %g", (double)x);
+    }
+    CHECK_MSG(worst <= 1.34, "worst ulp: erf %.2f", worst);
+    CHECK(vtr_erff(0.0f) == 0.0f && !signbit(vtr_erff(0.0f)) && signbit(vtr_erff(-0.0f)));
+    CHECK(vtr_erff(3.92f) == 1.0f && vtr_erff(4.0f) == 1.0f && vtr_erff(1e30f) == 1.0f);
+    CHECK(vtr_erff(-3.92f) == -1.0f && vtr_erff(-FLT_MAX) == -1.0f);
+    CHECK(vtr_erff(INFINITY) == 1.0f && vtr_erff(-INFINITY) == -1.0f);
+    CHECK(isnan(vtr_erff(NAN)) && isnan(vtr_gelu(NAN)) && isnan(vtr_gelu_grad(NAN)));
+    CHECK(vtr_gelu_grad(3e38f) == 1.0f && vtr_gelu_grad(INFINITY) == 1.0f);
+    CHECK(vtr_gelu_grad(-3e38f) == 0.0f && vtr_gelu_grad(-INFINITY) == 0.0f);
 }
 
 TEST(dropout_draws_scale_and_determinism)
