@@ -32,6 +32,7 @@ static VTR_HD void vtr_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2
 {
     uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
     uint32_t k0 = key[0], k1 = key[1];
+    VTR_UNROLL /* for lib/activation.c's dropout, an `omp simd` loop over blocks */
     for (int round = 0; round < 10; round++) {
         uint64_t p0 = (uint64_t)0xD2511F53u * c0;
         uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;

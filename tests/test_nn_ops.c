@@ -1,5 +1,6 @@
 /* The nn ops one by one: finite-difference gradient checks of every input and parameter
  * gradient, the accumulation rule, dropout's draws, the input checks. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,36 @@ TEST(exp_tanh_sigmoid_within_their_bounds)
     CHECK(isnan(vtr_expf(NAN)) && isnan(vtr_tanh(NAN)) && isnan(vtr_sigmoid(NAN)));
 }
 
+/* vtr_erff (GELU's) against libm's double erf, to the bound tests/fixtures/fit_exp_tanh.py
+ * finds (the most over every float too), over a dense grid and down through the subnormals;
+ * odd; 1 from 3.92 on, infinity included; NaN kept. GELU's gradient at the edges: Phi. */
+TEST(erf_within_its_bound)
+{
+    double worst = 0;
+    for (int i = 0; i <= 2000000; i++) {
+        float x = -5.0f + 10.0f * (float)i / 2000000.0f;
+        double want = erf((double)x);
+        if (want != 0.0) {
+            double u = ulp_error(vtr_erff(x), want);
+            worst = u > worst ? u : worst;
+        }
+    }
+    /* the smallest subnormals one by one, then 1% apart */
+    for (float x = 1e-45f; x < 4.0f; x = x < 1e-43f ? nextafterf(x, 1.0f) : x * 1.01f) {
+        double u = ulp_error(vtr_erff(x), erf((double)x));
+        worst = u > worst ? u : worst;
+        CHECK_MSG(vtr_erff(-x) == -vtr_erff(x), "x %g", (double)x);
+    }
+    CHECK_MSG(worst <= 1.34, "worst ulp: erf %.2f", worst);
+    CHECK(vtr_erff(0.0f) == 0.0f && !signbit(vtr_erff(0.0f)) && signbit(vtr_erff(-0.0f)));
+    CHECK(vtr_erff(3.92f) == 1.0f && vtr_erff(4.0f) == 1.0f && vtr_erff(1e30f) == 1.0f);
+    CHECK(vtr_erff(-3.92f) == -1.0f && vtr_erff(-FLT_MAX) == -1.0f);
+    CHECK(vtr_erff(INFINITY) == 1.0f && vtr_erff(-INFINITY) == -1.0f);
+    CHECK(isnan(vtr_erff(NAN)) && isnan(vtr_gelu(NAN)) && isnan(vtr_gelu_grad(NAN)));
+    CHECK(vtr_gelu_grad(3e38f) == 1.0f && vtr_gelu_grad(INFINITY) == 1.0f);
+    CHECK(vtr_gelu_grad(-3e38f) == 0.0f && vtr_gelu_grad(-INFINITY) == 0.0f);
+}
+
 TEST(dropout_draws_scale_and_determinism)
 {
     enum { n = 100003 };
@@ -238,6 +269,48 @@ TEST(dropout_draws_scale_and_determinism)
     for (int i = 0; i < 10; i++)
         CHECK(y2[i] == 0.0f);
     free(x), free(y), free(y2), free(dx), free(g);
+}
+
+/* lib/activation.c draws whole Philox blocks as SIMD lanes and the draws around them one by
+ * one: every element, forward (in place or not) and backward, gets exactly the bytes of its
+ * own draw (vtr_philox_word_at, as the CUDA kernel draws it), whatever the length and the
+ * offset first (both sides of a block boundary, a length under one block, past where the
+ * loops go parallel, a counter whose upper word changes inside the tensor); the element
+ * past n is not touched. The input holds -0, infinities, NaN and a subnormal: bit for bit. */
+TEST(dropout_matches_the_draw_of_every_element)
+{
+    enum { max_n = 40003 };
+    static const size_t lengths[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 64, 67, 1001, max_n};
+    static const uint64_t firsts[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ((uint64_t)1 << 34) - 7};
+    float *x = nn_alloc_floats(max_n + 1), *got = nn_alloc_floats(max_n + 1);
+    float *want = nn_alloc_floats(max_n + 1);
+    vtr_rng rng;
+    vtr_rng_init(&rng, 9, 0);
+    nn_fill_uniform(x, max_n + 1, -2, 2, &rng);
+    x[1] = -0.0f, x[2] = INFINITY, x[3] = -INFINITY, x[4] = NAN, x[6] = -1e-40f;
+    const float p = 0.3f;
+    const vtr_dropout_scale s = vtr_dropout_scale_of(p);
+    static const char *modes[] = {"forward", "forward in place", "backward"};
+    for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++)
+        for (size_t fi = 0; fi < sizeof firsts / sizeof *firsts; fi++)
+            for (int mode = 0; mode < 3; mode++) {
+                size_t n = lengths[li];
+                uint64_t first = firsts[fi];
+                for (size_t i = 0; i <= n; i++) /* what backward adds to; [n] stays */
+                    got[i] = want[i] = mode == 1 ? x[i] : 0.5f * (float)(i % 5);
+                for (size_t i = 0; i < n; i++) {
+                    uint32_t word = vtr_philox_word_at(42, 7, first + i);
+                    float v = x[i] * vtr_dropout_multiplier(word, s);
+                    want[i] = mode == 2 ? want[i] + v : v;
+                }
+                if (mode == 2)
+                    vtr_dropout_backward(got, x, n, p, 42, 7, first);
+                else
+                    vtr_dropout_forward(got, mode == 1 ? got : x, n, p, 42, 7, first);
+                CHECK_MSG(memcmp(got, want, sizeof(float) * (n + 1)) == 0, "n %zu, first %llu, %s",
+                          n, (unsigned long long)first, modes[mode]);
+            }
+    free(x), free(got), free(want);
 }
 
 /* ------------------------------------------------------------------------------------- */
