@@ -5,14 +5,14 @@
 
 void vtr_relu_forward(float *out, const float *inp, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+#pragma omp parallel for simd schedule(simd : static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         out[i] = vtr_relu(inp[i]);
 }
 
 void vtr_relu_backward(float *dinp, const float *dout, const float *inp, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+#pragma omp parallel for simd schedule(simd : static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         dinp[i] += dout[i] * vtr_relu_grad(inp[i]);
 }
@@ -36,28 +36,28 @@ void vtr_gelu_backward(float *dinp, const float *dout, const float *inp, size_t 
 
 void vtr_tanh_forward(float *out, const float *inp, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+#pragma omp parallel for simd schedule(simd : static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         out[i] = vtr_tanh(inp[i]);
 }
 
 void vtr_tanh_backward(float *dinp, const float *dout, const float *out, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+#pragma omp parallel for simd schedule(simd : static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         dinp[i] += dout[i] * vtr_tanh_grad(out[i]);
 }
 
 void vtr_sigmoid_forward(float *out, const float *inp, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+#pragma omp parallel for simd schedule(simd : static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         out[i] = vtr_sigmoid(inp[i]);
 }
 
 void vtr_sigmoid_backward(float *dinp, const float *dout, const float *out, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n > PARALLEL_MIN)
+#pragma omp parallel for simd schedule(simd : static) if (n > PARALLEL_MIN)
     for (size_t i = 0; i < n; i++)
         dinp[i] += dout[i] * vtr_sigmoid_grad(out[i]);
 }
