@@ -95,10 +95,8 @@ vtr_adam_scalars vtr_adam_scalars_at(const vtr_optim_hparams *hp, int64_t t, dou
         .bias_correction2_sqrt = (float)sqrt(1.0 - pow(hp->beta2, (double)t)),
         .neg_step_size = (float)-(lr / (1.0 - pow(hp->beta1, (double)t))),
         .eps = (float)hp->eps,
-        .l2 = hp->kind == VTR_OPTIM_ADAM && hp->weight_decay != 0.0,
-        .l2_decay = (float)hp->weight_decay,
-        .decoupled = hp->kind == VTR_OPTIM_ADAMW,
-        .decay_factor = (float)(1.0 - lr * hp->weight_decay),
+        .l2_decay = hp->kind == VTR_OPTIM_ADAM ? (float)hp->weight_decay : 0.0f,
+        .decay_factor = hp->kind == VTR_OPTIM_ADAMW ? (float)(1.0 - lr * hp->weight_decay) : 1.0f,
     };
     return s;
 }
@@ -131,7 +129,7 @@ void vtr_optimizer_step_scaled(vtr_optimizer *opt, vtr_param_set *ps, double lr,
             n = (long)(ps->entries[end].offset + ps->entries[end].numel);
         const vtr_adam_scalars s =
             vtr_adam_scalars_at(&opt->hp, opt->step, lr * (double)first->lr_scale);
-#pragma omp parallel for schedule(static) if (n - begin > PARALLEL_MIN)
+#pragma omp parallel for simd schedule(simd : static) if (n - begin > PARALLEL_MIN)
         for (long i = begin; i < n; i++) /* g * 1 is g: unclipped steps are unchanged */
             vtr_adam_update(&p[i], &m[i], &v[i], grad[i] * grad_scale, &s);
         e = end;
