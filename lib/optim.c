@@ -150,8 +150,16 @@ float vtr_grad_norm(const vtr_param_set *ps)
 #pragma omp parallel for schedule(static) if (chunks > 1)
     for (long c = 0; c < chunks; c++) {
         size_t begin = (size_t)c * chunk, end = begin + chunk < n ? begin + chunk : n;
-        double s = 0.0;
-        for (size_t i = begin; i < end; i++)
+        /* in 8 lanes, then those in order: a fixed order that vectorizes */
+        enum { LANES = 8 };
+        double lane[LANES] = {0.0}, s = 0.0;
+        size_t i = begin;
+        for (; i + LANES <= end; i += LANES)
+            for (int k = 0; k < LANES; k++)
+                lane[k] += (double)g[i + k] * (double)g[i + k];
+        for (int k = 0; k < LANES; k++)
+            s += lane[k];
+        for (; i < end; i++)
             s += (double)g[i] * (double)g[i];
         partial[c] = s;
     }
