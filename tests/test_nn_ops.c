@@ -271,6 +271,37 @@ TEST(dropout_draws_scale_and_determinism)
     free(x), free(y), free(y2), free(dx), free(g);
 }
 
+/* GELU's loops (in parallel ranges, through the AVX2 or AVX-512 clone this CPU picks:
+ * lib/hostdevice.h) give vtr_gelu's and vtr_gelu_grad's bytes element by element, over
+ * lengths that end inside and at the edge of a range and one that runs in parallel. */
+TEST(gelu_loops_give_the_scalar_bytes)
+{
+    const size_t lengths[] = {0, 1, 15, 16, 17, 1000, 1024, 40003, 300007};
+    vtr_rng rng;
+    vtr_rng_init(&rng, 91, 0);
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        size_t n = lengths[l];
+        float *x = nn_alloc_floats(n + 1), *y = nn_alloc_floats(n + 1);
+        float *g = nn_alloc_floats(n + 1), *dx = nn_alloc_floats(n + 1);
+        nn_fill_uniform(x, n, -9.0f, 9.0f, &rng);
+        nn_fill_uniform(g, n, -1.0f, 1.0f, &rng);
+        nn_fill_uniform(dx, n, -1.0f, 1.0f, &rng);
+        float *dx0 = nn_alloc_floats(n + 1);
+        memcpy(dx0, dx, sizeof(float) * n);
+        y[n] = dx[n] = 7.0f; /* past the end: untouched */
+        vtr_gelu_forward(y, x, n);
+        vtr_gelu_backward(dx, g, x, n);
+        for (size_t i = 0; i < n; i++) {
+            float want = vtr_gelu(x[i]), dwant = dx0[i] + g[i] * vtr_gelu_grad(x[i]);
+            if (memcmp(&y[i], &want, sizeof want) != 0 || memcmp(&dx[i], &dwant, sizeof dwant))
+                test_fail(__FILE__, __LINE__, "n %zu, element %zu: %.9g, %.9g; scalar %.9g, %.9g",
+                          n, i, y[i], dx[i], want, dwant);
+        }
+        CHECK(y[n] == 7.0f && dx[n] == 7.0f);
+        free(x), free(y), free(g), free(dx), free(dx0);
+    }
+}
+
 /* lib/activation.c draws whole Philox blocks as SIMD lanes and the draws around them one by
  * one: every element, forward (in place or not) and backward, gets exactly the bytes of its
  * own draw (vtr_philox_word_at, as the CUDA kernel draws it), whatever the length and the
