@@ -54,7 +54,9 @@ static VTR_HD float vtr_expf(float x)
     float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-06f;
     const float q[] = {5.000000000e-01f, 1.666657627e-01f, 4.166646674e-02f, 8.363175206e-03f,
                        1.393364975e-03f};
-    int32_t bits = ((int32_t)n + 127) << 23;
+    /* 2^n; at NaN (r is NaN, the result too) with n = 0, which keeps the conversion and
+     * the shift defined */
+    int32_t bits = ((int32_t)(n == n ? n : 0.0f) + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return (1.0f + r + r * r * vtr_poly(r, q, 5)) * scale;
