@@ -119,14 +119,14 @@ extern "C" vtr_status vtr_cuda_gpo_forward(float *out, float *weights, void *wor
     // 1. positional encodings of the real positions, zero elsewhere
     gpo_encoding_kernel<<<vtr_cuda_blocks((size_t)bt * d_pe), VTR_CUDA_THREADS>>>(ws.pe, lengths, B,
                                                                                   T, d_pe);
-    VTR_CUDA_TRY(vtr_cuda_launched("GPO positional encoding", err));
+    VTR_TRY(vtr_cuda_launched("GPO positional encoding", err));
     // 2-3. BiGRU (averaged) -> linear -> masked softmax with temperature
-    VTR_CUDA_TRY(vtr_cuda_gru_forward(ws.gru_out, ws.gru, ws.pe, lengths, params, B, T, d_pe,
+    VTR_TRY(vtr_cuda_gru_forward(ws.gru_out, ws.gru, ws.pe, lengths, params, B, T, d_pe,
                                       hidden, 2, VTR_GRU_AVERAGE, err));
-    VTR_CUDA_TRY(vtr_cuda_linear_forward(weights, ws.gru_out,
+    VTR_TRY(vtr_cuda_linear_forward(weights, ws.gru_out,
                                          params + vtr_gpo_linear_offset(d_pe, hidden), NULL, bt,
                                          hidden, 1, err));
-    VTR_CUDA_TRY(
+    VTR_TRY(
         vtr_cuda_masked_softmax_forward(weights, weights, lengths, B, T, VTR_GPO_TEMPERATURE, err));
     // 4-5. per-dimension descending sort, weighted sum
     gpo_pool_kernel<<<vtr_cuda_blocks((size_t)B * D), VTR_CUDA_THREADS>>>(
@@ -148,20 +148,20 @@ extern "C" vtr_status vtr_cuda_gpo_backward(float *dinp, float *dparams, void *s
     // dinp[b, index[b,k,d], d] += weights[b,k] dout[b,d]
     gpo_dweights_kernel<<<vtr_cuda_blocks((size_t)bt), VTR_CUDA_THREADS>>>(
         sc.dweights, dout, inp, ws.sort_index, lengths, B, T, D);
-    VTR_CUDA_TRY(vtr_cuda_launched("GPO weight gradient", err));
+    VTR_TRY(vtr_cuda_launched("GPO weight gradient", err));
     if (dinp) {
         gpo_dinp_kernel<<<vtr_cuda_blocks((size_t)B * D), VTR_CUDA_THREADS>>>(
             dinp, dout, weights, ws.sort_index, lengths, B, T, D);
-        VTR_CUDA_TRY(vtr_cuda_launched("GPO input gradient", err));
+        VTR_TRY(vtr_cuda_launched("GPO input gradient", err));
     }
 
     // softmax -> linear -> GRU (its input, the encodings, wants no gradient)
-    VTR_CUDA_TRY(vtr_cuda_zero(sc.dscores, sizeof(float) * (size_t)bt, err));
-    VTR_CUDA_TRY(vtr_cuda_masked_softmax_backward(sc.dscores, sc.dweights, weights, lengths, B, T,
+    VTR_TRY(vtr_cuda_zero(sc.dscores, sizeof(float) * (size_t)bt, err));
+    VTR_TRY(vtr_cuda_masked_softmax_backward(sc.dscores, sc.dweights, weights, lengths, B, T,
                                                   VTR_GPO_TEMPERATURE, err));
-    VTR_CUDA_TRY(vtr_cuda_zero(sc.dgru_out, sizeof(float) * (size_t)bt * hidden, err));
+    VTR_TRY(vtr_cuda_zero(sc.dgru_out, sizeof(float) * (size_t)bt * hidden, err));
     size_t lin = vtr_gpo_linear_offset(d_pe, hidden);
-    VTR_CUDA_TRY(vtr_cuda_linear_backward(sc.dgru_out, dparams + lin, NULL, sc.dscores, ws.gru_out,
+    VTR_TRY(vtr_cuda_linear_backward(sc.dgru_out, dparams + lin, NULL, sc.dscores, ws.gru_out,
                                           params + lin, bt, hidden, 1, err));
     return vtr_cuda_gru_backward(NULL, dparams, sc.gru, sc.dgru_out, ws.pe, lengths, params, ws.gru,
                                  B, T, d_pe, hidden, 2, VTR_GRU_AVERAGE, err);

@@ -213,7 +213,7 @@ extern "C" vtr_status vtr_cuda_attention_pool_forward(float *out, float *weights
 {
     attention_pool_weights_kernel<<<vtr_cuda_blocks((size_t)B), VTR_CUDA_THREADS>>>(
         weights, inp, score_weight, score_bias, lengths, B, T, D);
-    VTR_CUDA_TRY(vtr_cuda_launched("attention pool weights", err));
+    VTR_TRY(vtr_cuda_launched("attention pool weights", err));
     attention_pool_sum_kernel<<<vtr_cuda_blocks((size_t)B * D), VTR_CUDA_THREADS>>>(
         out, weights, inp, lengths, B, T, D);
     return vtr_cuda_launched("attention pool forward", err);

@@ -1,4 +1,5 @@
-// The glue of lib/cuda_launch.h: launch checks, zeroing, row-major sgemm through cuBLAS.
+// The glue of lib/cuda_launch.h: launch checks, zeroing, copies and sums on the device
+// (lib/device.h), row-major sgemm through cuBLAS.
 #include "lib/cuda_launch.h"
 
 vtr_status vtr_cuda_launched(const char *what, vtr_error *err)
@@ -7,12 +8,34 @@ vtr_status vtr_cuda_launched(const char *what, vtr_error *err)
     return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, what);
 }
 
-vtr_status vtr_cuda_zero(void *ptr, size_t bytes, vtr_error *err)
+extern "C" vtr_status vtr_cuda_zero(void *ptr, size_t bytes, vtr_error *err)
 {
     if (bytes == 0)
         return VTR_OK;
     cudaError_t rc = cudaMemsetAsync(ptr, 0, bytes, 0);
     return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "memset");
+}
+
+extern "C" vtr_status vtr_cuda_copy(void *dst, const void *src, size_t bytes, vtr_error *err)
+{
+    if (bytes == 0)
+        return VTR_OK;
+    cudaError_t rc = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0);
+    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "copy on the device");
+}
+
+__global__ static void add_kernel(float *y, const float *x, size_t n)
+{
+    for (size_t i = vtr_cuda_first(); i < n; i += vtr_cuda_stride())
+        y[i] += x[i];
+}
+
+extern "C" vtr_status vtr_cuda_add(float *y, const float *x, size_t n, vtr_error *err)
+{
+    if (n == 0)
+        return VTR_OK;
+    add_kernel<<<vtr_cuda_blocks(n), VTR_CUDA_THREADS>>>(y, x, n);
+    return vtr_cuda_launched("add", err);
 }
 
 vtr_status vtr_cuda_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 
+#include "lib/device.h"
 #include "lib/error.h"
 
 #define VTR_CUDA_THREADS 256
@@ -41,15 +42,6 @@ static inline unsigned vtr_cuda_blocks(size_t n)
     return (unsigned)blocks;
 }
 
-// Returns from the enclosing function when expr (a vtr_status) is not VTR_OK: the ops are
-// sequences of launches, each of which can fail.
-#define VTR_CUDA_TRY(expr)                                                                         \
-    do {                                                                                           \
-        vtr_status vtr_cuda_try_st_ = (expr);                                                      \
-        if (vtr_cuda_try_st_ != VTR_OK)                                                            \
-            return vtr_cuda_try_st_;                                                               \
-    } while (0)
-
 // The cuBLAS handle that vtr_cuda_init created; NULL before it (lib/device.cu).
 cublasHandle_t vtr_cuda_cublas(void);
 
@@ -58,9 +50,6 @@ vtr_status vtr_cuda_fail(vtr_error *err, cudaError_t rc, const char *what);
 
 // Checks the launch just made (cudaGetLastError); `what` names the kernel.
 vtr_status vtr_cuda_launched(const char *what, vtr_error *err);
-
-// bytes of device memory at ptr set to zero (cudaMemsetAsync on the default stream)
-vtr_status vtr_cuda_zero(void *ptr, size_t bytes, vtr_error *err);
 
 // Row-major sgemm with cblas_sgemm's arguments (CblasRowMajor implied):
 // C (M,N) = alpha op(A) (M,K) · op(B) (K,N) + beta C, op transposing when trans_x is true,

@@ -40,6 +40,21 @@ vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error 
     return no_cuda(err);
 }
 
+vtr_status vtr_cuda_zero(void *ptr, size_t bytes, vtr_error *err)
+{
+    return no_cuda(err);
+}
+
+vtr_status vtr_cuda_copy(void *dst, const void *src, size_t bytes, vtr_error *err)
+{
+    return no_cuda(err);
+}
+
+vtr_status vtr_cuda_add(float *y, const float *x, size_t n, vtr_error *err)
+{
+    return no_cuda(err);
+}
+
 vtr_status vtr_cuda_uniform(float *out, size_t n, uint64_t seed, uint64_t stream,
                             vtr_error *err)
 {

@@ -19,6 +19,12 @@
 extern "C" {
 #endif
 
+/* Where a model's parameters and activations live and its ops run (match/model_ops.h). */
+typedef enum vtr_device {
+    VTR_DEVICE_CPU,
+    VTR_DEVICE_CUDA,
+} vtr_device;
+
 /* True when vtr was built with CUDA and a GPU is visible. Never fails. */
 bool vtr_cuda_available(void);
 
@@ -30,6 +36,13 @@ vtr_status vtr_cuda_malloc(void **ptr, size_t bytes, vtr_error *err);
 void vtr_cuda_free(void *ptr);
 vtr_status vtr_cuda_to_device(void *dst, const void *src, size_t bytes, vtr_error *err);
 vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error *err);
+
+/* Queued on the default stream (they return without waiting): bytes of device memory at
+ * ptr set to zero; bytes copied from device src to device dst (not overlapping); y (n) +=
+ * x (n), device floats. */
+vtr_status vtr_cuda_zero(void *ptr, size_t bytes, vtr_error *err);
+vtr_status vtr_cuda_copy(void *dst, const void *src, size_t bytes, vtr_error *err);
+vtr_status vtr_cuda_add(float *y, const float *x, size_t n, vtr_error *err);
 
 /* out[i] = vtr_philox_uniform_at(seed, stream, i) for i < n, on the GPU (out is device
  * memory). Bit-identical to the CPU function by construction. */

@@ -47,6 +47,15 @@ typedef struct vtr_error {
 vtr_status vtr_fail(vtr_error *err, vtr_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Returns from the enclosing function when expr (a vtr_status) is not VTR_OK: for code that
+ * is a sequence of calls each of which can fail (a model's ops on a GPU). */
+#define VTR_TRY(expr)                                                                              \
+    do {                                                                                           \
+        vtr_status vtr_try_st_ = (expr);                                                           \
+        if (vtr_try_st_ != VTR_OK)                                                                 \
+            return vtr_try_st_;                                                                    \
+    } while (0)
+
 /* Like vtr_fail with VTR_ERR_IO, appending ": " and strerror(errno) (errno read on entry). */
 vtr_status vtr_fail_errno(vtr_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -29,7 +29,7 @@ extern "C" vtr_status vtr_cuda_linear_forward(float *out, const float *inp, cons
     if (bias) {
         bias_rows_kernel<<<vtr_cuda_blocks((size_t)N * OC), VTR_CUDA_THREADS>>>(out, bias, N, OC,
                                                                                 0);
-        VTR_CUDA_TRY(vtr_cuda_launched("linear bias", err));
+        VTR_TRY(vtr_cuda_launched("linear bias", err));
         beta = 1.0f;
     }
     // out (N,OC) (+)= inp (N,C) · weightᵀ
@@ -43,10 +43,10 @@ extern "C" vtr_status vtr_cuda_linear_backward(float *dinp, float *dweight, floa
 {
     // dinp (N,C) += dout (N,OC) · weight (OC,C)
     if (dinp)
-        VTR_CUDA_TRY(
+        VTR_TRY(
             vtr_cuda_sgemm(false, false, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C, err));
     // dweight (OC,C) += doutᵀ (OC,N) · inp (N,C)
-    VTR_CUDA_TRY(
+    VTR_TRY(
         vtr_cuda_sgemm(true, false, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C, err));
     return dbias ? vtr_cuda_bias_backward(dbias, dout, N, OC, err) : VTR_OK;
 }

@@ -97,7 +97,7 @@ extern "C" vtr_status vtr_cuda_batchnorm_forward(float *out, float *mean, float 
 {
     batchnorm_stats_kernel<<<vtr_cuda_blocks((size_t)C), VTR_CUDA_THREADS>>>(
         mean, rstd, running_mean, running_var, inp, N, C, momentum, eps);
-    VTR_CUDA_TRY(vtr_cuda_launched("batchnorm statistics", err));
+    VTR_TRY(vtr_cuda_launched("batchnorm statistics", err));
     batchnorm_apply_kernel<<<vtr_cuda_blocks((size_t)N * C), VTR_CUDA_THREADS>>>(
         out, inp, weight, bias, mean, rstd, N, C);
     return vtr_cuda_launched("batchnorm forward", err);
@@ -141,7 +141,7 @@ extern "C" vtr_status vtr_cuda_layernorm_backward(float *dinp, float *dweight, f
 {
     layernorm_param_grads_kernel<<<vtr_cuda_blocks((size_t)C), VTR_CUDA_THREADS>>>(
         dweight, dbias, dout, inp, mean, rstd, N, C);
-    VTR_CUDA_TRY(vtr_cuda_launched("layernorm parameter gradients", err));
+    VTR_TRY(vtr_cuda_launched("layernorm parameter gradients", err));
     if (!dinp)
         return VTR_OK;
     layernorm_dinp_kernel<<<vtr_cuda_blocks((size_t)N), VTR_CUDA_THREADS>>>(dinp, dout, inp, weight,

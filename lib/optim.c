@@ -114,26 +114,33 @@ void vtr_optimizer_step_scaled(vtr_optimizer *opt, vtr_param_set *ps, double lr,
     opt->step++;
     float *p = ps->data, *m = opt->exp_avg, *v = opt->exp_avg_sq;
     const float *grad = ps->grad;
-    /* runs of trainable entries with one learning rate (usually the whole set) */
-    for (size_t e = 0; e < ps->count;) {
-        const vtr_param_entry *first = &ps->entries[e];
-        size_t end = e + 1;
-        if (!first->trainable) {
-            e = end;
-            continue;
-        }
-        long begin = (long)first->offset, n = (long)(first->offset + first->numel);
-        for (; end < ps->count && ps->entries[end].trainable &&
-               ps->entries[end].lr_scale == first->lr_scale;
-             end++)
-            n = (long)(ps->entries[end].offset + ps->entries[end].numel);
-        const vtr_adam_scalars s =
-            vtr_adam_scalars_at(&opt->hp, opt->step, lr * (double)first->lr_scale);
+    size_t e = 0, first, last;
+    float lr_scale;
+    while (vtr_optim_next_run(ps, &e, &first, &last, &lr_scale)) {
+        const vtr_adam_scalars s = vtr_adam_scalars_at(&opt->hp, opt->step, lr * (double)lr_scale);
+        long begin = (long)first, n = (long)last;
 #pragma omp parallel for simd schedule(simd : static) if (n - begin > PARALLEL_MIN)
         for (long i = begin; i < n; i++) /* g * 1 is g: unclipped steps are unchanged */
             vtr_adam_update(&p[i], &m[i], &v[i], grad[i] * grad_scale, &s);
-        e = end;
     }
+}
+
+bool vtr_optim_next_run(const vtr_param_set *ps, size_t *e, size_t *begin, size_t *end,
+                        float *lr_scale)
+{
+    while (*e < ps->count && !ps->entries[*e].trainable)
+        (*e)++;
+    if (*e >= ps->count)
+        return false;
+    const vtr_param_entry *first = &ps->entries[*e];
+    *begin = first->offset;
+    *end = first->offset + first->numel;
+    *lr_scale = first->lr_scale;
+    for ((*e)++; *e < ps->count && ps->entries[*e].trainable &&
+                 ps->entries[*e].lr_scale == first->lr_scale;
+         (*e)++)
+        *end = ps->entries[*e].offset + ps->entries[*e].numel;
+    return true;
 }
 
 float vtr_grad_norm(const vtr_param_set *ps)
@@ -167,14 +174,6 @@ float vtr_grad_norm(const vtr_param_set *ps)
     for (long c = 0; c < chunks; c++)
         total += partial[c];
     return (float)sqrt(total);
-}
-
-float vtr_clip_coef(float total, double max_norm)
-{
-    /* torch: max_norm / (total + 1e-6) on a float tensor is reciprocal(total + 1e-6) *
-     * max_norm (Tensor.__rtruediv__) */
-    float coef = (1.0f / (total + 1e-6f)) * (float)max_norm;
-    return isfinite(total) && coef < 1.0f ? coef : 1.0f;
 }
 
 float vtr_clip_grad_norm(vtr_param_set *ps, double max_norm)

@@ -135,7 +135,39 @@ float vtr_grad_norm(const vtr_param_set *ps);
 
 /* The factor vtr_clip_grad_norm multiplies the gradients by for a total norm: coef when it
  * is below 1, else 1 (also for a non-finite total). */
-float vtr_clip_coef(float total, double max_norm);
+static VTR_HD float vtr_clip_coef(float total, double max_norm)
+{
+    /* torch: max_norm / (total + 1e-6) on a float tensor is reciprocal(total + 1e-6) *
+     * max_norm (Tensor.__rtruediv__) */
+    float coef = (1.0f / (total + 1e-6f)) * (float)max_norm;
+    return isfinite(total) && coef < 1.0f ? coef : 1.0f;
+}
+
+/* The runs of consecutive trainable entries of ps that share one lr_scale (usually one run,
+ * the whole set), in order: from entry *e (0 at first), the next run's elements [begin,
+ * end) and its scale, *e advanced past it; false when no run is left. */
+bool vtr_optim_next_run(const vtr_param_set *ps, size_t *e, size_t *begin, size_t *end,
+                        float *lr_scale);
+
+/* The CUDA side (lib/optim.cu; implemented only with VTR_HAVE_CUDA, lib/nn_cuda.h's
+ * conventions: device buffers, work queued without a host wait, VTR_ERR_DEVICE).
+ *
+ * vtr_cuda_clip_coef: out (2 device floats) = {vtr_grad_norm's total, vtr_clip_coef(total,
+ * max_norm)} of the n gradients at grad, partials a device scratch of
+ * VTR_CUDA_NORM_PARTIALS doubles. Summed in double in a fixed order (the same bytes on
+ * every run on one GPU; another order than the CPU's, so equal to it to rounding).
+ *
+ * vtr_cuda_optimizer_step: vtr_optimizer_step_scaled on the GPU copies of ps's values
+ * (data, n_data), gradients (grad, n_trainable) and opt's moments (exp_avg, exp_avg_sq,
+ * n_trainable each; opt->exp_avg on the host is not touched), the gradients times
+ * *grad_scale (a device float, e.g. out + 1 above, so that clipping needs no host wait;
+ * NULL: 1). opt->step is incremented. */
+#define VTR_CUDA_NORM_PARTIALS 256
+vtr_status vtr_cuda_clip_coef(float *out, double *partials, const float *grad, size_t n,
+                              double max_norm, vtr_error *err);
+vtr_status vtr_cuda_optimizer_step(vtr_optimizer *opt, const vtr_param_set *ps, float *data,
+                                   const float *grad, float *exp_avg, float *exp_avg_sq,
+                                   double lr, const float *grad_scale, vtr_error *err);
 
 #ifdef __cplusplus
 }

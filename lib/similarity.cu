@@ -17,8 +17,8 @@ extern "C" vtr_status vtr_cuda_cosine_similarity_backward(float *da, float *db, 
                                                           int NB, int D, vtr_error *err)
 {
     if (da)
-        VTR_CUDA_TRY(vtr_cuda_sgemm(false, false, NA, D, NB, 1.0f, dS, NB, b, D, 1.0f, da, D, err));
+        VTR_TRY(vtr_cuda_sgemm(false, false, NA, D, NB, 1.0f, dS, NB, b, D, 1.0f, da, D, err));
     if (db)
-        VTR_CUDA_TRY(vtr_cuda_sgemm(true, false, NB, D, NA, 1.0f, dS, NB, a, D, 1.0f, db, D, err));
+        VTR_TRY(vtr_cuda_sgemm(true, false, NB, D, NA, 1.0f, dS, NB, a, D, 1.0f, db, D, err));
     return VTR_OK;
 }

@@ -62,7 +62,7 @@ extern "C" vtr_status vtr_cuda_hinge_loss_backward(float *dS, float dloss, const
     for (int columns = 0; columns < 2; columns++) {
         hinge_loss_backward_kernel<<<vtr_cuda_blocks((size_t)B), VTR_CUDA_THREADS>>>(
             dS, g, S, B, margin, negatives, columns);
-        VTR_CUDA_TRY(vtr_cuda_launched("hinge loss backward", err));
+        VTR_TRY(vtr_cuda_launched("hinge loss backward", err));
     }
     return VTR_OK;
 }

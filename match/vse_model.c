@@ -10,6 +10,7 @@
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
 #include "lib/activation.h"
+#include "lib/device.h"
 #include "lib/embedding.h"
 #include "lib/gru.h"
 #include "lib/linear.h"
@@ -20,6 +21,7 @@
 #include "match/adopt_loss.h"
 #include "match/caption_bigru.h"
 #include "match/model_arena.h"
+#include "match/model_ops.h"
 #include "match/model_params.h"
 #include "match/set_similarity.h"
 
@@ -230,39 +232,42 @@ static size_t pool_scratch_size(const vtr_vse_pool_config *p, int B, int T, int 
     return 0;
 }
 
-// inp (B,T,D), lengths (B), out (B,D)
-static void pool_forward(vtr_vse_pool *p, float *out, const float *inp, const int *lengths, int B,
-                         int T, int D)
+// inp (B,T,D), lengths (B), out (B,D), on dev (ADPOOL: the CPU only)
+static vtr_status pool_forward(vtr_device dev, vtr_vse_pool *p, float *out, const float *inp,
+                               const int *lengths, int B, int T, int D, vtr_error *err)
 {
     switch (p->cfg.kind) {
-    case VTR_VSE_POOL_MEAN: vtr_mean_pool_forward(out, inp, lengths, B, T, D); return;
+    case VTR_VSE_POOL_MEAN: return vtr_dev_mean_pool_forward(dev, out, inp, lengths, B, T, D, err);
     case VTR_VSE_POOL_GPO:
-        vtr_gpo_forward(out, p->weights, p->workspace, inp, lengths, p->params, B, T, D,
-                        p->cfg.gpo_pe, p->cfg.gpo_hidden);
-        return;
+        return vtr_dev_gpo_forward(dev, out, p->weights, p->workspace, inp, lengths, p->params, B,
+                                   T, D, p->cfg.gpo_pe, p->cfg.gpo_hidden, err);
     case VTR_VSE_POOL_ADPOOL:
         vtr_adpool_forward(out, p->weights, p->weights + (size_t)B * T, p->workspace, inp, lengths,
                            p->params, B, T, D);
-        return;
+        return VTR_OK;
     }
+    return VTR_OK;
 }
 
 // dinp (B,T,D) +=, the pooler's parameter gradients +=, dout (B,D); inp and lengths as given
 // to pool_forward, which ran last on this pooler
-static void pool_backward(vtr_vse_pool *p, float *dinp, void *scratch, const float *dout,
-                          const float *inp, const int *lengths, int B, int T, int D)
+static vtr_status pool_backward(vtr_device dev, vtr_vse_pool *p, float *dinp, void *scratch,
+                                const float *dout, const float *inp, const int *lengths, int B,
+                                int T, int D, vtr_error *err)
 {
     switch (p->cfg.kind) {
-    case VTR_VSE_POOL_MEAN: vtr_mean_pool_backward(dinp, dout, lengths, B, T, D); return;
+    case VTR_VSE_POOL_MEAN:
+        return vtr_dev_mean_pool_backward(dev, dinp, dout, lengths, B, T, D, err);
     case VTR_VSE_POOL_GPO:
-        vtr_gpo_backward(dinp, p->grads, scratch, dout, inp, p->weights, lengths, p->params,
-                         p->workspace, B, T, D, p->cfg.gpo_pe, p->cfg.gpo_hidden);
-        return;
+        return vtr_dev_gpo_backward(dev, dinp, p->grads, scratch, dout, inp, p->weights, lengths,
+                                    p->params, p->workspace, B, T, D, p->cfg.gpo_pe,
+                                    p->cfg.gpo_hidden, err);
     case VTR_VSE_POOL_ADPOOL:
         vtr_adpool_backward(dinp, p->grads, scratch, dout, inp, p->weights,
                             p->weights + (size_t)B * T, lengths, p->params, p->workspace, B, T, D);
-        return;
+        return VTR_OK;
     }
+    return VTR_OK;
 }
 
 static double pool_flops(const vtr_vse_pool_config *p, double B, double T, double ntok)
@@ -400,6 +405,21 @@ static void resolve_params(vtr_vse_model *m)
         m->spm_w[side] = vtr_param_data(ps, first);
         m->spm_dw[side] = vtr_param_grad(ps, first);
     }
+    if (!m->dev_data)
+        return;
+    /* on the GPU: the same offsets into its copy (the set modules never run there) */
+    float **values[] = {&m->fc_w, &m->fc_b, &m->mlp0_w, &m->mlp0_b, &m->mlp1_w, &m->mlp1_b,
+                        &m->bn_w, &m->bn_b, &m->bn_running_mean, &m->bn_running_var,
+                        &m->embed_w, &m->rnn, &m->img_pool.params, &m->txt_pool.params};
+    float **grads[] = {&m->fc_dw, &m->fc_db, &m->mlp0_dw, &m->mlp0_db, &m->mlp1_dw, &m->mlp1_db,
+                       &m->bn_dw, &m->bn_db, &m->embed_dw, &m->drnn, &m->img_pool.grads,
+                       &m->txt_pool.grads};
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++)
+        if (*values[i])
+            *values[i] = m->dev_data + (*values[i] - ps->data);
+    for (size_t i = 0; i < sizeof grads / sizeof *grads; i++)
+        if (*grads[i])
+            *grads[i] = m->dev_grad + (*grads[i] - ps->grad);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -467,6 +487,12 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     size_t W = (size_t)c->word_dim, Bm = (size_t)m->max_batch;
     size_t R = Bm * (size_t)m->max_frames, Q = Bm * (size_t)m->max_words;
     size_t off = 0, f = sizeof(float);
+    /* the caption BiGRU's buffers: two one-direction GRUs on the CPU, one two-direction GRU
+     * on the GPU (model_ops.h) */
+    bool gpu = m->device == VTR_DEVICE_CUDA;
+    int dirs = gpu ? 2 : 1;
+    size_t rnn_workspace = vtr_gru_workspace_size(m->max_batch, m->max_words, (int)W, (int)E, dirs);
+    size_t rnn_scratch = vtr_gru_scratch_size(m->max_batch, m->max_words, (int)W, (int)E, dirs);
 
     m->img_rows = vtr_arena_carve(base, &off, M ? 0 : f * R * F);
     m->fc_rows = vtr_arena_carve(base, &off, f * R * E);
@@ -484,11 +510,10 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     m->img_pool.workspace = vtr_arena_carve(
         base, &off, pool_workspace_size(&c->img_pool, m->max_batch, m->max_frames, (int)E));
     m->word_emb = vtr_arena_carve(base, &off, f * Q * W);
-    m->word_rev = vtr_arena_carve(base, &off, f * Q * W);
-    for (int d = 0; d < 2; d++)
-        m->rnn_workspace[d] = vtr_arena_carve(
-            base, &off, vtr_gru_workspace_size(m->max_batch, m->max_words, (int)W, (int)E, 1));
-    m->rnn_rev = vtr_arena_carve(base, &off, f * Q * E);
+    m->word_rev = vtr_arena_carve(base, &off, gpu ? 0 : f * Q * W);
+    m->rnn_workspace[0] = vtr_arena_carve(base, &off, rnn_workspace);
+    m->rnn_workspace[1] = vtr_arena_carve(base, &off, gpu ? 0 : rnn_workspace);
+    m->rnn_rev = vtr_arena_carve(base, &off, gpu ? 0 : f * Q * E);
     m->cap_feat = vtr_arena_carve(base, &off, f * Q * E);
     m->cap_pooled = vtr_arena_carve(base, &off, f * Bm * E);
     m->cap_emb = vtr_arena_carve(base, &off, f * Bm * E);
@@ -498,6 +523,11 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     m->txt_pool.workspace = vtr_arena_carve(
         base, &off, pool_workspace_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
     m->sim = vtr_arena_carve(base, &off, f * Bm * Bm);
+    m->loss = vtr_arena_carve(base, &off, f);
+    m->in_frames = vtr_arena_carve(base, &off, gpu ? f * R * F : 0);
+    m->in_lengths[0] = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Bm : 0);
+    m->in_lengths[1] = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Bm : 0);
+    m->in_ids = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Q : 0);
     m->dsim = vtr_arena_carve(base, &off, f * Bm * Bm);
     m->dimg_emb = vtr_arena_carve(base, &off, f * Bm * E);
     m->dcap_emb = vtr_arena_carve(base, &off, f * Bm * E);
@@ -508,10 +538,9 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     m->dmlp[1] = vtr_arena_carve(base, &off, f * R * M);
     m->dcap_feat = vtr_arena_carve(base, &off, f * Q * E);
     m->dword_emb = vtr_arena_carve(base, &off, f * Q * W);
-    m->dword_rev = vtr_arena_carve(base, &off, f * Q * W);
-    size_t rnn_scratch = vtr_gru_scratch_size(m->max_batch, m->max_words, (int)W, (int)E, 1);
-    /* one scratch for the poolers, the GRU's forward direction and the set modules (whose
-     * backward runs before theirs) */
+    m->dword_rev = vtr_arena_carve(base, &off, gpu ? 0 : f * Q * W);
+    /* one scratch for the poolers, the GRU's forward direction (on the GPU: both) and the
+     * set modules (whose backward runs before theirs) */
     size_t scratch =
         max3(rnn_scratch, pool_scratch_size(&c->img_pool, m->max_batch, m->max_frames, (int)E),
              pool_scratch_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
@@ -521,7 +550,7 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
         scratch = sc > scratch ? sc : scratch;
     }
     m->scratch = vtr_arena_carve(base, &off, scratch);
-    m->rnn_scratch = vtr_arena_carve(base, &off, rnn_scratch);
+    m->rnn_scratch = vtr_arena_carve(base, &off, gpu ? 0 : rnn_scratch);
     if (c->set.K > 0) {
         size_t KE = (size_t)c->set.K * E;
         for (int side = 0; side < 2; side++) {
@@ -539,13 +568,59 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     return off;
 }
 
+/* What a model of cfg needs that has no CUDA kernels: a sentence for the error, or NULL. */
+static const char *cpu_only_part(const vtr_vse_config *cfg)
+{
+    if (cfg->set.K > 0)
+        return "set embeddings (model.set_size > 0)";
+    if (cfg->img_pool.kind == VTR_VSE_POOL_ADPOOL || cfg->txt_pool.kind == VTR_VSE_POOL_ADPOOL)
+        return "the ADPOOL pooler";
+    if (cfg->loss == VTR_VSE_LOSS_ADOPT)
+        return "the ADOPT loss";
+    return NULL;
+}
+
+/* The GPU copy of the parameters (values, then gradients), zeroed. */
+static vtr_status alloc_device_params(vtr_vse_model *m, vtr_error *err)
+{
+    const vtr_param_set *ps = &m->params;
+    size_t n_data = vtr_workspace_align(sizeof(float) * ps->n_data) / sizeof(float);
+    void *block;
+    vtr_status st = vtr_dev_alloc(m->device, &block, sizeof(float) * (n_data + ps->n_trainable),
+                                  "vse model parameters", err);
+    if (st)
+        return st;
+    m->dev_data = block;
+    m->dev_grad = m->dev_data + n_data;
+    return VTR_OK;
+}
+
 vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int max_batch,
                               int max_frames, int max_words, vtr_error *err)
+{
+    return vtr_vse_model_init_on(m, cfg, VTR_DEVICE_CPU, max_batch, max_frames, max_words, err);
+}
+
+vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vtr_device device,
+                                 int max_batch, int max_frames, int max_words, vtr_error *err)
 {
     vtr_status st;
     memset(m, 0, sizeof *m);
     if ((st = vtr_vse_config_check(cfg, err)))
         return st;
+    const char *cpu_only = cpu_only_part(cfg);
+    if (device == VTR_DEVICE_CUDA && cpu_only)
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "vse model: %s runs on the CPU only (no CUDA kernels); use device cpu",
+                        cpu_only);
+    if (device == VTR_DEVICE_CUDA && !vtr_cuda_available())
+        return vtr_fail(err, VTR_ERR_DEVICE, "vse model: %s; use device cpu",
+#ifdef VTR_HAVE_CUDA
+                        "no CUDA GPU is visible (nvidia-smi -L; CUDA_VISIBLE_DEVICES)"
+#else
+                        "this vtr was built without CUDA (configure found no nvcc/cuBLAS/cuDNN)"
+#endif
+        );
     if (max_batch < 1 || max_frames < 1 || max_words < 1 ||
         (long long)max_batch * max_frames > MAX_ROWS || (long long)max_batch * max_words > MAX_ROWS)
         return vtr_fail(err, VTR_ERR_INVALID,
@@ -553,6 +628,7 @@ vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int m
                         "and batch x length at most %d rows",
                         max_batch, max_frames, max_words, MAX_ROWS);
     m->cfg = *cfg;
+    m->device = device;
     m->max_batch = max_batch;
     m->max_frames = max_frames;
     m->max_words = max_words;
@@ -561,27 +637,56 @@ vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int m
     m->spm = spm_config(cfg);
     vtr_param_set_init(&m->params);
     if ((st = vtr_vse_model_add_params(&m->params, cfg, err)) ||
-        (st = vtr_param_set_finalize(&m->params, err)))
+        (st = vtr_param_set_finalize(&m->params, err)) ||
+        (device == VTR_DEVICE_CUDA && (st = alloc_device_params(m, err))))
         goto fail;
     resolve_params(m);
 
     size_t bytes = layout_arena(m, NULL);
-    if ((st = vtr_arena_alloc(&m->arena, bytes, "vse model", err)))
+    if ((st = vtr_dev_alloc(device, &m->arena, bytes, "vse model activations", err)))
         goto fail;
     layout_arena(m, m->arena);
     return VTR_OK;
 
 fail:
-    vtr_param_set_free(&m->params);
-    memset(m, 0, sizeof *m);
+    vtr_vse_model_free(m);
     return st;
 }
 
 void vtr_vse_model_free(vtr_vse_model *m)
 {
     vtr_param_set_free(&m->params);
-    free(m->arena);
+    vtr_dev_free(m->device, m->arena);
+    if (m->dev_data)
+        vtr_dev_free(m->device, m->dev_data);
     memset(m, 0, sizeof *m);
+}
+
+vtr_status vtr_vse_params_to_device(vtr_vse_model *m, vtr_error *err)
+{
+    if (!m->dev_data)
+        return VTR_OK;
+    return vtr_dev_upload(m->device, m->dev_data, m->params.data,
+                          sizeof(float) * m->params.n_data, err);
+}
+
+vtr_status vtr_vse_params_to_host(vtr_vse_model *m, vtr_error *err)
+{
+    if (!m->dev_data)
+        return VTR_OK;
+    VTR_TRY(vtr_dev_download(m->device, m->params.data, m->dev_data,
+                             sizeof(float) * m->params.n_data, err));
+    return vtr_dev_download(m->device, m->params.grad, m->dev_grad,
+                            sizeof(float) * m->params.n_trainable, err);
+}
+
+vtr_status vtr_vse_zero_grad(vtr_vse_model *m, vtr_error *err)
+{
+    if (!m->dev_data) {
+        vtr_param_set_zero_grad(&m->params);
+        return VTR_OK;
+    }
+    return vtr_dev_zero(m->device, m->dev_grad, sizeof(float) * m->params.n_trainable, err);
 }
 
 /* ---- argument checks (once per call, never inside the ops) ---------------------- */
@@ -623,66 +728,96 @@ static vtr_status check_captions(const vtr_vse_model *m, const int *ids, const i
     return VTR_OK;
 }
 
+/* ---- a call's inputs on the model's device ----------------------------------------- */
+
+/* Where the ops read a call's lengths and ids: the caller's host buffers on the CPU, their
+ * copies in the arena on the GPU. The loops over items read the host lengths either way. */
+static vtr_status stage_lengths(vtr_vse_model *m, int side, const int *host, int B,
+                                const int **out, vtr_error *err)
+{
+    *out = host;
+    if (m->device == VTR_DEVICE_CPU)
+        return VTR_OK;
+    *out = m->in_lengths[side];
+    return vtr_dev_upload(m->device, m->in_lengths[side], host, sizeof(int) * (size_t)B, err);
+}
+
+static vtr_status stage_ids(vtr_vse_model *m, const int *host, int B, int L, const int **out,
+                            vtr_error *err)
+{
+    *out = host;
+    if (m->device == VTR_DEVICE_CPU)
+        return VTR_OK;
+    *out = m->in_ids;
+    return vtr_dev_upload(m->device, m->in_ids, host, sizeof(int) * (size_t)B * L, err);
+}
+
 /* ---- forward ------------------------------------------------------------------- */
 
-/* Visual side: x (B,T,F), lengths (B) -> m->img_emb (B,E). Leaves in the arena what
- * image_backward reads. dp: NULL, or a data-parallel training batch (BatchNorm over the
- * global batch's rows; dist's errors). */
-static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *lengths, int B,
-                                int T, bool train, const vtr_vse_batch *dp, vtr_error *err)
+/* Visual side: x (B,T,F) in host memory, lengths (B) on the device and hl on the host ->
+ * m->img_emb (B,E). Leaves in the arena what image_backward reads. dp: NULL, or a
+ * data-parallel training batch (BatchNorm over the global batch's rows; dist's errors; the
+ * CPU only). */
+static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *lengths,
+                                const int *hl, int B, int T, bool train, const vtr_vse_batch *dp,
+                                vtr_error *err)
 {
+    vtr_device dev = m->device;
     int F = m->cfg.feature_dim, E = m->cfg.embed_size, M = m->cfg.mlp_hidden;
     int R = B * T;
     if (M > 0) {
         // img_feat (R,E) = fc(x) + Linear1(ReLU(BN(Linear0(x)))) over every row, padded
         // rows included (they enter BatchNorm's statistics, as in the reference)
-        vtr_linear_forward(m->img_feat, x, m->fc_w, m->fc_b, R, F, E);
-        vtr_linear_forward(m->mlp_a0, x, m->mlp0_w, m->mlp0_b, R, F, M);
+        if (dev == VTR_DEVICE_CUDA) {
+            VTR_TRY(vtr_dev_upload(dev, m->in_frames, x, sizeof(float) * (size_t)R * F, err));
+            x = m->in_frames;
+        }
+        VTR_TRY(vtr_dev_linear_forward(dev, m->img_feat, x, m->fc_w, m->fc_b, R, F, E, err));
+        VTR_TRY(vtr_dev_linear_forward(dev, m->mlp_a0, x, m->mlp0_w, m->mlp0_b, R, F, M, err));
         if (train && dp) {
-            vtr_status st = vtr_sync_batchnorm_forward(
+            VTR_TRY(vtr_sync_batchnorm_forward(
                 dp->dist, m->mlp_a1, m->bn_mean, m->bn_rstd, m->bn_running_mean,
                 m->bn_running_var, m->mlp_a0, m->bn_w, m->bn_b, R, M, (int64_t)dp->B_global * T,
-                VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS, m->bn_sums, err);
-            if (st)
-                return st;
+                VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS, m->bn_sums, err));
             (*m->bn_batches_tracked)++;
         } else if (train) {
-            vtr_batchnorm_forward(m->mlp_a1, m->bn_mean, m->bn_rstd, m->bn_running_mean,
-                                  m->bn_running_var, m->mlp_a0, m->bn_w, m->bn_b, R, M,
-                                  VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS);
+            VTR_TRY(vtr_dev_batchnorm_forward(dev, m->mlp_a1, m->bn_mean, m->bn_rstd,
+                                              m->bn_running_mean, m->bn_running_var, m->mlp_a0,
+                                              m->bn_w, m->bn_b, R, M, VTR_BATCHNORM_MOMENTUM,
+                                              VTR_BATCHNORM_EPS, err));
             (*m->bn_batches_tracked)++;
         } else {
-            vtr_batchnorm_forward_eval(m->mlp_a1, m->mlp_a0, m->bn_w, m->bn_b, m->bn_running_mean,
-                                       m->bn_running_var, R, M, VTR_BATCHNORM_EPS);
+            VTR_TRY(vtr_dev_batchnorm_forward_eval(dev, m->mlp_a1, m->mlp_a0, m->bn_w, m->bn_b,
+                                                   m->bn_running_mean, m->bn_running_var, R, M,
+                                                   VTR_BATCHNORM_EPS, err));
         }
-        vtr_relu_forward(m->mlp_a1, m->mlp_a1, (size_t)R * M);
-        vtr_linear_forward(m->fc_rows, m->mlp_a1, m->mlp1_w, m->mlp1_b, R, M, E);
-        float *feat = m->img_feat;
-        const float *mlp = m->fc_rows;
-#pragma omp parallel for schedule(static) if ((long)R * E > 65536)
-        for (long i = 0; i < (long)R * E; i++)
-            feat[i] += mlp[i];
+        VTR_TRY(vtr_dev_relu_forward(dev, m->mlp_a1, m->mlp_a1, (size_t)R * M, err));
+        VTR_TRY(vtr_dev_linear_forward(dev, m->fc_rows, m->mlp_a1, m->mlp1_w, m->mlp1_b, R, M, E,
+                                       err));
+        VTR_TRY(vtr_dev_add(dev, m->img_feat, m->fc_rows, (size_t)R * E, err));
     } else {
         // Row-wise only: fc over the real rows alone, packed (img_rows (N,F) -> fc_rows
         // (N,E)), then spread to img_feat (B,T,E) with zero padded rows. The pooler reads
         // real rows only, so this equals the reference's fc over the padded batch.
         size_t n = 0;
         for (int b = 0; b < B; b++) {
-            memcpy(m->img_rows + n * F, x + (size_t)b * T * F, sizeof(float) * lengths[b] * F);
-            n += (size_t)lengths[b];
+            VTR_TRY(vtr_dev_upload(dev, m->img_rows + n * F, x + (size_t)b * T * F,
+                                   sizeof(float) * hl[b] * F, err));
+            n += (size_t)hl[b];
         }
-        vtr_linear_forward(m->fc_rows, m->img_rows, m->fc_w, m->fc_b, (int)n, F, E);
+        VTR_TRY(vtr_dev_linear_forward(dev, m->fc_rows, m->img_rows, m->fc_w, m->fc_b, (int)n, F,
+                                       E, err));
         n = 0;
         for (int b = 0; b < B; b++) {
             float *dst = m->img_feat + (size_t)b * T * E;
-            memcpy(dst, m->fc_rows + n * E, sizeof(float) * lengths[b] * E);
-            memset(dst + (size_t)lengths[b] * E, 0, sizeof(float) * (T - lengths[b]) * E);
-            n += (size_t)lengths[b];
+            VTR_TRY(vtr_dev_copy(dev, dst, m->fc_rows + n * E, sizeof(float) * hl[b] * E, err));
+            VTR_TRY(vtr_dev_zero(dev, dst + (size_t)hl[b] * E,
+                                 sizeof(float) * (T - hl[b]) * E, err));
+            n += (size_t)hl[b];
         }
     }
-    pool_forward(&m->img_pool, m->img_pooled, m->img_feat, lengths, B, T, E);
-    vtr_l2norm_forward(m->img_emb, m->img_norm, m->img_pooled, B, E);
-    return VTR_OK;
+    VTR_TRY(pool_forward(dev, &m->img_pool, m->img_pooled, m->img_feat, lengths, B, T, E, err));
+    return vtr_dev_l2norm_forward(dev, m->img_emb, m->img_norm, m->img_pooled, B, E, err);
 }
 
 /* ---- the text BiGRU (match/caption_bigru.h) ---------------------------------- */
@@ -697,20 +832,25 @@ static vtr_caption_bigru caption_bigru(const vtr_vse_model *m)
                                .scratch = {m->scratch, m->rnn_scratch}};
 }
 
-/* Text side: ids (B,L), lengths (B) -> m->cap_emb (B,E). Only real tokens are looked up;
- * padded rows of the word embeddings are zero (the GRU does not read them). */
-static void caption_forward(vtr_vse_model *m, const int *ids, const int *lengths, int B, int L)
+/* Text side: ids (B,L) and lengths (B) on the device, hl on the host -> m->cap_emb (B,E).
+ * Only real tokens are looked up; padded rows of the word embeddings are zero (the GRU does
+ * not read them). */
+static vtr_status caption_forward(vtr_vse_model *m, const int *ids, const int *lengths,
+                                  const int *hl, int B, int L, vtr_error *err)
 {
+    vtr_device dev = m->device;
     int W = m->cfg.word_dim, E = m->cfg.embed_size;
     for (int b = 0; b < B; b++) {
         float *dst = m->word_emb + (size_t)b * L * W;
-        vtr_embedding_forward(dst, ids + (size_t)b * L, m->embed_w, lengths[b], W);
-        memset(dst + (size_t)lengths[b] * W, 0, sizeof(float) * (L - lengths[b]) * W);
+        VTR_TRY(vtr_dev_embedding_forward(dev, dst, ids + (size_t)b * L, m->embed_w, hl[b], W,
+                                          err));
+        VTR_TRY(vtr_dev_zero(dev, dst + (size_t)hl[b] * W, sizeof(float) * (L - hl[b]) * W, err));
     }
     vtr_caption_bigru g = caption_bigru(m);
-    vtr_caption_bigru_forward(m->cap_feat, &g, m->word_emb, lengths, m->rnn, B, L, W, E);
-    pool_forward(&m->txt_pool, m->cap_pooled, m->cap_feat, lengths, B, L, E);
-    vtr_l2norm_forward(m->cap_emb, m->cap_norm, m->cap_pooled, B, E);
+    VTR_TRY(vtr_dev_caption_bigru_forward(dev, m->cap_feat, &g, m->word_emb, lengths, hl, m->rnn,
+                                          B, L, W, E, err));
+    VTR_TRY(pool_forward(dev, &m->txt_pool, m->cap_pooled, m->cap_feat, lengths, B, L, E, err));
+    return vtr_dev_l2norm_forward(dev, m->cap_emb, m->cap_norm, m->cap_pooled, B, E, err);
 }
 
 vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *frames,
@@ -723,14 +863,16 @@ vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *fram
         return vtr_fail(err, VTR_ERR_INVALID,
                         "vse model: BatchNorm in training mode needs at least 2 rows, got %d",
                         B * T);
-    if ((st = image_forward(m, frames, lengths, B, T, train, NULL, err)))
-        return st;
-    if (m->cfg.set.K > 0)
+    const int *dl;
+    VTR_TRY(stage_lengths(m, 0, lengths, B, &dl, err));
+    VTR_TRY(image_forward(m, frames, dl, lengths, B, T, train, NULL, err));
+    if (m->cfg.set.K > 0) {
         vtr_set_prediction_forward(out, m->slots_n[0], m->spm_workspace[0], m->img_feat, lengths,
                                    m->img_pooled, m->spm_w[0], &m->spm, B, T, 0.0f, 0, 0, 0);
-    else
-        memcpy(out, m->img_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
-    return VTR_OK;
+        return VTR_OK;
+    }
+    return vtr_dev_download(m->device, out, m->img_emb,
+                            sizeof(float) * (size_t)B * m->cfg.embed_size, err);
 }
 
 vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids, const int *lengths,
@@ -739,13 +881,17 @@ vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids,
     vtr_status st = check_captions(m, ids, lengths, B, L, err);
     if (st)
         return st;
-    caption_forward(m, ids, lengths, B, L);
-    if (m->cfg.set.K > 0)
+    const int *dl, *di;
+    VTR_TRY(stage_lengths(m, 1, lengths, B, &dl, err));
+    VTR_TRY(stage_ids(m, ids, B, L, &di, err));
+    VTR_TRY(caption_forward(m, di, dl, lengths, B, L, err));
+    if (m->cfg.set.K > 0) {
         vtr_set_prediction_forward(out, m->slots_n[1], m->spm_workspace[1], m->cap_feat, lengths,
                                    m->cap_pooled, m->spm_w[1], &m->spm, B, L, 0.0f, 0, 0, 0);
-    else
-        memcpy(out, m->cap_emb, sizeof(float) * (size_t)B * m->cfg.embed_size);
-    return VTR_OK;
+        return VTR_OK;
+    }
+    return vtr_dev_download(m->device, out, m->cap_emb,
+                            sizeof(float) * (size_t)B * m->cfg.embed_size, err);
 }
 
 /* ---- backward ------------------------------------------------------------------ */
@@ -753,77 +899,86 @@ vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids,
 /* The gradients of the pooled embeddings from those of the l2-normalized ones: dimg_emb
  * (B,E) -> dimg_pooled (B,E), dcap_emb -> dcap_pooled; the element gradients dimg_feat
  * (B,T,E) and dcap_feat (B,L,E) zeroed for the poolers to accumulate into. */
-static void single_vector_backward(vtr_vse_model *m, int B, int T, int L)
+static vtr_status single_vector_backward(vtr_vse_model *m, int B, int T, int L, vtr_error *err)
 {
+    vtr_device dev = m->device;
     size_t E = (size_t)m->cfg.embed_size;
-    memset(m->dimg_pooled, 0, sizeof(float) * B * E);
-    vtr_l2norm_backward(m->dimg_pooled, m->dimg_emb, m->img_pooled, m->img_norm, B, (int)E);
-    memset(m->dimg_feat, 0, sizeof(float) * B * T * E);
-    memset(m->dcap_pooled, 0, sizeof(float) * B * E);
-    vtr_l2norm_backward(m->dcap_pooled, m->dcap_emb, m->cap_pooled, m->cap_norm, B, (int)E);
-    memset(m->dcap_feat, 0, sizeof(float) * B * L * E);
+    VTR_TRY(vtr_dev_zero(dev, m->dimg_pooled, sizeof(float) * B * E, err));
+    VTR_TRY(vtr_dev_l2norm_backward(dev, m->dimg_pooled, m->dimg_emb, m->img_pooled, m->img_norm,
+                                    B, (int)E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dimg_feat, sizeof(float) * B * T * E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dcap_pooled, sizeof(float) * B * E, err));
+    VTR_TRY(vtr_dev_l2norm_backward(dev, m->dcap_pooled, m->dcap_emb, m->cap_pooled, m->cap_norm,
+                                    B, (int)E, err));
+    return vtr_dev_zero(dev, m->dcap_feat, sizeof(float) * B * L * E, err);
 }
 
 /* Visual side, after image_forward(train) on the same x and dp: m->dimg_pooled (B,E) and
- * the element gradients m->dimg_feat (B,T,E) so far -> the visual parameters' gradients. */
-static vtr_status image_backward(vtr_vse_model *m, const float *x, const int *lengths, int B,
-                                 int T, const vtr_vse_batch *dp, vtr_error *err)
+ * the element gradients m->dimg_feat (B,T,E) so far -> the visual parameters' gradients.
+ * With an MLP on the GPU, x is image_forward's copy (m->in_frames). */
+static vtr_status image_backward(vtr_vse_model *m, const float *x, const int *lengths,
+                                 const int *hl, int B, int T, const vtr_vse_batch *dp,
+                                 vtr_error *err)
 {
+    vtr_device dev = m->device;
     int F = m->cfg.feature_dim, E = m->cfg.embed_size, M = m->cfg.mlp_hidden;
     int R = B * T;
-    pool_backward(&m->img_pool, m->dimg_feat, m->scratch, m->dimg_pooled, m->img_feat, lengths, B,
-                  T, E);
+    VTR_TRY(pool_backward(dev, &m->img_pool, m->dimg_feat, m->scratch, m->dimg_pooled,
+                          m->img_feat, lengths, B, T, E, err));
     if (M > 0) {
+        if (dev == VTR_DEVICE_CUDA)
+            x = m->in_frames;
         // fc and the MLP residual both read x; x itself wants no gradient
-        vtr_linear_backward(NULL, m->fc_dw, m->fc_db, m->dimg_feat, x, m->fc_w, R, F, E);
+        VTR_TRY(vtr_dev_linear_backward(dev, NULL, m->fc_dw, m->fc_db, m->dimg_feat, x, m->fc_w,
+                                        R, F, E, err));
         // Linear 1 -> dmlp[0], ReLU -> dmlp[1], BatchNorm -> dmlp[0], Linear 0
         size_t n = sizeof(float) * (size_t)R * M;
-        memset(m->dmlp[0], 0, n);
-        vtr_linear_backward(m->dmlp[0], m->mlp1_dw, m->mlp1_db, m->dimg_feat, m->mlp_a1, m->mlp1_w,
-                            R, M, E);
-        memset(m->dmlp[1], 0, n);
-        vtr_relu_backward(m->dmlp[1], m->dmlp[0], m->mlp_a1, (size_t)R * M);
-        memset(m->dmlp[0], 0, n);
-        if (dp) {
-            vtr_status st = vtr_sync_batchnorm_backward(
+        VTR_TRY(vtr_dev_zero(dev, m->dmlp[0], n, err));
+        VTR_TRY(vtr_dev_linear_backward(dev, m->dmlp[0], m->mlp1_dw, m->mlp1_db, m->dimg_feat,
+                                        m->mlp_a1, m->mlp1_w, R, M, E, err));
+        VTR_TRY(vtr_dev_zero(dev, m->dmlp[1], n, err));
+        VTR_TRY(vtr_dev_relu_backward(dev, m->dmlp[1], m->dmlp[0], m->mlp_a1, (size_t)R * M, err));
+        VTR_TRY(vtr_dev_zero(dev, m->dmlp[0], n, err));
+        if (dp)
+            VTR_TRY(vtr_sync_batchnorm_backward(
                 dp->dist, m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1], m->mlp_a0, m->bn_w,
-                m->bn_mean, m->bn_rstd, R, M, (int64_t)dp->B_global * T, m->bn_sums, err);
-            if (st)
-                return st;
-        } else {
-            vtr_batchnorm_backward(m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1], m->mlp_a0,
-                                   m->bn_w, m->bn_mean, m->bn_rstd, R, M);
-        }
-        vtr_linear_backward(NULL, m->mlp0_dw, m->mlp0_db, m->dmlp[0], x, m->mlp0_w, R, F, M);
-    } else {
-        // gather the real rows' gradients into fc_rows (N,E), the packed layout of the forward
-        size_t n = 0;
-        for (int b = 0; b < B; b++) {
-            memcpy(m->fc_rows + n * E, m->dimg_feat + (size_t)b * T * E,
-                   sizeof(float) * lengths[b] * E);
-            n += (size_t)lengths[b];
-        }
-        vtr_linear_backward(NULL, m->fc_dw, m->fc_db, m->fc_rows, m->img_rows, m->fc_w, (int)n, F,
-                            E);
+                m->bn_mean, m->bn_rstd, R, M, (int64_t)dp->B_global * T, m->bn_sums, err));
+        else
+            VTR_TRY(vtr_dev_batchnorm_backward(dev, m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1],
+                                               m->mlp_a0, m->bn_w, m->bn_mean, m->bn_rstd, R, M,
+                                               err));
+        return vtr_dev_linear_backward(dev, NULL, m->mlp0_dw, m->mlp0_db, m->dmlp[0], x,
+                                       m->mlp0_w, R, F, M, err);
     }
-    return VTR_OK;
+    // gather the real rows' gradients into fc_rows (N,E), the packed layout of the forward
+    size_t n = 0;
+    for (int b = 0; b < B; b++) {
+        VTR_TRY(vtr_dev_copy(dev, m->fc_rows + n * E, m->dimg_feat + (size_t)b * T * E,
+                             sizeof(float) * hl[b] * E, err));
+        n += (size_t)hl[b];
+    }
+    return vtr_dev_linear_backward(dev, NULL, m->fc_dw, m->fc_db, m->fc_rows, m->img_rows,
+                                   m->fc_w, (int)n, F, E, err);
 }
 
 /* Text side, after caption_forward on the same ids: m->dcap_pooled (B,E) and the element
  * gradients m->dcap_feat (B,L,E) so far -> the text parameters' gradients. */
-static void caption_backward(vtr_vse_model *m, const int *ids, const int *lengths, int B, int L)
+static vtr_status caption_backward(vtr_vse_model *m, const int *ids, const int *lengths,
+                                   const int *hl, int B, int L, vtr_error *err)
 {
+    vtr_device dev = m->device;
     int W = m->cfg.word_dim, E = m->cfg.embed_size;
-    pool_backward(&m->txt_pool, m->dcap_feat, m->scratch, m->dcap_pooled, m->cap_feat, lengths, B,
-                  L, E);
-    memset(m->dword_emb, 0, sizeof(float) * (size_t)B * L * W);
+    VTR_TRY(pool_backward(dev, &m->txt_pool, m->dcap_feat, m->scratch, m->dcap_pooled,
+                          m->cap_feat, lengths, B, L, E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dword_emb, sizeof(float) * (size_t)B * L * W, err));
     vtr_caption_bigru g = caption_bigru(m);
-    vtr_caption_bigru_backward(m->dword_emb, m->drnn, &g, m->dcap_feat, m->word_emb, lengths,
-                               m->rnn, B, L, W, E);
+    VTR_TRY(vtr_dev_caption_bigru_backward(dev, m->dword_emb, m->drnn, &g, m->dcap_feat,
+                                           m->word_emb, lengths, hl, m->rnn, B, L, W, E, err));
     // the real tokens' rows, items in order (a fixed accumulation order for repeated ids)
     for (int b = 0; b < B; b++)
-        vtr_embedding_backward(m->embed_dw, m->dword_emb + (size_t)b * L * W, ids + (size_t)b * L,
-                               lengths[b], W);
+        VTR_TRY(vtr_dev_embedding_backward(dev, m->embed_dw, m->dword_emb + (size_t)b * L * W,
+                                           ids + (size_t)b * L, hl[b], W, err));
+    return VTR_OK;
 }
 
 /* ---- the training step ----------------------------------------------------------- */
@@ -840,12 +995,12 @@ static void own_rows(const vtr_vse_batch *bt, float *buf, size_t row)
     vtr_dist_own_rows(buf, sizeof(float) * row, bt->first, bt->B);
 }
 
-/* Set embeddings, after both encoders' forward: the set modules, S = smooth-Chamfer, the
- * loss (vse_model.h) and the backward down to m->dimg_pooled, dimg_feat, dcap_pooled and
+/* Set embeddings (the CPU only), after both encoders' forward: the set modules, S =
+ * smooth-Chamfer, the loss (vse_model.h; in m->loss) and the backward down to m->dimg_pooled, dimg_feat, dcap_pooled and
  * dcap_feat (the encoders' backward takes it from there). dp: a data-parallel batch (the
  * sets gathered for S and the loss) or NULL. */
 static vtr_status set_step(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_vse_batch *dp,
-                           vtr_hinge_negatives negatives, float *loss, vtr_error *err)
+                           vtr_hinge_negatives negatives, vtr_error *err)
 {
     const vtr_vse_config *c = &m->cfg;
     const vtr_vse_set_config *sc = &c->set;
@@ -875,7 +1030,7 @@ static vtr_status set_step(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_
     long rows = (long)Bg * K;
     float mmd = vtr_set_mmd_forward(m->sim_scratch, m->set[0], m->set[1], rows, rows, E,
                                     VTR_SET_MMD_GAMMA);
-    *loss = hinge + sc->div_weight * div + sc->mmd_weight * mmd;
+    *m->loss = hinge + sc->div_weight * div + sc->mmd_weight * mmd;
     m->set_terms[0] = hinge, m->set_terms[1] = div, m->set_terms[2] = mmd;
 
     // backward
@@ -907,46 +1062,48 @@ static vtr_status set_step(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_
     return VTR_OK;
 }
 
-/* One vector per item: S over the (gathered) embeddings, the loss, and the backward down
- * to m->dimg_pooled, dimg_feat, dcap_pooled and dcap_feat. */
+/* One vector per item: S over the (gathered) embeddings, the loss (in m->loss), and the
+ * backward down to m->dimg_pooled, dimg_feat, dcap_pooled and dcap_feat. */
 static vtr_status single_vector_step(vtr_vse_model *m, const vtr_vse_batch *bt,
                                      const vtr_vse_batch *dp, vtr_hinge_negatives negatives,
-                                     float *loss, vtr_error *err)
+                                     vtr_error *err)
 {
+    vtr_device dev = m->device;
     const vtr_vse_config *c = &m->cfg;
     int B = bt->B, E = c->embed_size, Bg = dp ? dp->B_global : B;
     vtr_status st;
     if (dp && ((st = gather_rows(dp, m->img_emb, (size_t)E, err)) ||
                (st = gather_rows(dp, m->cap_emb, (size_t)E, err))))
         return st;
-    vtr_cosine_similarity_forward(m->sim, m->img_emb, m->cap_emb, Bg, Bg, E);
-    memset(m->dsim, 0, sizeof(float) * (size_t)Bg * Bg);
-    if (c->loss == VTR_VSE_LOSS_ADOPT) {
+    VTR_TRY(vtr_dev_cosine_similarity_forward(dev, m->sim, m->img_emb, m->cap_emb, Bg, Bg, E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dsim, sizeof(float) * (size_t)Bg * Bg, err));
+    if (c->loss == VTR_VSE_LOSS_ADOPT) { /* the CPU only */
         int K = Bg - 1;
         if (negatives == VTR_HINGE_HARDEST_NEGATIVE)
             K = c->adopt_fixed_k > 0 ? (c->adopt_fixed_k < Bg - 1 ? c->adopt_fixed_k : Bg - 1)
                                      : vtr_adopt_negatives(m->sim, Bg, NULL, NULL);
         m->negatives = K;
-        *loss = vtr_adopt_loss_forward(m->sim, Bg, K, c->adopt_temperature,
-                                       c->adopt_positive_in_denominator, c->reduction);
+        *m->loss = vtr_adopt_loss_forward(m->sim, Bg, K, c->adopt_temperature,
+                                          c->adopt_positive_in_denominator, c->reduction);
         vtr_adopt_loss_backward(m->dsim, 1.0f, m->sim, Bg, K, c->adopt_temperature,
                                 c->adopt_positive_in_denominator, c->reduction);
     } else {
         m->negatives = negatives == VTR_HINGE_ALL_NEGATIVES ? Bg - 1 : 1;
-        *loss = vtr_hinge_loss_forward(m->sim, Bg, c->margin, negatives, c->reduction);
-        vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, Bg, c->margin, negatives, c->reduction);
+        VTR_TRY(vtr_dev_hinge_loss_forward(dev, m->loss, m->sim, Bg, c->margin, negatives,
+                                           c->reduction, err));
+        VTR_TRY(vtr_dev_hinge_loss_backward(dev, m->dsim, 1.0f, m->sim, Bg, c->margin, negatives,
+                                            c->reduction, err));
     }
     // backward: every gradient buffer of the arena is zeroed before it accumulates
-    memset(m->dimg_emb, 0, sizeof(float) * (size_t)Bg * E);
-    memset(m->dcap_emb, 0, sizeof(float) * (size_t)Bg * E);
-    vtr_cosine_similarity_backward(m->dimg_emb, m->dcap_emb, m->dsim, m->img_emb, m->cap_emb, Bg,
-                                   Bg, E);
+    VTR_TRY(vtr_dev_zero(dev, m->dimg_emb, sizeof(float) * (size_t)Bg * E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dcap_emb, sizeof(float) * (size_t)Bg * E, err));
+    VTR_TRY(vtr_dev_cosine_similarity_backward(dev, m->dimg_emb, m->dcap_emb, m->dsim, m->img_emb,
+                                               m->cap_emb, Bg, Bg, E, err));
     if (dp) {
         own_rows(dp, m->dimg_emb, (size_t)E);
         own_rows(dp, m->dcap_emb, (size_t)E);
     }
-    single_vector_backward(m, B, bt->T, bt->L);
-    return VTR_OK;
+    return single_vector_backward(m, B, bt->T, bt->L, err);
 }
 
 vtr_vse_batch vtr_vse_batch_share(const vtr_vse_model *m, const vtr_vse_batch *global,
@@ -987,16 +1144,21 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
     if (negatives != VTR_HINGE_ALL_NEGATIVES && negatives != VTR_HINGE_HARDEST_NEGATIVE)
         return vtr_fail(err, VTR_ERR_INVALID, "vse model: negatives = %d is no hinge mode",
                         (int)negatives);
+    if (dp && m->device != VTR_DEVICE_CPU)
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "vse model: data-parallel training runs on the CPU only; use device cpu");
 
-    if ((st = image_forward(m, bt->frames, bt->frame_lengths, B, bt->T, true, dp, err)))
-        return st;
-    caption_forward(m, bt->ids, bt->caption_lengths, B, bt->L);
-    if ((st = m->cfg.set.K > 0 ? set_step(m, bt, dp, negatives, loss, err)
-                               : single_vector_step(m, bt, dp, negatives, loss, err)) ||
-        (st = image_backward(m, bt->frames, bt->frame_lengths, B, bt->T, dp, err)))
-        return st;
-    caption_backward(m, bt->ids, bt->caption_lengths, B, bt->L);
-    return VTR_OK;
+    const int *hl[2] = {bt->frame_lengths, bt->caption_lengths}, *dl[2], *ids;
+    VTR_TRY(stage_lengths(m, 0, hl[0], B, &dl[0], err));
+    VTR_TRY(stage_lengths(m, 1, hl[1], B, &dl[1], err));
+    VTR_TRY(stage_ids(m, bt->ids, B, bt->L, &ids, err));
+    VTR_TRY(image_forward(m, bt->frames, dl[0], hl[0], B, bt->T, true, dp, err));
+    VTR_TRY(caption_forward(m, ids, dl[1], hl[1], B, bt->L, err));
+    VTR_TRY(m->cfg.set.K > 0 ? set_step(m, bt, dp, negatives, err)
+                             : single_vector_step(m, bt, dp, negatives, err));
+    VTR_TRY(image_backward(m, bt->frames, dl[0], hl[0], B, bt->T, dp, err));
+    VTR_TRY(caption_backward(m, ids, dl[1], hl[1], B, bt->L, err));
+    return vtr_dev_download(m->device, loss, m->loss, sizeof(float), err);
 }
 
 double vtr_vse_train_step_flops(const vtr_vse_model *m, const vtr_vse_batch *batch)

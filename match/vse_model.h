@@ -63,6 +63,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/device.h"
 #include "lib/dist.h"
 #include "lib/error.h"
 #include "lib/nn.h"
@@ -186,6 +187,11 @@ typedef struct vtr_vse_model {
     vtr_vse_config cfg;
     vtr_param_set params;
     int max_batch, max_frames, max_words;
+    vtr_device device;        /* where the arena and the pointers below live, and the ops run */
+    /* VTR_DEVICE_CUDA: the set's values (n_data floats) and gradients (n_trainable) on the
+     * GPU, one allocation at dev_data; the pointers below point there. NULL on the CPU,
+     * where they point into params. */
+    float *dev_data, *dev_grad;
 
     /* parameters and gradients, resolved once (NULL where absent) */
     float *fc_w, *fc_b, *mlp0_w, *mlp0_b, *mlp1_w, *mlp1_b, *bn_w, *bn_b;
@@ -218,6 +224,12 @@ typedef struct vtr_vse_model {
     float *cap_emb;           /* (B,E) l2-normalized */
     float *cap_norm;          /* (B) */
     float *sim;               /* (B,B) S */
+    float *loss;              /* (1) the last step's loss */
+    /* VTR_DEVICE_CUDA: a call's inputs, copied to the GPU (NULL on the CPU, where the ops
+     * read the caller's buffers): frames (R,F), the sets' and the captions' lengths (B),
+     * ids (Q) */
+    float *in_frames;
+    int *in_lengths[2], *in_ids;
     /* set embeddings (K > 0; else NULL): per side (0 visual, 1 text) the module's
      * parameters (a flat block of the set), its sets and slots (B,K,E), workspace, and
      * their gradients */
@@ -256,6 +268,29 @@ vtr_status vtr_vse_model_add_params(vtr_param_set *ps, const vtr_vse_config *cfg
 vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int max_batch,
                               int max_frames, int max_words, vtr_error *err);
 
+/* vtr_vse_model_init on a device: VTR_DEVICE_CPU is vtr_vse_model_init; VTR_DEVICE_CUDA
+ * keeps the arena and a copy of the parameters and their gradients on the GPU (the current
+ * one: vtr_cuda_init), where every op of a call runs; m->params stays on the host, for
+ * initialization, checkpoints and the host optimizer, and the two copies meet only in
+ * vtr_vse_params_to_device and vtr_vse_params_to_host. On the GPU, a model has one vector
+ * per item (no set embeddings), mean or GPO poolers and the hinge loss; the other
+ * configurations fail with VTR_ERR_INVALID naming what runs on the CPU only, and
+ * data-parallel steps (batch->dist with several ranks) likewise. No GPU, or too little
+ * memory for the batch: VTR_ERR_DEVICE saying so. */
+vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vtr_device device,
+                                 int max_batch, int max_frames, int max_words, vtr_error *err);
+
+/* On VTR_DEVICE_CUDA: params.data -> the GPU's values (after vtr_vse_init_params, loading
+ * a checkpoint, or a host optimizer step), and the GPU's values and gradients -> params.data
+ * and params.grad (before saving, or to read them). Nothing to do on the CPU. Fail with
+ * VTR_ERR_DEVICE (CUDA's message, which may come from an op queued earlier). */
+vtr_status vtr_vse_params_to_device(vtr_vse_model *m, vtr_error *err);
+vtr_status vtr_vse_params_to_host(vtr_vse_model *m, vtr_error *err);
+
+/* Zeroes the gradients where the steps accumulate them (the GPU's on VTR_DEVICE_CUDA,
+ * else params.grad). */
+vtr_status vtr_vse_zero_grad(vtr_vse_model *m, vtr_error *err);
+
 /* Frees the parameters and the arena; leaves m zeroed. Safe on a zeroed or freed model. */
 void vtr_vse_model_free(vtr_vse_model *m);
 
@@ -274,14 +309,15 @@ void vtr_vse_init_params(vtr_vse_model *m, uint64_t seed);
  * training mode. train: BatchNorm uses the batch statistics and updates running_mean,
  * running_var and num_batches_tracked (PyTorch's train(); B*T >= 2); otherwise the running
  * statistics (eval()). Without an MLP the mode changes nothing. Fails with VTR_ERR_INVALID
- * naming the bad size or item. */
+ * naming the bad size or item. Inputs and out are host memory on either device. */
 vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *frames,
                                  const int *lengths, int B, int T, bool train, vtr_error *err);
 
 /* Caption embeddings: ids (B,L) with lengths (B) -> out (B,E), l2-normalized; with set
  * embeddings out (B,K,E).
  * 1 <= B <= max_batch, 1 <= L <= max_words, 1 <= lengths[b] <= L, real ids in 0 .. V-1
- * (padded ids are not read). Fails with VTR_ERR_INVALID naming the bad size, item or token. */
+ * (padded ids are not read). Fails with VTR_ERR_INVALID naming the bad size, item or token.
+ * Inputs and out are host memory on either device. */
 vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids, const int *lengths,
                                    int B, int L, vtr_error *err);
 
@@ -321,12 +357,14 @@ vtr_vse_batch vtr_vse_batch_share(const vtr_vse_model *m, const vtr_vse_batch *g
  * warm-up, VTR_HINGE_HARDEST_NEGATIVE after; with ADOPT, ALL is InfoNCE over every
  * negative, K = B-1, and HARDEST over the K hardest, K by eq. 6 or adopt_fixed_k; the K
  * used is left in m->negatives), and the backward pass, which ACCUMULATES into
- * m->params.grad (zero it first with vtr_param_set_zero_grad; lib/nn.h). *loss gets the
- * loss. BatchNorm's running statistics and num_batches_tracked advance as in PyTorch.
+ * the gradients (m->params.grad; on the GPU, m->dev_grad: zero them first with
+ * vtr_vse_zero_grad; lib/nn.h). *loss gets the loss (on the GPU, the call's one wait).
+ * BatchNorm's running statistics and num_batches_tracked advance as in PyTorch.
  * The caller then clips (vtr_clip_grad_norm) and steps the optimizer. The input buffers
- * are not kept after the call. Fails with VTR_ERR_INVALID as the encoders do (before
- * anything is changed); data parallel, with lib/dist.h's errors. After the call, img_emb,
- * cap_emb (or the sets) and sim hold the global batch's. */
+ * (host memory on either device) are not kept after the call. Fails with VTR_ERR_INVALID
+ * as the encoders do (before anything is changed); data parallel, with lib/dist.h's
+ * errors; on the GPU, VTR_ERR_DEVICE. After the call, img_emb, cap_emb (or the sets) and
+ * sim hold the global batch's (on the model's device). */
 vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
                               vtr_hinge_negatives negatives, float *loss, vtr_error *err);
 

@@ -3,6 +3,7 @@
  * none are given), prints "ok", "FAIL" or "skip" per test, then "N passed, N failed". */
 #define _GNU_SOURCE
 #include "check.h"
+#include "../lib/device.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -166,4 +167,13 @@ int main(int argc, char **argv)
         printf("%d skipped\n", skipped);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+void test_need_cuda(void)
+{
+    if (!vtr_cuda_available())
+        test_skip("no CUDA GPU here");
+    vtr_error err;
+    char name[256];
+    CHECK_OK(vtr_cuda_init(0, name, sizeof name, &err));
 }

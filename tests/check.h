@@ -24,6 +24,9 @@ const char *test_tmpdir(void);
 const char *test_path(const char *name);
 /* max|a - b| / max|b| over n floats (infinite when a holds a NaN where b does not). */
 double test_rel_error(const float *a, const float *b, size_t n);
+/* Skips the calling test unless a CUDA GPU is visible (lib/device.h), then selects GPU 0
+ * (vtr_cuda_init), failing the test when that fails. */
+void test_need_cuda(void);
 /* Runs a shell command; returns its exit status (or -1). */
 int test_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A fixture made once per run by a script of the tree that needs Python modules: the

@@ -736,11 +736,8 @@ TEST(conv_cuda_matches_direct_on_new_ops)
 #ifndef VTR_HAVE_CUDA
     test_skip("built without CUDA");
 #else
-    if (!vtr_cuda_available())
-        test_skip("no GPU");
+    test_need_cuda();
     vtr_error err;
-    char name[256];
-    CHECK_OK(vtr_cuda_init(0, name, sizeof name, &err));
     static const net_builder builders[] = {depthwise_net, depthwise_multiplier_net,
                                            rectangular_net, grouped_net, avgpool_net,
                                            maxpool_asymmetric_net, concat_net, inception_net,

@@ -7,18 +7,9 @@
 #include "lib/device.h"
 #include "lib/rng.h"
 
-static void need_gpu(void)
-{
-    if (!vtr_cuda_available())
-        test_skip("no CUDA GPU here");
-    vtr_error err;
-    char name[256];
-    CHECK_OK(vtr_cuda_init(0, name, sizeof name, &err));
-}
-
 TEST(cuda_uniform_is_bit_identical_to_cpu)
 {
-    need_gpu();
+    test_need_cuda();
     vtr_error err;
     size_t n = 100003;
     float *dev = NULL, *host = malloc(n * sizeof *host);
@@ -33,7 +24,7 @@ TEST(cuda_uniform_is_bit_identical_to_cpu)
 
 TEST(cuda_matmul_matches_cblas)
 {
-    need_gpu();
+    test_need_cuda();
     vtr_error err;
     int m = 37, n = 53, k = 29;
     float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);

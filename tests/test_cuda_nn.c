@@ -24,6 +24,8 @@
 #include "lib/linear.h"
 #include "lib/nn_cuda.h"
 #include "lib/norm.h"
+#include "lib/optim.h"
+#include "lib/params.h"
 #include "lib/similarity.h"
 #include "lib/softmax.h"
 #include "match/hinge_loss.h"
@@ -50,11 +52,7 @@ static void release_all(void)
 static void start_on_gpu(void)
 {
     release_all();
-    if (!vtr_cuda_available())
-        test_skip("no CUDA GPU here");
-    vtr_error err;
-    char name[256];
-    CHECK_OK(vtr_cuda_init(0, name, sizeof name, &err));
+    test_need_cuda();
 }
 
 static void *host_alloc(size_t bytes)
@@ -657,6 +655,59 @@ TEST(cuda_nn_hinge_loss_both_modes_both_reductions)
             expect_close("hinge.dS", d_dS, dS, (size_t)B * B, TOL_ELEMENTWISE);
         }
     }
+    release_all();
+}
+
+TEST(cuda_nn_optimizer_step_with_clipping)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 23, 0);
+    /* three trainable entries, the last at another learning rate, then a buffer */
+    vtr_param_set ps;
+    vtr_param_set_init(&ps);
+    int64_t s1[] = {300, 70}, s2[] = {5}, s3[] = {40, 3}, s4[] = {9};
+    CHECK_OK(vtr_param_set_add(&ps, "a", VTR_F32, true, 2, s1, &err));
+    CHECK_OK(vtr_param_set_add(&ps, "b", VTR_F32, true, 1, s2, &err));
+    CHECK_OK(vtr_param_set_add(&ps, "c.spm", VTR_F32, true, 2, s3, &err));
+    CHECK_OK(vtr_param_set_add(&ps, "running", VTR_F32, false, 1, s4, &err));
+    CHECK_OK(vtr_param_set_finalize(&ps, &err));
+    vtr_param_set_scale_lr(&ps, "c.", 0.1f);
+    size_t n = ps.n_trainable, nd = ps.n_data;
+    for (size_t i = 0; i < nd; i++)
+        ps.data[i] = vtr_rng_normal(&rng);
+    vtr_optim_hparams hp = vtr_optim_defaults(VTR_OPTIM_ADAMW);
+    vtr_optimizer opt, dopt;
+    CHECK_OK(vtr_optimizer_init(&opt, &ps, &hp, &err));
+    CHECK_OK(vtr_optimizer_init(&dopt, &ps, &hp, &err));
+    float *d_data = device_floats(ps.data, nd), *d_grad = device_alloc(sizeof(float) * n);
+    float *d_m = device_alloc(sizeof(float) * n), *d_v = device_alloc(sizeof(float) * n);
+    float *d_clip = device_alloc(sizeof(float) * 2);
+    double *d_partials = device_alloc(sizeof(double) * VTR_CUDA_NORM_PARTIALS);
+    CHECK_OK(vtr_cuda_zero(d_m, sizeof(float) * n, &err));
+    CHECK_OK(vtr_cuda_zero(d_v, sizeof(float) * n, &err));
+    /* steps with gradients above and below the clipping norm */
+    for (int step = 0; step < 4; step++) {
+        float scale = step % 2 ? 0.001f : 1.0f;
+        for (size_t i = 0; i < n; i++)
+            ps.grad[i] = scale * vtr_rng_normal(&rng);
+        CHECK_OK(vtr_cuda_to_device(d_grad, ps.grad, sizeof(float) * n, &err));
+        float norm = vtr_grad_norm(&ps), coef = vtr_clip_coef(norm, 2.0);
+        vtr_optimizer_step_scaled(&opt, &ps, 1e-2, coef);
+        CHECK_OK(vtr_cuda_clip_coef(d_clip, d_partials, d_grad, n, 2.0, &err));
+        CHECK_OK(vtr_cuda_optimizer_step(&dopt, &ps, d_data, d_grad, d_m, d_v, 1e-2, d_clip + 1,
+                                         &err));
+        float clip[2] = {norm, coef};
+        expect_close("optimizer.norm_and_coef", d_clip, clip, 2, TOL_PRODUCT);
+        expect_close("optimizer.data", d_data, ps.data, nd, TOL_ELEMENTWISE);
+        expect_close("optimizer.exp_avg", d_m, opt.exp_avg, n, TOL_PRODUCT);
+        expect_close("optimizer.exp_avg_sq", d_v, opt.exp_avg_sq, n, TOL_PRODUCT);
+    }
+    CHECK(dopt.step == opt.step);
+    vtr_optimizer_free(&opt);
+    vtr_optimizer_free(&dopt);
+    vtr_param_set_free(&ps);
     release_all();
 }
 

@@ -13,6 +13,7 @@
 #include "gradcheck.h"
 #include "lib/blas_threads.h"
 #include "lib/checkpoint.h"
+#include "lib/device.h"
 #include "lib/gru.h"
 #include "lib/optim.h"
 #include "match/vse_model.h"
@@ -458,6 +459,41 @@ TEST(vse_config_and_argument_errors)
                 VTR_ERR_INVALID, "no hinge mode");
     CHECK_OK(vtr_vse_train_step(&m, &s.batch, VTR_HINGE_HARDEST_NEGATIVE, &loss, &err));
     CHECK(loss >= 0.0f);
+    vtr_vse_model_free(&m);
+}
+
+/* On the GPU (tests/test_cuda_model.c runs it there): what has no CUDA kernels is named,
+ * and so is a missing GPU; on the CPU the device calls change nothing. */
+TEST(vse_model_on_cuda_names_what_stays_on_the_cpu)
+{
+    vtr_error err;
+    vtr_vse_model m;
+    vtr_vse_config cfg = small_config(0, VTR_VSE_POOL_GPO);
+    vtr_vse_config sets = cfg, adpool = cfg, adopt = cfg;
+    sets.set = vtr_vse_set_config_default(cfg.embed_size);
+    adpool.txt_pool.kind = VTR_VSE_POOL_ADPOOL;
+    adopt.loss = VTR_VSE_LOSS_ADOPT;
+    CHECK_FAILS(vtr_vse_model_init_on(&m, &sets, VTR_DEVICE_CUDA, SB, ST, SL, &err),
+                VTR_ERR_INVALID, "set embeddings (model.set_size > 0) runs on the CPU only");
+    CHECK_FAILS(vtr_vse_model_init_on(&m, &adpool, VTR_DEVICE_CUDA, SB, ST, SL, &err),
+                VTR_ERR_INVALID, "the ADPOOL pooler runs on the CPU only");
+    CHECK_FAILS(vtr_vse_model_init_on(&m, &adopt, VTR_DEVICE_CUDA, SB, ST, SL, &err),
+                VTR_ERR_INVALID, "the ADOPT loss runs on the CPU only");
+    CHECK(m.arena == NULL && m.params.count == 0);
+    if (!vtr_cuda_available())
+        CHECK_FAILS(vtr_vse_model_init_on(&m, &cfg, VTR_DEVICE_CUDA, SB, ST, SL, &err),
+                    VTR_ERR_DEVICE, "; use device cpu");
+
+    CHECK_OK(vtr_vse_model_init_on(&m, &cfg, VTR_DEVICE_CPU, SB, ST, SL, &err));
+    CHECK(m.device == VTR_DEVICE_CPU && m.dev_data == NULL && m.in_frames == NULL);
+    vtr_vse_init_params(&m, 4);
+    float first = m.params.data[0];
+    CHECK_OK(vtr_vse_params_to_device(&m, &err));
+    m.params.grad[3] = 1.0f;
+    CHECK_OK(vtr_vse_params_to_host(&m, &err));
+    CHECK(m.params.data[0] == first && m.params.grad[3] == 1.0f);
+    CHECK_OK(vtr_vse_zero_grad(&m, &err));
+    CHECK(m.params.grad[3] == 0.0f);
     vtr_vse_model_free(&m);
 }
 

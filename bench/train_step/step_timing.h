@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "bench/timing.h"
+#include "lib/device.h"
 #include "lib/matmul.h"
 #include "lib/npy.h"
 #include "lib/rng.h"
@@ -37,10 +38,11 @@ static vtr_status save_npy(const char *dir, const char *name, vtr_dtype dtype, v
 /* `prepare DIR [options]` (*dir = DIR) or `run [options]` (*dir = NULL); options --warmup W,
  * --steps N, --precision float32|bfloat16 (the products' precision, lib/matmul.h: set here
  * for the whole run) and, where dropout is not NULL, --dropout-off (*dropout = 0), where
- * model is not NULL, --model NAME (*model = NAME; the program checks it). Returns 0, or 2
- * after printing usage or why the precision cannot be had to stderr. */
+ * model is not NULL, --model NAME (*model = NAME; the program checks it), where device is
+ * not NULL, --device cpu|cuda. Returns 0, or 2 after printing usage or why the precision
+ * cannot be had to stderr. */
 static int parse_args(int argc, char **argv, const char *usage, const char **dir, int *warmup,
-                      int *nsteps, int *dropout, const char **model)
+                      int *nsteps, int *dropout, const char **model, vtr_device *device)
 {
     const char *mode = argc > 1 ? argv[1] : "";
     vtr_precision precision = VTR_PRECISION_F32;
@@ -59,6 +61,9 @@ static int parse_args(int argc, char **argv, const char *usage, const char **dir
             *dropout = 0;
         else if (model && strcmp(argv[i], "--model") == 0 && i + 1 < argc)
             *model = argv[++i];
+        else if (device && strcmp(argv[i], "--device") == 0 && i + 1 < argc &&
+                 (strcmp(argv[i + 1], "cpu") == 0 || strcmp(argv[i + 1], "cuda") == 0))
+            *device = strcmp(argv[++i], "cpu") == 0 ? VTR_DEVICE_CPU : VTR_DEVICE_CUDA;
         else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc &&
                  vtr_precision_parse(argv[i + 1], &precision))
             i++;

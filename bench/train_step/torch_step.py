@@ -5,7 +5,7 @@ the batches and initial weights that `train_step prepare DIR [--model set]` wrot
 one JSON line. Driven by bench/train_step/run.sh.
 
     torch_step.py DIR [--model vse|set] [--warmup W] [--steps N] [--dropout-off]
-                  [--precision float32|bfloat16]
+                  [--precision float32|bfloat16] [--device cpu|cuda] [--compile]
 
 The model follows the reference code (vse_infty): a frame branch Linear(2048 -> 1024) over
 the padded frames, GPO(32, 32) (positional encodings, a packed BiGRU, a bias-free scorer,
@@ -20,6 +20,11 @@ sides' losses can be compared step by step.
 --precision bfloat16: the forward and the loss run under torch.autocast("cpu",
 dtype=torch.bfloat16), PyTorch's CPU mixed precision (its own choice of the ops that run in
 bfloat16: the linear layers and matrix products), against vtr's train.precision bfloat16.
+
+--device cuda: the model, the batches and the optimizer on the GPU (eager float32; TF32
+off, as vtr's cuBLAS products); the batch is copied to the GPU outside the timed region, and
+a timed step ends with torch.cuda.synchronize(). --compile: both encoders through
+torch.compile (the default inductor backend), its compilation inside the warm-up steps.
 
 --model set (configs/msrvtt-set.yaml's model; match/vse_model.h): the same encoders give
 each side's element embeddings and GPO-pooled global feature (before l2norm); a set
@@ -77,11 +82,11 @@ class GPO(nn.Module):
         self.linear = nn.Linear(d_hidden, 1, bias=False)
 
     def compute_pool_weights(self, lengths, features):
-        max_len = int(lengths.max())
+        max_len, dev = int(lengths.max()), features.device
         pe_max_len = positional_encoding_1d(self.d_pe, max_len)
-        pes = pe_max_len.unsqueeze(0).repeat(lengths.size(0), 1, 1)
-        mask = torch.arange(max_len).expand(lengths.size(0), max_len)
-        mask = (mask < lengths.long().unsqueeze(1)).unsqueeze(-1)
+        pes = pe_max_len.unsqueeze(0).repeat(lengths.size(0), 1, 1).to(dev)
+        mask = torch.arange(max_len, device=dev).expand(lengths.size(0), max_len)
+        mask = (mask < lengths.to(dev).long().unsqueeze(1)).unsqueeze(-1)
         pes = pes.masked_fill(mask == 0, 0)
         packed = pack_padded_sequence(pes, lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, _ = self.gru(packed)
@@ -201,7 +206,7 @@ def contrastive_loss_max_violation(scores, mean=False):
     d2 = diagonal.t().expand_as(scores)
     cost_s = (MARGIN + scores - d1).clamp(min=0)
     cost_im = (MARGIN + scores - d2).clamp(min=0)
-    mask = torch.eye(scores.size(0)) > .5
+    mask = torch.eye(scores.size(0), device=scores.device) > .5
     cost_s = cost_s.masked_fill_(mask, 0)
     cost_im = cost_im.masked_fill_(mask, 0)
     cost_s = cost_s.max(1)[0]
@@ -230,6 +235,7 @@ def load_safetensors(path):
 def main(argv):
     work = argv[0]
     warmup, steps, model_name, dropout, precision = 2, 10, "vse", SET_DROPOUT, "float32"
+    device, compiled = "cpu", False
     args = argv[1:]
     while args:
         if args[0] == "--warmup" and len(args) > 1:
@@ -242,9 +248,14 @@ def main(argv):
             dropout, args = 0.0, args[1:]
         elif args[0] == "--precision" and len(args) > 1 and args[1] in ("float32", "bfloat16"):
             precision, args = args[1], args[2:]
+        elif args[0] == "--device" and len(args) > 1 and args[1] in ("cpu", "cuda"):
+            device, args = args[1], args[2:]
+        elif args[0] == "--compile":
+            compiled, args = True, args[1:]
         else:
             sys.exit("usage: torch_step.py DIR [--model vse|set] [--warmup W] [--steps N] "
-                     "[--dropout-off] [--precision float32|bfloat16]")
+                     "[--dropout-off] [--precision float32|bfloat16] [--device cpu|cuda] "
+                     "[--compile]")
     autocast = precision == "bfloat16"
     weight_decay, clip = RECIPES[model_name]
     sets = model_name == "set"
@@ -260,7 +271,14 @@ def main(argv):
 
     model = VSE(sets)
     model.load_state_dict(load_safetensors(work + "/init.safetensors"), strict=True)
+    model.to(device)
     model.train()
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    if compiled:
+        model.img_enc = torch.compile(model.img_enc)
+        model.txt_enc = torch.compile(model.txt_enc)
     params = list(model.parameters())
     spm = [p for name, p in model.named_parameters() if ".spm." in name]
     rest = [p for name, p in model.named_parameters() if ".spm." not in name]
@@ -274,10 +292,12 @@ def main(argv):
         k = keep[s, :, :T]
         images = frames[item[s][:, None], np.maximum(k, 0)]
         images[k < 0] = 0
-        images = torch.from_numpy(images)
+        images = torch.from_numpy(images).to(device)
         img_lengths = torch.from_numpy(frame_len[s].astype(np.int64))
-        targets = torch.from_numpy(ids[s, :, :L].astype(np.int64))
+        targets = torch.from_numpy(ids[s, :, :L].astype(np.int64)).to(device)
         lengths = torch.from_numpy(cap_len[s].astype(np.int64))
+        if device == "cuda":
+            torch.cuda.synchronize()
 
         t0 = time.perf_counter()
         optimizer.zero_grad()
@@ -291,6 +311,8 @@ def main(argv):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, clip)
         optimizer.step()
+        if device == "cuda":
+            torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         losses.append(float(loss))
         del images, loss
@@ -301,7 +323,8 @@ def main(argv):
     print(json.dumps({
         "side": "torch", "model": model_name, "dropout": sets and dropout > 0,
         "torch": torch.__version__, "threads": torch.get_num_threads(),
-        "precision": precision, "warmup": warmup, "steps": steps, "median_s": median,
+        "precision": precision, "device": device if device == "cpu" else
+        torch.cuda.get_device_name(0), "compiled": compiled, "warmup": warmup, "steps": steps, "median_s": median,
         "min_s": timed[0],
         "max_s": timed[-1], "mean_s": sum(timed) / n,
         "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,

@@ -5,6 +5,7 @@
  *   train_step prepare DIR [--model vse|set] [--warmup W] [--steps N]
  *                        writes the batches and the initial weights for torch_step.py to DIR
  *   train_step run [--model vse|set] [--warmup W] [--steps N] [--dropout-off]
+ *                  [--device cpu|cuda]
  *                        times vtr, prints one JSON line
  *
  * vse (the default) is the reference VSE∞ for video (REFERENCE.md): frame features 2048 ->
@@ -30,6 +31,11 @@
  * run also times cblas_sgemm on 2048^3 (the best of 5) as the machine's sgemm peak, counts
  * the step's matrix-product FLOPs (vtr_vse_train_step_flops) and reads its peak resident
  * memory (getrusage).
+ *
+ * --device cuda (vse only): the model, AdamW and the clipping on the GPU (match/vse_model.h,
+ * match/model_ops.h); a timed step ends when the gradient norm is back on the host, after
+ * which the GPU has nothing queued. The peak is cuBLAS's float32 sgemm on 4096^3 (best of
+ * 5), and the JSON line names the GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
@@ -43,6 +49,7 @@
 #include "lib/npy.h"
 #include "lib/optim.h"
 #include "lib/rng.h"
+#include "match/model_ops.h"
 #include "match/vse_model.h"
 
 enum {
@@ -222,12 +229,36 @@ end:
 
 /* ---- run ---- */
 
-static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, const bench_data *d,
-                      vtr_error *err)
+/* GFLOP/s of the best of 5 cuBLAS float32 products on n x n x n (after 2 warm-ups); 0 with
+ * err set when a CUDA call fails. */
+static double cuda_sgemm_peak(int n, vtr_error *err)
+{
+    size_t bytes = sizeof(float) * (size_t)n * n;
+    float *a = NULL, *b = NULL, *c = NULL;
+    double best = 1e30;
+    if (vtr_cuda_malloc((void **)&a, bytes, err) || vtr_cuda_malloc((void **)&b, bytes, err) ||
+        vtr_cuda_malloc((void **)&c, bytes, err) || vtr_cuda_uniform(a, (size_t)n * n, 1, 1, err) ||
+        vtr_cuda_uniform(b, (size_t)n * n, 1, 2, err))
+        best = -1.0;
+    for (int i = 0; i < 7 && best > 0.0; i++) {
+        double t0 = now();
+        if (vtr_cuda_matmul(a, b, c, n, n, n, err)) /* waits for the product */
+            best = -1.0;
+        else if (i >= 2 && now() - t0 < best)
+            best = now() - t0;
+    }
+    vtr_cuda_free(a), vtr_cuda_free(b), vtr_cuda_free(c);
+    return best > 0.0 ? 2.0 * n * n * (double)n / best / 1e9 : 0.0;
+}
+
+static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, vtr_device dev,
+                      const bench_data *d, vtr_error *err)
 {
     vtr_status st;
     vtr_vse_model m;
     vtr_optimizer opt;
+    void *moments = NULL, *scratch = NULL;
+    char gpu[256] = "";
     vtr_optim_hparams hp = vtr_optim_defaults(VTR_OPTIM_ADAMW);
     hp.weight_decay = recipe->weight_decay;
     float *frames = malloc(sizeof(float) * BATCH * FRAMES * FEAT);
@@ -241,11 +272,26 @@ static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, const 
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
     }
-    double peak = sgemm_peak(2048);
-    if ((st = vtr_vse_model_init(&m, &recipe->cfg, BATCH, FRAMES, MAX_WORDS, err)))
+    double peak;
+    if (dev == VTR_DEVICE_CUDA) {
+        if ((st = vtr_cuda_init(0, gpu, sizeof gpu, err)))
+            goto end;
+        if ((peak = cuda_sgemm_peak(4096, err)) == 0.0) {
+            st = err->status;
+            goto end;
+        }
+    } else {
+        peak = sgemm_peak(2048);
+    }
+    if ((st = vtr_vse_model_init_on(&m, &recipe->cfg, dev, BATCH, FRAMES, MAX_WORDS, err)))
         goto end;
     vtr_vse_init_params(&m, SEED);
-    if ((st = vtr_optimizer_init(&opt, &m.params, &hp, err)))
+    size_t n = m.params.n_trainable;
+    if ((st = vtr_vse_params_to_device(&m, err)) ||
+        (st = vtr_optimizer_init(&opt, &m.params, &hp, err)) ||
+        (dev == VTR_DEVICE_CUDA &&
+         ((st = vtr_dev_alloc(dev, &moments, sizeof(float) * 2 * n, "AdamW moments", err)) ||
+          (st = vtr_dev_alloc(dev, &scratch, VTR_DEV_STEP_SCRATCH, "clipping", err)))))
         goto end;
 
     double flops = 0.0, timed = 0.0;
@@ -262,23 +308,26 @@ static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, const 
                                .seed = SEED,
                                .step = s};
         double t0 = now();
-        vtr_param_set_zero_grad(&m.params);
-        if ((st = vtr_vse_train_step(&m, &batch, VTR_HINGE_HARDEST_NEGATIVE, &losses[s], err)))
+        float norm;
+        if ((st = vtr_vse_zero_grad(&m, err)) ||
+            (st = vtr_vse_train_step(&m, &batch, VTR_HINGE_HARDEST_NEGATIVE, &losses[s], err)) ||
+            (st = vtr_dev_clip_and_step(dev, &opt, &m.params, m.dev_data, m.dev_grad, moments,
+                                        scratch, LR, recipe->clip, &norm, err)))
             goto end;
-        float coef = vtr_clip_coef(vtr_grad_norm(&m.params), recipe->clip);
-        vtr_optimizer_step_scaled(&opt, &m.params, LR, coef); /* clipping as in vtr-train */
         times[s] = now() - t0;
         if (s >= warmup) {
             flops += vtr_vse_train_step_flops(&m, &batch);
             timed += times[s];
         }
     }
-    char fields[64];
-    snprintf(fields, sizeof fields, "\"model\": \"%s\", \"dropout\": %s, ", recipe->model,
-             recipe->dropout ? "true" : "false");
+    char fields[512];
+    snprintf(fields, sizeof fields, "\"model\": \"%s\", \"dropout\": %s, \"device\": \"%s\", ",
+             recipe->model, recipe->dropout ? "true" : "false", dev == VTR_DEVICE_CUDA ? gpu : "cpu");
     print_run(fields, warmup, nsteps, times, losses, flops, timed, peak);
 end:
     vtr_optimizer_free(&opt);
+    vtr_dev_free(dev, moments);
+    vtr_dev_free(dev, scratch);
     vtr_vse_model_free(&m);
     free(frames), free(ids), free(sb), free(times), free(losses);
     return st;
@@ -290,9 +339,10 @@ int main(int argc, char **argv)
     const char *dir, *model = "vse";
     const char *usage = "usage: train_step prepare DIR [--model vse|set] [--warmup W] [--steps N]\n"
                         "       train_step run [--model vse|set] [--warmup W] [--steps N] [--precision P] "
-                        "[--dropout-off]\n";
+                        "[--dropout-off] [--device cpu|cuda]\n";
     bench_recipe recipe;
-    if (parse_args(argc, argv, usage, &dir, &warmup, &nsteps, &dropout, &model))
+    vtr_device dev = VTR_DEVICE_CPU;
+    if (parse_args(argc, argv, usage, &dir, &warmup, &nsteps, &dropout, &model, &dev))
         return 2;
     if (bench_recipe_of(&recipe, model, dropout) != 0) {
         fputs(usage, stderr);
@@ -310,7 +360,7 @@ int main(int argc, char **argv)
     d->frames = frames;
     make_data(d);
     st = dir ? prepare(dir, warmup + nsteps, &recipe, d, &err)
-             : run(warmup, nsteps, &recipe, d, &err);
+             : run(warmup, nsteps, &recipe, dev, d, &err);
     free(frames), free(d);
     if (st) {
         fprintf(stderr, "train_step: %s\n", err.msg);

@@ -227,7 +227,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv,
                    "usage: train_step_hgr prepare DIR\n"
                    "       train_step_hgr run [--warmup W] [--steps N] [--dropout-off]\n",
-                   &dir, &warmup, &nsteps, &dropout, NULL))
+                   &dir, &warmup, &nsteps, &dropout, NULL, NULL))
         return 2;
     vtr_error err;
     vtr_status st;

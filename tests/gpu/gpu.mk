@@ -7,8 +7,8 @@
 #   make -f tests/gpu/gpu.mk [B=build-gpu] [CUDA_ARCH=90] [WERROR=yes] NVCC=... \
 #        DEP_CFLAGS=... CUDA_CFLAGS=... LIBS=...
 #
-# Outputs: $(B)/unit-tests (tests/check.c's runner over the tests below) and
-# $(B)/op-timing. The C sources are the closure of what the tests call (a change that
+# Outputs: $(B)/unit-tests (tests/check.c's runner over the tests below), $(B)/op-timing
+# and $(B)/train-step (bench/train_step/train_step.c, for the step's benchmark on the GPU). The C sources are the closure of what the tests call (a change that
 # makes one of them call another file's function adds that file here); every .cu of the
 # stage folders is compiled, so that all CUDA code builds for CUDA_ARCH, and the archive
 # lets the linker take only what is called. Flags are Makefile.in's and configure's, for
@@ -24,13 +24,19 @@ DEP_CFLAGS =
 CUDA_CFLAGS =
 LIBS       =
 
-TEST_SRCS = tests/check.c tests/test_cuda.c tests/test_cuda_nn.c tests/test_backbone.c
+TEST_SRCS = tests/check.c tests/test_cuda.c tests/test_cuda_nn.c tests/test_cuda_model.c \
+            tests/test_backbone.c
 TIMING_SRCS = tests/gpu/op_timing.c
+STEP_SRCS = bench/train_step/train_step.c
 LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c lib/linear.c \
             lib/matmul.c lib/precision.c \
             lib/norm.c lib/npy.c lib/pth.c lib/rng.c lib/safetensors.c lib/similarity.c \
             lib/softmax.c lib/tensor_file.c lib/zip.c \
-            lib/tensor.c lib/args.c aggregate/gpo.c aggregate/set_pooling.c match/hinge_loss.c \
+            lib/tensor.c lib/args.c lib/optim.c lib/params.c lib/dist.c lib/sync_batchnorm.c \
+            lib/blas_threads.c aggregate/gpo.c aggregate/set_pooling.c aggregate/adpool.c \
+            aggregate/set_prediction.c match/hinge_loss.c match/vse_model.c match/model_ops.c \
+            match/caption_bigru.c match/model_arena.c match/model_params.c match/set_similarity.c \
+            match/adopt_loss.c lib/nn.c lib/checkpoint.c \
             features/backbone.c features/backbone_weights.c features/keras_net.c \
             features/conv.c features/extractor.c features/preprocess.c
 CUDA_SRCS = $(wildcard $(addsuffix /*.cu,lib decode features text import aggregate match index tools))
@@ -42,12 +48,14 @@ NVCCFLAGS = -O2 -std=c++17 -I. -Xcompiler -Wall,-fPIC \
             -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -DVTR_HAVE_CUDA=1 \
             $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror) $(CUDA_CFLAGS)
 
-LIB_OBJS    = $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(patsubst %.cu,$(B)/%.cu.o,$(CUDA_SRCS))
+LIB_OBJS    = $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(patsubst %.cu,$(B)/%.cu.o,$(CUDA_SRCS)) \
+              $(B)/version.o
 TEST_OBJS   = $(patsubst %.c,$(B)/%.o,$(TEST_SRCS))
 TIMING_OBJS = $(patsubst %.c,$(B)/%.o,$(TIMING_SRCS))
+STEP_OBJS   = $(patsubst %.c,$(B)/%.o,$(STEP_SRCS))
 
 .PHONY: all FORCE
-all: $(B)/unit-tests $(B)/op-timing
+all: $(B)/unit-tests $(B)/op-timing $(B)/train-step
 
 # $(B)/flags changes only when the flags do, so that another set (system libraries or
 # .gpu-deps, another architecture) recompiles everything and the same set nothing.
@@ -64,6 +72,17 @@ $(B)/%.cu.o: %.cu $(B)/flags
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
+# lib/version.h's string as Makefile.in writes it (the bare release where git is missing)
+$(B)/version.c: FORCE
+	@mkdir -p $(B)
+	@h=$$(git describe --always --dirty --exclude '*' 2>/dev/null) && \
+	v="$$(cat VERSION)+g$$h" || v="$$(cat VERSION)"; \
+	printf 'const char vtr_version[] = "%s";\n' "$$v" >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(B)/version.o: $(B)/version.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
 $(B)/libvtr-gpu.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -74,8 +93,11 @@ $(B)/unit-tests: $(TEST_OBJS) $(B)/libvtr-gpu.a
 $(B)/op-timing: $(TIMING_OBJS) $(B)/libvtr-gpu.a
 	$(CC) -fopenmp $(TIMING_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
 
+$(B)/train-step: $(STEP_OBJS) $(B)/libvtr-gpu.a
+	$(CC) -fopenmp $(STEP_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+
 FORCE:
 
 .SECONDARY:
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TIMING_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TIMING_OBJS:.o=.d) $(STEP_OBJS:.o=.d)

@@ -4,7 +4,7 @@
 #
 #   sh tests/gpu/run.sh [--dry-run] [--system-libs]
 #
-# Steps, each under a time limit (8 minutes in all at the worst), each logged to
+# Steps, each under a time limit (under 10 minutes in all at the worst), each logged to
 # $OUT/STEP.log when OUT is set (the device tool brings those files back), else to
 # build-gpu/logs/:
 #   env     the GPU, driver, nvcc, host compiler, PyTorch, and where cuBLAS, cuDNN and
@@ -12,18 +12,23 @@
 #           environment's nvidia-* packages, or under /usr)                         45 s
 #   deps    .gpu-deps/*.deb (sh tests/gpu/fetch-deps.sh, here) unpacked into
 #           build-gpu/deps: OpenBLAS, jansson, oneDNN, and make where none is here   45 s
-#   build   make -f tests/gpu/gpu.mk: build-gpu/unit-tests (the parity tests) and
-#           build-gpu/op-timing, for the GPU's architecture, then every library the
-#           programs load resolved (ldd)                                           180 s
-#   tests   build-gpu/unit-tests cuda: tests/test_cuda.c, tests/test_cuda_nn.c and
+#   build   make -f tests/gpu/gpu.mk: build-gpu/unit-tests (the parity tests),
+#           build-gpu/op-timing and build-gpu/train-step, for the GPU's architecture,
+#           then every library the programs load resolved (ldd)                    180 s
+#   tests   build-gpu/unit-tests cuda: tests/test_cuda.c, tests/test_cuda_nn.c (the ops
+#           and the optimizer), tests/test_cuda_model.c (a VSE training step, 300 steps
+#           of training and two GPU runs, each against the CPU) and
 #           test_backbone.c:backbone_cuda_matches_cpu, relative errors printed; on a GPU
-#           each must pass (a skip fails the check)                                150 s
-#   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU   60 s
+#           each must pass (a skip fails the check)                                120 s
+#   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU   45 s
+#   bench   bench/train_step's VSE∞ step at MSR-VTT sizes: vtr on the GPU against
+#           PyTorch on the same GPU, eager and torch.compile (bench.log)           150 s
 # then summary.txt.
 #
 # --dry-run (the test suite's tests/t_gpu_dry.sh): everything up to the GPU: the build,
 # then the tests with no GPU visible (CUDA_VISIBLE_DEVICES empty), where they skip and
-# test_cuda.c:cuda_unavailable_is_a_clear_error_or_works passes; no timing.
+# test_cuda.c:cuda_unavailable_is_a_clear_error_or_works passes, and the bench's vtr side
+# on the CPU; no timing.
 # --system-libs: OpenBLAS, jansson and oneDNN from the system (pkg-config) even when
 # .gpu-deps holds packages; the build goes to build-gpu/system-libs/ instead.
 #
@@ -117,6 +122,44 @@ step_build() {
         echo "build: a library above is not found (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
         return 1
     fi
+}
+
+# The VSE∞ video step at the MSR-VTT sizes (bench/train_step): vtr on BENCH_DEVICE, then,
+# on a GPU, the same model in PyTorch on the same GPU, eager and through torch.compile, on
+# the same batches from the same initial weights: one JSON line each, then the ratios.
+step_bench() {
+    work=$B/bench-step
+    rm -rf "$work" && mkdir -p "$work" || return 1
+    steps="--warmup ${BENCH_WARMUP:-3} --steps ${BENCH_STEPS:-20}"
+    # shellcheck disable=SC2086 # $steps is a word list
+    "$B/train-step" prepare "$work" $steps || return 1
+    # shellcheck disable=SC2086
+    "$B/train-step" run --device "$BENCH_DEVICE" $steps | tee "$work/vtr.json"
+    [ -s "$work/vtr.json" ] || return 1
+    [ "$BENCH_DEVICE" = cuda ] || return 0
+    for compile in '' --compile; do
+        # shellcheck disable=SC2086 # $compile is one word or none
+        LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH timeout 80 python3 \
+            bench/train_step/torch_step.py "$work" --device cuda $steps $compile |
+            tee "$work/torch$compile.json"
+    done
+    python3 - "$work" <<'PY'
+import json, os, sys
+work = sys.argv[1]
+vtr = json.load(open(os.path.join(work, "vtr.json")))
+print("vtr on %s: median %.2f ms per step, %.0f%% of the cuBLAS sgemm peak (%.0f GFLOP/s)" % (
+    vtr["device"], 1e3 * vtr["median_s"], 100 * vtr["effective_gflops"] / vtr["sgemm_peak_gflops"],
+    vtr["sgemm_peak_gflops"]))
+for name in ("torch.json", "torch--compile.json"):
+    try:
+        t = json.load(open(os.path.join(work, name)))
+    except (OSError, ValueError):
+        print("%s: no result" % name)
+        continue
+    print("PyTorch %s%s: median %.2f ms per step; vtr is %.2fx faster; last losses %.6g / %.6g" % (
+        t["torch"], " compiled" if t["compiled"] else " eager", 1e3 * t["median_s"],
+        t["median_s"] / vtr["median_s"], vtr["losses"][-1], t["losses"][-1]))
+PY
 }
 
 if [ "${1:-}" = __step ]; then
@@ -290,7 +333,7 @@ step deps 45 sh $self __step deps
 
 if [ -z "$failed" ]; then
     if [ $gpu = yes ]; then
-        step tests 150 env VTR_TEST_VERBOSE=1 "$B/unit-tests" cuda
+        step tests 120 env VTR_TEST_VERBOSE=1 "$B/unit-tests" cuda
         # on a GPU a skipped parity test is a check not made
         if [ -z "$failed" ] && grep -q '^skip ' "$logs/tests.log"; then
             echo "tests: these skipped on a GPU, so they were not checked:"
@@ -299,13 +342,17 @@ if [ -z "$failed" ]; then
             summary="${summary}tests: FAILED: $(grep -c '^skip ' "$logs/tests.log") skipped on a GPU
 "
         fi
-        step timing 60 "$B/op-timing" 20
+        step timing 45 "$B/op-timing" 20
+        step bench 150 env BENCH_DEVICE=cuda sh $self __step bench
     else
-        step tests 150 env CUDA_VISIBLE_DEVICES= "$B/unit-tests" cuda
+        step tests 120 env CUDA_VISIBLE_DEVICES= "$B/unit-tests" cuda
         if [ -z "$failed" ] && ! grep -q '^ok   test_cuda.c:cuda_unavailable_is_a_clear_error_or_works$' "$logs/tests.log"; then
             echo "tests: cuda_unavailable_is_a_clear_error_or_works did not pass without a GPU"
             failed="$failed tests"
         fi
+        # the bench's vtr side on the CPU, one step: its program and data work
+        step bench 60 env BENCH_DEVICE=cpu BENCH_WARMUP=0 BENCH_STEPS=1 OMP_WAIT_POLICY=passive \
+            sh $self __step bench
     fi
 fi
 

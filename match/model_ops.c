@@ -1,0 +1,343 @@
+/* The ops of the matching models on their device; the contracts are in model_ops.h. */
+#include "model_ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate/gpo.h"
+#include "aggregate/set_pooling.h"
+#include "lib/activation.h"
+#include "lib/embedding.h"
+#include "lib/linear.h"
+#include "lib/nn_cuda.h"
+#include "lib/norm.h"
+#include "lib/similarity.h"
+#include "match/model_arena.h"
+
+/* ON_CUDA(call): returns the CUDA op's status, or, in a build without CUDA, the error
+ * that says so (the CUDA functions are declared but not defined there). */
+#ifdef VTR_HAVE_CUDA
+#define ON_CUDA(call) return (call)
+#else
+#define ON_CUDA(call) return no_cuda(err)
+static vtr_status no_cuda(vtr_error *err)
+{
+    return vtr_fail(err, VTR_ERR_DEVICE,
+                    "this vtr was built without CUDA (configure found no nvcc/cuBLAS/cuDNN)");
+}
+#endif
+
+vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, vtr_error *err)
+{
+    *p = NULL;
+    if (dev == VTR_DEVICE_CPU)
+        return vtr_arena_alloc(p, bytes, who, err);
+    vtr_status st = vtr_cuda_malloc(p, bytes ? bytes : 1, err);
+    if (st) {
+        vtr_error_context(err, "%s: %zu bytes on the GPU (a smaller batch, or --device cpu)",
+                          who, bytes);
+        return st;
+    }
+    if ((st = vtr_cuda_zero(*p, bytes, err))) {
+        vtr_cuda_free(*p);
+        *p = NULL;
+    }
+    return st;
+}
+
+void vtr_dev_free(vtr_device dev, void *p)
+{
+    if (dev == VTR_DEVICE_CPU)
+        free(p);
+    else
+        vtr_cuda_free(p);
+}
+
+vtr_status vtr_dev_zero(vtr_device dev, void *p, size_t bytes, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_zero(p, bytes, err);
+    if (bytes)
+        memset(p, 0, bytes);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_copy(vtr_device dev, void *dst, const void *src, size_t bytes, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_copy(dst, src, bytes, err);
+    if (bytes)
+        memcpy(dst, src, bytes);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_upload(vtr_device dev, void *dst, const void *src, size_t bytes, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return bytes ? vtr_cuda_to_device(dst, src, bytes, err) : VTR_OK;
+    if (bytes && dst != src)
+        memcpy(dst, src, bytes);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_download(vtr_device dev, void *dst, const void *src, size_t bytes,
+                            vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return bytes ? vtr_cuda_to_host(dst, src, bytes, err) : VTR_OK;
+    if (bytes && dst != src)
+        memcpy(dst, src, bytes);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_add(vtr_device dev, float *y, const float *x, size_t n, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_add(y, x, n, err);
+#pragma omp parallel for simd schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++)
+        y[i] += x[i];
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_linear_forward(vtr_device dev, float *out, const float *inp,
+                                  const float *weight, const float *bias, int N, int C, int OC,
+                                  vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_linear_forward(out, inp, weight, bias, N, C, OC, err));
+    vtr_linear_forward(out, inp, weight, bias, N, C, OC);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_linear_backward(vtr_device dev, float *dinp, float *dweight, float *dbias,
+                                   const float *dout, const float *inp, const float *weight,
+                                   int N, int C, int OC, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, err));
+    vtr_linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_relu_forward(vtr_device dev, float *out, const float *inp, size_t n,
+                                vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_relu_forward(out, inp, n, err));
+    vtr_relu_forward(out, inp, n);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout,
+                                 const float *inp, size_t n, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_relu_backward(dinp, dout, inp, n, err));
+    vtr_relu_backward(dinp, dout, inp, n);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids,
+                                     const float *table, int N, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_embedding_forward(out, ids, table, N, D, err));
+    vtr_embedding_forward(out, ids, table, N, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_embedding_backward(vtr_device dev, float *dtable, const float *dout,
+                                      const int *ids, int N, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_embedding_backward(dtable, dout, ids, N, D, err));
+    vtr_embedding_backward(dtable, dout, ids, N, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_batchnorm_forward(vtr_device dev, float *out, float *mean, float *rstd,
+                                     float *running_mean, float *running_var, const float *inp,
+                                     const float *weight, const float *bias, int N, int C,
+                                     float momentum, float eps, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_batchnorm_forward(out, mean, rstd, running_mean, running_var, inp, weight,
+                                           bias, N, C, momentum, eps, err));
+    vtr_batchnorm_forward(out, mean, rstd, running_mean, running_var, inp, weight, bias, N, C,
+                          momentum, eps);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_batchnorm_backward(vtr_device dev, float *dinp, float *dweight, float *dbias,
+                                      const float *dout, const float *inp, const float *weight,
+                                      const float *mean, const float *rstd, int N, int C,
+                                      vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_batchnorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N,
+                                            C, err));
+    vtr_batchnorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_batchnorm_forward_eval(vtr_device dev, float *out, const float *inp,
+                                          const float *weight, const float *bias,
+                                          const float *running_mean, const float *running_var,
+                                          int N, int C, float eps, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_batchnorm_forward_eval(out, inp, weight, bias, running_mean, running_var,
+                                                N, C, eps, err));
+    vtr_batchnorm_forward_eval(out, inp, weight, bias, running_mean, running_var, N, C, eps);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_l2norm_forward(vtr_device dev, float *out, float *norm, const float *inp,
+                                  int N, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_l2norm_forward(out, norm, inp, N, D, err));
+    vtr_l2norm_forward(out, norm, inp, N, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_l2norm_backward(vtr_device dev, float *dinp, const float *dout,
+                                   const float *inp, const float *norm, int N, int D,
+                                   vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_l2norm_backward(dinp, dout, inp, norm, N, D, err));
+    vtr_l2norm_backward(dinp, dout, inp, norm, N, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_cosine_similarity_forward(vtr_device dev, float *S, const float *a,
+                                             const float *b, int NA, int NB, int D,
+                                             vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_cosine_similarity_forward(S, a, b, NA, NB, D, err));
+    vtr_cosine_similarity_forward(S, a, b, NA, NB, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_cosine_similarity_backward(vtr_device dev, float *da, float *db,
+                                              const float *dS, const float *a, const float *b,
+                                              int NA, int NB, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_cosine_similarity_backward(da, db, dS, a, b, NA, NB, D, err));
+    vtr_cosine_similarity_backward(da, db, dS, a, b, NA, NB, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_mean_pool_forward(vtr_device dev, float *out, const float *inp,
+                                     const int *lengths, int B, int T, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_mean_pool_forward(out, inp, lengths, B, T, D, err));
+    vtr_mean_pool_forward(out, inp, lengths, B, T, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_mean_pool_backward(vtr_device dev, float *dinp, const float *dout,
+                                      const int *lengths, int B, int T, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_mean_pool_backward(dinp, dout, lengths, B, T, D, err));
+    vtr_mean_pool_backward(dinp, dout, lengths, B, T, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_gpo_forward(vtr_device dev, float *out, float *weights, void *workspace,
+                               const float *inp, const int *lengths, const float *params, int B,
+                               int T, int D, int d_pe, int hidden, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_gpo_forward(out, weights, workspace, inp, lengths, params, B, T, D, d_pe,
+                                     hidden, err));
+    vtr_gpo_forward(out, weights, workspace, inp, lengths, params, B, T, D, d_pe, hidden);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_gpo_backward(vtr_device dev, float *dinp, float *dparams, void *scratch,
+                                const float *dout, const float *inp, const float *weights,
+                                const int *lengths, const float *params, const void *workspace,
+                                int B, int T, int D, int d_pe, int hidden, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_gpo_backward(dinp, dparams, scratch, dout, inp, weights, lengths, params,
+                                      workspace, B, T, D, d_pe, hidden, err));
+    vtr_gpo_backward(dinp, dparams, scratch, dout, inp, weights, lengths, params, workspace, B, T,
+                     D, d_pe, hidden);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_hinge_loss_forward(vtr_device dev, float *loss, const float *S, int B,
+                                      float margin, vtr_hinge_negatives negatives,
+                                      vtr_reduction reduction, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_hinge_loss_forward(loss, S, B, margin, negatives, reduction, err));
+    *loss = vtr_hinge_loss_forward(S, B, margin, negatives, reduction);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_hinge_loss_backward(vtr_device dev, float *dS, float dloss, const float *S,
+                                       int B, float margin, vtr_hinge_negatives negatives,
+                                       vtr_reduction reduction, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_hinge_loss_backward(dS, dloss, S, B, margin, negatives, reduction, err));
+    vtr_hinge_loss_backward(dS, dloss, S, B, margin, negatives, reduction);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_caption_bigru_forward(vtr_device dev, float *out, vtr_caption_bigru *g,
+                                         const float *inp, const int *lengths,
+                                         const int *host_lengths, const float *params, int B,
+                                         int L, int W, int E, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_gru_forward(out, g->workspace[0], inp, lengths, params, B, L, W, E, 2,
+                                     VTR_GRU_AVERAGE, err));
+    vtr_caption_bigru_forward(out, g, inp, host_lengths, params, B, L, W, E);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dparams,
+                                          vtr_caption_bigru *g, float *dout, const float *inp,
+                                          const int *lengths, const int *host_lengths,
+                                          const float *params, int B, int L, int W, int E,
+                                          vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        ON_CUDA(vtr_cuda_gru_backward(dinp, dparams, g->scratch[0], dout, inp, lengths, params,
+                                      g->workspace[0], B, L, W, E, 2, VTR_GRU_AVERAGE, err));
+    vtr_caption_bigru_backward(dinp, dparams, g, dout, inp, host_lengths, params, B, L, W, E);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_clip_and_step(vtr_device dev, vtr_optimizer *opt, vtr_param_set *ps,
+                                 float *data, const float *grad, float *moments, void *scratch,
+                                 double lr, double max_norm, float *norm, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CPU) {
+        float total = vtr_grad_norm(ps);
+        vtr_optimizer_step_scaled(opt, ps, lr, vtr_clip_coef(total, max_norm));
+        if (norm)
+            *norm = total;
+        return VTR_OK;
+    }
+#ifdef VTR_HAVE_CUDA
+    size_t n = ps->n_trainable;
+    double *partials = scratch;
+    float *clip = (float *)(partials + VTR_CUDA_NORM_PARTIALS); /* {norm, coefficient} */
+    VTR_TRY(vtr_cuda_clip_coef(clip, partials, grad, n, max_norm, err));
+    VTR_TRY(vtr_cuda_optimizer_step(opt, ps, data, grad, moments, moments + n, lr, clip + 1, err));
+    return norm ? vtr_cuda_to_host(norm, clip, sizeof(float), err) : VTR_OK;
+#else
+    return no_cuda(err);
+#endif
+}

@@ -1,0 +1,134 @@
+/* The ops of the matching models on the model's device: each function runs the CPU op
+ * (lib/nn.h and the op's header) when dev is VTR_DEVICE_CPU and its CUDA twin
+ * (lib/nn_cuda.h, aggregate/gpo.h, ...) when dev is VTR_DEVICE_CUDA, with the same
+ * arguments, so that a model's forward and backward are written once for both devices
+ * and the CPU tests run the very sequence of calls the GPU runs.
+ *
+ * Buffers are the device's memory (host memory for the CPU), ids and lengths included;
+ * scalars are host values. The CPU ops cannot fail and return VTR_OK; the CUDA ones queue
+ * their work on the default stream and fail with VTR_ERR_DEVICE (CUDA's message) when a
+ * launch fails; an error during execution surfaces at the next download. Without
+ * VTR_HAVE_CUDA every call on VTR_DEVICE_CUDA fails with VTR_ERR_DEVICE saying so.
+ * Gradients accumulate (+=), as in lib/nn.h.
+ */
+#ifndef VTR_MODEL_OPS_H
+#define VTR_MODEL_OPS_H
+
+#include <stddef.h>
+
+#include "lib/device.h"
+#include "lib/error.h"
+#include "lib/gru.h"
+#include "lib/nn.h"
+#include "lib/optim.h"
+#include "match/caption_bigru.h"
+#include "match/hinge_loss.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* memory: *p = bytes of zeroed device memory, 64-aligned (CPU: vtr_arena_alloc's); VTR_ERR_NOMEM
+ * on the CPU, VTR_ERR_DEVICE on the GPU, each naming who and the size */
+vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, vtr_error *err);
+void vtr_dev_free(vtr_device dev, void *p);
+vtr_status vtr_dev_zero(vtr_device dev, void *p, size_t bytes, vtr_error *err);
+/* dst and src on dev, not overlapping */
+vtr_status vtr_dev_copy(vtr_device dev, void *dst, const void *src, size_t bytes, vtr_error *err);
+/* host src -> dst on dev; src on dev -> host dst (waits for the queued work) */
+vtr_status vtr_dev_upload(vtr_device dev, void *dst, const void *src, size_t bytes,
+                          vtr_error *err);
+vtr_status vtr_dev_download(vtr_device dev, void *dst, const void *src, size_t bytes,
+                            vtr_error *err);
+/* y (n) += x (n) */
+vtr_status vtr_dev_add(vtr_device dev, float *y, const float *x, size_t n, vtr_error *err);
+
+vtr_status vtr_dev_linear_forward(vtr_device dev, float *out, const float *inp,
+                                  const float *weight, const float *bias, int N, int C, int OC,
+                                  vtr_error *err);
+vtr_status vtr_dev_linear_backward(vtr_device dev, float *dinp, float *dweight, float *dbias,
+                                   const float *dout, const float *inp, const float *weight,
+                                   int N, int C, int OC, vtr_error *err);
+vtr_status vtr_dev_relu_forward(vtr_device dev, float *out, const float *inp, size_t n,
+                                vtr_error *err);
+vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout,
+                                 const float *inp, size_t n, vtr_error *err);
+vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids,
+                                     const float *table, int N, int D, vtr_error *err);
+vtr_status vtr_dev_embedding_backward(vtr_device dev, float *dtable, const float *dout,
+                                      const int *ids, int N, int D, vtr_error *err);
+vtr_status vtr_dev_batchnorm_forward(vtr_device dev, float *out, float *mean, float *rstd,
+                                     float *running_mean, float *running_var, const float *inp,
+                                     const float *weight, const float *bias, int N, int C,
+                                     float momentum, float eps, vtr_error *err);
+vtr_status vtr_dev_batchnorm_backward(vtr_device dev, float *dinp, float *dweight, float *dbias,
+                                      const float *dout, const float *inp, const float *weight,
+                                      const float *mean, const float *rstd, int N, int C,
+                                      vtr_error *err);
+vtr_status vtr_dev_batchnorm_forward_eval(vtr_device dev, float *out, const float *inp,
+                                          const float *weight, const float *bias,
+                                          const float *running_mean, const float *running_var,
+                                          int N, int C, float eps, vtr_error *err);
+vtr_status vtr_dev_l2norm_forward(vtr_device dev, float *out, float *norm, const float *inp,
+                                  int N, int D, vtr_error *err);
+vtr_status vtr_dev_l2norm_backward(vtr_device dev, float *dinp, const float *dout,
+                                   const float *inp, const float *norm, int N, int D,
+                                   vtr_error *err);
+vtr_status vtr_dev_cosine_similarity_forward(vtr_device dev, float *S, const float *a,
+                                             const float *b, int NA, int NB, int D,
+                                             vtr_error *err);
+vtr_status vtr_dev_cosine_similarity_backward(vtr_device dev, float *da, float *db,
+                                              const float *dS, const float *a, const float *b,
+                                              int NA, int NB, int D, vtr_error *err);
+vtr_status vtr_dev_mean_pool_forward(vtr_device dev, float *out, const float *inp,
+                                     const int *lengths, int B, int T, int D, vtr_error *err);
+vtr_status vtr_dev_mean_pool_backward(vtr_device dev, float *dinp, const float *dout,
+                                      const int *lengths, int B, int T, int D, vtr_error *err);
+vtr_status vtr_dev_gpo_forward(vtr_device dev, float *out, float *weights, void *workspace,
+                               const float *inp, const int *lengths, const float *params, int B,
+                               int T, int D, int d_pe, int hidden, vtr_error *err);
+vtr_status vtr_dev_gpo_backward(vtr_device dev, float *dinp, float *dparams, void *scratch,
+                                const float *dout, const float *inp, const float *weights,
+                                const int *lengths, const float *params, const void *workspace,
+                                int B, int T, int D, int d_pe, int hidden, vtr_error *err);
+/* the hinge loss (match/hinge_loss.h) into *loss, one float on dev */
+vtr_status vtr_dev_hinge_loss_forward(vtr_device dev, float *loss, const float *S, int B,
+                                      float margin, vtr_hinge_negatives negatives,
+                                      vtr_reduction reduction, vtr_error *err);
+vtr_status vtr_dev_hinge_loss_backward(vtr_device dev, float *dS, float dloss, const float *S,
+                                       int B, float margin, vtr_hinge_negatives negatives,
+                                       vtr_reduction reduction, vtr_error *err);
+
+/* The caption BiGRU (match/caption_bigru.h's contract: (B,L,W) -> (B,L,E), the directions
+ * averaged). On the CPU it is vtr_caption_bigru_* with g's buffers; on the GPU lib/gru.h's
+ * two-direction op, which needs only g->workspace[0] (vtr_gru_workspace_size(B, L, W, E, 2)
+ * bytes) and g->scratch[0] (vtr_gru_scratch_size(..., 2)). dout is scaled in place on the
+ * CPU; its contents are not kept either way. lengths are on dev, host_lengths the same
+ * values on the host (the CPU's loops read those). */
+vtr_status vtr_dev_caption_bigru_forward(vtr_device dev, float *out, vtr_caption_bigru *g,
+                                         const float *inp, const int *lengths,
+                                         const int *host_lengths, const float *params, int B,
+                                         int L, int W, int E, vtr_error *err);
+vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dparams,
+                                          vtr_caption_bigru *g, float *dout, const float *inp,
+                                          const int *lengths, const int *host_lengths,
+                                          const float *params, int B, int L, int W, int E,
+                                          vtr_error *err);
+
+/* Gradient clipping at max_norm and one optimizer step (lib/optim.h), the recipe of every
+ * training loop. On the CPU: vtr_optimizer_step_scaled(opt, ps, lr, vtr_clip_coef(
+ * vtr_grad_norm(ps), max_norm)) on ps's own buffers (data, grad, moments and scratch
+ * unused). On the GPU: the CUDA twins on the device copies data (ps->n_data floats) and
+ * grad (n_trainable), moments (2 n_trainable floats: exp_avg, then exp_avg_sq) and scratch
+ * (VTR_DEV_STEP_SCRATCH bytes). *norm (NULL: not wanted) gets the gradient norm before
+ * clipping; on the GPU that is the call's one wait. */
+#define VTR_DEV_STEP_SCRATCH (sizeof(double) * VTR_CUDA_NORM_PARTIALS + 2 * sizeof(float))
+vtr_status vtr_dev_clip_and_step(vtr_device dev, vtr_optimizer *opt, vtr_param_set *ps,
+                                 float *data, const float *grad, float *moments, void *scratch,
+                                 double lr, double max_norm, float *norm, vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
