@@ -153,7 +153,7 @@ int vtr_backbone_conv_specs(vtr_backbone_arch arch, vtr_backbone_conv_spec *out,
 
 struct vtr_backbone {
     vtr_backbone_arch arch;
-    vtr_backbone_device device;
+    vtr_device device;
     vtr_preprocess_options pre; /* what the weights expect */
     vtr_conv_net net;
     vtr_conv_cpu *cpu;
@@ -374,7 +374,7 @@ static vtr_status build_keras(const vtr_safetensors *st, const char *what,
 }
 
 vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *what,
-                                         vtr_backbone_arch arch, vtr_backbone_device device,
+                                         vtr_backbone_arch arch, vtr_device device,
                                          vtr_backbone **out, vtr_error *err)
 {
     vtr_status s = VTR_OK;
@@ -400,7 +400,7 @@ vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *
                           : build_resnet(st, what, arch, &b->net, err);
     if (s != VTR_OK)
         goto end;
-    if (device == VTR_BACKBONE_CPU) {
+    if (device == VTR_DEVICE_CPU) {
         s = vtr_conv_cpu_new(&b->net, &b->cpu, err);
     } else {
 #ifdef VTR_HAVE_CUDA
@@ -425,7 +425,7 @@ end:
 }
 
 vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
-                             vtr_backbone_device device, vtr_backbone **out, vtr_error *err)
+                             vtr_device device, vtr_backbone **out, vtr_error *err)
 {
     vtr_safetensors st;
     *out = NULL;
@@ -457,9 +457,9 @@ void vtr_backbone_preprocess(const vtr_backbone *b, vtr_preprocess_options *opt)
     *opt = b->pre;
 }
 
-vtr_status vtr_backbone_bf16_check(vtr_backbone_device device, vtr_error *err)
+vtr_status vtr_backbone_bf16_check(vtr_device device, vtr_error *err)
 {
-    if (device != VTR_BACKBONE_CPU)
+    if (device != VTR_DEVICE_CPU)
         return vtr_fail(err, VTR_ERR_UNSUPPORTED, "bfloat16 features are a CPU option "
                         "(AVX512-BF16 or AMX): the CUDA engine runs float32");
     if (!vtr_matmul_have_bf16())
@@ -470,7 +470,7 @@ vtr_status vtr_backbone_bf16_check(vtr_backbone_device device, vtr_error *err)
 vtr_status vtr_backbone_set_bf16(vtr_backbone *b, bool bf16, vtr_error *err)
 {
     vtr_status st = bf16 ? vtr_backbone_bf16_check(b->device, err) : VTR_OK;
-    if (st != VTR_OK || b->device != VTR_BACKBONE_CPU)
+    if (st != VTR_OK || b->device != VTR_DEVICE_CPU)
         return st;
     st = vtr_conv_cpu_set_bf16(b->cpu, bf16, err);
     if (st == VTR_OK)
@@ -528,7 +528,7 @@ vtr_status vtr_backbone_forward(vtr_backbone *b, const float *images, int n, int
         }
         map = b->map;
     }
-    if (b->device == VTR_BACKBONE_CPU) {
+    if (b->device == VTR_DEVICE_CPU) {
         st = vtr_conv_cpu_run(b->cpu, images, n, h, w, map, err);
     } else {
 #ifdef VTR_HAVE_CUDA

@@ -46,6 +46,7 @@
 
 #include "features/conv.h"
 #include "features/preprocess.h"
+#include "lib/device.h"
 #include "lib/error.h"
 #include "lib/safetensors.h"
 
@@ -61,11 +62,6 @@ typedef enum vtr_backbone_arch {
     VTR_KERAS_CNN,    /* any other Keras CNN vtr runs */
     VTR_BACKBONE_ARCH_COUNT
 } vtr_backbone_arch;
-
-typedef enum vtr_backbone_device {
-    VTR_BACKBONE_CPU,
-    VTR_BACKBONE_CUDA,
-} vtr_backbone_device;
 
 /* "resnet18", ..., "resnet152", "mobilenet_v2", "inception_v3", "keras" */
 const char *vtr_backbone_arch_name(vtr_backbone_arch arch);
@@ -112,19 +108,19 @@ typedef struct vtr_backbone vtr_backbone;
  * (vtr_cuda_init; CUDA_VISIBLE_DEVICES picks which one that is) and uploads the weights;
  * VTR_ERR_DEVICE when vtr has no CUDA or no GPU is visible. *out is NULL on failure. */
 vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *what,
-                                         vtr_backbone_arch arch, vtr_backbone_device device,
+                                         vtr_backbone_arch arch, vtr_device device,
                                          vtr_backbone **out, vtr_error *err);
 
 /* vtr_backbone_from_safetensors on the file at path, safetensors or torch.save
  * (vtr_tensor_file_open). */
 vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
-                             vtr_backbone_device device, vtr_backbone **out, vtr_error *err);
+                             vtr_device device, vtr_backbone **out, vtr_error *err);
 
 void vtr_backbone_free(vtr_backbone *b);
 
 /* Whether a backbone on device can run in bfloat16: VTR_OK, or VTR_ERR_UNSUPPORTED saying
  * why not (CUDA, whose engine is float32; a CPU without AVX512-BF16 or AMX). */
-vtr_status vtr_backbone_bf16_check(vtr_backbone_device device, vtr_error *err);
+vtr_status vtr_backbone_bf16_check(vtr_device device, vtr_error *err);
 
 /* Runs the convolutions in bfloat16 (bf16 true) or float32 (the default): see
  * vtr_conv_cpu_set_bf16 (features/conv.h). Features stay float32; their cosine to the

@@ -172,7 +172,7 @@ int main(int argc, char **argv)
     const char *weights = NULL, *output = NULL, *out_dir = NULL, *store = NULL;
     const char *shard_option = NULL;
     vtr_backbone_arch arch = VTR_BACKBONE_ARCH_INFER;
-    vtr_backbone_device device = VTR_BACKBONE_CPU;
+    vtr_device device = VTR_DEVICE_CPU;
     bool log_json = false, half = false, audio = false, bf16 = false;
     vtr_logmel_options lo;
     vtr_logmel_options_defaults(&lo);
@@ -204,9 +204,9 @@ int main(int argc, char **argv)
         case OPT_DEVICE:
             image_option = "--device";
             if (!strcmp(optarg, "cpu"))
-                device = VTR_BACKBONE_CPU;
+                device = VTR_DEVICE_CPU;
             else if (!strcmp(optarg, "cuda"))
-                device = VTR_BACKBONE_CUDA;
+                device = VTR_DEVICE_CUDA;
             else
                 bad = "--device is cpu or cuda";
             break;

@@ -33,7 +33,7 @@ const char *vtr_archive_outcome_name(vtr_archive_outcome o)
 void vtr_archive_options_defaults(vtr_archive_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->device = VTR_BACKBONE_CPU;
+    o->device = VTR_DEVICE_CPU;
     o->resize = -1;
     o->crop = -1;
     o->commit_items = 32;

@@ -261,7 +261,8 @@ static vtr_status fit_model(vtr_embedder *e, int B, int T, int L, vtr_error *err
     }
     vtr_run_model_free(&e->model);
     e->built = false;
-    vtr_status st = vtr_trained_model_build_run(&e->trained, nb, nf, nw, &e->model, err);
+    vtr_status st = vtr_trained_model_build_run(&e->trained, VTR_DEVICE_CPU, nb, nf, nw, &e->model,
+                                                 err);
     if (st == VTR_OK)
         e->built = true;
     return st;

@@ -230,9 +230,9 @@ int main(int argc, char **argv)
             break;
         case OPT_DEVICE:
             if (!strcmp(optarg, "cpu"))
-                o.device = VTR_BACKBONE_CPU;
+                o.device = VTR_DEVICE_CPU;
             else if (!strcmp(optarg, "cuda"))
-                o.device = VTR_BACKBONE_CUDA;
+                o.device = VTR_DEVICE_CUDA;
             else
                 bad = "--device is cpu or cuda";
             break;

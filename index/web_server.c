@@ -216,7 +216,7 @@ static vtr_status media_embedder(served *s, vtr_error *err)
     if (!s->backbone) {
         vtr_backbone_arch arch;
         if ((st = vtr_backbone_arch_parse(s->rec.arch, &arch, err)) != VTR_OK ||
-            (st = vtr_backbone_load(s->rec.weights, arch, VTR_BACKBONE_CPU, &s->backbone,
+            (st = vtr_backbone_load(s->rec.weights, arch, VTR_DEVICE_CPU, &s->backbone,
                                     err)) != VTR_OK) {
             vtr_error_context(err, "index %s: its backbone", s->name);
             return st;

@@ -1,13 +1,39 @@
-/* The CPU-only build's side of lib/device.h: without VTR_HAVE_CUDA there is no GPU, and
- * asking for one is an error the program reports (lib/device.cu is the real one). */
+/* lib/device.h's device names, and the CPU-only build's side of it: without VTR_HAVE_CUDA
+ * there is no GPU, and asking for one is an error the program reports (lib/device.cu is
+ * the real one). */
 #include "device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+vtr_status vtr_device_parse(const char *name, vtr_device *out, int *index, vtr_error *err)
+{
+    *index = 0;
+    if (strcmp(name, "cpu") == 0) {
+        *out = VTR_DEVICE_CPU;
+        return VTR_OK;
+    }
+    *out = VTR_DEVICE_CUDA;
+    if (strcmp(name, "cuda") == 0)
+        return VTR_OK;
+    if (strncmp(name, "cuda:", 5) == 0 && name[5] >= '0' && name[5] <= '9') {
+        char *end;
+        long n = strtol(name + 5, &end, 10);
+        if (!*end && n <= 1024) {
+            *index = (int)n;
+            return VTR_OK;
+        }
+    }
+    char shown[64];
+    return vtr_fail(err, VTR_ERR_INVALID, "unknown device '%s' (expected cpu, cuda or cuda:N)",
+                    vtr_printable(name, strlen(name), shown, sizeof shown));
+}
 
 #ifndef VTR_HAVE_CUDA
 
 static vtr_status no_cuda(vtr_error *err)
 {
-    return vtr_fail(err, VTR_ERR_DEVICE,
-                    "this vtr was built without CUDA (configure found no nvcc/cuBLAS/cuDNN)");
+    return vtr_fail(err, VTR_ERR_DEVICE, VTR_WITHOUT_CUDA);
 }
 
 bool vtr_cuda_available(void)

@@ -30,7 +30,18 @@ extern "C" bool vtr_cuda_available(void)
 
 extern "C" vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vtr_error *err)
 {
-    cudaError_t rc = cudaSetDevice(device);
+    int count = 0;
+    cudaError_t rc = cudaGetDeviceCount(&count);
+    if (rc != cudaSuccess || count == 0)
+        return vtr_fail(err, VTR_ERR_DEVICE,
+                        "no CUDA GPU is visible (%s): see nvidia-smi -L and CUDA_VISIBLE_DEVICES, "
+                        "or run on the CPU (--device cpu)",
+                        rc != cudaSuccess ? cudaGetErrorString(rc) : "the driver lists none");
+    if (device < 0 || device >= count)
+        return vtr_fail(err, VTR_ERR_DEVICE,
+                        "GPU %d does not exist: %d visible, cuda:0 .. cuda:%d (CUDA_VISIBLE_DEVICES "
+                        "renumbers them)", device, count, count - 1);
+    rc = cudaSetDevice(device);
     if (rc != cudaSuccess)
         return vtr_cuda_fail(err, rc, "set device");
     cudaDeviceProp prop;

@@ -25,11 +25,23 @@ typedef enum vtr_device {
     VTR_DEVICE_CUDA,
 } vtr_device;
 
+/* The message of CUDA calls in a build without CUDA. */
+#define VTR_WITHOUT_CUDA                                                                           \
+    "this vtr was built without CUDA (configure found no nvcc/cuBLAS/cuDNN): run on the CPU "     \
+    "(--device cpu)"
+
+/* "cpu", "cuda" (GPU 0) or "cuda:N" -> *out and *index (0 for the CPU). Fails with
+ * VTR_ERR_INVALID "unknown device 'x' (expected cpu, cuda or cuda:N)". Parsing checks no
+ * hardware: vtr_cuda_init does. */
+vtr_status vtr_device_parse(const char *name, vtr_device *out, int *index, vtr_error *err);
+
 /* True when vtr was built with CUDA and a GPU is visible. Never fails. */
 bool vtr_cuda_available(void);
 
 /* Selects GPU `device`, creates the cuBLAS and cuDNN handles (once per process) and
- * writes a description ("NVIDIA H100 80GB HBM3, 79.1 GiB, cc 9.0") into name. */
+ * writes a description ("NVIDIA H100 80GB HBM3, 79.1 GiB, cc 9.0") into name. Fails with
+ * VTR_ERR_DEVICE and one line that says what to do: no GPU visible, no GPU of that number,
+ * or vtr built without CUDA. */
 vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vtr_error *err);
 
 vtr_status vtr_cuda_malloc(void **ptr, size_t bytes, vtr_error *err);

@@ -73,8 +73,8 @@ vtr_status vtr_eval_model_open(const char *ckpt, const vtr_eval_source *src, vtr
         vtr_error_context(err, "%s", ckpt);
         goto fail;
     }
-    if ((st = vtr_trained_model_build_run(&m.trained, src->batch, m.split.max_frames,
-                                          m.split.max_words, &m.model, err)))
+    if ((st = vtr_trained_model_build_run(&m.trained, src->device, src->batch,
+                                          m.split.max_frames, m.split.max_words, &m.model, err)))
         goto fail;
     vtr_catalog_close(cat);
     *out = m;

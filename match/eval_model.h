@@ -30,6 +30,8 @@ typedef struct vtr_eval_source {
     int n_sets;
     const char *vocab_path;          /* NULL: found as above */
     int batch;                       /* encoding batch size, >= 1 */
+    vtr_device device;               /* where the models encode (VTR_DEVICE_CUDA: on the
+                                        current GPU, vtr_cuda_init) */
 } vtr_eval_source;
 
 typedef struct vtr_eval_model {

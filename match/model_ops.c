@@ -22,8 +22,7 @@
 #define ON_CUDA(call) return no_cuda(err)
 static vtr_status no_cuda(vtr_error *err)
 {
-    return vtr_fail(err, VTR_ERR_DEVICE,
-                    "this vtr was built without CUDA (configure found no nvcc/cuBLAS/cuDNN)");
+    return vtr_fail(err, VTR_ERR_DEVICE, VTR_WITHOUT_CUDA);
 }
 #endif
 

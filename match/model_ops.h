@@ -120,8 +120,8 @@ vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dp
  * vtr_grad_norm(ps), max_norm)) on ps's own buffers (data, grad, moments and scratch
  * unused). On the GPU: the CUDA twins on the device copies data (ps->n_data floats) and
  * grad (n_trainable), moments (2 n_trainable floats: exp_avg, then exp_avg_sq) and scratch
- * (VTR_DEV_STEP_SCRATCH bytes). *norm (NULL: not wanted) gets the gradient norm before
- * clipping; on the GPU that is the call's one wait. */
+ * (VTR_DEV_STEP_SCRATCH bytes). max_norm INFINITY: no clipping. *norm (NULL: not wanted)
+ * gets the gradient norm before clipping; on the GPU that is the call's one wait. */
 #define VTR_DEV_STEP_SCRATCH (sizeof(double) * VTR_CUDA_NORM_PARTIALS + 2 * sizeof(float))
 vtr_status vtr_dev_clip_and_step(vtr_device dev, vtr_optimizer *opt, vtr_param_set *ps,
                                  float *data, const float *grad, float *moments, void *scratch,

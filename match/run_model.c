@@ -8,17 +8,48 @@
 #include "match/encode.h"
 
 vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
-                              const vtr_vocab *vocab, int max_batch, int max_frames,
-                              int max_words, vtr_error *err)
+                              const vtr_vocab *vocab, vtr_device device, int max_batch,
+                              int max_frames, int max_words, vtr_error *err)
 {
     memset(m, 0, sizeof *m);
     m->kind = o->kind;
     if (o->kind == VTR_MODEL_HGR) {
+        if (device != VTR_DEVICE_CPU)
+            return vtr_fail(err, VTR_ERR_INVALID,
+                            "hgr model: HGR runs on the CPU only (no CUDA kernels): use "
+                            "--device cpu");
         vtr_hgr_config c = vtr_train_hgr_config(o, vocab);
         return vtr_hgr_model_init(&m->hgr, &c, max_batch, max_frames, max_words, err);
     }
     vtr_vse_config c = vtr_train_model_config(o, vocab);
-    return vtr_vse_model_init(&m->vse, &c, max_batch, max_frames, max_words, err);
+    return vtr_vse_model_init_on(&m->vse, &c, device, max_batch, max_frames, max_words, err);
+}
+
+vtr_device vtr_run_model_device(vtr_run_model *m, float **data, float **grad)
+{
+    vtr_param_set *ps = vtr_run_model_params(m);
+    bool gpu = m->kind == VTR_MODEL_VSE && m->vse.dev_data;
+    *data = gpu ? m->vse.dev_data : ps->data;
+    *grad = gpu ? m->vse.dev_grad : ps->grad;
+    return m->kind == VTR_MODEL_VSE ? m->vse.device : VTR_DEVICE_CPU;
+}
+
+vtr_status vtr_run_model_zero_grad(vtr_run_model *m, vtr_error *err)
+{
+    if (m->kind == VTR_MODEL_VSE)
+        return vtr_vse_zero_grad(&m->vse, err);
+    vtr_param_set_zero_grad(&m->hgr.params);
+    return VTR_OK;
+}
+
+vtr_status vtr_run_model_params_to_device(vtr_run_model *m, vtr_error *err)
+{
+    return m->kind == VTR_MODEL_VSE ? vtr_vse_params_to_device(&m->vse, err) : VTR_OK;
+}
+
+vtr_status vtr_run_model_params_to_host(vtr_run_model *m, vtr_error *err)
+{
+    return m->kind == VTR_MODEL_VSE ? vtr_vse_params_to_host(&m->vse, err) : VTR_OK;
 }
 
 vtr_status vtr_run_model_add_params(vtr_param_set *ps, const vtr_train_options *o,

@@ -42,11 +42,22 @@ typedef struct vtr_run_model {
 } vtr_run_model;
 
 /* Makes the model of o's kind (vtr_train_model_config / vtr_train_hgr_config with the
- * vocabulary's size) for batches of max_batch pairs, max_frames frames and max_words
- * words; parameters zero. The model's errors; on failure m is zeroed. */
+ * vocabulary's size) on device (vtr_vse_model_init_on; HGR: the CPU only) for batches of
+ * max_batch pairs, max_frames frames and max_words words; parameters zero. The model's
+ * errors; on failure m is zeroed. */
 vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
-                              const vtr_vocab *vocab, int max_batch, int max_frames,
-                              int max_words, vtr_error *err);
+                              const vtr_vocab *vocab, vtr_device device, int max_batch,
+                              int max_frames, int max_words, vtr_error *err);
+
+/* The device it runs on; *data and *grad: where the steps read its values and accumulate
+ * its gradients there (the GPU copies, vse_model.h; on the CPU the parameter set's own). */
+vtr_device vtr_run_model_device(vtr_run_model *m, float **data, float **grad);
+
+/* vtr_vse_zero_grad, vtr_vse_params_to_device and _to_host for either kind (HGR: the
+ * parameter set's zero_grad; the copies are no-ops). */
+vtr_status vtr_run_model_zero_grad(vtr_run_model *m, vtr_error *err);
+vtr_status vtr_run_model_params_to_device(vtr_run_model *m, vtr_error *err);
+vtr_status vtr_run_model_params_to_host(vtr_run_model *m, vtr_error *err);
 
 /* The parameter entries of o's model (vtr_vse_model_add_params / vtr_hgr_model_add_params)
  * added to ps, unfinalized: names and shapes only. */

@@ -102,6 +102,9 @@ const vtr_config_field vtr_train_schema[] = {
     {"train.precision", VTR_CONFIG_STRING, "float32",
      "the products of a step: float32, or bfloat16 (mixed precision: bfloat16 products, "
      "float32 weights, gradients and sums; CPUs with AVX512-BF16 or AMX)"},
+    {"train.device", VTR_CONFIG_STRING, "cpu",
+     "where a step runs: cpu, cuda (GPU 0) or cuda:N; on a GPU, VSE models with one vector per "
+     "item, mean or GPO poolers and the hinge loss, float32, one process"},
     {"train.checkpoint_every", VTR_CONFIG_INT, "500",
      "save last.safetensors every N steps as well as after every epoch; 0: epochs only"},
 
@@ -432,6 +435,14 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
     if (!vtr_precision_parse(vtr_config_string(cfg, "train.precision"), &o.precision))
         return vtr_config_fail(cfg, "train.precision", err,
                                "unknown precision '%s' (expected float32 or bfloat16)",
+                               vtr_config_string(cfg, "train.precision"));
+    vtr_error device_err;
+    if (vtr_device_parse(vtr_config_string(cfg, "train.device"), &o.device, &o.device_index,
+                         &device_err))
+        return vtr_config_fail(cfg, "train.device", err, "%s", device_err.msg);
+    if (o.device == VTR_DEVICE_CUDA && o.precision != VTR_PRECISION_F32)
+        return vtr_config_fail(cfg, "train.precision", err,
+                               "%s is for the CPU; on a GPU vtr trains in float32",
                                vtr_config_string(cfg, "train.precision"));
     o.checkpoint_every = vtr_config_int(cfg, "train.checkpoint_every");
     if (o.checkpoint_every < 0)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "lib/config.h"
+#include "lib/device.h"
 #include "lib/error.h"
 #include "lib/lr_schedule.h"
 #include "lib/precision.h"
@@ -88,6 +89,8 @@ typedef struct vtr_train_options {
     float caption_hit;        /* its probability of hitting a caption token */
     int64_t seed;             /* one seed for init, data order and augmentation */
     vtr_precision precision;  /* of a step's matrix products (lib/matmul.h) */
+    vtr_device device;        /* where the steps run (train.device) */
+    int device_index;         /* cuda:N's N */
     int64_t checkpoint_every; /* > 0: also save last.safetensors every this many steps */
 
     /* validation after every epoch */

@@ -123,9 +123,9 @@ fail:
     return st;
 }
 
-vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, int max_batch,
-                                       int max_frames, int max_words, vtr_run_model *m,
-                                       vtr_error *err)
+vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, vtr_device device,
+                                       int max_batch, int max_frames, int max_words,
+                                       vtr_run_model *m, vtr_error *err)
 {
     /* the config against the tensors first: a config that disagrees with them must not
      * size the buffers (an embed_size of 1e11 would fail as "out of memory") */
@@ -139,12 +139,14 @@ vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, int max_batch
     memset(m, 0, sizeof *m);
     if (st != VTR_OK)
         return st;
-    st = vtr_run_model_init(m, &t->o, t->vocab, max_batch, max_frames, max_words, err);
+    st = vtr_run_model_init(m, &t->o, t->vocab, device, max_batch, max_frames, max_words, err);
     if (st != VTR_OK) {
         vtr_error_context(err, "%s", t->ck.path);
         return st;
     }
     st = vtr_checkpoint_load_params(&t->ck, vtr_run_model_params(m), flags, err);
+    if (st == VTR_OK)
+        st = vtr_run_model_params_to_device(m, err);
     if (st != VTR_OK)
         vtr_run_model_free(m);
     return st;

@@ -54,13 +54,14 @@ vtr_status vtr_trained_model_open_config(const char *ckpt, const char *config_pa
                                          const char *const *sets, int n_sets,
                                          vtr_trained_model *out, vtr_error *err);
 
-/* Makes m, a model of the checkpoint's kind (t->o.kind, match/run_model.h), for batches
- * of max_batch items, max_frames set elements and max_words tokens, and loads the
- * checkpoint's parameters into it (a plain state_dict may carry extra tensors). On failure
- * m is zeroed; errors name the checkpoint. */
-vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, int max_batch,
-                                       int max_frames, int max_words, vtr_run_model *m,
-                                       vtr_error *err);
+/* Makes m, a model of the checkpoint's kind (t->o.kind, match/run_model.h) on device (the
+ * current GPU for VTR_DEVICE_CUDA: vtr_cuda_init), for batches of max_batch items,
+ * max_frames set elements and max_words tokens, and loads the checkpoint's parameters into
+ * it (a plain state_dict may carry extra tensors). On failure m is zeroed; errors name the
+ * checkpoint. */
+vtr_status vtr_trained_model_build_run(const vtr_trained_model *t, vtr_device device,
+                                       int max_batch, int max_frames, int max_words,
+                                       vtr_run_model *m, vtr_error *err);
 
 /* Frees everything; leaves t zeroed. Safe on a zeroed value. */
 void vtr_trained_model_close(vtr_trained_model *t);

@@ -17,6 +17,7 @@
 #include "lib/log.h"
 #include "lib/matmul.h"
 #include "lib/optim.h"
+#include "match/model_ops.h"
 #include "match/run_model.h"
 #include "match/trained_model.h"
 #include "text/word_vectors.h"
@@ -27,7 +28,13 @@ typedef struct trainer {
     vtr_dist *dist;        /* su->dist, or solo: one process */
     vtr_dist solo;
     vtr_run_model m;       /* either kind (run_model.h) */
-    vtr_optimizer optim;
+    vtr_optimizer optim;   /* on the GPU, its moments are copies of those there */
+    /* where the steps run (train.device), the model's values and gradients there, and on
+     * the GPU the optimizer's moments and the clipping's scratch (model_ops.h) */
+    vtr_device dev;
+    float *dev_data, *dev_grad;
+    void *moments, *scratch;
+    char device_name[256];
     vtr_batcher train_b, val_b;
     int64_t *order;        /* (n_caps) this epoch's caption order */
     char *config_text;     /* resolved YAML stored in checkpoints */
@@ -63,6 +70,32 @@ static bool is_writer(const trainer *t)
     return t->dist->rank == 0;
 }
 
+/* ---- the GPU's copies -------------------------------------------------------------- */
+
+/* The parameters and the optimizer's moments, from the host to the device (after they
+ * were set or loaded) or back (before a checkpoint). Nothing to do on the CPU. */
+static vtr_status state_to_device(trainer *t, vtr_error *err)
+{
+    size_t bytes = sizeof(float) * t->optim.n;
+    if (t->dev == VTR_DEVICE_CPU)
+        return VTR_OK;
+    VTR_TRY(vtr_run_model_params_to_device(&t->m, err));
+    VTR_TRY(vtr_dev_upload(t->dev, t->moments, t->optim.exp_avg, bytes, err));
+    return vtr_dev_upload(t->dev, (float *)t->moments + t->optim.n, t->optim.exp_avg_sq, bytes,
+                          err);
+}
+
+static vtr_status state_to_host(trainer *t, vtr_error *err)
+{
+    size_t bytes = sizeof(float) * t->optim.n;
+    if (t->dev == VTR_DEVICE_CPU)
+        return VTR_OK;
+    VTR_TRY(vtr_run_model_params_to_host(&t->m, err));
+    VTR_TRY(vtr_dev_download(t->dev, t->optim.exp_avg, t->moments, bytes, err));
+    return vtr_dev_download(t->dev, t->optim.exp_avg_sq, (float *)t->moments + t->optim.n, bytes,
+                            err);
+}
+
 /* ---- checkpoints ------------------------------------------------------------------ */
 
 static vtr_status save_last(trainer *t, int64_t epoch, int64_t iteration, vtr_error *err)
@@ -85,9 +118,10 @@ static vtr_status save_last(trainer *t, int64_t epoch, int64_t iteration, vtr_er
                                   .config = t->config_text,
                                   .extra = extra,
                                   .extra_count = sizeof extra / sizeof extra[0]};
-    vtr_status st = is_writer(t) ? vtr_checkpoint_save(t->last_path, vtr_run_model_params(&t->m),
-                                                       &t->optim, &state, err)
-                                 : VTR_OK;
+    vtr_status st = state_to_host(t, err);
+    if (st == VTR_OK && is_writer(t))
+        st = vtr_checkpoint_save(t->last_path, vtr_run_model_params(&t->m), &t->optim, &state,
+                                 err);
     return vtr_dist_agree(t->dist, st, err);
 }
 
@@ -107,9 +141,9 @@ static vtr_status save_best(trainer *t, int epoch, double rsum, vtr_error *err)
                                   .config = t->config_text,
                                   .extra = extra,
                                   .extra_count = sizeof extra / sizeof extra[0]};
-    vtr_status st = is_writer(t) ? vtr_checkpoint_save(t->best_path, vtr_run_model_params(&t->m),
-                                                       NULL, &state, err)
-                                 : VTR_OK;
+    vtr_status st = state_to_host(t, err);
+    if (st == VTR_OK && is_writer(t))
+        st = vtr_checkpoint_save(t->best_path, vtr_run_model_params(&t->m), NULL, &state, err);
     return vtr_dist_agree(t->dist, st, err);
 }
 
@@ -298,6 +332,8 @@ static void trainer_free(trainer *t)
     vtr_batcher_free(&t->train_b);
     vtr_batcher_free(&t->val_b);
     vtr_optimizer_free(&t->optim);
+    vtr_dev_free(t->dev, t->moments);
+    vtr_dev_free(t->dev, t->scratch);
     vtr_run_model_free(&t->m);
     free(t->order);
     free(t->config_text);
@@ -335,7 +371,25 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     int max_batch = o->batch_size > o->val_batch_size ? o->batch_size : o->val_batch_size;
     int max_frames = tr->max_frames > va->max_frames ? tr->max_frames : va->max_frames;
     int max_words = tr->max_words > va->max_words ? tr->max_words : va->max_words;
-    if ((st = vtr_run_model_init(&t->m, o, su->vocab, max_batch, max_frames, max_words, err)) ||
+    snprintf(t->device_name, sizeof t->device_name, "cpu");
+    if (o->device == VTR_DEVICE_CUDA && ranks > 1)
+        return vtr_fail(err, VTR_ERR_INVALID, "train.device cuda: data-parallel training runs "
+                        "on the CPU only (no NCCL between GPUs): use --device cpu");
+    if (o->device == VTR_DEVICE_CUDA &&
+        (st = vtr_cuda_init(o->device_index, t->device_name, sizeof t->device_name, err))) {
+        vtr_error_context(err, "train.device cuda:%d", o->device_index);
+        return st;
+    }
+    if ((st = vtr_run_model_init(&t->m, o, su->vocab, o->device, max_batch, max_frames,
+                                 max_words, err)))
+        return st;
+    t->dev = vtr_run_model_device(&t->m, &t->dev_data, &t->dev_grad);
+    size_t n = vtr_run_model_params(&t->m)->n_trainable;
+    if ((t->dev == VTR_DEVICE_CUDA &&
+         ((st = vtr_dev_alloc(t->dev, &t->moments, sizeof(float) * 2 * n, "optimizer moments",
+                              err)) ||
+          (st = vtr_dev_alloc(t->dev, &t->scratch, VTR_DEV_STEP_SCRATCH, "gradient clipping",
+                              err)))) ||
         (st = vtr_optimizer_init(&t->optim, vtr_run_model_params(&t->m), &o->optim, err)) ||
         (st = vtr_batcher_init(&t->train_b, tr, o->batch_size, err)) ||
         (st = vtr_batcher_init(&t->val_b, va, o->val_batch_size, err)) ||
@@ -408,7 +462,8 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
     vtr_train_start_info start = {.resumed = su->resume,
                                   .init = !su->resume && o->init[0] ? o->init : NULL,
                                   .word_vectors = -1,
-                                  .vocab_size = vtr_vocab_size(su->vocab)};
+                                  .vocab_size = vtr_vocab_size(su->vocab),
+                                  .device = t.device_name};
     if (su->resume) {
         if ((st = resume(&t, &epoch, &iteration, err)))
             goto end;
@@ -418,6 +473,8 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
         if ((st = start_params(&t, &start.word_vectors, err)))
             goto end;
     }
+    if ((st = state_to_device(&t, err)))
+        goto end;
     start.epoch = (int)epoch;
     start.iteration = iteration;
     if (su->on_start)
@@ -447,9 +504,10 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
             float loss = 0.0f;
             vtr_param_set *params = vtr_run_model_params(&t.m);
             int negatives = 0;
-            vtr_param_set_zero_grad(params);
-            st = vtr_batcher_pairs(&t.train_b, t.order + first, B, o->size_augment ? &aug : NULL,
-                                   err);
+            st = vtr_run_model_zero_grad(&t.m, err);
+            if (st == VTR_OK)
+                st = vtr_batcher_pairs(&t.train_b, t.order + first, B,
+                                       o->size_augment ? &aug : NULL, err);
             if (st == VTR_OK) {
                 vtr_precision before = vtr_matmul_use(o->precision);
                 st = vtr_run_model_step(&t.m, &t.train_b, neg, (uint64_t)o->seed, t.step, t.dist,
@@ -465,17 +523,20 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
                               (double)loss, e, (long long)iteration);
                 goto end;
             }
-            float norm = vtr_grad_norm(params);
+            double lr = vtr_lr_at(&o->lr, epoch, iteration, iters);
+            float norm;
+            /* clipping (train.grad_clip) as the optimizer reads the gradients; a step with a
+             * non-finite norm ends the run, and its parameters are never saved */
+            if ((st = vtr_dev_clip_and_step(t.dev, &t.optim, params, t.dev_data, t.dev_grad,
+                                            t.moments, t.scratch, lr,
+                                            o->grad_clip > 0.0 ? o->grad_clip : INFINITY, &norm,
+                                            err)))
+                goto end;
             if (!isfinite(norm)) {
                 st = vtr_fail(err, VTR_ERR_INVALID, "gradient norm is %g at epoch %d, step %lld",
                               (double)norm, e, (long long)iteration);
                 goto end;
             }
-            double lr = vtr_lr_at(&o->lr, epoch, iteration, iters);
-            /* clipping (train.grad_clip) as the optimizer reads the gradients */
-            vtr_optimizer_step_scaled(&t.optim, params, lr,
-                                      o->grad_clip > 0.0 ? vtr_clip_coef(norm, o->grad_clip)
-                                                         : 1.0f);
             t.step++;
             t.loss_sum += (double)loss;
             t.negatives_sum += negatives;

@@ -83,6 +83,7 @@ typedef struct vtr_train_start_info {
     int64_t word_vectors;       /* vocabulary words given a vector by model.word_vectors;
                                    -1 when not set (or resumed) */
     int vocab_size;
+    const char *device;         /* where the steps run: "cpu", or the GPU's description */
 } vtr_train_start_info;
 
 /* After every epoch (its metrics.jsonl line has been written). */

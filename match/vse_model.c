@@ -611,16 +611,13 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
     const char *cpu_only = cpu_only_part(cfg);
     if (device == VTR_DEVICE_CUDA && cpu_only)
         return vtr_fail(err, VTR_ERR_INVALID,
-                        "vse model: %s runs on the CPU only (no CUDA kernels); use device cpu",
+                        "vse model: %s runs on the CPU only (no CUDA kernels): use --device cpu",
                         cpu_only);
-    if (device == VTR_DEVICE_CUDA && !vtr_cuda_available())
-        return vtr_fail(err, VTR_ERR_DEVICE, "vse model: %s; use device cpu",
-#ifdef VTR_HAVE_CUDA
-                        "no CUDA GPU is visible (nvidia-smi -L; CUDA_VISIBLE_DEVICES)"
-#else
-                        "this vtr was built without CUDA (configure found no nvcc/cuBLAS/cuDNN)"
-#endif
-        );
+    if (device == VTR_DEVICE_CUDA && !vtr_cuda_available()) {
+        vtr_cuda_init(0, NULL, 0, err); /* fails, saying why and what to do */
+        vtr_error_context(err, "vse model");
+        return VTR_ERR_DEVICE;
+    }
     if (max_batch < 1 || max_frames < 1 || max_words < 1 ||
         (long long)max_batch * max_frames > MAX_ROWS || (long long)max_batch * max_words > MAX_ROWS)
         return vtr_fail(err, VTR_ERR_INVALID,
@@ -1146,7 +1143,7 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
                         (int)negatives);
     if (dp && m->device != VTR_DEVICE_CPU)
         return vtr_fail(err, VTR_ERR_INVALID,
-                        "vse model: data-parallel training runs on the CPU only; use device cpu");
+                        "vse model: data-parallel training runs on the CPU only: use --device cpu");
 
     const int *hl[2] = {bt->frame_lengths, bt->caption_lengths}, *dl[2], *ids;
     VTR_TRY(stage_lengths(m, 0, hl[0], B, &dl[0], err));

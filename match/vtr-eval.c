@@ -13,6 +13,7 @@
 #include "lib/blas_kernel.h"
 #include "lib/blas_threads.h"
 #include "lib/catalog.h"
+#include "lib/device.h"
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/log.h"
@@ -59,6 +60,7 @@ static const char usage_text[] =
     "      --ndcg-at K        nDCG over the first K candidates [whole ranking]\n"
     "      --batch-size N     items or captions per encoding batch [128]\n"
     "      --threads N        OpenMP and BLAS threads [OpenMP's default]\n"
+    "      --device DEV       where VSE models encode: cpu, cuda or cuda:N [cpu]\n"
     "      --json             print the metrics as one JSON object\n"
     "      --save-embeddings DIR  also write the model's embeddings: DIR/items.npy\n"
     "                         (items, E) and DIR/captions.npy (captions, E), float32, in\n"
@@ -84,6 +86,7 @@ enum {
     OPT_NDCG_AT,
     OPT_BATCH_SIZE,
     OPT_THREADS,
+    OPT_DEVICE,
     OPT_JSON,
     OPT_SAVE_EMBEDDINGS,
     OPT_NO_RECORD,
@@ -320,6 +323,7 @@ int main(int argc, char **argv)
         {"ndcg-at", required_argument, NULL, OPT_NDCG_AT},
         {"batch-size", required_argument, NULL, OPT_BATCH_SIZE},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"device", required_argument, NULL, OPT_DEVICE},
         {"json", no_argument, NULL, OPT_JSON},
         {"save-embeddings", required_argument, NULL, OPT_SAVE_EMBEDDINGS},
         {"no-record", no_argument, NULL, OPT_NO_RECORD},
@@ -332,14 +336,14 @@ int main(int argc, char **argv)
     const char **ckpts = calloc((size_t)argc, sizeof *ckpts);
     char **owned = calloc((size_t)argc, sizeof *owned); /* --catalog etc. as --set text */
     const char **sets = calloc((size_t)argc, sizeof *sets);
-    int n_ckpts = 0, n_owned = 0, n_sets = 0, ndcg_at = 0, threads = 0;
+    int n_ckpts = 0, n_owned = 0, n_sets = 0, ndcg_at = 0, threads = 0, device_index = 0;
     bool json = false, coco_1k = false, hgr = false, have_checkpoint = false, log_json = false;
     bool record = true, vse_protocol = false;
     const char *embeddings_dir = NULL;
     vtr_catalog *cat = NULL;
     vtr_run_record rec = {.id = -1};
     json_t *out = NULL;
-    vtr_error err = {0};
+    vtr_error err = {0}, derr;
     int rc = 1;
     vtr_eval_model *members = NULL;
     float **embeddings = NULL; /* items and captions of member i at 2i and 2i + 1 */
@@ -398,6 +402,12 @@ int main(int argc, char **argv)
             }
             threads = (int)v;
             break;
+        case OPT_DEVICE:
+            if (vtr_device_parse(optarg, &src.device, &device_index, &derr)) {
+                fprintf(stderr, "vtr-eval: --device: %s\n", derr.msg);
+                goto done;
+            }
+            break;
         case OPT_JSON: json = true; break;
         case OPT_SAVE_EMBEDDINGS: embeddings_dir = optarg; break;
         case OPT_NO_RECORD: record = false; break;
@@ -437,6 +447,10 @@ int main(int argc, char **argv)
     if (threads > 0) {
         omp_set_num_threads(threads);
         vtr_blas_set_threads(threads);
+    }
+    if (src.device == VTR_DEVICE_CUDA && vtr_cuda_init(device_index, NULL, 0, &err)) {
+        vtr_log_item_error("--device", &err);
+        goto done;
     }
 
     members = calloc((size_t)n_ckpts, sizeof *members);

@@ -35,6 +35,7 @@ static const char usage_text[] =
     "      --init CKPT       start from CKPT's parameters (a vtr-train checkpoint, or a\n"
     "                        reference model converted by pipeline/convert_checkpoint.py):\n"
     "                        the same as --set train.init=CKPT\n"
+    "      --device DEV      cpu, cuda or cuda:N: the same as --set train.device=DEV\n"
     "  -o, --output DIR      run directory [runs/<config file name without .yaml>]\n"
     "      --resume DIR      continue the run in DIR from DIR/last.safetensors with the\n"
     "                        config and vocabulary stored there; with the same build and\n"
@@ -58,6 +59,7 @@ static const char usage_text[] =
 enum {
     OPT_SEED = 256,
     OPT_INIT,
+    OPT_DEVICE,
     OPT_RESUME,
     OPT_MAX_STEPS,
     OPT_THREADS,
@@ -164,6 +166,8 @@ static void on_start(void *ctx, const vtr_train_start_info *info)
     if (info->resumed)
         vtr_log_info("resuming at epoch %d, step %lld", info->epoch + 1,
                      (long long)info->iteration);
+    if (strcmp(info->device, "cpu") != 0)
+        vtr_log_info("training on %s", info->device);
 }
 
 static void on_step(void *ctx, const vtr_train_step_info *info)
@@ -222,6 +226,7 @@ int main(int argc, char **argv)
         {"set", required_argument, NULL, 's'},
         {"seed", required_argument, NULL, OPT_SEED},
         {"init", required_argument, NULL, OPT_INIT},
+        {"device", required_argument, NULL, OPT_DEVICE},
         {"output", required_argument, NULL, 'o'},
         {"resume", required_argument, NULL, OPT_RESUME},
         {"max-steps", required_argument, NULL, OPT_MAX_STEPS},
@@ -233,7 +238,7 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
-    const char *resume_dir = NULL, *output = NULL, *seed = NULL, *init = NULL;
+    const char *resume_dir = NULL, *output = NULL, *seed = NULL, *init = NULL, *device = NULL;
     const char **sets = calloc((size_t)argc, sizeof *sets);
     int n_sets = 0, threads = 0;
     long long max_steps = 0, v;
@@ -255,6 +260,7 @@ int main(int argc, char **argv)
             seed = optarg;
             break;
         case OPT_INIT: init = optarg; break;
+        case OPT_DEVICE: device = optarg; break;
         case 'o': output = optarg; break;
         case OPT_RESUME: resume_dir = optarg; break;
         case OPT_MAX_STEPS:
@@ -325,7 +331,7 @@ int main(int argc, char **argv)
     if (resume_dir) {
         if ((st = vtr_run_dir_config(resume_dir, &cfg, &err)))
             goto end;
-        if (n_sets || seed || init)
+        if (n_sets || seed || init || device)
             vtr_log_warn("overriding the stored config: the run will differ from an "
                          "uninterrupted one");
     } else if ((st = vtr_train_config_new(&cfg, &err)) ||
@@ -336,7 +342,8 @@ int main(int argc, char **argv)
         if ((st = vtr_config_set(cfg, sets[i], &err)))
             goto end;
     if ((seed && (st = set_key(cfg, "train.seed", seed, &err))) ||
-        (init && (st = set_key(cfg, "train.init", init, &err))))
+        (init && (st = set_key(cfg, "train.init", init, &err))) ||
+        (device && (st = set_key(cfg, "train.device", device, &err))))
         goto end;
     if ((st = vtr_train_options_from_config(cfg, &o, &err)))
         goto end;

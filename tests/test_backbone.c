@@ -836,7 +836,7 @@ static void check_parity(const char *dir, const char *arch_name)
     CHECK_OK(vtr_backbone_arch_parse(arch_name, &arch, &err));
     vtr_backbone *b = NULL;
     snprintf(path, sizeof path, "%s/%s.safetensors", dir, arch_name);
-    CHECK_OK(vtr_backbone_load(path, arch, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_OK(vtr_backbone_load(path, arch, VTR_DEVICE_CPU, &b, &err));
     vtr_npy_file fin, fpool, fgrid;
     snprintf(path, sizeof path, "%s/%s_input.npy", dir, arch_name);
     const float *x = load_npy(path, VTR_F32, 4, &fin);
@@ -900,7 +900,7 @@ static void check_bf16(const char *arch_name)
     const char *dir = parity_dir();
     vtr_backbone *b = NULL;
     snprintf(path, sizeof path, "%s/%s.safetensors", dir, arch_name);
-    CHECK_OK(vtr_backbone_load(path, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_OK(vtr_backbone_load(path, VTR_BACKBONE_ARCH_INFER, VTR_DEVICE_CPU, &b, &err));
     if (!vtr_matmul_have_bf16()) {
         CHECK_FAILS(vtr_backbone_set_bf16(b, true, &err), VTR_ERR_UNSUPPORTED,
                     "need a CPU with AVX512-BF16 or AMX");
@@ -1014,14 +1014,14 @@ TEST(backbone_rejects_bad_weights)
     vtr_backbone *b = NULL;
 
     rewrite_weights(good, bad, "layer2.0.downsample.1.running_var", NULL, NULL, NULL);
-    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err),
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_DEVICE_CPU, &b, &err),
                 VTR_ERR_NOT_FOUND, "missing tensor 'layer2.0.downsample.1.running_var'");
     CHECK(strstr(err.msg, bad) && !b);
 
     float zeros[64 * 64] = {0};
     vtr_tensor wrong = {VTR_F32, 4, {64, 64, 1, 1}, zeros};
     rewrite_weights(good, bad, NULL, "layer1.1.conv2.weight", &wrong, NULL);
-    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_DEVICE_CPU, &b, &err), VTR_ERR_FORMAT,
                 "tensor 'layer1.1.conv2.weight' has shape (64, 64, 1, 1), resnet18 expects "
                 "(64, 64, 3, 3)");
 
@@ -1030,48 +1030,48 @@ TEST(backbone_rejects_bad_weights)
         nan_var[i] = i == 9 ? NAN : 1.0f;
     vtr_tensor nan_t = {VTR_F32, 1, {64}, nan_var};
     rewrite_weights(good, bad, NULL, "bn1.running_var", &nan_t, NULL);
-    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_DEVICE_CPU, &b, &err), VTR_ERR_FORMAT,
                 "tensor 'bn1.running_var' has a non-finite value (element 9)");
 
     int64_t ints[64] = {0};
     vtr_tensor int_var = {VTR_I64, 1, {64}, ints};
     rewrite_weights(good, bad, NULL, "bn1.running_var", &int_var, NULL);
-    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_DEVICE_CPU, &b, &err), VTR_ERR_FORMAT,
                 "tensor 'bn1.running_var' is int64");
 
     rewrite_weights(good, bad, NULL, NULL, NULL, "layer5.0.conv1.weight");
-    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err), VTR_ERR_FORMAT,
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_DEVICE_CPU, &b, &err), VTR_ERR_FORMAT,
                 "unexpected tensor 'layer5.0.conv1.weight'");
 
     /* resnet18 weights for a resnet34 or a resnet50: the weights tell theirs */
-    CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET34, VTR_BACKBONE_CPU, &b, &err),
+    CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET34, VTR_DEVICE_CPU, &b, &err),
                 VTR_ERR_INVALID, "resnet18-random.safetensors are resnet18 weights, not "
                 "resnet34: use -a resnet18");
-    CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET50, VTR_BACKBONE_CPU, &b, &err),
+    CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET50, VTR_DEVICE_CPU, &b, &err),
                 VTR_ERR_INVALID, "are resnet18 weights, not resnet50: use -a resnet18");
     /* weights of no architecture are checked against the one named: a block not there */
     rewrite_weights(good, bad, "layer4.1.conv1.weight", NULL, NULL, NULL);
-    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err),
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET18, VTR_DEVICE_CPU, &b, &err),
                 VTR_ERR_NOT_FOUND, "missing tensor 'layer4.1.conv1.weight' (resnet18)");
-    CHECK_FAILS(vtr_backbone_load(bad, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err),
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_BACKBONE_ARCH_INFER, VTR_DEVICE_CPU, &b, &err),
                 VTR_ERR_FORMAT, "bad.safetensors are of no architecture vtr knows: 2, 2, 2, 1 "
                 "basic blocks in layer1-4 (resnet18, 34, 50, 101 or 152 expected)");
     /* another block type */
     rewrite_weights(good, bad, NULL, NULL, NULL, "layer1.0.conv3.weight");
-    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET50, VTR_BACKBONE_CPU, &b, &err),
+    CHECK_FAILS(vtr_backbone_load(bad, VTR_RESNET50, VTR_DEVICE_CPU, &b, &err),
                 VTR_ERR_FORMAT, "'layer1.0.conv1.weight' has shape (64, 64, 3, 3), resnet50 "
                 "expects (64, 64, 1, 1)");
     CHECK_FAILS(vtr_backbone_load(test_path("nothing.safetensors"), VTR_RESNET18,
-                                  VTR_BACKBONE_CPU, &b, &err),
+                                  VTR_DEVICE_CPU, &b, &err),
                 VTR_ERR_IO, "nothing.safetensors");
     vtr_backbone_arch arch;
     CHECK_FAILS(vtr_backbone_arch_parse("resnet51", &arch, &err), VTR_ERR_INVALID, "resnet51");
 #ifndef VTR_HAVE_CUDA
-    CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET18, VTR_BACKBONE_CUDA, &b, &err),
+    CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET18, VTR_DEVICE_CUDA, &b, &err),
                 VTR_ERR_DEVICE, "without CUDA");
 #else
     if (!vtr_cuda_available())
-        CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET18, VTR_BACKBONE_CUDA, &b, &err),
+        CHECK_FAILS(vtr_backbone_load(good, VTR_RESNET18, VTR_DEVICE_CUDA, &b, &err),
                     VTR_ERR_DEVICE, "no CUDA device");
 #endif
 }
@@ -1087,8 +1087,8 @@ TEST(backbone_cuda_matches_cpu)
     vtr_error err;
     const char *w = resnet18_weights();
     vtr_backbone *cpu = NULL, *gpu = NULL;
-    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_BACKBONE_CPU, &cpu, &err));
-    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_BACKBONE_CUDA, &gpu, &err));
+    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_DEVICE_CPU, &cpu, &err));
+    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_DEVICE_CUDA, &gpu, &err));
     vtr_rng rng;
     vtr_rng_init(&rng, 8, 0);
     /* two shapes in turn (the second rebuilds the plan), then the first again */
@@ -1155,9 +1155,9 @@ TEST(backbone_reads_float16_weights)
     vtr_safetensors_close(&st);
 
     vtr_backbone *a = NULL, *b = NULL;
-    CHECK_OK(vtr_backbone_load(test_path("half.safetensors"), VTR_RESNET18, VTR_BACKBONE_CPU, &a,
+    CHECK_OK(vtr_backbone_load(test_path("half.safetensors"), VTR_RESNET18, VTR_DEVICE_CPU, &a,
                                &err));
-    CHECK_OK(vtr_backbone_load(test_path("rounded.safetensors"), VTR_RESNET18, VTR_BACKBONE_CPU,
+    CHECK_OK(vtr_backbone_load(test_path("rounded.safetensors"), VTR_RESNET18, VTR_DEVICE_CPU,
                                &b, &err));
     check_same_features(a, b);
     /* a 1x1 input still has a 1x1 grid; an empty one is an error */
@@ -1217,13 +1217,13 @@ TEST(backbone_pth_equals_safetensors)
     snprintf(make, sizeof make, PYTHON " " SCRIPT " random-weights resnet18 '%s' 5", pth);
     test_fixture(&state, SCRIPT, "torch, torchvision", make);
     vtr_backbone *a = NULL, *b = NULL;
-    CHECK_OK(vtr_backbone_load(sf, VTR_RESNET18, VTR_BACKBONE_CPU, &a, &err));
-    CHECK_OK(vtr_backbone_load(pth, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_OK(vtr_backbone_load(sf, VTR_RESNET18, VTR_DEVICE_CPU, &a, &err));
+    CHECK_OK(vtr_backbone_load(pth, VTR_BACKBONE_ARCH_INFER, VTR_DEVICE_CPU, &b, &err));
     CHECK_EQ_INT(vtr_backbone_get_arch(b), VTR_RESNET18);
     check_same_features(a, b);
     vtr_backbone_free(a);
     vtr_backbone_free(b);
-    CHECK_FAILS(vtr_backbone_load(pth, VTR_RESNET152, VTR_BACKBONE_CPU, &b, &err),
+    CHECK_FAILS(vtr_backbone_load(pth, VTR_RESNET152, VTR_DEVICE_CPU, &b, &err),
                 VTR_ERR_INVALID, "resnet18-random.pth are resnet18 weights, not resnet152: use "
                 "-a resnet18");
 }
@@ -1343,7 +1343,7 @@ TEST(extractor_batches_frames_across_items)
 {
     vtr_error err;
     vtr_backbone *b = NULL;
-    CHECK_OK(vtr_backbone_load(resnet18_weights(), VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_OK(vtr_backbone_load(resnet18_weights(), VTR_RESNET18, VTR_DEVICE_CPU, &b, &err));
     vtr_extractor_options o;
     vtr_extractor_defaults(&o);
     o.batch = 3;

@@ -237,7 +237,7 @@ static const char *uncapped_checkpoint(const char *ckpt)
     char *cfg_text = NULL, dir[400], vocab[512];
     const char *sets[] = {"data.max_frames=0"};
     CHECK_OK(vtr_trained_model_open(ckpt, NULL, sets, 1, NULL, &t, &err));
-    CHECK_OK(vtr_trained_model_build_run(&t, 1, 1, 1, &m, &err));
+    CHECK_OK(vtr_trained_model_build_run(&t, VTR_DEVICE_CPU, 1, 1, 1, &m, &err));
     CHECK_OK(vtr_config_dump_string(t.cfg, &cfg_text, &err));
     emb_path("uncapped", dir, sizeof dir);
     CHECK(mkdir(dir, 0777) == 0);
@@ -262,7 +262,7 @@ TEST(trained_model_checks_the_config_against_the_tensors_first)
     vtr_trained_model t;
     vtr_run_model m;
     CHECK_OK(vtr_trained_model_open(emb_checkpoint(), NULL, NULL, 0, NULL, &t, &err));
-    CHECK_OK(vtr_trained_model_build_run(&t, 1, 1, 1, &m, &err));
+    CHECK_OK(vtr_trained_model_build_run(&t, VTR_DEVICE_CPU, 1, 1, 1, &m, &err));
     CHECK_OK(vtr_config_set(t.cfg, "model.embed_size=1048576", &err) == VTR_OK
                  ? vtr_config_dump_string(t.cfg, &cfg_text, &err)
                  : VTR_ERR_INVALID);
@@ -279,7 +279,7 @@ TEST(trained_model_checks_the_config_against_the_tensors_first)
     vtr_trained_model t2;
     vtr_status st = vtr_trained_model_open(path, NULL, NULL, 0, NULL, &t2, &err);
     if (st == VTR_OK) {
-        st = vtr_trained_model_build_run(&t2, 1, 1, 1, &m, &err);
+        st = vtr_trained_model_build_run(&t2, VTR_DEVICE_CPU, 1, 1, 1, &m, &err);
         vtr_trained_model_close(&t2);
     }
     CHECK_MSG(st == VTR_ERR_INVALID, "%s", err.msg);

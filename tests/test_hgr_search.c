@@ -65,7 +65,7 @@ static const char *hgr_checkpoint(const char *pool)
     CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
     CHECK_OK(vtr_vocab_hgr_from_words(words, sizeof words / sizeof words[0], "test", &vocab,
                                       &err));
-    CHECK_OK(vtr_run_model_init(&m, &o, vocab, 2, CAP, 30, &err));
+    CHECK_OK(vtr_run_model_init(&m, &o, vocab, VTR_DEVICE_CPU, 2, CAP, 30, &err));
     vtr_run_model_init_params(&m, 7);
     CHECK_OK(vtr_config_dump_string(cfg, &cfg_text, &err));
     snprintf(vocab_path, sizeof vocab_path, "%s/%s", dir, VTR_RUN_VOCAB);
@@ -118,7 +118,7 @@ TEST(hgr_embedder_gives_the_model_encoders_vectors_and_scores)
     vtr_trained_model t;
     vtr_run_model m;
     CHECK_OK(vtr_trained_model_open(ckpt, NULL, NULL, 0, NULL, &t, &err));
-    CHECK_OK(vtr_trained_model_build_run(&t, 4, CAP, 30, &m, &err));
+    CHECK_OK(vtr_trained_model_build_run(&t, VTR_DEVICE_CPU, 4, CAP, 30, &m, &err));
     const float *src = rows, *at = got;
     for (int i = 0; i < 3; i++) {
         int idx[CAP], len = vtr_frame_subsample(idx, (int)counts[i], CAP);

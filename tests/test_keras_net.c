@@ -65,7 +65,7 @@ TEST(keras_graph_matches_pytorch)
     const char *weights = convert(dir);
     vtr_error err;
     vtr_backbone *b = NULL;
-    CHECK_OK(vtr_backbone_load(weights, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_OK(vtr_backbone_load(weights, VTR_BACKBONE_ARCH_INFER, VTR_DEVICE_CPU, &b, &err));
     CHECK_EQ_INT(vtr_backbone_get_arch(b), VTR_KERAS_CNN);
     CHECK_EQ_INT(vtr_backbone_dim(b), 12);
     vtr_preprocess_options pre;
@@ -246,7 +246,7 @@ static void check_tfjs_parity(const char *arch_name, int size, int dim)
     CHECK_OK(vtr_tfjs_model_save(&m, model, mean, std, weights, &err));
     vtr_tfjs_model_free(&m);
     vtr_backbone *b = NULL;
-    CHECK_OK(vtr_backbone_load(weights, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_OK(vtr_backbone_load(weights, VTR_BACKBONE_ARCH_INFER, VTR_DEVICE_CPU, &b, &err));
     CHECK(!strcmp(vtr_backbone_arch_name(vtr_backbone_get_arch(b)), arch_name));
     CHECK_EQ_INT(vtr_backbone_dim(b), dim);
 

@@ -532,19 +532,19 @@ TEST(backbone_init_torchvision_statistics_and_loads)
 
     /* every architecture's file loads as that architecture */
     vtr_backbone *b = NULL;
-    CHECK_OK(vtr_backbone_load(p1, VTR_RESNET18, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_OK(vtr_backbone_load(p1, VTR_RESNET18, VTR_DEVICE_CPU, &b, &err));
     CHECK_EQ_INT(vtr_backbone_dim(b), 512);
     vtr_backbone_free(b);
     const char *p50 = test_path("r50.safetensors");
     CHECK_OK(vtr_backbone_init_write(p50, VTR_RESNET50, 1, &err));
-    CHECK_OK(vtr_backbone_load(p50, VTR_RESNET50, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_OK(vtr_backbone_load(p50, VTR_RESNET50, VTR_DEVICE_CPU, &b, &err));
     CHECK_EQ_INT(vtr_backbone_dim(b), 2048);
     vtr_backbone_free(b);
     /* the file records its architecture */
-    CHECK_OK(vtr_backbone_load(p50, VTR_BACKBONE_ARCH_INFER, VTR_BACKBONE_CPU, &b, &err));
+    CHECK_OK(vtr_backbone_load(p50, VTR_BACKBONE_ARCH_INFER, VTR_DEVICE_CPU, &b, &err));
     CHECK_EQ_INT(vtr_backbone_get_arch(b), VTR_RESNET50);
     vtr_backbone_free(b);
-    CHECK_FAILS(vtr_backbone_load(p50, VTR_RESNET34, VTR_BACKBONE_CPU, &b, &err),
+    CHECK_FAILS(vtr_backbone_load(p50, VTR_RESNET34, VTR_DEVICE_CPU, &b, &err),
                 VTR_ERR_INVALID, "r50.safetensors are resnet50 weights, not resnet34: use -a "
                 "resnet50");
 }

@@ -4,6 +4,7 @@
  * and the end-to-end learning test on generated data (issue 5, item 8). */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
+#include "lib/device.h"
 
 #include <dirent.h>
 #include <omp.h>
@@ -346,6 +347,18 @@ TEST(train_config_errors_name_the_key)
     CHECK_OK(vtr_config_set(cfg, "train.precision=bfloat16", &err));
     CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
     CHECK(o.precision == VTR_PRECISION_BF16);
+    CHECK(o.device == VTR_DEVICE_CPU);
+    CHECK_OK(vtr_config_set(cfg, "train.device=gpu", &err));
+    CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID,
+                "key 'train.device': unknown device 'gpu' (expected cpu, cuda or cuda:N)");
+    CHECK_OK(vtr_config_set(cfg, "train.device=cuda:1", &err));
+    CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID,
+                "key 'train.precision': bfloat16 is for the CPU; on a GPU vtr trains in float32");
+    CHECK_OK(vtr_config_set(cfg, "train.precision=float32", &err));
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
+    CHECK(o.device == VTR_DEVICE_CUDA && o.device_index == 1);
+    CHECK_OK(vtr_config_set(cfg, "train.device=cpu", &err));
+    CHECK_OK(vtr_config_set(cfg, "train.precision=bfloat16", &err));
     CHECK_OK(vtr_config_set(cfg, "model.img_pool=max", &err));
     CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID,
                 "unknown pooler 'max'");
@@ -551,8 +564,8 @@ TEST(train_hgr_split_graphs_batches_and_model)
         vtr_run_model m;
         float loss;
         int negatives;
-        CHECK_OK(vtr_run_model_init(&m, &og, d.vocab, 4, 5, s->max_words > d.val.max_words
-                                    ? s->max_words : d.val.max_words, &err));
+        int words = s->max_words > d.val.max_words ? s->max_words : d.val.max_words;
+        CHECK_OK(vtr_run_model_init(&m, &og, d.vocab, VTR_DEVICE_CPU, 4, 5, words, &err));
         CHECK(m.kind == VTR_MODEL_HGR && vtr_run_model_feature_dim(&m) == 32);
         vtr_run_model_init_params(&m, 3);
         vtr_param_set_zero_grad(vtr_run_model_params(&m));
@@ -1316,6 +1329,22 @@ TEST(train_cli_train_resume_kill_and_eval)
                     tmp("narrow.txt"), tmp("cli_narrow")), 1);
     CHECK(log_has("u.log", "narrow.txt:1: 3 values, expected 8"));
     CHECK(access(tmp("cli_narrow"), F_OK) != 0);
+
+    /* --device cuda where no GPU is (or in a build without CUDA): one line that says what
+     * to do, and nothing left behind */
+    if (!vtr_cuda_available()) {
+        CHECK_EQ_INT(sh("g.log", "bin/vtr-train '%s' --device cuda -o '%s'", cfg,
+                        tmp("cli_gpu")), 1);
+        CHECK(log_has("g.log", "train.device cuda:0: "));
+        CHECK(log_has("g.log", "run on the CPU (--device cpu)"));
+        CHECK(access(tmp("cli_gpu"), F_OK) != 0);
+        CHECK_EQ_INT(sh("e.log", "bin/vtr-eval --device cuda:0 -c '%s'", tmp("none")), 1);
+        CHECK(log_has("e.log", "vtr-eval: --device: "));
+        CHECK(log_has("e.log", "run on the CPU (--device cpu)"));
+    }
+    CHECK_EQ_INT(sh("e.log", "bin/vtr-eval --device tpu -c '%s'", tmp("none")), 1);
+    CHECK(log_has("e.log", "vtr-eval: --device: unknown device 'tpu' (expected cpu, cuda or "
+                           "cuda:N)"));
 
     /* train.precision bfloat16: on a CPU without it (oneDNN told so), one warning and a
      * float32 run; where the CPU has it, no warning; the run record says which it was */

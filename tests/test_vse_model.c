@@ -482,7 +482,7 @@ TEST(vse_model_on_cuda_names_what_stays_on_the_cpu)
     CHECK(m.arena == NULL && m.params.count == 0);
     if (!vtr_cuda_available())
         CHECK_FAILS(vtr_vse_model_init_on(&m, &cfg, VTR_DEVICE_CUDA, SB, ST, SL, &err),
-                    VTR_ERR_DEVICE, "; use device cpu");
+                    VTR_ERR_DEVICE, "run on the CPU (--device cpu)");
 
     CHECK_OK(vtr_vse_model_init_on(&m, &cfg, VTR_DEVICE_CPU, SB, ST, SL, &err));
     CHECK(m.device == VTR_DEVICE_CPU && m.dev_data == NULL && m.in_frames == NULL);

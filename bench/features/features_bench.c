@@ -152,7 +152,7 @@ int main(int argc, char **argv)
     }
     double t_load = now();
     vtr_backbone *b = NULL;
-    if (vtr_backbone_load(argv[1], arch, VTR_BACKBONE_CPU, &b, &err) != VTR_OK) {
+    if (vtr_backbone_load(argv[1], arch, VTR_DEVICE_CPU, &b, &err) != VTR_OK) {
         fprintf(stderr, "features_bench: %s\n", err.msg);
         return 1;
     }
