@@ -524,7 +524,7 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
         base, &off, pool_workspace_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
     m->sim = vtr_arena_carve(base, &off, f * Bm * Bm);
     m->loss = vtr_arena_carve(base, &off, f);
-    m->in_frames = vtr_arena_carve(base, &off, gpu ? f * R * F : 0);
+    m->in_frames = vtr_arena_carve(base, &off, gpu && M ? f * R * F : 0);
     m->in_lengths[0] = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Bm : 0);
     m->in_lengths[1] = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Bm : 0);
     m->in_ids = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Q : 0);
@@ -643,6 +643,12 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
     if ((st = vtr_dev_alloc(device, &m->arena, bytes, "vse model activations", err)))
         goto fail;
     layout_arena(m, m->arena);
+    if (device == VTR_DEVICE_CUDA && cfg->mlp_hidden == 0 &&
+        !(m->host_rows = malloc(sizeof(float) * (size_t)max_batch * max_frames *
+                                (size_t)cfg->feature_dim))) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "vse model: out of memory");
+        goto fail;
+    }
     return VTR_OK;
 
 fail:
@@ -654,6 +660,7 @@ void vtr_vse_model_free(vtr_vse_model *m)
 {
     vtr_param_set_free(&m->params);
     vtr_dev_free(m->device, m->arena);
+    free(m->host_rows);
     if (m->dev_data)
         vtr_dev_free(m->device, m->dev_data);
     memset(m, 0, sizeof *m);
@@ -795,13 +802,15 @@ static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *len
     } else {
         // Row-wise only: fc over the real rows alone, packed (img_rows (N,F) -> fc_rows
         // (N,E)), then spread to img_feat (B,T,E) with zero padded rows. The pooler reads
-        // real rows only, so this equals the reference's fc over the padded batch.
+        // real rows only, so this equals the reference's fc over the padded batch. The rows
+        // are packed on the host (on the GPU: then copied in one go).
+        float *rows = dev == VTR_DEVICE_CPU ? m->img_rows : m->host_rows;
         size_t n = 0;
         for (int b = 0; b < B; b++) {
-            VTR_TRY(vtr_dev_upload(dev, m->img_rows + n * F, x + (size_t)b * T * F,
-                                   sizeof(float) * hl[b] * F, err));
+            memcpy(rows + n * F, x + (size_t)b * T * F, sizeof(float) * hl[b] * F);
             n += (size_t)hl[b];
         }
+        VTR_TRY(vtr_dev_upload(dev, m->img_rows, rows, sizeof(float) * n * F, err));
         VTR_TRY(vtr_dev_linear_forward(dev, m->fc_rows, m->img_rows, m->fc_w, m->fc_b, (int)n, F,
                                        E, err));
         n = 0;

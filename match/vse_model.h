@@ -226,10 +226,12 @@ typedef struct vtr_vse_model {
     float *sim;               /* (B,B) S */
     float *loss;              /* (1) the last step's loss */
     /* VTR_DEVICE_CUDA: a call's inputs, copied to the GPU (NULL on the CPU, where the ops
-     * read the caller's buffers): frames (R,F), the sets' and the captions' lengths (B),
-     * ids (Q) */
+     * read the caller's buffers): frames (R,F) (with an MLP), the sets' and the captions'
+     * lengths (B), ids (Q); and in host memory (malloc), the real rows (R,F) packed for
+     * one copy to img_rows (without an MLP) */
     float *in_frames;
     int *in_lengths[2], *in_ids;
+    float *host_rows;
     /* set embeddings (K > 0; else NULL): per side (0 visual, 1 text) the module's
      * parameters (a flat block of the set), its sets and slots (B,K,E), workspace, and
      * their gradients */
