@@ -2,7 +2,7 @@
  * measures the machine's float32 peak the same run (OpenBLAS sgemm and oneDNN's best
  * ResNet convolution), for bench/features/run.sh.
  *
- *   features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16]
+ *   features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16 | --device cuda]
  *
  * Prints one JSON object: seconds per batch (warm-up runs first), the model's GFLOP per
  * 224x224 image (2 * multiply-adds of every convolution, counted from the folded net),
@@ -10,6 +10,9 @@
  * With --bf16 (bench/features/bf16.sh): the convolutions in bfloat16
  * (vtr_backbone_set_bf16), no peaks, and the cosine of each image's bfloat16 features to
  * its float32 ones (one untimed float32 batch first): "cosine_min", "cosine_mean".
+ * With --device cuda (tests/gpu/run.sh): the cuDNN engine on GPU 0, float32; a timed batch
+ * includes the copy of the images to the GPU and of the features back, as the program's
+ * does; no peaks; "device" names the GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -24,6 +27,7 @@
 
 #include "features/backbone.h"
 #include "features/conv.h"
+#include "lib/device.h"
 #include "lib/rng.h"
 
 static double now(void)
@@ -138,8 +142,10 @@ static double conv_peak(void)
 int main(int argc, char **argv)
 {
     bool bf16 = argc == 7 && strcmp(argv[6], "--bf16") == 0;
-    if (argc != 6 && !bf16) {
-        fprintf(stderr, "usage: features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16]\n");
+    bool cuda = argc == 8 && strcmp(argv[6], "--device") == 0 && strcmp(argv[7], "cuda") == 0;
+    if (argc != 6 && !bf16 && !cuda) {
+        fprintf(stderr,
+                "usage: features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16 | --device cuda]\n");
         return 1;
     }
     vtr_error err;
@@ -152,7 +158,8 @@ int main(int argc, char **argv)
     }
     double t_load = now();
     vtr_backbone *b = NULL;
-    if (vtr_backbone_load(argv[1], arch, VTR_DEVICE_CPU, &b, &err) != VTR_OK) {
+    if (vtr_backbone_load(argv[1], arch, cuda ? VTR_DEVICE_CUDA : VTR_DEVICE_CPU, &b, &err) !=
+        VTR_OK) {
         fprintf(stderr, "features_bench: %s\n", err.msg);
         return 1;
     }
@@ -189,9 +196,9 @@ int main(int argc, char **argv)
     printf("{\"side\": \"%s\", \"arch\": \"%s\", \"batch\": %d, \"threads\": %d, "
            "\"warmup\": %d, \"load_s\": %.3f, \"gflop_per_image\": %.4f, \"max_rss_mb\": %.0f, "
            "\"checksum\": %.6g, \"isa\": \"%s\", ",
-           bf16 ? "vtr-bf16" : "vtr", argv[2], batch, omp_get_max_threads(), warmup, t_load,
-           gflop, ru.ru_maxrss / 1024.0, (double)out[0] + out[(size_t)batch * D - 1],
-           vtr_conv_cpu_report());
+           bf16 ? "vtr-bf16" : cuda ? "vtr-cuda" : "vtr", argv[2], batch, omp_get_max_threads(),
+           warmup, t_load, gflop, ru.ru_maxrss / 1024.0,
+           (double)out[0] + out[(size_t)batch * D - 1], cuda ? "cuDNN" : vtr_conv_cpu_report());
     if (bf16) {
         double lo = 2, sum = 0;
         for (int i = 0; i < batch; i++) {
@@ -205,6 +212,10 @@ int main(int argc, char **argv)
             sum += c;
         }
         printf("\"cosine_min\": %.6f, \"cosine_mean\": %.6f, ", lo, sum / batch);
+    } else if (cuda) {
+        char gpu[256];
+        printf("\"device\": \"%s\", ",
+               vtr_cuda_init(0, gpu, sizeof gpu, &err) == VTR_OK ? gpu : "unknown");
     } else {
         printf("\"sgemm_peak_gflops\": %.1f, \"conv_peak_gflops\": %.1f, ", sgemm_peak(),
                conv_peak());

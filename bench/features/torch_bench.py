@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/features: torchvision's side, for bench/features/run.sh.
 
-  torch_bench.py WEIGHTS ARCH BATCH RUNS WARMUP THREADS [--frozen | --bf16]
+  torch_bench.py WEIGHTS ARCH BATCH RUNS WARMUP THREADS [--frozen | --bf16 | --cuda [--tf32]]
 
 Loads the same safetensors weights as vtr into torchvision's model (strict: every name
 must match), drops the classifier (fc -> Identity: the pooled features, as vtr computes),
@@ -10,7 +10,9 @@ input: the plain torchvision forward that feature-extraction scripts run. With -
 the model is first compiled with torch.jit.optimize_for_inference(torch.jit.script(m))
 (batch norm folded, oneDNN layouts kept between layers): PyTorch's own best CPU path. With --bf16 (bench/features/bf16.sh), PyTorch's bfloat16
 inference on a CPU: model and input in channels_last, model(x) under
-torch.autocast("cpu", dtype=torch.bfloat16).
+torch.autocast("cpu", dtype=torch.bfloat16). With --cuda (tests/gpu/run.sh), on GPU 0 in
+float32 (TF32 off unless --tf32; cudnn.benchmark on), each timed batch copied from host
+memory and its features back, as vtr's cuDNN engine does.
 Prints one JSON object.
 """
 import json
@@ -46,12 +48,19 @@ def main(argv):
     batch, runs, warmup, threads = (int(v) for v in argv[2:6])
     frozen = "--frozen" in argv[6:]
     bf16 = "--bf16" in argv[6:]
+    cuda = "--cuda" in argv[6:]
+    tf32 = "--tf32" in argv[6:]
     torch.set_num_threads(threads)
     model = getattr(torchvision.models, arch)(weights=None)
     model.load_state_dict(load_safetensors(weights), strict=True)
     model.fc = torch.nn.Identity()
     model.eval()
     x = torch.randn(batch, 3, 224, 224)
+    if cuda:
+        # as vtr's cuDNN engine: float32, images from and features to host memory per batch
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.benchmark = True
+        model = model.cuda()
     if bf16:
         model = model.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
@@ -61,10 +70,11 @@ def main(argv):
         times = []
         for _ in range(warmup + runs):
             t = time.perf_counter()
-            out = model(x)
+            out = model(x.cuda()).cpu() if cuda else model(x)
             times.append(time.perf_counter() - t)
     print(json.dumps({
-        "side": "torch-frozen" if frozen else "torch-bf16" if bf16 else "torch",
+        "side": ("torch-frozen" if frozen else "torch-bf16" if bf16 else "torch") +
+        ("-cuda" + ("-tf32" if tf32 else "") if cuda else ""),
         "arch": arch, "batch": batch,
         "threads": torch.get_num_threads(), "warmup": warmup, "torch": torch.__version__,
         "torchvision": torchvision.__version__, "dim": int(out.shape[1]),

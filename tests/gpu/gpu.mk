@@ -7,8 +7,9 @@
 #   make -f tests/gpu/gpu.mk [B=build-gpu] [CUDA_ARCH=90] [WERROR=yes] NVCC=... \
 #        DEP_CFLAGS=... CUDA_CFLAGS=... LIBS=...
 #
-# Outputs: $(B)/unit-tests (tests/check.c's runner over the tests below), $(B)/op-timing
-# and $(B)/train-step (bench/train_step/train_step.c, for the step's benchmark on the GPU). The C sources are the closure of what the tests call (a change that
+# Outputs: $(B)/unit-tests (tests/check.c's runner over the tests below), $(B)/op-timing,
+# and for the benchmarks on the GPU $(B)/train-step (bench/train_step/train_step.c) and
+# $(B)/features-bench (bench/features/features_bench.c). The C sources are the closure of what the tests call (a change that
 # makes one of them call another file's function adds that file here); every .cu of the
 # stage folders is compiled, so that all CUDA code builds for CUDA_ARCH, and the archive
 # lets the linker take only what is called. Flags are Makefile.in's and configure's, for
@@ -28,6 +29,7 @@ TEST_SRCS = tests/check.c tests/test_cuda.c tests/test_cuda_nn.c tests/test_cuda
             tests/test_backbone.c
 TIMING_SRCS = tests/gpu/op_timing.c
 STEP_SRCS = bench/train_step/train_step.c
+FEATURES_SRCS = bench/features/features_bench.c
 LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c lib/linear.c \
             lib/matmul.c lib/precision.c \
             lib/norm.c lib/npy.c lib/pth.c lib/rng.c lib/safetensors.c lib/similarity.c \
@@ -53,9 +55,10 @@ LIB_OBJS    = $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(patsubst %.cu,$(B)/%.cu.o,$
 TEST_OBJS   = $(patsubst %.c,$(B)/%.o,$(TEST_SRCS))
 TIMING_OBJS = $(patsubst %.c,$(B)/%.o,$(TIMING_SRCS))
 STEP_OBJS   = $(patsubst %.c,$(B)/%.o,$(STEP_SRCS))
+FEATURES_OBJS = $(patsubst %.c,$(B)/%.o,$(FEATURES_SRCS))
 
 .PHONY: all FORCE
-all: $(B)/unit-tests $(B)/op-timing $(B)/train-step
+all: $(B)/unit-tests $(B)/op-timing $(B)/train-step $(B)/features-bench
 
 # $(B)/flags changes only when the flags do, so that another set (system libraries or
 # .gpu-deps, another architecture) recompiles everything and the same set nothing.
@@ -96,8 +99,12 @@ $(B)/op-timing: $(TIMING_OBJS) $(B)/libvtr-gpu.a
 $(B)/train-step: $(STEP_OBJS) $(B)/libvtr-gpu.a
 	$(CC) -fopenmp $(STEP_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
 
+$(B)/features-bench: $(FEATURES_OBJS) $(B)/libvtr-gpu.a
+	$(CC) -fopenmp $(FEATURES_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+
 FORCE:
 
 .SECONDARY:
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TIMING_OBJS:.o=.d) $(STEP_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TIMING_OBJS:.o=.d) $(STEP_OBJS:.o=.d) \
+         $(FEATURES_OBJS:.o=.d)

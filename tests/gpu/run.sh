@@ -9,26 +9,28 @@
 # build-gpu/logs/:
 #   env     the GPU, driver, nvcc, host compiler, PyTorch, and where cuBLAS, cuDNN and
 #           the other libraries were found (cuBLAS and cuDNN in the toolkit, in a Python
-#           environment's nvidia-* packages, or under /usr)                         45 s
+#           environment's nvidia-* packages, or under /usr)                         30 s
 #   deps    .gpu-deps/*.deb (sh tests/gpu/fetch-deps.sh, here) unpacked into
-#           build-gpu/deps: OpenBLAS, jansson, oneDNN, and make where none is here   45 s
+#           build-gpu/deps: OpenBLAS, jansson, oneDNN, and make where none is here   30 s
 #   build   make -f tests/gpu/gpu.mk: build-gpu/unit-tests (the parity tests),
-#           build-gpu/op-timing and build-gpu/train-step, for the GPU's architecture,
-#           then every library the programs load resolved (ldd)                    180 s
+#           build-gpu/op-timing, build-gpu/train-step and build-gpu/features-bench, for
+#           the GPU's architecture, then every library they load resolved (ldd)   150 s
 #   tests   build-gpu/unit-tests cuda: tests/test_cuda.c, tests/test_cuda_nn.c (the ops
 #           and the optimizer), tests/test_cuda_model.c (a VSE training step, 300 steps
 #           of training and two GPU runs, each against the CPU) and
 #           test_backbone.c:backbone_cuda_matches_cpu, relative errors printed; on a GPU
-#           each must pass (a skip fails the check)                                120 s
-#   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU   45 s
+#           each must pass (a skip fails the check)                                100 s
+#   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU   30 s
 #   bench   bench/train_step's VSE∞ step at MSR-VTT sizes: vtr on the GPU against
-#           PyTorch on the same GPU, eager and torch.compile (bench.log)           150 s
+#           PyTorch on the same GPU, eager and torch.compile (bench.log)           130 s
+#   features  bench/features' ResNet-152 at batch 32: vtr's cuDNN engine against
+#           torchvision on the same GPU, float32, TF32 off and on (features.log)    90 s
 # then summary.txt.
 #
 # --dry-run (the test suite's tests/t_gpu_dry.sh): everything up to the GPU: the build,
 # then the tests with no GPU visible (CUDA_VISIBLE_DEVICES empty), where they skip and
-# test_cuda.c:cuda_unavailable_is_a_clear_error_or_works passes, and the bench's vtr side
-# on the CPU; no timing.
+# test_cuda.c:cuda_unavailable_is_a_clear_error_or_works passes, and the benchmarks' vtr
+# sides on the CPU, one small run each; no timing.
 # --system-libs: OpenBLAS, jansson and oneDNN from the system (pkg-config) even when
 # .gpu-deps holds packages; the build goes to build-gpu/system-libs/ instead.
 #
@@ -118,7 +120,7 @@ step_build() {
     sed 's/^/  /' "$B/flags"
     echo "libraries loaded by $B/unit-tests:"
     ldd "$B/unit-tests" | sed 's/^[[:space:]]*/  /'
-    if ldd "$B/unit-tests" "$B/op-timing" | grep 'not found'; then
+    if ldd "$B/unit-tests" "$B/op-timing" "$B/train-step" "$B/features-bench" | grep 'not found'; then
         echo "build: a library above is not found (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
         return 1
     fi
@@ -159,6 +161,49 @@ for name in ("torch.json", "torch--compile.json"):
     print("PyTorch %s%s: median %.2f ms per step; vtr is %.2fx faster; last losses %.6g / %.6g" % (
         t["torch"], " compiled" if t["compiled"] else " eager", 1e3 * t["median_s"],
         t["median_s"] / vtr["median_s"], vtr["losses"][-1], t["losses"][-1]))
+PY
+}
+
+# bench/features at batch 32 on 224 x 224: vtr's cuDNN engine (FEATURES_DEVICE cuda) against
+# torchvision on the same GPU, float32 with TF32 off and on, random weights of
+# FEATURES_ARCH with torchvision's names (written by a python3 that has numpy); on the CPU
+# (the dry run), vtr's side alone.
+step_features() {
+    py=python3
+    LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH $py -c 'import numpy' 2>/dev/null || py=/usr/bin/python3
+    w=$B/$FEATURES_ARCH.safetensors
+    LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH $py tests/fixtures/make_backbone_fixtures.py \
+        random-weights "$FEATURES_ARCH" "$w" 0 || return 1
+    if [ "$FEATURES_DEVICE" = cpu ]; then
+        "$B/features-bench" "$w" "$FEATURES_ARCH" 2 1 0
+        return
+    fi
+    "$B/features-bench" "$w" "$FEATURES_ARCH" 32 10 3 --device cuda | tee "$B/features-vtr.json"
+    [ -s "$B/features-vtr.json" ] || return 1
+    for tf32 in '' --tf32; do
+        # shellcheck disable=SC2086 # $tf32 is one word or none
+        LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH timeout 60 python3 bench/features/torch_bench.py \
+            "$w" "$FEATURES_ARCH" 32 10 3 "$(nproc)" --cuda $tf32 | tee "$B/features-torch$tf32.json"
+    done
+    python3 - "$B" <<'PY'
+import json, os, sys
+def median(times, warmup):
+    t = sorted(times[warmup:])
+    return t[len(t) // 2] if len(t) % 2 else 0.5 * (t[len(t) // 2 - 1] + t[len(t) // 2])
+d = sys.argv[1]
+vtr = json.load(open(os.path.join(d, "features-vtr.json")))
+v = median(vtr["times"], vtr["warmup"])
+print("vtr on %s: %.1f images/s (%.1f ms per batch of %d)" % (vtr["device"], vtr["batch"] / v,
+      1e3 * v, vtr["batch"]))
+for name in ("features-torch.json", "features-torch--tf32.json"):
+    try:
+        t = json.load(open(os.path.join(d, name)))
+    except (OSError, ValueError):
+        print("%s: no result" % name)
+        continue
+    m = median(t["times"], t["warmup"])
+    print("%s (torchvision %s): %.1f images/s; vtr is %.2fx as fast" % (
+        t["side"], t["torchvision"], t["batch"] / m, m / v))
 PY
 }
 
@@ -327,13 +372,13 @@ step() {
 
 mkdir -p "$B"
 self=tests/gpu/run.sh
-step env 45 sh $self __step env
-step deps 45 sh $self __step deps
-[ -z "$failed" ] && step build 180 sh $self __step build
+step env 30 sh $self __step env
+step deps 30 sh $self __step deps
+[ -z "$failed" ] && step build 150 sh $self __step build
 
 if [ -z "$failed" ]; then
     if [ $gpu = yes ]; then
-        step tests 120 env VTR_TEST_VERBOSE=1 "$B/unit-tests" cuda
+        step tests 100 env VTR_TEST_VERBOSE=1 "$B/unit-tests" cuda
         # on a GPU a skipped parity test is a check not made
         if [ -z "$failed" ] && grep -q '^skip ' "$logs/tests.log"; then
             echo "tests: these skipped on a GPU, so they were not checked:"
@@ -342,8 +387,9 @@ if [ -z "$failed" ]; then
             summary="${summary}tests: FAILED: $(grep -c '^skip ' "$logs/tests.log") skipped on a GPU
 "
         fi
-        step timing 45 "$B/op-timing" 20
-        step bench 150 env BENCH_DEVICE=cuda sh $self __step bench
+        step timing 30 "$B/op-timing" 20
+        step bench 130 env BENCH_DEVICE=cuda sh $self __step bench
+        step features 90 env FEATURES_DEVICE=cuda FEATURES_ARCH=resnet152 sh $self __step features
     else
         step tests 120 env CUDA_VISIBLE_DEVICES= "$B/unit-tests" cuda
         if [ -z "$failed" ] && ! grep -q '^ok   test_cuda.c:cuda_unavailable_is_a_clear_error_or_works$' "$logs/tests.log"; then
@@ -353,6 +399,7 @@ if [ -z "$failed" ]; then
         # the bench's vtr side on the CPU, one step: its program and data work
         step bench 60 env BENCH_DEVICE=cpu BENCH_WARMUP=0 BENCH_STEPS=1 OMP_WAIT_POLICY=passive \
             sh $self __step bench
+        step features 60 env FEATURES_DEVICE=cpu FEATURES_ARCH=resnet18 sh $self __step features
     fi
 fi
 
