@@ -44,19 +44,9 @@ typedef struct hit {
     int64_t row;
 } hit;
 
-/* Whether (sa, ra) comes before (sb, rb): higher score first, then lower row; NaN last. */
 static inline bool ranks_before(float sa, int64_t ra, float sb, int64_t rb)
 {
-    if (sa > sb)
-        return true;
-    if (sa < sb)
-        return false;
-    if (sa == sb)
-        return ra < rb;
-    bool na = isnan(sa), nb = isnan(sb);
-    if (na != nb)
-        return nb;
-    return ra < rb;
+    return vtr_topk_ranks_before(sa, ra, sb, rb);
 }
 
 static int cmp_hits(const void *a, const void *b)
@@ -182,6 +172,23 @@ static void emit_merged(heap *heaps, int n_threads, size_t stride, int64_t cap, 
         rows[i] = i < n ? merged[i].row : -1;
         scores[i] = i < n ? merged[i].score : -INFINITY;
     }
+}
+
+vtr_status vtr_topk_select(const float *scores, const int64_t *rows, int64_t n, int64_t k,
+                           int64_t *out_rows, float *out_scores, int64_t *count,
+                           vtr_error *err)
+{
+    heap h = {.e = malloc((size_t)(k > 0 ? k : 1) * sizeof *h.e), .cap = k > 0 ? k : 0};
+    if (!h.e)
+        return vtr_fail(err, VTR_ERR_NOMEM, "top-k: out of memory for %lld results",
+                        (long long)k);
+    for (int64_t i = 0; i < n; i++)
+        if (rows[i] >= 0)
+            heap_offer(&h, scores[i], rows[i]);
+    *count = h.n;
+    emit_merged(&h, 1, 1, h.n, k, NULL, out_rows, out_scores);
+    free(h.e);
+    return VTR_OK;
 }
 
 /* ---- the matrix ---- */

@@ -59,11 +59,17 @@
 #ifndef VTR_TOPK_H
 #define VTR_TOPK_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "lib/error.h"
+#include "lib/hostdevice.h"
 #include "lib/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* One contiguous run of rows: (rows, dim) row-major, of the matrix's dtype. */
 typedef struct vtr_topk_part {
@@ -81,8 +87,24 @@ typedef struct vtr_topk_matrix {
     const uint64_t *skip;
 } vtr_topk_matrix;
 
+/* Whether (sa, ra) ranks before (sb, rb) in the order above: higher score first, then
+ * lower row; NaN after every number. Shared with the GPU's kernel (topk.cu). */
+static VTR_HD bool vtr_topk_ranks_before(float sa, int64_t ra, float sb, int64_t rb)
+{
+    if (sa > sb)
+        return true;
+    if (sa < sb)
+        return false;
+    if (sa == sb)
+        return ra < rb;
+    bool na = isnan(sa), nb = isnan(sb);
+    if (na != nb)
+        return nb;
+    return ra < rb;
+}
+
 /* Row r of a skip bitmap: whether it is set, set it, clear it. */
-static inline bool vtr_topk_skipped(const uint64_t *skip, int64_t r)
+static VTR_HD bool vtr_topk_skipped(const uint64_t *skip, int64_t r)
 {
     return skip && (skip[r >> 6] >> (r & 63) & 1);
 }
@@ -149,5 +171,35 @@ int64_t vtr_topk_matrix_live_rows(const vtr_topk_matrix *m);
 vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, int64_t k,
                            const vtr_topk_options *opt, int64_t *rows, float *scores,
                            int64_t *found, vtr_error *err);
+
+/* The first k of n candidates (scores[i], rows[i]; entries of row -1 are not candidates)
+ * in the order above, into out_rows and out_scores (k each), row -1 and -INFINITY after
+ * the last; *count gets how many are real. VTR_ERR_NOMEM. */
+vtr_status vtr_topk_select(const float *scores, const int64_t *rows, int64_t n, int64_t k,
+                           int64_t *out_rows, float *out_scores, int64_t *count,
+                           vtr_error *err);
+
+/* ---- the GPU (index/topk.cu; implemented only with VTR_HAVE_CUDA, lib/nn_cuda.h) ----
+ *
+ * vtr_topk_cuda_new copies a matrix's rows (its parts, one after the other) and its skip
+ * bitmap to the current GPU (vtr_cuda_init) once; vtr_topk_cuda_search then finds the top
+ * k rows for each query as vtr_topk_search does, with the same order, ties, NaN and
+ * skipped rows, k at most VTR_TOPK_CUDA_MAX_K (VTR_ERR_UNSUPPORTED above). Scores are
+ * float32 sums of the widened rows times the query, added in another order than the
+ * CPU's kernels (a warp's lanes, then a tree), so they may differ from the CPU's in the
+ * last bits (and so swap rows whose scores are that close). A pass per query: each warp
+ * scores its rows (16-byte loads where dim allows) and keeps its own top k; the host
+ * merges the warps' lists (vtr_topk_select). The results do not depend on the GPU's
+ * size. Later changes to the matrix are not seen: make a new one. */
+#define VTR_TOPK_CUDA_MAX_K 256
+typedef struct vtr_topk_cuda vtr_topk_cuda;
+vtr_status vtr_topk_cuda_new(const vtr_topk_matrix *m, vtr_topk_cuda **out, vtr_error *err);
+void vtr_topk_cuda_free(vtr_topk_cuda *c);
+vtr_status vtr_topk_cuda_search(vtr_topk_cuda *c, const vtr_tensor *queries, int64_t k,
+                                int64_t *rows, float *scores, int64_t *found, vtr_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -395,6 +395,85 @@ TEST(nan_ranks_last)
     matrix_free(&t);
 }
 
+/* vtr_topk_select, the merge of the GPU's candidate lists: the order, ties, NaN last,
+ * rows -1 ignored, fewer candidates than k. */
+TEST(select_merges_candidates_in_order)
+{
+    float s[] = {0.5f, NAN, 2.0f, 0.5f, -INFINITY, 2.0f, 9.0f, 1.0f};
+    int64_t r[] = {7, 3, 4, 2, 8, 1, -1, 5};
+    int64_t rows[10], count;
+    float scores[10];
+    vtr_error err;
+    CHECK_OK(vtr_topk_select(s, r, 8, 10, rows, scores, &count, &err));
+    CHECK_EQ_INT(count, 7);
+    int64_t want[] = {1, 4, 5, 2, 7, 8, 3};
+    for (int i = 0; i < 7; i++)
+        CHECK_MSG(rows[i] == want[i], "rank %d: row %lld, want %lld", i, (long long)rows[i],
+                  (long long)want[i]);
+    CHECK(scores[0] == 2.0f && scores[3] == 0.5f && isnan(scores[6]));
+    CHECK(rows[7] == -1 && scores[9] == -INFINITY);
+    CHECK_OK(vtr_topk_select(s, r, 8, 2, rows, scores, &count, &err));
+    CHECK(count == 2 && rows[0] == 1 && rows[1] == 4);
+}
+
+/* The GPU's top-k (topk.cu) against the CPU's. With coarse values every score is exact in
+ * float32, so sums in another order give the same scores: the same rows and scores bit for
+ * bit, ties and skipped rows included, for each load path (dim 64: 16-byte loads of both
+ * dtypes; 12: float32's only; 7: neither), k from 1 to above the live rows. Gaussian
+ * values: the same rows, scores to float32 rounding. */
+TEST(cuda_topk_matches_cpu)
+{
+#ifndef VTR_HAVE_CUDA
+    test_skip("built without CUDA");
+#else
+    test_need_cuda();
+    vtr_error err;
+    static const int64_t dims[] = {64, 12, 7}, cuts[] = {300, 301, 1000}, ks[] = {1, 10, 256};
+    enum { N = 5000, Q = 3 };
+    int64_t rows_c[Q * 256], rows_g[Q * 256], found_c, found_g;
+    float scores_c[Q * 256], scores_g[Q * 256];
+    for (int coarse = 1; coarse >= 0; coarse--)
+        for (int di = 0; di < 3; di++)
+            for (int f16 = 0; f16 < 2; f16++) {
+                int64_t dim = dims[di];
+                rng_state = 11 + (uint64_t)di;
+                test_matrix t;
+                matrix_init(&t, N, dim, coarse, 0.1, cuts, 3);
+                vtr_topk_matrix m = view(&t, f16 ? VTR_F16 : VTR_F32, true);
+                float q[Q * 64];
+                for (int i = 0; i < Q * dim; i++)
+                    q[i] = coarse ? (float)((int)(next_u32() % 9) - 4) / 4
+                                  : (float)next_gaussian();
+                vtr_tensor qt = {.dtype = VTR_F32, .ndim = 2, .shape = {Q, dim}, .data = q};
+                vtr_topk_cuda *c;
+                CHECK_OK(vtr_topk_cuda_new(&m, &c, &err));
+                for (int ki = 0; ki < 3; ki++) {
+                    int64_t k = ks[ki];
+                    CHECK_OK(vtr_topk_search(&m, &qt, k, NULL, rows_c, scores_c, &found_c, &err));
+                    CHECK_OK(vtr_topk_cuda_search(c, &qt, k, rows_g, scores_g, &found_g, &err));
+                    CHECK_EQ_INT(found_g, found_c);
+                    for (int64_t i = 0; i < Q * k; i++) {
+                        CHECK_MSG(rows_g[i] == rows_c[i] || !coarse,
+                                  "dim %lld, %s, k %lld, result %lld: row %lld, cpu %lld",
+                                  (long long)dim, f16 ? "float16" : "float32", (long long)k,
+                                  (long long)i, (long long)rows_g[i], (long long)rows_c[i]);
+                        CHECK_MSG(coarse ? scores_g[i] == scores_c[i]
+                                         : fabsf(scores_g[i] - scores_c[i]) <=
+                                               1e-5f * (1 + fabsf(scores_c[i])),
+                                  "dim %lld, k %lld, result %lld: score %.9g, cpu %.9g",
+                                  (long long)dim, (long long)k, (long long)i,
+                                  (double)scores_g[i], (double)scores_c[i]);
+                    }
+                }
+                CHECK_FAILS(vtr_topk_cuda_search(c, &qt, VTR_TOPK_CUDA_MAX_K + 1, rows_g,
+                                                 scores_g, &found_g, &err),
+                            VTR_ERR_UNSUPPORTED, "search on the CPU (--device cpu)");
+                vtr_topk_cuda_free(c);
+                matrix_free(&t);
+            }
+#endif
+}
+
 TEST(nothing_to_find)
 {
     rng_state = 5;

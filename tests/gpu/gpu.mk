@@ -8,8 +8,8 @@
 #        DEP_CFLAGS=... CUDA_CFLAGS=... LIBS=...
 #
 # Outputs: $(B)/unit-tests (tests/check.c's runner over the tests below), $(B)/op-timing,
-# and for the benchmarks on the GPU $(B)/train-step (bench/train_step/train_step.c) and
-# $(B)/features-bench (bench/features/features_bench.c). The C sources are the closure of what the tests call (a change that
+# and for the benchmarks on the GPU $(B)/train-step (bench/train_step/train_step.c),
+# $(B)/features-bench (bench/features/features_bench.c) and $(B)/search-timing. The C sources are the closure of what the tests call (a change that
 # makes one of them call another file's function adds that file here); every .cu of the
 # stage folders is compiled, so that all CUDA code builds for CUDA_ARCH, and the archive
 # lets the linker take only what is called. Flags are Makefile.in's and configure's, for
@@ -26,10 +26,11 @@ CUDA_CFLAGS =
 LIBS       =
 
 TEST_SRCS = tests/check.c tests/test_cuda.c tests/test_cuda_nn.c tests/test_cuda_model.c \
-            tests/test_backbone.c
+            tests/test_backbone.c tests/test_topk.c
 TIMING_SRCS = tests/gpu/op_timing.c
 STEP_SRCS = bench/train_step/train_step.c
 FEATURES_SRCS = bench/features/features_bench.c
+SEARCH_SRCS = tests/gpu/search_timing.c
 LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c lib/linear.c \
             lib/matmul.c lib/precision.c \
             lib/norm.c lib/npy.c lib/pth.c lib/rng.c lib/safetensors.c lib/similarity.c \
@@ -38,7 +39,7 @@ LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c li
             lib/blas_threads.c aggregate/gpo.c aggregate/set_pooling.c aggregate/adpool.c \
             aggregate/set_prediction.c match/hinge_loss.c match/vse_model.c match/model_ops.c \
             match/caption_bigru.c match/model_arena.c match/model_params.c match/set_similarity.c \
-            match/adopt_loss.c lib/nn.c lib/checkpoint.c \
+            match/adopt_loss.c lib/nn.c lib/checkpoint.c index/topk.c \
             features/backbone.c features/backbone_weights.c features/keras_net.c \
             features/conv.c features/extractor.c features/preprocess.c
 CUDA_SRCS = $(wildcard $(addsuffix /*.cu,lib decode features text import aggregate match index tools))
@@ -56,9 +57,10 @@ TEST_OBJS   = $(patsubst %.c,$(B)/%.o,$(TEST_SRCS))
 TIMING_OBJS = $(patsubst %.c,$(B)/%.o,$(TIMING_SRCS))
 STEP_OBJS   = $(patsubst %.c,$(B)/%.o,$(STEP_SRCS))
 FEATURES_OBJS = $(patsubst %.c,$(B)/%.o,$(FEATURES_SRCS))
+SEARCH_OBJS = $(patsubst %.c,$(B)/%.o,$(SEARCH_SRCS))
 
 .PHONY: all FORCE
-all: $(B)/unit-tests $(B)/op-timing $(B)/train-step $(B)/features-bench
+all: $(B)/unit-tests $(B)/op-timing $(B)/train-step $(B)/features-bench $(B)/search-timing
 
 # $(B)/flags changes only when the flags do, so that another set (system libraries or
 # .gpu-deps, another architecture) recompiles everything and the same set nothing.
@@ -102,9 +104,12 @@ $(B)/train-step: $(STEP_OBJS) $(B)/libvtr-gpu.a
 $(B)/features-bench: $(FEATURES_OBJS) $(B)/libvtr-gpu.a
 	$(CC) -fopenmp $(FEATURES_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
 
+$(B)/search-timing: $(SEARCH_OBJS) $(B)/libvtr-gpu.a
+	$(CC) -fopenmp $(SEARCH_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+
 FORCE:
 
 .SECONDARY:
 
 -include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TIMING_OBJS:.o=.d) $(STEP_OBJS:.o=.d) \
-         $(FEATURES_OBJS:.o=.d)
+         $(FEATURES_OBJS:.o=.d) $(SEARCH_OBJS:.o=.d)

@@ -13,18 +13,21 @@
 #   deps    .gpu-deps/*.deb (sh tests/gpu/fetch-deps.sh, here) unpacked into
 #           build-gpu/deps: OpenBLAS, jansson, oneDNN, and make where none is here   30 s
 #   build   make -f tests/gpu/gpu.mk: build-gpu/unit-tests (the parity tests),
-#           build-gpu/op-timing, build-gpu/train-step and build-gpu/features-bench, for
-#           the GPU's architecture, then every library they load resolved (ldd)   150 s
+#           build-gpu/op-timing, train-step, features-bench and search-timing, for the
+#           GPU's architecture, then every library they load resolved (ldd)       150 s
 #   tests   build-gpu/unit-tests cuda: tests/test_cuda.c, tests/test_cuda_nn.c (the ops
 #           and the optimizer), tests/test_cuda_model.c (a VSE training step, 300 steps
-#           of training and two GPU runs, each against the CPU) and
+#           of training and two GPU runs, each against the CPU),
+#           test_topk.c:cuda_topk_matches_cpu (the search) and
 #           test_backbone.c:backbone_cuda_matches_cpu, relative errors printed; on a GPU
 #           each must pass (a skip fails the check)                                100 s
 #   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU   30 s
 #   bench   bench/train_step's VSE∞ step at MSR-VTT sizes: vtr on the GPU against
-#           PyTorch on the same GPU, eager and torch.compile (bench.log)           130 s
+#           PyTorch on the same GPU, eager and torch.compile (bench.log)           120 s
 #   features  bench/features' ResNet-152 at batch 32: vtr's cuDNN engine against
-#           torchvision on the same GPU, float32, TF32 off and on (features.log)    90 s
+#           torchvision on the same GPU, float32, TF32 off and on (features.log)    80 s
+#   search  build-gpu/search-timing: one query's top 10 over 10^7 x 1024 float16 rows
+#           against the GPU's memory-bandwidth floor                                50 s
 # then summary.txt.
 #
 # --dry-run (the test suite's tests/t_gpu_dry.sh): everything up to the GPU: the build,
@@ -120,7 +123,8 @@ step_build() {
     sed 's/^/  /' "$B/flags"
     echo "libraries loaded by $B/unit-tests:"
     ldd "$B/unit-tests" | sed 's/^[[:space:]]*/  /'
-    if ldd "$B/unit-tests" "$B/op-timing" "$B/train-step" "$B/features-bench" | grep 'not found'; then
+    if ldd "$B/unit-tests" "$B/op-timing" "$B/train-step" "$B/features-bench" \
+        "$B/search-timing" | grep 'not found'; then
         echo "build: a library above is not found (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
         return 1
     fi
@@ -388,8 +392,9 @@ if [ -z "$failed" ]; then
 "
         fi
         step timing 30 "$B/op-timing" 20
-        step bench 130 env BENCH_DEVICE=cuda sh $self __step bench
-        step features 90 env FEATURES_DEVICE=cuda FEATURES_ARCH=resnet152 sh $self __step features
+        step bench 120 env BENCH_DEVICE=cuda sh $self __step bench
+        step features 80 env FEATURES_DEVICE=cuda FEATURES_ARCH=resnet152 sh $self __step features
+        step search 50 "$B/search-timing" 10000000
     else
         step tests 120 env CUDA_VISIBLE_DEVICES= "$B/unit-tests" cuda
         if [ -z "$failed" ] && ! grep -q '^ok   test_cuda.c:cuda_unavailable_is_a_clear_error_or_works$' "$logs/tests.log"; then
