@@ -313,7 +313,8 @@ end:
 }
 
 vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix,
-                           const vtr_approx_index *approx, vtr_catalog *cat, int64_t dataset_id,
+                           const vtr_approx_index *approx, vtr_topk_cuda *gpu, vtr_catalog *cat,
+                           int64_t dataset_id,
                            int64_t n, const char *const *queries,
                            const char *const *graphs, int64_t k, int64_t preselect,
                            vtr_search_result *results, int64_t *found, int *phrases,
@@ -350,6 +351,8 @@ vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix,
         st = scan_items(e, ix, n, q, ph, k, preselect, rows, scores, levels, &live, err);
     else if (approx)
         st = vtr_approx_search(approx, ix, &qt, k, NULL, rows, scores, qfound, err);
+    else if (gpu)
+        st = vtr_topk_cuda_search(gpu, &qt, k, rows, scores, &live, err);
     else
         st = vtr_topk_search(vtr_embedding_index_matrix(ix), &qt, k, NULL, rows, scores, &live,
                              err);
@@ -469,6 +472,21 @@ static vtr_status open_approx(vtr_text_searcher *s, const char *dir, vtr_error *
     return VTR_OK;
 }
 
+/* The index's rows on GPU o->device_index (a VSE model's: one vector per item). */
+static vtr_status open_gpu(const vtr_text_searcher_options *o, vtr_text_searcher *s,
+                           vtr_error *err)
+{
+    vtr_status st;
+    if (vtr_embedder_text_vectors(s->e) > 1)
+        st = vtr_fail(err, VTR_ERR_INVALID, "an HGR model's search runs on the CPU only: use "
+                      "--device cpu");
+    else if ((st = vtr_cuda_init(o->device_index, NULL, 0, err)) == VTR_OK)
+        st = vtr_topk_cuda_new(vtr_embedding_index_matrix(s->ix), &s->gpu, err);
+    if (st)
+        vtr_error_context(err, "index %s", o->index);
+    return st;
+}
+
 vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_searcher *s,
                                   vtr_error *err)
 {
@@ -478,7 +496,9 @@ vtr_status vtr_text_searcher_open(const vtr_text_searcher_options *o, vtr_text_s
         st = open_model(o, s, err);
     if (st == VTR_OK && (st = vtr_text_search_check(s->e, s->ix, err)) != VTR_OK)
         vtr_error_context(err, "index %s", o->index);
-    if (st == VTR_OK) {
+    if (st == VTR_OK && o->device == VTR_DEVICE_CUDA)
+        st = open_gpu(o, s, err);
+    else if (st == VTR_OK) {
         s->approx_mode = o->approx;
         s->approx_min_rows = o->approx_min_rows > 0 ? o->approx_min_rows : VTR_APPROX_MIN_ROWS;
         st = open_approx(s, o->index, err);
@@ -501,6 +521,7 @@ vtr_status vtr_text_searcher_reopen_approx(vtr_text_searcher *s, const char *dir
 
 void vtr_text_searcher_close(vtr_text_searcher *s)
 {
+    vtr_topk_cuda_free(s->gpu);
     vtr_catalog_close(s->cat);
     vtr_approx_index_close(s->approx);
     vtr_embedder_close(s->e);

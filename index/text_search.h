@@ -19,7 +19,9 @@
 #include "index/approx_index.h"
 #include "index/embedder.h"
 #include "index/embedding_index.h"
+#include "index/topk.h"
 #include "lib/catalog.h"
+#include "lib/device.h"
 #include "lib/error.h"
 
 #ifdef __cplusplus
@@ -72,6 +74,7 @@ typedef struct vtr_text_searcher {
     int64_t approx_min_rows;      /* the options' threshold, VTR_APPROX_MIN_ROWS for 0 */
     vtr_catalog *cat;   /* NULL: results carry keys only */
     int64_t dataset_id; /* the items' dataset in cat */
+    vtr_topk_cuda *gpu; /* the index's rows on the GPU (options' device cuda), or NULL */
 } vtr_text_searcher;
 
 typedef struct vtr_text_searcher_options {
@@ -84,6 +87,10 @@ typedef struct vtr_text_searcher_options {
                           * not used */
     vtr_approx_mode approx;
     int64_t approx_min_rows; /* VTR_APPROX_AUTO's threshold; 0: VTR_APPROX_MIN_ROWS */
+    /* VTR_DEVICE_CUDA: the index's rows are copied to GPU device_index once, and the search
+     * is exact there (vtr_topk_cuda_search; no approximate index); VSE models only */
+    vtr_device device;
+    int device_index;
 } vtr_text_searcher_options;
 
 /* Opens the index, its model, its approximate index (per o->approx) and the catalog into
@@ -127,9 +134,9 @@ typedef struct vtr_search_result {
  * real (the rest: row -1, key NULL). graphs: NULL, or each query's role graph (JSON text,
  * or NULL for none; HGR models only, embedder.h); phrases (may be NULL): n x 2, each
  * query's verb and noun phrase counts (0 and 0: only HGR's global level can match it).
- * A VSE model's queries are ranked by exact top-k over the index's matrix (index/topk.h),
- * or with approx by vtr_approx_search (exact scores of approximate candidates; found[q]
- * per query).
+ * A VSE model's queries are ranked by exact top-k over the index's matrix (index/topk.h;
+ * on the GPU with gpu, vtr_topk_cuda_search over its copy of the matrix), or with approx
+ * by vtr_approx_search (exact scores of approximate candidates; found[q] per query).
  * A model of several vectors per item (HGR) scores items exactly with its own score
  * (vtr_embedder_score over the rows times their norms, 256 items at a time; an index of
  * format version 1 has no norms and is refused): every live item when preselect is 0 (or
@@ -141,7 +148,8 @@ typedef struct vtr_search_result {
  * keeps NULL / -1). Does not check the model (vtr_text_search_check). Fails as the
  * embedder, the search and the index's key lookup do; *results are then freed. */
 vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix,
-                           const vtr_approx_index *approx, vtr_catalog *cat, int64_t dataset_id,
+                           const vtr_approx_index *approx, vtr_topk_cuda *gpu, vtr_catalog *cat,
+                           int64_t dataset_id,
                            int64_t n, const char *const *queries,
                            const char *const *graphs, int64_t k, int64_t preselect,
                            vtr_search_result *results, int64_t *found, int *phrases,

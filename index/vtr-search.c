@@ -18,6 +18,7 @@
 #include "lib/args.h"
 #include "lib/blas_kernel.h"
 #include "lib/blas_threads.h"
+#include "lib/device.h"
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/lines.h"
@@ -59,6 +60,9 @@ static const char usage_text[] =
     "                        duration and image null when unknown); HGR adds the query's \"phrases\" {\"verbs\",\n"
     "                        \"nouns\"} and each result's \"levels\" {\"global\", \"verb\",\n"
     "                        \"noun\"}\n"
+    "      --device DEV      cpu, cuda or cuda:N: with cuda the index's rows are copied\n"
+    "                        to the GPU and searched exactly there (VSE models; no\n"
+    "                        approximate index; -k at most 256) [cpu]\n"
     "      --threads N       OpenMP and BLAS threads [their defaults]\n"
     "      --log-json        log events as JSON lines on stderr\n"
     "  -h, --help            this text\n"
@@ -157,7 +161,7 @@ static vtr_status query_graph(const json_t *graphs, const char *text, char **gra
 int main(int argc, char **argv)
 {
     enum { OPT_VOCAB = 256, OPT_CATALOG, OPT_DATASET, OPT_GRAPHS, OPT_PRESELECT, OPT_APPROX,
-           OPT_EXACT, OPT_JSON, OPT_THREADS, OPT_LOG_JSON, OPT_VERSION };
+           OPT_EXACT, OPT_JSON, OPT_THREADS, OPT_DEVICE, OPT_LOG_JSON, OPT_VERSION };
     static const struct option options[] = {
         {"index", required_argument, NULL, 'i'},
         {"model", required_argument, NULL, 'm'},
@@ -171,6 +175,7 @@ int main(int argc, char **argv)
         {"exact", no_argument, NULL, OPT_EXACT},
         {"json", no_argument, NULL, OPT_JSON},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"device", required_argument, NULL, OPT_DEVICE},
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -180,7 +185,9 @@ int main(int argc, char **argv)
     const char *catalog = NULL, *dataset = NULL, *graphs_path = NULL;
     bool json = false, log_json = false;
     vtr_approx_mode approx = VTR_APPROX_AUTO;
-    int threads = 0, opt, approx_flags = 0;
+    int threads = 0, opt, approx_flags = 0, device_index = 0;
+    vtr_device device = VTR_DEVICE_CPU;
+    vtr_error err;
     long long k = 10, v, preselect = 0;
     while ((opt = getopt_long(argc, argv, "i:m:k:q:h", options, NULL)) != -1) {
         switch (opt) {
@@ -216,6 +223,12 @@ int main(int argc, char **argv)
             }
             threads = (int)v;
             break;
+        case OPT_DEVICE:
+            if (vtr_device_parse(optarg, &device, &device_index, &err)) {
+                fprintf(stderr, "vtr-search: --device: %s\n", err.msg);
+                return 1;
+            }
+            break;
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case OPT_VERSION:
@@ -234,6 +247,10 @@ int main(int argc, char **argv)
         usage_error = "give QUERY arguments or --queries FILE, not both";
     else if (approx_flags > 1)
         usage_error = "give --approx or --exact, not both";
+    else if (device == VTR_DEVICE_CUDA && approx == VTR_APPROX_ALWAYS)
+        usage_error = "--device cuda searches exactly: --approx is for the CPU";
+    else if (device == VTR_DEVICE_CUDA && k > VTR_TOPK_CUDA_MAX_K)
+        usage_error = "--device cuda gives at most 256 results per query (-k)";
     if (usage_error) {
         fprintf(stderr, "vtr-search: %s (see --help)\n", usage_error);
         return 1;
@@ -245,7 +262,6 @@ int main(int argc, char **argv)
     }
 
     int rc = 1;
-    vtr_error err;
     vtr_text_searcher ts = {0};
     vtr_line_list q = {0}, ok = {0};
     vtr_search_result *results = NULL;
@@ -258,7 +274,8 @@ int main(int argc, char **argv)
     /* the index, its model and the catalog */
     vtr_text_searcher_options so = {.index = index, .model = model, .vocab = vocab,
                                     .threads = threads, .catalog = catalog, .dataset = dataset,
-                                    .approx = approx};
+                                    .approx = approx, .device = device,
+                                    .device_index = device_index};
     if (vtr_text_searcher_open(&so, &ts, &err) != VTR_OK)
         goto fail;
     if (ts.approx_note[0])
@@ -310,7 +327,7 @@ int main(int argc, char **argv)
         vtr_fail(&err, VTR_ERR_NOMEM, "out of memory for the results");
         goto fail;
     }
-    if (vtr_text_search(ts.e, ts.ix, ts.approx, ts.cat, ts.dataset_id, ok.n,
+    if (vtr_text_search(ts.e, ts.ix, ts.approx, ts.gpu, ts.cat, ts.dataset_id, ok.n,
                         (const char *const *)ok.v, (const char *const *)ok_graphs, k, preselect,
                         results, found, phrases, &err) != VTR_OK)
         goto fail;

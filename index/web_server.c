@@ -465,7 +465,7 @@ static enum MHD_Result api_search(vtr_web_server *srv, struct MHD_Connection *c)
     const char *queries[1] = {q};
     vtr_status st = vtr_embedder_check_text(s->ts.e, q, &words[0], &words[1], &e);
     if (st == VTR_OK)
-        st = vtr_text_search(s->ts.e, s->ts.ix, s->ts.approx, s->ts.cat, s->ts.dataset_id, 1,
+        st = vtr_text_search(s->ts.e, s->ts.ix, s->ts.approx, s->ts.gpu, s->ts.cat, s->ts.dataset_id, 1,
                              queries, NULL, n, 0, res, &found, phrases, &e);
     bool hgr = vtr_embedder_levels(s->ts.e) > 0;
     json_t *out = NULL;

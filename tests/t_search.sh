@@ -220,6 +220,19 @@ assert [x['rank'] for x in r] == [1, 2, 3], r
 assert r[0]['key'] == 'video8' and r[0]['path'] is None and r[0]['duration'] is None, r
 assert r[0]['score'] >= r[1]['score'] >= r[2]['score'], r
 " "$dir/out" || fail "--json: $(cat "$dir/out")"
+# --device: a bad name, --approx with cuda, and cuda where no GPU is (or in a build
+# without CUDA): one line each, exit 1
+vtr-search "a cat" --index "$dir/idx" --device tpu >"$dir/out" 2>"$dir/err"
+[ $? -eq 1 ] || fail "--device tpu: exit status"
+one_line "$dir/err" "unknown device 'tpu' (expected cpu, cuda or cuda:N)" "--device tpu"
+vtr-search "a cat" --index "$dir/idx" --device cuda --approx >"$dir/out" 2>"$dir/err"
+[ $? -eq 1 ] || fail "--device cuda --approx: exit status"
+one_line "$dir/err" "searches exactly" "--device cuda --approx"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    vtr-search "a cat" --index "$dir/idx" --device cuda >"$dir/out" 2>"$dir/err"
+    [ $? -eq 1 ] || fail "--device cuda without a GPU: exit status"
+    one_line "$dir/err" "run on the CPU (--device cpu)" "--device cuda without a GPU"
+fi
 # words the model does not know are counted; a query with none is warned about (exit 0:
 # it still has results)
 vtr-search "a zebra" "quux zork" --index "$dir/idx" -k 1 >"$dir/out" 2>"$dir/err" ||

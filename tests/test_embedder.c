@@ -548,13 +548,13 @@ TEST(text_searcher_approximate_index)
     o.approx = VTR_APPROX_AUTO;
     CHECK_OK(vtr_text_searcher_open(&o, &ts, &err));
     CHECK(ts.approx == NULL && ts.approx_note[0] == 0);
-    CHECK_OK(vtr_text_search(ts.e, ts.ix, ts.approx, NULL, -1, 2, q, NULL, 5, 0, exact, fe, NULL,
+    CHECK_OK(vtr_text_search(ts.e, ts.ix, ts.approx, NULL, NULL, -1, 2, q, NULL, 5, 0, exact, fe, NULL,
                              &err));
     vtr_text_searcher_close(&ts);
     o.approx_min_rows = N - 1;
     CHECK_OK(vtr_text_searcher_open(&o, &ts, &err));
     CHECK(ts.approx != NULL);
-    CHECK_OK(vtr_text_search(ts.e, ts.ix, ts.approx, NULL, -1, 2, q, NULL, 5, 0, approx, fa, NULL,
+    CHECK_OK(vtr_text_search(ts.e, ts.ix, ts.approx, NULL, NULL, -1, 2, q, NULL, 5, 0, approx, fa, NULL,
                              &err));
     for (int i = 0; i < 10; i++) {
         CHECK_STR(approx[i].key, exact[i].key);

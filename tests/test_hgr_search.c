@@ -230,7 +230,7 @@ TEST(hgr_index_search_ranks_items_by_the_fused_score)
     vtr_search_result res[4 * K];
     int64_t found[4];
     int got_ph[8];
-    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, -1, 4, texts, graphs, K, 0, res, found, got_ph, &err));
+    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, NULL, -1, 4, texts, graphs, K, 0, res, found, got_ph, &err));
     CHECK(memcmp(got_ph, ph, sizeof ph) == 0);
     for (int c = 0; c < 4; c++) {
         CHECK_EQ_INT(found[c], K);
@@ -264,7 +264,7 @@ TEST(hgr_index_search_ranks_items_by_the_fused_score)
     float glob[3 * 4 * N];
     CHECK_OK(vtr_embedder_score(e, 4, q, ph, N, vectors, vec, want, glob, &err));
     vtr_search_result pre[4 * K];
-    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, -1, 4, texts, graphs, K, 20, pre, found, NULL, &err));
+    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, NULL, -1, 4, texts, graphs, K, 20, pre, found, NULL, &err));
     for (int c = 0; c < 4; c++) {
         float g[N];
         memcpy(g, glob + c * N, sizeof g);
@@ -281,17 +281,17 @@ TEST(hgr_index_search_ranks_items_by_the_fused_score)
         }
     }
     vtr_search_results_free(pre, 4 * K);
-    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, -1, 4, texts, graphs, K, N, pre, found, NULL, &err));
+    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, NULL, -1, 4, texts, graphs, K, N, pre, found, NULL, &err));
     for (int j = 0; j < 4 * K; j++)
         CHECK(strcmp(pre[j].key, res[j].key) == 0 && pre[j].score == res[j].score);
     vtr_search_results_free(pre, 4 * K);
-    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, -1, 4, texts, graphs, K, 3, pre, found, NULL, &err));
+    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, NULL, -1, 4, texts, graphs, K, 3, pre, found, NULL, &err));
     CHECK(found[0] == 3 && pre[3].row == -1);
     vtr_search_results_free(pre, 4 * K);
 
     /* k above the item count: every item once */
     vtr_search_result all[N + 5];
-    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, -1, 1, texts, graphs, N + 5, 0, all, found, NULL, &err));
+    CHECK_OK(vtr_text_search(e, ix, NULL, NULL, NULL, -1, 1, texts, graphs, N + 5, 0, all, found, NULL, &err));
     CHECK_EQ_INT(found[0], N);
     CHECK(all[N].row == -1 && all[N].key == NULL);
     vtr_search_results_free(all, N + 5);
