@@ -629,6 +629,8 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
         }
     }
     if ((st = vtr_backbone_load(weights, arch, o->device, &ix->backbone, err)) != VTR_OK ||
+        (o->device == VTR_DEVICE_CUDA && vtr_embedder_text_vectors(ix->embedder) == 1 &&
+         (st = vtr_embedder_use_device(ix->embedder, o->device, err)) != VTR_OK) ||
         (o->bf16 && (st = vtr_backbone_set_bf16(ix->backbone, true, err)) != VTR_OK))
         goto end;
     vtr_preprocess_options theirs;

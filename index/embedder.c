@@ -26,6 +26,7 @@ struct vtr_embedder {
     vtr_run_model model; /* built on first use, rebuilt larger as needed */
     bool built;
     bool hgr;            /* the model's kind: HGR (else VSE) */
+    vtr_device device;   /* where the model is built */
     int threads;
     char *checkpoint;
     char model_id[VTR_SHA256_HEX_SIZE];
@@ -261,11 +262,19 @@ static vtr_status fit_model(vtr_embedder *e, int B, int T, int L, vtr_error *err
     }
     vtr_run_model_free(&e->model);
     e->built = false;
-    vtr_status st = vtr_trained_model_build_run(&e->trained, VTR_DEVICE_CPU, nb, nf, nw, &e->model,
+    vtr_status st = vtr_trained_model_build_run(&e->trained, e->device, nb, nf, nw, &e->model,
                                                  err);
     if (st == VTR_OK)
         e->built = true;
     return st;
+}
+
+vtr_status vtr_embedder_use_device(vtr_embedder *e, vtr_device device, vtr_error *err)
+{
+    vtr_run_model_free(&e->model);
+    e->built = false;
+    e->device = device;
+    return fit_model(e, 1, 1, 1, err);
 }
 
 /* Runs fn under the embedder's thread counts. */

@@ -56,6 +56,7 @@
 
 #include <stdint.h>
 
+#include "lib/device.h"
 #include "lib/error.h"
 #include "lib/tensor.h"
 
@@ -75,6 +76,13 @@ typedef struct vtr_embedder vtr_embedder;
  * failure. */
 vtr_status vtr_embedder_open(const char *checkpoint, const char *vocab, int threads,
                              vtr_embedder **out, vtr_error *err);
+
+/* Where the model encodes from now on (VTR_DEVICE_CPU after open): VTR_DEVICE_CUDA runs
+ * the encoders on the current GPU (vtr_cuda_init first; the inputs and the embeddings stay
+ * in host memory, as on the CPU). The model is made there at once, so that a model the GPU
+ * does not run (HGR, set embeddings, vse_model.h) or no GPU fails here, with the model's
+ * one-line error. */
+vtr_status vtr_embedder_use_device(vtr_embedder *e, vtr_device device, vtr_error *err);
 
 /* Frees everything. Safe on NULL. */
 void vtr_embedder_close(vtr_embedder *e);

@@ -17,6 +17,7 @@
 #include "lib/args.h"
 #include "lib/blas_kernel.h"
 #include "lib/blas_threads.h"
+#include "lib/device.h"
 #include "lib/feature_store.h"
 #include "lib/file.h"
 #include "lib/item_output.h"
@@ -54,6 +55,8 @@ static const char usage_text[] =
     "  -m, --model CKPT      the checkpoint (its config rebuilds the model)\n"
     "      --vocab PATH      vocabulary JSON [vocab.json beside CKPT, else the config's\n"
     "                        data.vocab]\n"
+    "      --device DEV      cpu, cuda or cuda:N: where the model encodes (VSE models of\n"
+    "                        one vector per item) [cpu]\n"
     "      --threads N       OpenMP and BLAS threads [their defaults]\n"
     "\n"
     "Output (one of):\n"
@@ -343,12 +346,13 @@ static vtr_status read_input(run *r, const char *arg, bool keyed, int64_t *line,
 
 int main(int argc, char **argv)
 {
-    enum { OPT_VOCAB = 256, OPT_THREADS, OPT_TEXT, OPT_KEYED, OPT_OUT_DIR, OPT_INDEX,
-           OPT_HALF, OPT_SHARD, OPT_LOG_JSON, OPT_VERSION };
+    enum { OPT_VOCAB = 256, OPT_THREADS, OPT_DEVICE, OPT_TEXT, OPT_KEYED, OPT_OUT_DIR,
+           OPT_INDEX, OPT_HALF, OPT_SHARD, OPT_LOG_JSON, OPT_VERSION };
     static const struct option options[] = {
         {"model", required_argument, NULL, 'm'},
         {"vocab", required_argument, NULL, OPT_VOCAB},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"device", required_argument, NULL, OPT_DEVICE},
         {"text", no_argument, NULL, OPT_TEXT},
         {"keyed", no_argument, NULL, OPT_KEYED},
         {"output", required_argument, NULL, 'o'},
@@ -364,7 +368,8 @@ int main(int argc, char **argv)
     const char *model = NULL, *vocab = NULL, *output = NULL, *out_dir = NULL, *index = NULL;
     const char *shard_option = NULL;
     bool keyed = false, log_json = false, half = false;
-    int threads = 0, opt;
+    int threads = 0, opt, device_index = 0;
+    vtr_device device = VTR_DEVICE_CPU;
     long long v;
     run r = {0};
     vtr_error err;
@@ -380,6 +385,12 @@ int main(int argc, char **argv)
                 return 1;
             }
             threads = (int)v;
+            break;
+        case OPT_DEVICE:
+            if (vtr_device_parse(optarg, &device, &device_index, &err)) {
+                fprintf(stderr, "vtr-aggregate: --device: %s\n", err.msg);
+                return 1;
+            }
             break;
         case OPT_TEXT: r.text = true; break;
         case OPT_KEYED: keyed = true; break;
@@ -429,6 +440,9 @@ int main(int argc, char **argv)
 
     int rc = 1;
     if (vtr_embedder_open(model, vocab, threads, &r.e, &err) != VTR_OK ||
+        (device == VTR_DEVICE_CUDA &&
+         (vtr_cuda_init(device_index, NULL, 0, &err) != VTR_OK ||
+          vtr_embedder_use_device(r.e, device, &err) != VTR_OK)) ||
         vtr_aggregator_new(r.e, emit, &r, &r.agg, &err) != VTR_OK) {
         vtr_log_item_error(NULL, &err);
         goto end;

@@ -113,6 +113,15 @@ vtr-aggregate --model "$M" <"$dir/feats.vtr" >"$dir/pipe.vtr" 2>"$dir/err" ||
 vtr-aggregate --model "$M" "$dir/store" --out-dir "$dir/emb" 2>"$dir/err" ||
     fail "aggregate store: exit $?: $(cat "$dir/err")"
 vtr-aggregate --model "$M" --half - <"$dir/feats.vtr" >"$dir/half.vtr" || fail "aggregate --half"
+# --device: a bad name; cuda where no GPU is (or in a build without CUDA): one line, exit 1
+vtr-aggregate --model "$M" --device tpu <"$dir/feats.vtr" >"$dir/out" 2>"$dir/err"
+[ $? -eq 1 ] || fail "aggregate --device tpu: exit status"
+one_line "$dir/err" "unknown device 'tpu' (expected cpu, cuda or cuda:N)" "aggregate --device tpu"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    vtr-aggregate --model "$M" --device cuda <"$dir/feats.vtr" >"$dir/out" 2>"$dir/err"
+    [ $? -eq 1 ] || fail "aggregate --device cuda without a GPU: exit status"
+    one_line "$dir/err" "run on the CPU (--device cpu)" "aggregate --device cuda without a GPU"
+fi
 printf 'a video of a cat\n\nthe dog appears\n' | vtr-aggregate --model "$M" --text >"$dir/text.vtr" ||
     fail "aggregate --text"
 printf 'q1\ta video of a cat\n' | vtr-aggregate --model "$M" --text --keyed >"$dir/keyed.vtr" ||
