@@ -66,6 +66,11 @@ vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error 
     return no_cuda(err);
 }
 
+vtr_status vtr_cuda_set_tf32(bool on, vtr_error *err)
+{
+    return no_cuda(err);
+}
+
 vtr_status vtr_cuda_zero(void *ptr, size_t bytes, vtr_error *err)
 {
     return no_cuda(err);

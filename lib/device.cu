@@ -64,6 +64,17 @@ extern "C" vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vt
     return VTR_OK;
 }
 
+extern "C" vtr_status vtr_cuda_set_tf32(bool on, vtr_error *err)
+{
+    if (!cublas_handle)
+        return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS used before vtr_cuda_init");
+    cublasStatus_t bs = cublasSetMathMode(cublas_handle, on ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                            : CUBLAS_DEFAULT_MATH);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+        return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS math mode: %s", cublasGetStatusString(bs));
+    return VTR_OK;
+}
+
 extern "C" vtr_status vtr_cuda_malloc(void **ptr, size_t bytes, vtr_error *err)
 {
     cudaError_t rc = cudaMalloc(ptr, bytes);

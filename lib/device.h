@@ -49,6 +49,11 @@ void vtr_cuda_free(void *ptr);
 vtr_status vtr_cuda_to_device(void *dst, const void *src, size_t bytes, vtr_error *err);
 vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error *err);
 
+/* cuBLAS's float32 products from now on: in TF32 on tensor cores (on: operands rounded to
+ * 10 mantissa bits, float32 sums; train.precision tf32) or in float32 (off, the default).
+ * Process-wide; after vtr_cuda_init. */
+vtr_status vtr_cuda_set_tf32(bool on, vtr_error *err);
+
 /* Queued on the default stream (they return without waiting): bytes of device memory at
  * ptr set to zero; bytes copied from device src to device dst (not overlapping); y (n) +=
  * x (n), device floats. */

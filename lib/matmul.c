@@ -81,7 +81,7 @@ const char *vtr_matmul_report(void)
 
 vtr_precision vtr_matmul_use(vtr_precision p)
 {
-    if (p == VTR_PRECISION_BF16 && !vtr_matmul_have_bf16())
+    if ((p == VTR_PRECISION_BF16 && !vtr_matmul_have_bf16()) || p == VTR_PRECISION_TF32)
         p = VTR_PRECISION_F32;
     return (vtr_precision)atomic_exchange(&precision, (int)p);
 }
@@ -93,6 +93,9 @@ vtr_precision vtr_matmul_precision(void)
 
 vtr_status vtr_matmul_check(vtr_precision p, vtr_error *err)
 {
+    if (p == VTR_PRECISION_TF32)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                        "tf32 products are a GPU's (train.device cuda); a CPU has none");
     if (p == VTR_PRECISION_BF16 && !vtr_matmul_have_bf16())
         return vtr_fail(err, VTR_ERR_UNSUPPORTED,
                         "bfloat16 products need a CPU with AVX512-BF16 or AMX (oneDNN runs this "

@@ -36,11 +36,13 @@ bool vtr_matmul_have_bf16(void);
 const char *vtr_matmul_report(void);
 
 /* Sets the precision and returns the previous one. VTR_PRECISION_BF16 on a CPU
- * without vtr_matmul_have_bf16 stays float32 (the caller says so: vtr_matmul_check). */
+ * without vtr_matmul_have_bf16, and VTR_PRECISION_TF32 (a GPU's), stay float32 (the
+ * caller says so: vtr_matmul_check). */
 vtr_precision vtr_matmul_use(vtr_precision p);
 vtr_precision vtr_matmul_precision(void);
 
-/* VTR_ERR_UNSUPPORTED naming the CPU's ISA when p is bfloat16 and this CPU lacks it. */
+/* VTR_ERR_UNSUPPORTED naming the CPU's ISA when p is bfloat16 and this CPU lacks it, or
+ * saying that tf32 is a GPU's. */
 vtr_status vtr_matmul_check(vtr_precision p, vtr_error *err);
 
 void vtr_matmul(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,

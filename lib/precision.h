@@ -1,5 +1,5 @@
 /* The precision of a training step's matrix products (train.precision; lib/matmul.h runs
- * them). */
+ * them on the CPU, cuBLAS on a GPU). */
 #ifndef VTR_PRECISION_H
 #define VTR_PRECISION_H
 
@@ -11,10 +11,12 @@ extern "C" {
 
 typedef enum vtr_precision {
     VTR_PRECISION_F32,  /* "float32" */
-    VTR_PRECISION_BF16, /* "bfloat16": bfloat16 products, float32 everything else */
+    VTR_PRECISION_BF16, /* "bfloat16": bfloat16 products, float32 everything else (CPUs) */
+    VTR_PRECISION_TF32, /* "tf32": a GPU's tensor-core products, operands rounded to 10
+                           mantissa bits, float32 sums and everything else (GPUs) */
 } vtr_precision;
 
-/* "float32" / "bfloat16". */
+/* "float32" / "bfloat16" / "tf32". */
 const char *vtr_precision_name(vtr_precision p);
 
 /* The precision named `name`; false for any other name. */

@@ -210,6 +210,10 @@ static json_t *training_result(const vtr_training_setup *su, vtr_status st,
          * float32 (vtr-train says so) */
         json_object_set_new(result, "precision",
                             json_string(vtr_precision_name(su->opt->precision)));
+        char device[32] = "cpu";
+        if (su->opt->device == VTR_DEVICE_CUDA)
+            snprintf(device, sizeof device, "cuda:%d", su->opt->device_index);
+        json_object_set_new(result, "device", json_string(device));
     }
     if (result && st != VTR_OK)
         json_object_set_new(result, "error", json_string(err->msg));

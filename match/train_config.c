@@ -101,7 +101,8 @@ const vtr_config_field vtr_train_schema[] = {
      "model converted by pipeline/convert_checkpoint.py) with the run's vocabulary"},
     {"train.precision", VTR_CONFIG_STRING, "float32",
      "the products of a step: float32, or bfloat16 (mixed precision: bfloat16 products, "
-     "float32 weights, gradients and sums; CPUs with AVX512-BF16 or AMX)"},
+     "float32 weights, gradients and sums; CPUs with AVX512-BF16 or AMX), or tf32 (a GPU's "
+     "tensor cores, train.device cuda)"},
     {"train.device", VTR_CONFIG_STRING, "cpu",
      "where a step runs: cpu, cuda (GPU 0) or cuda:N; on a GPU, VSE models with one vector per "
      "item, mean or GPO poolers and the hinge loss, float32, one process"},
@@ -434,16 +435,15 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
                                (long long)o.seed);
     if (!vtr_precision_parse(vtr_config_string(cfg, "train.precision"), &o.precision))
         return vtr_config_fail(cfg, "train.precision", err,
-                               "unknown precision '%s' (expected float32 or bfloat16)",
+                               "unknown precision '%s' (expected float32, bfloat16 or tf32)",
                                vtr_config_string(cfg, "train.precision"));
     vtr_error device_err;
     if (vtr_device_parse(vtr_config_string(cfg, "train.device"), &o.device, &o.device_index,
                          &device_err))
         return vtr_config_fail(cfg, "train.device", err, "%s", device_err.msg);
-    if (o.device == VTR_DEVICE_CUDA && o.precision != VTR_PRECISION_F32)
+    if (o.device == VTR_DEVICE_CUDA && o.precision == VTR_PRECISION_BF16)
         return vtr_config_fail(cfg, "train.precision", err,
-                               "%s is for the CPU; on a GPU vtr trains in float32",
-                               vtr_config_string(cfg, "train.precision"));
+                               "bfloat16 is for the CPU; on a GPU: float32 or tf32");
     o.checkpoint_every = vtr_config_int(cfg, "train.checkpoint_every");
     if (o.checkpoint_every < 0)
         return vtr_config_fail(cfg, "train.checkpoint_every", err, "must be >= 0, got %lld",

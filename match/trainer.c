@@ -376,7 +376,8 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
         return vtr_fail(err, VTR_ERR_INVALID, "train.device cuda: data-parallel training runs "
                         "on the CPU only (no NCCL between GPUs): use --device cpu");
     if (o->device == VTR_DEVICE_CUDA &&
-        (st = vtr_cuda_init(o->device_index, t->device_name, sizeof t->device_name, err))) {
+        ((st = vtr_cuda_init(o->device_index, t->device_name, sizeof t->device_name, err)) ||
+         (st = vtr_cuda_set_tf32(o->precision == VTR_PRECISION_TF32, err)))) {
         vtr_error_context(err, "train.device cuda:%d", o->device_index);
         return st;
     }

@@ -359,7 +359,7 @@ int main(int argc, char **argv)
         goto end;
     }
 
-    if (vtr_matmul_check(o.precision, &err) != VTR_OK) {
+    if (o.device == VTR_DEVICE_CPU && vtr_matmul_check(o.precision, &err) != VTR_OK) {
         if (talk)
             vtr_log_warn("train.precision %s: %s; training in float32",
                          vtr_precision_name(o.precision), err.msg);

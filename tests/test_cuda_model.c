@@ -1,7 +1,8 @@
 /* The VSE model on the GPU (match/vse_model.h, VTR_DEVICE_CUDA) against the same model on
  * the CPU: one training step's loss, similarities and every parameter gradient, the
  * evaluation embeddings, a few hundred steps of training with AdamW and clipping on both
- * devices (match/model_ops.h's clipping and AdamW step), and two GPU runs giving the same bytes. Skipped where
+ * devices (match/model_ops.h's clipping and AdamW step), two GPU runs giving the same
+ * bytes, and a step in tf32 against float32. Skipped where
  * no GPU is present, or without CUDA; the refusals that need no GPU are tested in
  * test_vse_model.c. */
 #include <math.h>
@@ -19,6 +20,7 @@
 
 #define TOL_STEP 1e-4  /* one step: products and sums in another order (nn_cuda.h) */
 #define TOL_TRAIN 2e-2 /* mean loss of the last steps of a run, CPU against GPU */
+#define TOL_TF32 2e-2  /* one step in tf32 against float32 (10-bit mantissa operands) */
 
 enum { B = 6, T = 5, L = 7, F = 24, E = 16, V = 30, W = 8 };
 
@@ -62,16 +64,23 @@ static void make_pairs(pairs *p, uint64_t seed)
                                .caption_lengths = p->caption_lengths};
 }
 
+/* a model of cfg on the GPU, its parameters from seed 3, gradients zero */
+static void gpu_model(vtr_vse_model *gpu, const vtr_vse_config *cfg)
+{
+    vtr_error err;
+    CHECK_OK(vtr_vse_model_init_on(gpu, cfg, VTR_DEVICE_CUDA, B, T, L, &err));
+    vtr_vse_init_params(gpu, 3);
+    CHECK_OK(vtr_vse_params_to_device(gpu, &err));
+    CHECK_OK(vtr_vse_zero_grad(gpu, &err));
+}
+
 /* cpu and gpu models of cfg with the same initial parameters */
 static void make_models(vtr_vse_model *cpu, vtr_vse_model *gpu, const vtr_vse_config *cfg)
 {
     vtr_error err;
     CHECK_OK(vtr_vse_model_init(cpu, cfg, B, T, L, &err));
-    CHECK_OK(vtr_vse_model_init_on(gpu, cfg, VTR_DEVICE_CUDA, B, T, L, &err));
     vtr_vse_init_params(cpu, 3);
-    vtr_vse_init_params(gpu, 3);
-    CHECK_OK(vtr_vse_params_to_device(gpu, &err));
-    CHECK_OK(vtr_vse_zero_grad(gpu, &err));
+    gpu_model(gpu, cfg);
 }
 
 static void expect_close(const char *what, const float *gpu, const float *cpu, size_t n,
@@ -142,6 +151,44 @@ TEST(cuda_vse_step_matches_cpu)
     }
 }
 
+/* train.precision tf32: one step's loss and gradients against float32's on the same GPU,
+ * within TOL_TF32; the measured differences are printed (VTR_TEST_VERBOSE) as the bound. */
+TEST(cuda_vse_tf32_step_is_close_to_float32)
+{
+    test_need_cuda();
+    vtr_vse_config cfg = config(8, VTR_VSE_POOL_GPO);
+    vtr_vse_model gpu32, tf32;
+    vtr_error err;
+    gpu_model(&gpu32, &cfg);
+    gpu_model(&tf32, &cfg);
+    pairs p;
+    make_pairs(&p, 77);
+    float loss32, loss_tf32;
+    CHECK_OK(vtr_vse_train_step(&gpu32, &p.batch, VTR_HINGE_ALL_NEGATIVES, &loss32, &err));
+    CHECK_OK(vtr_cuda_set_tf32(true, &err));
+    vtr_status st = vtr_vse_train_step(&tf32, &p.batch, VTR_HINGE_ALL_NEGATIVES, &loss_tf32, &err);
+    CHECK_OK(vtr_cuda_set_tf32(false, &err));
+    CHECK_OK(st);
+    expect_close("tf32: loss", &loss_tf32, &loss32, 1, TOL_TF32);
+    CHECK_OK(vtr_vse_params_to_host(&gpu32, &err));
+    CHECK_OK(vtr_vse_params_to_host(&tf32, &err));
+    double worst = 0.0;
+    for (size_t i = 0; i < gpu32.params.count; i++) {
+        const vtr_param_entry *e = &gpu32.params.entries[i];
+        if (!e->trainable)
+            continue;
+        double rel = test_rel_error(tf32.params.grad + e->offset, gpu32.params.grad + e->offset,
+                                    e->numel);
+        worst = rel > worst ? rel : worst;
+        CHECK_MSG(rel <= TOL_TF32, "tf32: gradient %s: relative error %.3g", e->name, rel);
+    }
+    if (getenv("VTR_TEST_VERBOSE"))
+        printf("    tf32 against float32: loss %.2e, worst gradient %.2e (relative)\n",
+               fabs((double)loss_tf32 - loss32) / fabs((double)loss32), worst);
+    vtr_vse_model_free(&tf32);
+    vtr_vse_model_free(&gpu32);
+}
+
 /* steps of the VSE∞ recipe on fresh pairs per step (all negatives first, then the
  * hardest), AdamW at lr with clipping at 2 (vtr_dev_clip_and_step); returns the mean loss
  * of the last 20 steps and the first step's loss in *first */
@@ -204,12 +251,10 @@ TEST(cuda_vse_two_runs_give_the_same_bytes)
 {
     test_need_cuda();
     vtr_vse_config cfg = config(8, VTR_VSE_POOL_GPO);
-    vtr_vse_model a, b, cpu;
+    vtr_vse_model a, b;
     vtr_error err;
-    make_models(&cpu, &a, &cfg);
-    CHECK_OK(vtr_vse_model_init_on(&b, &cfg, VTR_DEVICE_CUDA, B, T, L, &err));
-    vtr_vse_init_params(&b, 3);
-    CHECK_OK(vtr_vse_params_to_device(&b, &err));
+    gpu_model(&a, &cfg);
+    gpu_model(&b, &cfg);
     float first;
     train(&a, 30, 2e-3, &first);
     train(&b, 30, 2e-3, &first);
@@ -219,7 +264,6 @@ TEST(cuda_vse_two_runs_give_the_same_bytes)
     CHECK(memcmp(a.params.grad, b.params.grad, sizeof(float) * a.params.n_trainable) == 0);
     vtr_vse_model_free(&a);
     vtr_vse_model_free(&b);
-    vtr_vse_model_free(&cpu);
 }
 
 #else

@@ -77,6 +77,20 @@ TEST(matmul_float32_is_cblas_sgemm)
     }
 }
 
+/* tf32 is a GPU's precision: the CPU refuses it in one line and computes float32. */
+TEST(matmul_tf32_is_a_gpus)
+{
+    vtr_error err;
+    vtr_precision p;
+    CHECK(vtr_precision_parse("tf32", &p) && p == VTR_PRECISION_TF32);
+    CHECK_STR(vtr_precision_name(p), "tf32");
+    CHECK_FAILS(vtr_matmul_check(VTR_PRECISION_TF32, &err), VTR_ERR_UNSUPPORTED,
+                "tf32 products are a GPU's (train.device cuda)");
+    vtr_precision before = vtr_matmul_use(VTR_PRECISION_TF32);
+    CHECK(vtr_matmul_precision() == VTR_PRECISION_F32);
+    vtr_matmul_use(before);
+}
+
 TEST(matmul_bfloat16_multiplies_the_rounded_operands)
 {
     vtr_error err;

@@ -343,7 +343,8 @@ TEST(train_config_errors_name_the_key)
     CHECK(o.precision == VTR_PRECISION_F32);
     CHECK_OK(vtr_config_set(cfg, "train.precision=half", &err));
     CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID,
-                "key 'train.precision': unknown precision 'half' (expected float32 or bfloat16)");
+                "key 'train.precision': unknown precision 'half' (expected float32, bfloat16 or "
+                "tf32)");
     CHECK_OK(vtr_config_set(cfg, "train.precision=bfloat16", &err));
     CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
     CHECK(o.precision == VTR_PRECISION_BF16);
@@ -353,10 +354,11 @@ TEST(train_config_errors_name_the_key)
                 "key 'train.device': unknown device 'gpu' (expected cpu, cuda or cuda:N)");
     CHECK_OK(vtr_config_set(cfg, "train.device=cuda:1", &err));
     CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID,
-                "key 'train.precision': bfloat16 is for the CPU; on a GPU vtr trains in float32");
-    CHECK_OK(vtr_config_set(cfg, "train.precision=float32", &err));
+                "key 'train.precision': bfloat16 is for the CPU; on a GPU: float32 or tf32");
+    CHECK_OK(vtr_config_set(cfg, "train.precision=tf32", &err));
     CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
     CHECK(o.device == VTR_DEVICE_CUDA && o.device_index == 1);
+    CHECK(o.precision == VTR_PRECISION_TF32);
     CHECK_OK(vtr_config_set(cfg, "train.device=cpu", &err));
     CHECK_OK(vtr_config_set(cfg, "train.precision=bfloat16", &err));
     CHECK_OK(vtr_config_set(cfg, "model.img_pool=max", &err));
