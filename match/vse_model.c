@@ -640,7 +640,7 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
     resolve_params(m);
 
     size_t bytes = layout_arena(m, NULL);
-    if ((st = vtr_dev_alloc(device, &m->arena, bytes, "vse model activations", err)))
+    if ((st = vtr_dev_alloc(device, &m->arena, bytes, "vse model", err)))
         goto fail;
     layout_arena(m, m->arena);
     if (device == VTR_DEVICE_CUDA && cfg->mlp_hidden == 0 &&
