@@ -79,7 +79,9 @@ vtr_param_set *vtr_run_model_params(vtr_run_model *m)
 
 float *vtr_run_model_word_embedding(vtr_run_model *m)
 {
-    return m->kind == VTR_MODEL_HGR ? m->hgr.embed_w : m->vse.embed_w;
+    /* the host's values (on the GPU, m->vse.embed_w points at the device's copy) */
+    return m->kind == VTR_MODEL_HGR ? m->hgr.embed_w
+                                    : vtr_param_data(&m->vse.params, "txt_enc.embed.weight");
 }
 
 int vtr_run_model_feature_dim(const vtr_run_model *m)

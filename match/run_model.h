@@ -70,7 +70,8 @@ void vtr_run_model_free(vtr_run_model *m);
 /* Its parameters (all trainable), in the checkpoint's names and order. */
 vtr_param_set *vtr_run_model_params(vtr_run_model *m);
 
-/* The word embedding (vocab_size, word_dim), row-major: GloVe rows go there. */
+/* The word embedding (vocab_size, word_dim), row-major, in the parameter set (host
+ * memory; on a GPU, vtr_run_model_params_to_device copies it there): GloVe rows go there. */
 float *vtr_run_model_word_embedding(vtr_run_model *m);
 
 /* The feature size it expects. */
