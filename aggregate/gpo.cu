@@ -121,11 +121,11 @@ extern "C" vtr_status vtr_cuda_gpo_forward(float *out, float *weights, void *wor
                                                                                   T, d_pe);
     VTR_TRY(vtr_cuda_launched("GPO positional encoding", err));
     // 2-3. BiGRU (averaged) -> linear -> masked softmax with temperature
-    VTR_TRY(vtr_cuda_gru_forward(ws.gru_out, ws.gru, ws.pe, lengths, params, B, T, d_pe,
-                                      hidden, 2, VTR_GRU_AVERAGE, err));
+    VTR_TRY(vtr_cuda_gru_forward(ws.gru_out, ws.gru, ws.pe, lengths, params, B, T, d_pe, hidden, 2,
+                                 VTR_GRU_AVERAGE, err));
     VTR_TRY(vtr_cuda_linear_forward(weights, ws.gru_out,
-                                         params + vtr_gpo_linear_offset(d_pe, hidden), NULL, bt,
-                                         hidden, 1, err));
+                                    params + vtr_gpo_linear_offset(d_pe, hidden), NULL, bt, hidden,
+                                    1, err));
     VTR_TRY(
         vtr_cuda_masked_softmax_forward(weights, weights, lengths, B, T, VTR_GPO_TEMPERATURE, err));
     // 4-5. per-dimension descending sort, weighted sum
@@ -158,11 +158,11 @@ extern "C" vtr_status vtr_cuda_gpo_backward(float *dinp, float *dparams, void *s
     // softmax -> linear -> GRU (its input, the encodings, wants no gradient)
     VTR_TRY(vtr_cuda_zero(sc.dscores, sizeof(float) * (size_t)bt, err));
     VTR_TRY(vtr_cuda_masked_softmax_backward(sc.dscores, sc.dweights, weights, lengths, B, T,
-                                                  VTR_GPO_TEMPERATURE, err));
+                                             VTR_GPO_TEMPERATURE, err));
     VTR_TRY(vtr_cuda_zero(sc.dgru_out, sizeof(float) * (size_t)bt * hidden, err));
     size_t lin = vtr_gpo_linear_offset(d_pe, hidden);
     VTR_TRY(vtr_cuda_linear_backward(sc.dgru_out, dparams + lin, NULL, sc.dscores, ws.gru_out,
-                                          params + lin, bt, hidden, 1, err));
+                                     params + lin, bt, hidden, 1, err));
     return vtr_cuda_gru_backward(NULL, dparams, sc.gru, sc.dgru_out, ws.pe, lengths, params, ws.gru,
                                  B, T, d_pe, hidden, 2, VTR_GRU_AVERAGE, err);
 }

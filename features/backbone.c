@@ -412,7 +412,7 @@ vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *
         if ((s = vtr_cuda_init(0, name, sizeof name, err)) == VTR_OK)
             s = vtr_conv_cuda_new(&b->net, &b->cuda, err);
 #else
-        s = vtr_fail(err, VTR_ERR_DEVICE, "vtr was built without CUDA");
+        s = vtr_fail(err, VTR_ERR_DEVICE, VTR_WITHOUT_CUDA);
 #endif
     }
     if (s != VTR_OK)

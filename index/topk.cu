@@ -178,20 +178,24 @@ extern "C" vtr_status vtr_topk_cuda_new(const vtr_topk_matrix *m, vtr_topk_cuda 
     return VTR_OK;
 }
 
-extern "C" vtr_status vtr_topk_cuda_search(vtr_topk_cuda *c, const vtr_tensor *queries,
-                                           int64_t k, int64_t *rows, float *scores,
-                                           int64_t *found, vtr_error *err)
+extern "C" vtr_status vtr_topk_cuda_search(vtr_topk_cuda *c, const vtr_tensor *queries, int64_t k,
+                                           int64_t *rows, float *scores, int64_t *found,
+                                           vtr_error *err)
 {
     if (k < 1)
         return vtr_fail(err, VTR_ERR_INVALID, "top-k: k = %lld (must be >= 1)", (long long)k);
     if (k > VTR_TOPK_CUDA_MAX_K)
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "top-k on the GPU: k = %lld is above %d; "
-                        "search on the CPU (--device cpu)", (long long)k, VTR_TOPK_CUDA_MAX_K);
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                        "top-k on the GPU: k = %lld is above %d; "
+                        "search on the CPU (--device cpu)",
+                        (long long)k, VTR_TOPK_CUDA_MAX_K);
     int64_t dim = queries->shape[queries->ndim - 1];
     int64_t nq = queries->ndim == 2 ? queries->shape[0] : 1;
     if (queries->dtype != VTR_F32 || queries->ndim < 1 || queries->ndim > 2 || dim != c->dim)
-        return vtr_fail(err, VTR_ERR_INVALID, "top-k: queries must be float32 with %lld "
-                        "columns", (long long)c->dim);
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "top-k: queries must be float32 with %lld "
+                        "columns",
+                        (long long)c->dim);
     if (found)
         *found = k < c->live ? k : c->live;
     size_t ncand = (size_t)c->warps * (size_t)k;
@@ -200,13 +204,13 @@ extern "C" vtr_status vtr_topk_cuda_search(vtr_topk_cuda *c, const vtr_tensor *q
         VTR_TRY(vtr_cuda_to_device(c->query, q, sizeof(float) * (size_t)dim, err));
         unsigned blocks = (unsigned)(c->warps / WARPS);
         if (c->dtype == VTR_F16)
-            topk_kernel<__half><<<blocks, VTR_CUDA_THREADS>>>(
-                (const __half *)c->data, c->rows, dim, c->query, c->skip, (int)k, c->cand_scores,
-                c->cand_rows);
+            topk_kernel<__half><<<blocks, VTR_CUDA_THREADS>>>((const __half *)c->data, c->rows, dim,
+                                                              c->query, c->skip, (int)k,
+                                                              c->cand_scores, c->cand_rows);
         else
-            topk_kernel<float><<<blocks, VTR_CUDA_THREADS>>>(
-                (const float *)c->data, c->rows, dim, c->query, c->skip, (int)k, c->cand_scores,
-                c->cand_rows);
+            topk_kernel<float><<<blocks, VTR_CUDA_THREADS>>>((const float *)c->data, c->rows, dim,
+                                                             c->query, c->skip, (int)k,
+                                                             c->cand_scores, c->cand_rows);
         VTR_TRY(vtr_cuda_launched("top-k", err));
         VTR_TRY(vtr_cuda_to_host(c->host_scores, c->cand_scores, sizeof(float) * ncand, err));
         VTR_TRY(vtr_cuda_to_host(c->host_rows, c->cand_rows, sizeof(int64_t) * ncand, err));

@@ -133,8 +133,8 @@ extern "C" vtr_status vtr_cuda_gru_forward(float *out, void *workspace, const fl
         float *hprev = ws.hprev + (size_t)dir * bt * H;
 
         // gates[:, 0:3H] = inp (BT,D) · W_ihᵀ for every position at once (row stride 4H)
-        VTR_TRY(vtr_cuda_sgemm(false, true, (int)bt, 3 * H, D, 1.0f, inp, D, w_ih, D, 0.0f,
-                                    gates, 4 * H, err));
+        VTR_TRY(vtr_cuda_sgemm(false, true, (int)bt, 3 * H, D, 1.0f, inp, D, w_ih, D, 0.0f, gates,
+                               4 * H, err));
         VTR_TRY(vtr_cuda_zero(ws.h, sizeof(float) * (size_t)B * H, err));
         for (int s = 0; s < T; s++) {
             // hg (B,3H) = h (B,H) · W_hhᵀ; h is zero at the first step
@@ -142,7 +142,7 @@ extern "C" vtr_status vtr_cuda_gru_forward(float *out, void *workspace, const fl
                 VTR_TRY(vtr_cuda_zero(ws.hg, sizeof(float) * (size_t)B * 3 * H, err));
             else
                 VTR_TRY(vtr_cuda_sgemm(false, true, B, 3 * H, H, 1.0f, ws.h, H, w_hh, H, 0.0f,
-                                            ws.hg, 3 * H, err));
+                                       ws.hg, 3 * H, err));
             gru_step_forward_kernel<<<vtr_cuda_blocks((size_t)B * H), VTR_CUDA_THREADS>>>(
                 out, gates, hprev + (size_t)s * B * H, ws.h, ws.hg, b_ih, b_hh, lengths, B, T, H, s,
                 dir, OH, concat ? dir * H : 0, dir == 1 && !concat);
@@ -188,21 +188,21 @@ extern "C" vtr_status vtr_cuda_gru_backward(float *dinp, float *dparams, void *s
             // dh (B,H) += dhg_s (B,3H) · W_hh (3H,H); the state read at step 0 is the zero
             // h0, whose gradient nobody wants
             if (s > 0)
-                VTR_TRY(vtr_cuda_sgemm(false, false, B, H, 3 * H, 1.0f, dhg_s, 3 * H, w_hh, H,
-                                            1.0f, sc.dh, H, err));
+                VTR_TRY(vtr_cuda_sgemm(false, false, B, H, 3 * H, 1.0f, dhg_s, 3 * H, w_hh, H, 1.0f,
+                                       sc.dh, H, err));
         }
         // dW_hh (3H,H) += dhgᵀ (3H,TB) · hprev (TB,H); inactive rows are zero in both
-        VTR_TRY(vtr_cuda_sgemm(true, false, 3 * H, H, (int)bt, 1.0f, sc.dhg, 3 * H, hprev, H,
-                                    1.0f, dw_hh, H, err));
+        VTR_TRY(vtr_cuda_sgemm(true, false, 3 * H, H, (int)bt, 1.0f, sc.dhg, 3 * H, hprev, H, 1.0f,
+                               dw_hh, H, err));
         VTR_TRY(vtr_cuda_bias_backward(db_hh, sc.dhg, (int)bt, 3 * H, err));
         // dW_ih (3H,D) += dxgᵀ (3H,BT) · inp (BT,D); padded rows of dxg are zero
-        VTR_TRY(vtr_cuda_sgemm(true, false, 3 * H, D, (int)bt, 1.0f, sc.dxg, 3 * H, inp, D,
-                                    1.0f, dw_ih, D, err));
+        VTR_TRY(vtr_cuda_sgemm(true, false, 3 * H, D, (int)bt, 1.0f, sc.dxg, 3 * H, inp, D, 1.0f,
+                               dw_ih, D, err));
         VTR_TRY(vtr_cuda_bias_backward(db_ih, sc.dxg, (int)bt, 3 * H, err));
         // dinp (BT,D) += dxg (BT,3H) · W_ih (3H,D)
         if (dinp)
-            VTR_TRY(vtr_cuda_sgemm(false, false, (int)bt, D, 3 * H, 1.0f, sc.dxg, 3 * H, w_ih,
-                                        D, 1.0f, dinp, D, err));
+            VTR_TRY(vtr_cuda_sgemm(false, false, (int)bt, D, 3 * H, 1.0f, sc.dxg, 3 * H, w_ih, D,
+                                   1.0f, dinp, D, err));
     }
     return VTR_OK;
 }

@@ -46,8 +46,7 @@ extern "C" vtr_status vtr_cuda_linear_backward(float *dinp, float *dweight, floa
         VTR_TRY(
             vtr_cuda_sgemm(false, false, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C, err));
     // dweight (OC,C) += doutᵀ (OC,N) · inp (N,C)
-    VTR_TRY(
-        vtr_cuda_sgemm(true, false, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C, err));
+    VTR_TRY(vtr_cuda_sgemm(true, false, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C, err));
     return dbias ? vtr_cuda_bias_backward(dbias, dout, N, OC, err) : VTR_OK;
 }
 

@@ -34,8 +34,8 @@ __global__ static void clip_coef_kernel(float *out, const double *partials, doub
     out[1] = vtr_clip_coef(norm, max_norm);
 }
 
-extern "C" vtr_status vtr_cuda_clip_coef(float *out, double *partials, const float *grad,
-                                         size_t n, double max_norm, vtr_error *err)
+extern "C" vtr_status vtr_cuda_clip_coef(float *out, double *partials, const float *grad, size_t n,
+                                         double max_norm, vtr_error *err)
 {
     size_t chunk = (n + VTR_CUDA_NORM_PARTIALS - 1) / VTR_CUDA_NORM_PARTIALS;
     norm_partials_kernel<<<VTR_CUDA_NORM_PARTIALS, VTR_CUDA_THREADS>>>(partials, grad, n,
@@ -55,8 +55,8 @@ __global__ static void adam_kernel(float *p, float *m, float *v, const float *g,
 
 extern "C" vtr_status vtr_cuda_optimizer_step(vtr_optimizer *opt, const vtr_param_set *ps,
                                               float *data, const float *grad, float *exp_avg,
-                                              float *exp_avg_sq, double lr,
-                                              const float *grad_scale, vtr_error *err)
+                                              float *exp_avg_sq, double lr, const float *grad_scale,
+                                              vtr_error *err)
 {
     if (ps->n_trainable != opt->n)
         return vtr_fail(err, VTR_ERR_INVALID, "optimizer: made for %zu values, the set has %zu",

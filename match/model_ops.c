@@ -33,8 +33,8 @@ vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who
         return vtr_arena_alloc(p, bytes, who, err);
     vtr_status st = vtr_cuda_malloc(p, bytes ? bytes : 1, err);
     if (st) {
-        vtr_error_context(err, "%s: %zu bytes on the GPU (a smaller batch, or --device cpu)",
-                          who, bytes);
+        vtr_error_context(err, "%s: %zu bytes on the GPU (a smaller batch, or --device cpu)", who,
+                          bytes);
         return st;
     }
     if ((st = vtr_cuda_zero(*p, bytes, err))) {
@@ -99,9 +99,8 @@ vtr_status vtr_dev_add(vtr_device dev, float *y, const float *x, size_t n, vtr_e
     return VTR_OK;
 }
 
-vtr_status vtr_dev_linear_forward(vtr_device dev, float *out, const float *inp,
-                                  const float *weight, const float *bias, int N, int C, int OC,
-                                  vtr_error *err)
+vtr_status vtr_dev_linear_forward(vtr_device dev, float *out, const float *inp, const float *weight,
+                                  const float *bias, int N, int C, int OC, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
         ON_CUDA(vtr_cuda_linear_forward(out, inp, weight, bias, N, C, OC, err));
@@ -110,8 +109,8 @@ vtr_status vtr_dev_linear_forward(vtr_device dev, float *out, const float *inp,
 }
 
 vtr_status vtr_dev_linear_backward(vtr_device dev, float *dinp, float *dweight, float *dbias,
-                                   const float *dout, const float *inp, const float *weight,
-                                   int N, int C, int OC, vtr_error *err)
+                                   const float *dout, const float *inp, const float *weight, int N,
+                                   int C, int OC, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
         ON_CUDA(vtr_cuda_linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, err));
@@ -128,8 +127,8 @@ vtr_status vtr_dev_relu_forward(vtr_device dev, float *out, const float *inp, si
     return VTR_OK;
 }
 
-vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout,
-                                 const float *inp, size_t n, vtr_error *err)
+vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout, const float *inp,
+                                 size_t n, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
         ON_CUDA(vtr_cuda_relu_backward(dinp, dout, inp, n, err));
@@ -137,8 +136,8 @@ vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout,
     return VTR_OK;
 }
 
-vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids,
-                                     const float *table, int N, int D, vtr_error *err)
+vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids, const float *table,
+                                     int N, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
         ON_CUDA(vtr_cuda_embedding_forward(out, ids, table, N, D, err));
@@ -192,8 +191,8 @@ vtr_status vtr_dev_batchnorm_forward_eval(vtr_device dev, float *out, const floa
     return VTR_OK;
 }
 
-vtr_status vtr_dev_l2norm_forward(vtr_device dev, float *out, float *norm, const float *inp,
-                                  int N, int D, vtr_error *err)
+vtr_status vtr_dev_l2norm_forward(vtr_device dev, float *out, float *norm, const float *inp, int N,
+                                  int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
         ON_CUDA(vtr_cuda_l2norm_forward(out, norm, inp, N, D, err));
@@ -201,9 +200,8 @@ vtr_status vtr_dev_l2norm_forward(vtr_device dev, float *out, float *norm, const
     return VTR_OK;
 }
 
-vtr_status vtr_dev_l2norm_backward(vtr_device dev, float *dinp, const float *dout,
-                                   const float *inp, const float *norm, int N, int D,
-                                   vtr_error *err)
+vtr_status vtr_dev_l2norm_backward(vtr_device dev, float *dinp, const float *dout, const float *inp,
+                                   const float *norm, int N, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
         ON_CUDA(vtr_cuda_l2norm_backward(dinp, dout, inp, norm, N, D, err));
@@ -212,8 +210,7 @@ vtr_status vtr_dev_l2norm_backward(vtr_device dev, float *dinp, const float *dou
 }
 
 vtr_status vtr_dev_cosine_similarity_forward(vtr_device dev, float *S, const float *a,
-                                             const float *b, int NA, int NB, int D,
-                                             vtr_error *err)
+                                             const float *b, int NA, int NB, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
         ON_CUDA(vtr_cuda_cosine_similarity_forward(S, a, b, NA, NB, D, err));
@@ -221,9 +218,9 @@ vtr_status vtr_dev_cosine_similarity_forward(vtr_device dev, float *S, const flo
     return VTR_OK;
 }
 
-vtr_status vtr_dev_cosine_similarity_backward(vtr_device dev, float *da, float *db,
-                                              const float *dS, const float *a, const float *b,
-                                              int NA, int NB, int D, vtr_error *err)
+vtr_status vtr_dev_cosine_similarity_backward(vtr_device dev, float *da, float *db, const float *dS,
+                                              const float *a, const float *b, int NA, int NB, int D,
+                                              vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
         ON_CUDA(vtr_cuda_cosine_similarity_backward(da, db, dS, a, b, NA, NB, D, err));
@@ -295,8 +292,8 @@ vtr_status vtr_dev_hinge_loss_backward(vtr_device dev, float *dS, float dloss, c
 
 vtr_status vtr_dev_caption_bigru_forward(vtr_device dev, float *out, vtr_caption_bigru *g,
                                          const float *inp, const int *lengths,
-                                         const int *host_lengths, const float *params, int B,
-                                         int L, int W, int E, vtr_error *err)
+                                         const int *host_lengths, const float *params, int B, int L,
+                                         int W, int E, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
         ON_CUDA(vtr_cuda_gru_forward(out, g->workspace[0], inp, lengths, params, B, L, W, E, 2,
@@ -318,9 +315,9 @@ vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dp
     return VTR_OK;
 }
 
-vtr_status vtr_dev_clip_and_step(vtr_device dev, vtr_optimizer *opt, vtr_param_set *ps,
-                                 float *data, const float *grad, float *moments, void *scratch,
-                                 double lr, double max_norm, float *norm, vtr_error *err)
+vtr_status vtr_dev_clip_and_step(vtr_device dev, vtr_optimizer *opt, vtr_param_set *ps, float *data,
+                                 const float *grad, float *moments, void *scratch, double lr,
+                                 double max_norm, float *norm, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CPU) {
         float total = vtr_grad_norm(ps);

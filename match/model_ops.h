@@ -36,25 +36,23 @@ vtr_status vtr_dev_zero(vtr_device dev, void *p, size_t bytes, vtr_error *err);
 /* dst and src on dev, not overlapping */
 vtr_status vtr_dev_copy(vtr_device dev, void *dst, const void *src, size_t bytes, vtr_error *err);
 /* host src -> dst on dev; src on dev -> host dst (waits for the queued work) */
-vtr_status vtr_dev_upload(vtr_device dev, void *dst, const void *src, size_t bytes,
-                          vtr_error *err);
+vtr_status vtr_dev_upload(vtr_device dev, void *dst, const void *src, size_t bytes, vtr_error *err);
 vtr_status vtr_dev_download(vtr_device dev, void *dst, const void *src, size_t bytes,
                             vtr_error *err);
 /* y (n) += x (n) */
 vtr_status vtr_dev_add(vtr_device dev, float *y, const float *x, size_t n, vtr_error *err);
 
-vtr_status vtr_dev_linear_forward(vtr_device dev, float *out, const float *inp,
-                                  const float *weight, const float *bias, int N, int C, int OC,
-                                  vtr_error *err);
+vtr_status vtr_dev_linear_forward(vtr_device dev, float *out, const float *inp, const float *weight,
+                                  const float *bias, int N, int C, int OC, vtr_error *err);
 vtr_status vtr_dev_linear_backward(vtr_device dev, float *dinp, float *dweight, float *dbias,
-                                   const float *dout, const float *inp, const float *weight,
-                                   int N, int C, int OC, vtr_error *err);
+                                   const float *dout, const float *inp, const float *weight, int N,
+                                   int C, int OC, vtr_error *err);
 vtr_status vtr_dev_relu_forward(vtr_device dev, float *out, const float *inp, size_t n,
                                 vtr_error *err);
-vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout,
-                                 const float *inp, size_t n, vtr_error *err);
-vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids,
-                                     const float *table, int N, int D, vtr_error *err);
+vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout, const float *inp,
+                                 size_t n, vtr_error *err);
+vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids, const float *table,
+                                     int N, int D, vtr_error *err);
 vtr_status vtr_dev_embedding_backward(vtr_device dev, float *dtable, const float *dout,
                                       const int *ids, int N, int D, vtr_error *err);
 vtr_status vtr_dev_batchnorm_forward(vtr_device dev, float *out, float *mean, float *rstd,
@@ -69,17 +67,15 @@ vtr_status vtr_dev_batchnorm_forward_eval(vtr_device dev, float *out, const floa
                                           const float *weight, const float *bias,
                                           const float *running_mean, const float *running_var,
                                           int N, int C, float eps, vtr_error *err);
-vtr_status vtr_dev_l2norm_forward(vtr_device dev, float *out, float *norm, const float *inp,
-                                  int N, int D, vtr_error *err);
-vtr_status vtr_dev_l2norm_backward(vtr_device dev, float *dinp, const float *dout,
-                                   const float *inp, const float *norm, int N, int D,
-                                   vtr_error *err);
+vtr_status vtr_dev_l2norm_forward(vtr_device dev, float *out, float *norm, const float *inp, int N,
+                                  int D, vtr_error *err);
+vtr_status vtr_dev_l2norm_backward(vtr_device dev, float *dinp, const float *dout, const float *inp,
+                                   const float *norm, int N, int D, vtr_error *err);
 vtr_status vtr_dev_cosine_similarity_forward(vtr_device dev, float *S, const float *a,
-                                             const float *b, int NA, int NB, int D,
-                                             vtr_error *err);
-vtr_status vtr_dev_cosine_similarity_backward(vtr_device dev, float *da, float *db,
-                                              const float *dS, const float *a, const float *b,
-                                              int NA, int NB, int D, vtr_error *err);
+                                             const float *b, int NA, int NB, int D, vtr_error *err);
+vtr_status vtr_dev_cosine_similarity_backward(vtr_device dev, float *da, float *db, const float *dS,
+                                              const float *a, const float *b, int NA, int NB, int D,
+                                              vtr_error *err);
 vtr_status vtr_dev_mean_pool_forward(vtr_device dev, float *out, const float *inp,
                                      const int *lengths, int B, int T, int D, vtr_error *err);
 vtr_status vtr_dev_mean_pool_backward(vtr_device dev, float *dinp, const float *dout,
@@ -107,8 +103,8 @@ vtr_status vtr_dev_hinge_loss_backward(vtr_device dev, float *dS, float dloss, c
  * values on the host (the CPU's loops read those). */
 vtr_status vtr_dev_caption_bigru_forward(vtr_device dev, float *out, vtr_caption_bigru *g,
                                          const float *inp, const int *lengths,
-                                         const int *host_lengths, const float *params, int B,
-                                         int L, int W, int E, vtr_error *err);
+                                         const int *host_lengths, const float *params, int B, int L,
+                                         int W, int E, vtr_error *err);
 vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dparams,
                                           vtr_caption_bigru *g, float *dout, const float *inp,
                                           const int *lengths, const int *host_lengths,
@@ -123,9 +119,9 @@ vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dp
  * (VTR_DEV_STEP_SCRATCH bytes). max_norm INFINITY: no clipping. *norm (NULL: not wanted)
  * gets the gradient norm before clipping; on the GPU that is the call's one wait. */
 #define VTR_DEV_STEP_SCRATCH (sizeof(double) * VTR_CUDA_NORM_PARTIALS + 2 * sizeof(float))
-vtr_status vtr_dev_clip_and_step(vtr_device dev, vtr_optimizer *opt, vtr_param_set *ps,
-                                 float *data, const float *grad, float *moments, void *scratch,
-                                 double lr, double max_norm, float *norm, vtr_error *err);
+vtr_status vtr_dev_clip_and_step(vtr_device dev, vtr_optimizer *opt, vtr_param_set *ps, float *data,
+                                 const float *grad, float *moments, void *scratch, double lr,
+                                 double max_norm, float *norm, vtr_error *err);
 
 #ifdef __cplusplus
 }

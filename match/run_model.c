@@ -49,7 +49,7 @@ vtr_status vtr_run_model_params_to_device(vtr_run_model *m, vtr_error *err)
 
 vtr_status vtr_run_model_params_to_host(vtr_run_model *m, vtr_error *err)
 {
-    return m->kind == VTR_MODEL_VSE ? vtr_vse_params_to_host(&m->vse, err) : VTR_OK;
+    return m->kind == VTR_MODEL_VSE ? vtr_vse_params_to_host(&m->vse, false, err) : VTR_OK;
 }
 
 vtr_status vtr_run_model_add_params(vtr_param_set *ps, const vtr_train_options *o,

@@ -53,8 +53,8 @@ vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
  * its gradients there (the GPU copies, vse_model.h; on the CPU the parameter set's own). */
 vtr_device vtr_run_model_device(vtr_run_model *m, float **data, float **grad);
 
-/* vtr_vse_zero_grad, vtr_vse_params_to_device and _to_host for either kind (HGR: the
- * parameter set's zero_grad; the copies are no-ops). */
+/* vtr_vse_zero_grad, vtr_vse_params_to_device and _to_host (the values only) for either
+ * kind (HGR: the parameter set's zero_grad; the copies are no-ops). */
 vtr_status vtr_run_model_zero_grad(vtr_run_model *m, vtr_error *err);
 vtr_status vtr_run_model_params_to_device(vtr_run_model *m, vtr_error *err);
 vtr_status vtr_run_model_params_to_host(vtr_run_model *m, vtr_error *err);

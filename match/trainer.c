@@ -73,7 +73,8 @@ static bool is_writer(const trainer *t)
 /* ---- the GPU's copies -------------------------------------------------------------- */
 
 /* The parameters and the optimizer's moments, from the host to the device (after they
- * were set or loaded) or back (before a checkpoint). Nothing to do on the CPU. */
+ * were set or loaded) or back (before a checkpoint; the moments only when it saves them).
+ * Nothing to do on the CPU. */
 static vtr_status state_to_device(trainer *t, vtr_error *err)
 {
     size_t bytes = sizeof(float) * t->optim.n;
@@ -85,12 +86,14 @@ static vtr_status state_to_device(trainer *t, vtr_error *err)
                           err);
 }
 
-static vtr_status state_to_host(trainer *t, vtr_error *err)
+static vtr_status state_to_host(trainer *t, bool moments, vtr_error *err)
 {
     size_t bytes = sizeof(float) * t->optim.n;
     if (t->dev == VTR_DEVICE_CPU)
         return VTR_OK;
     VTR_TRY(vtr_run_model_params_to_host(&t->m, err));
+    if (!moments)
+        return VTR_OK;
     VTR_TRY(vtr_dev_download(t->dev, t->optim.exp_avg, t->moments, bytes, err));
     return vtr_dev_download(t->dev, t->optim.exp_avg_sq, (float *)t->moments + t->optim.n, bytes,
                             err);
@@ -118,7 +121,7 @@ static vtr_status save_last(trainer *t, int64_t epoch, int64_t iteration, vtr_er
                                   .config = t->config_text,
                                   .extra = extra,
                                   .extra_count = sizeof extra / sizeof extra[0]};
-    vtr_status st = state_to_host(t, err);
+    vtr_status st = state_to_host(t, true, err);
     if (st == VTR_OK && is_writer(t))
         st = vtr_checkpoint_save(t->last_path, vtr_run_model_params(&t->m), &t->optim, &state,
                                  err);
@@ -141,7 +144,7 @@ static vtr_status save_best(trainer *t, int epoch, double rsum, vtr_error *err)
                                   .config = t->config_text,
                                   .extra = extra,
                                   .extra_count = sizeof extra / sizeof extra[0]};
-    vtr_status st = state_to_host(t, err);
+    vtr_status st = state_to_host(t, false, err);
     if (st == VTR_OK && is_writer(t))
         st = vtr_checkpoint_save(t->best_path, vtr_run_model_params(&t->m), NULL, &state, err);
     return vtr_dist_agree(t->dist, st, err);

@@ -674,12 +674,14 @@ vtr_status vtr_vse_params_to_device(vtr_vse_model *m, vtr_error *err)
                           sizeof(float) * m->params.n_data, err);
 }
 
-vtr_status vtr_vse_params_to_host(vtr_vse_model *m, vtr_error *err)
+vtr_status vtr_vse_params_to_host(vtr_vse_model *m, bool grads, vtr_error *err)
 {
     if (!m->dev_data)
         return VTR_OK;
     VTR_TRY(vtr_dev_download(m->device, m->params.data, m->dev_data,
                              sizeof(float) * m->params.n_data, err));
+    if (!grads)
+        return VTR_OK;
     return vtr_dev_download(m->device, m->params.grad, m->dev_grad,
                             sizeof(float) * m->params.n_trainable, err);
 }

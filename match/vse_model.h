@@ -283,11 +283,12 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
                                  int max_batch, int max_frames, int max_words, vtr_error *err);
 
 /* On VTR_DEVICE_CUDA: params.data -> the GPU's values (after vtr_vse_init_params, loading
- * a checkpoint, or a host optimizer step), and the GPU's values and gradients -> params.data
- * and params.grad (before saving, or to read them). Nothing to do on the CPU. Fail with
- * VTR_ERR_DEVICE (CUDA's message, which may come from an op queued earlier). */
+ * a checkpoint, or a host optimizer step), and the GPU's values -> params.data (before
+ * saving), with grads also its gradients -> params.grad (to read them). Nothing to do on
+ * the CPU. Fail with VTR_ERR_DEVICE (CUDA's message, which may come from an op queued
+ * earlier). */
 vtr_status vtr_vse_params_to_device(vtr_vse_model *m, vtr_error *err);
-vtr_status vtr_vse_params_to_host(vtr_vse_model *m, vtr_error *err);
+vtr_status vtr_vse_params_to_host(vtr_vse_model *m, bool grads, vtr_error *err);
 
 /* Zeroes the gradients where the steps accumulate them (the GPU's on VTR_DEVICE_CUDA,
  * else params.grad). */

@@ -59,8 +59,12 @@ static void make_pairs(pairs *p, uint64_t seed)
         for (int t = 0; t < p->caption_lengths[b]; t++)
             p->ids[b * L + t] = t % 2 ? 1 + topic : 1 + (int)vtr_rng_below(&rng, V - 1);
     }
-    p->batch = (vtr_vse_batch){.B = B, .T = T, .frames = p->frames,
-                               .frame_lengths = p->frame_lengths, .L = L, .ids = p->ids,
+    p->batch = (vtr_vse_batch){.B = B,
+                               .T = T,
+                               .frames = p->frames,
+                               .frame_lengths = p->frame_lengths,
+                               .L = L,
+                               .ids = p->ids,
                                .caption_lengths = p->caption_lengths};
 }
 
@@ -83,8 +87,7 @@ static void make_models(vtr_vse_model *cpu, vtr_vse_model *gpu, const vtr_vse_co
     gpu_model(gpu, cfg);
 }
 
-static void expect_close(const char *what, const float *gpu, const float *cpu, size_t n,
-                         double tol)
+static void expect_close(const char *what, const float *gpu, const float *cpu, size_t n, double tol)
 {
     double rel = test_rel_error(gpu, cpu, n);
     if (getenv("VTR_TEST_VERBOSE"))
@@ -96,7 +99,7 @@ static void expect_close(const char *what, const float *gpu, const float *cpu, s
 static void expect_same_params(const vtr_vse_model *cpu, vtr_vse_model *gpu, double tol)
 {
     vtr_error err;
-    CHECK_OK(vtr_vse_params_to_host(gpu, &err));
+    CHECK_OK(vtr_vse_params_to_host(gpu, true, &err));
     const vtr_param_set *a = &gpu->params, *b = &cpu->params;
     for (size_t i = 0; i < b->count; i++) {
         const vtr_param_entry *e = &b->entries[i];
@@ -137,10 +140,10 @@ TEST(cuda_vse_step_matches_cpu)
             expect_same_params(&cpu, &gpu, TOL_STEP);
 
             float out_cpu[B * E], out_gpu[B * E];
-            CHECK_OK(vtr_vse_encode_images(&cpu, out_cpu, p.frames, p.frame_lengths, B, T, false,
-                                           &err));
-            CHECK_OK(vtr_vse_encode_images(&gpu, out_gpu, p.frames, p.frame_lengths, B, T, false,
-                                           &err));
+            CHECK_OK(
+                vtr_vse_encode_images(&cpu, out_cpu, p.frames, p.frame_lengths, B, T, false, &err));
+            CHECK_OK(
+                vtr_vse_encode_images(&gpu, out_gpu, p.frames, p.frame_lengths, B, T, false, &err));
             expect_close("image embeddings", out_gpu, out_cpu, B * E, TOL_STEP);
             CHECK_OK(vtr_vse_encode_captions(&cpu, out_cpu, p.ids, p.caption_lengths, B, L, &err));
             CHECK_OK(vtr_vse_encode_captions(&gpu, out_gpu, p.ids, p.caption_lengths, B, L, &err));
@@ -170,15 +173,15 @@ TEST(cuda_vse_tf32_step_is_close_to_float32)
     CHECK_OK(vtr_cuda_set_tf32(false, &err));
     CHECK_OK(st);
     expect_close("tf32: loss", &loss_tf32, &loss32, 1, TOL_TF32);
-    CHECK_OK(vtr_vse_params_to_host(&gpu32, &err));
-    CHECK_OK(vtr_vse_params_to_host(&tf32, &err));
+    CHECK_OK(vtr_vse_params_to_host(&gpu32, true, &err));
+    CHECK_OK(vtr_vse_params_to_host(&tf32, true, &err));
     double worst = 0.0;
     for (size_t i = 0; i < gpu32.params.count; i++) {
         const vtr_param_entry *e = &gpu32.params.entries[i];
         if (!e->trainable)
             continue;
-        double rel = test_rel_error(tf32.params.grad + e->offset, gpu32.params.grad + e->offset,
-                                    e->numel);
+        double rel =
+            test_rel_error(tf32.params.grad + e->offset, gpu32.params.grad + e->offset, e->numel);
         worst = rel > worst ? rel : worst;
         CHECK_MSG(rel <= TOL_TF32, "tf32: gradient %s: relative error %.3g", e->name, rel);
     }
@@ -208,10 +211,9 @@ static float train(vtr_vse_model *m, int steps, double lr, float *first)
         make_pairs(&p, 1000 + (uint64_t)i);
         float loss, norm;
         CHECK_OK(vtr_vse_zero_grad(m, &err));
-        CHECK_OK(vtr_vse_train_step(m, &p.batch,
-                                    i < steps / 10 ? VTR_HINGE_ALL_NEGATIVES
-                                                   : VTR_HINGE_HARDEST_NEGATIVE,
-                                    &loss, &err));
+        CHECK_OK(vtr_vse_train_step(
+            m, &p.batch, i < steps / 10 ? VTR_HINGE_ALL_NEGATIVES : VTR_HINGE_HARDEST_NEGATIVE,
+            &loss, &err));
         CHECK(isfinite(loss));
         if (i == 0)
             *first = loss;
@@ -237,8 +239,8 @@ TEST(cuda_vse_training_follows_cpu)
     float tail_cpu = train(&cpu, 300, 2e-3, &first_cpu);
     float tail_gpu = train(&gpu, 300, 2e-3, &first_gpu);
     if (getenv("VTR_TEST_VERBOSE"))
-        printf("    300 steps: loss %.4f -> %.4f on the CPU, %.4f -> %.4f on the GPU\n",
-               first_cpu, tail_cpu, first_gpu, tail_gpu);
+        printf("    300 steps: loss %.4f -> %.4f on the CPU, %.4f -> %.4f on the GPU\n", first_cpu,
+               tail_cpu, first_gpu, tail_gpu);
     expect_close("first loss", &first_gpu, &first_cpu, 1, TOL_STEP);
     CHECK_MSG(tail_cpu < 0.5f * first_cpu, "the CPU run did not learn: %g -> %g", first_cpu,
               tail_cpu);
@@ -258,8 +260,8 @@ TEST(cuda_vse_two_runs_give_the_same_bytes)
     float first;
     train(&a, 30, 2e-3, &first);
     train(&b, 30, 2e-3, &first);
-    CHECK_OK(vtr_vse_params_to_host(&a, &err));
-    CHECK_OK(vtr_vse_params_to_host(&b, &err));
+    CHECK_OK(vtr_vse_params_to_host(&a, true, &err));
+    CHECK_OK(vtr_vse_params_to_host(&b, true, &err));
     CHECK(memcmp(a.params.data, b.params.data, sizeof(float) * a.params.n_data) == 0);
     CHECK(memcmp(a.params.grad, b.params.grad, sizeof(float) * a.params.n_trainable) == 0);
     vtr_vse_model_free(&a);

@@ -490,7 +490,7 @@ TEST(vse_model_on_cuda_names_what_stays_on_the_cpu)
     float first = m.params.data[0];
     CHECK_OK(vtr_vse_params_to_device(&m, &err));
     m.params.grad[3] = 1.0f;
-    CHECK_OK(vtr_vse_params_to_host(&m, &err));
+    CHECK_OK(vtr_vse_params_to_host(&m, true, &err));
     CHECK(m.params.data[0] == first && m.params.grad[3] == 1.0f);
     CHECK_OK(vtr_vse_zero_grad(&m, &err));
     CHECK(m.params.grad[3] == 0.0f);

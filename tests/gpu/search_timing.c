@@ -81,8 +81,8 @@ int main(int argc, char **argv)
         rows[i] = vtr_float_to_half(2.0f * vtr_rng_uniform(&rng) - 1.0f);
 #pragma omp parallel for schedule(static)
     for (long long b = 1; b < (n + BLOCK_ROWS - 1) / BLOCK_ROWS; b++) {
-        size_t first = (size_t)b * BLOCK_ROWS * row, len = total - first < block ? total - first
-                                                                                 : block;
+        size_t first = (size_t)b * BLOCK_ROWS * row,
+               len = total - first < block ? total - first : block;
         memcpy(rows + first, rows, len * sizeof *rows);
     }
     for (size_t d = 0; d < row; d++)
