@@ -129,7 +129,7 @@ int vtr_gpo_augment_set(int *keep, int n, float p, uint64_t seed, uint64_t strea
 int vtr_gpo_augment_caption(int *out, const int *ids, int n, int vocab_size, int mask_id, float p,
                             uint64_t seed, uint64_t stream);
 
-/* The CUDA side (aggregate/gpo.cu; implemented only with VTR_HAVE_CUDA): the CPU functions'
+/* The CUDA side (aggregate/gpo.cu, through aggregate/cuda_entries.c): the CPU functions'
  * arguments as device buffers, with lib/nn_cuda.h's conventions; workspace and scratch of
  * the CPU's sizes, as for the GRU. */
 vtr_status vtr_cuda_gpo_forward(float *out, float *weights, void *workspace, const float *inp,

@@ -178,7 +178,7 @@ void vtr_attention_pool_backward(float *dinp, float *dscore_weight, float *dscor
                                  const float *score_weight, const int *lengths, int B, int T,
                                  int D);
 
-/* The CUDA side (aggregate/set_pooling.cu; implemented only with VTR_HAVE_CUDA): the CPU
+/* The CUDA side (aggregate/set_pooling.cu, through aggregate/cuda_entries.c): the CPU
  * functions' arguments as device buffers, with lib/nn_cuda.h's conventions. */
 vtr_status vtr_cuda_mean_pool_forward(float *out, const float *inp, const int *lengths, int B,
                                       int T, int D, vtr_error *err);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/build.sh: builds one benchmark program from its C source against build/libvtr.a,
-# with the Makefile's CC, CFLAGS and LIBS (and the CUDA libraries where the build has
-# CUDA), as the benchmarks' run.sh scripts need it.
+# with the Makefile's CC, CFLAGS and LIBS (and, where the build has CUDA, the run path to
+# build/libvtr-cuda.so, which its first CUDA call loads), as the benchmarks' run.sh
+# scripts need it.
 #
 #   sh bench/build.sh SOURCE.c OUTPUT
 #
@@ -13,10 +14,11 @@ if [ $# -ne 2 ]; then
 fi
 make -s build/libvtr.a
 mkdir -p "$(dirname "$2")"
-cuda_libs=
+runpath=
 if [ "$(sed -n 's/^HAVE_CUDA *= *//p' Makefile)" = yes ]; then
-    cuda_libs="$(sed -n 's/^CUDA_LIBS *= *//p' Makefile) -lstdc++"
+    make -s build/libvtr-cuda.so
+    runpath="-Wl,-rpath,$(pwd)/build"
 fi
 # shellcheck disable=SC2046,SC2086 # the flags are word lists
 $(sed -n 's/^CC *= *//p' Makefile) $(sed -n 's/^CFLAGS *= *//p' Makefile) -I. "$1" \
-    build/libvtr.a $(sed -n 's/^LIBS *= *//p' Makefile) $cuda_libs -o "$2"
+    build/libvtr.a $(sed -n 's/^LIBS *= *//p' Makefile) $runpath -o "$2"

@@ -403,17 +403,9 @@ vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *
     if (device == VTR_DEVICE_CPU) {
         s = vtr_conv_cpu_new(&b->net, &b->cpu, err);
     } else {
-#ifdef VTR_HAVE_CUDA
-        if (!vtr_cuda_available()) {
-            s = vtr_fail(err, VTR_ERR_DEVICE, "no CUDA device is visible");
-            goto end;
-        }
         char name[256];
         if ((s = vtr_cuda_init(0, name, sizeof name, err)) == VTR_OK)
             s = vtr_conv_cuda_new(&b->net, &b->cuda, err);
-#else
-        s = vtr_fail(err, VTR_ERR_DEVICE, VTR_WITHOUT_CUDA);
-#endif
     }
     if (s != VTR_OK)
         goto end;
@@ -444,9 +436,7 @@ void vtr_backbone_free(vtr_backbone *b)
     if (!b)
         return;
     vtr_conv_cpu_free(b->cpu);
-#ifdef VTR_HAVE_CUDA
     vtr_conv_cuda_free(b->cuda);
-#endif
     vtr_conv_net_free(&b->net);
     free(b->map);
     free(b);
@@ -531,11 +521,7 @@ vtr_status vtr_backbone_forward(vtr_backbone *b, const float *images, int n, int
     if (b->device == VTR_DEVICE_CPU) {
         st = vtr_conv_cpu_run(b->cpu, images, n, h, w, map, err);
     } else {
-#ifdef VTR_HAVE_CUDA
         st = vtr_conv_cuda_run(b->cuda, images, n, h, w, map, err);
-#else
-        st = vtr_fail(err, VTR_ERR_DEVICE, "vtr was built without CUDA");
-#endif
     }
     if (st != VTR_OK || grid)
         return st;

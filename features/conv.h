@@ -185,8 +185,8 @@ vtr_status vtr_conv_cpu_run(vtr_conv_cpu *c, const float *in, int n, int h, int 
  * rank for the batch shape with the math type CUDNN_FMA_MATH (strict float32, no TF32), so
  * features agree with the CPU engine to float32 rounding.
  *
- * Declared always, implemented only when vtr is built with CUDA (VTR_HAVE_CUDA): callers
- * compile their calls under #ifdef VTR_HAVE_CUDA.
+ * In libvtr-cuda.so, reached through features/cuda_entries.c (lib/cuda_loader.h); in a
+ * build without CUDA they fail with VTR_WITHOUT_CUDA.
  */
 typedef struct vtr_conv_cuda vtr_conv_cuda;
 

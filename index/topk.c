@@ -1241,22 +1241,3 @@ vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, 
     free(map.first);
     return st;
 }
-
-#ifndef VTR_HAVE_CUDA
-/* The CPU-only build's side of the GPU's top-k (index/topk.cu is the real one). */
-vtr_status vtr_topk_cuda_new(const vtr_topk_matrix *m, vtr_topk_cuda **out, vtr_error *err)
-{
-    *out = NULL;
-    return vtr_fail(err, VTR_ERR_DEVICE, VTR_WITHOUT_CUDA);
-}
-
-void vtr_topk_cuda_free(vtr_topk_cuda *c)
-{
-}
-
-vtr_status vtr_topk_cuda_search(vtr_topk_cuda *c, const vtr_tensor *queries, int64_t k,
-                                int64_t *rows, float *scores, int64_t *found, vtr_error *err)
-{
-    return vtr_fail(err, VTR_ERR_DEVICE, VTR_WITHOUT_CUDA);
-}
-#endif

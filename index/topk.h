@@ -179,7 +179,7 @@ vtr_status vtr_topk_select(const float *scores, const int64_t *rows, int64_t n, 
                            int64_t *out_rows, float *out_scores, int64_t *count,
                            vtr_error *err);
 
-/* ---- the GPU (index/topk.cu; in a build without CUDA every call fails, VTR_ERR_DEVICE) ----
+/* ---- the GPU (index/topk.cu via index/cuda_entries.c; without CUDA they fail, VTR_ERR_DEVICE)
  *
  * vtr_topk_cuda_new copies a matrix's rows (its parts, one after the other) and its skip
  * bitmap to the current GPU (vtr_cuda_init) once; vtr_topk_cuda_search then finds the top

@@ -1,9 +1,10 @@
 /* The CUDA device: availability, memory, and the glue the CUDA backend is built on.
  *
  * The CUDA backend is the .cu file beside each op's .c (lib/gru.cu, aggregate/gpo.cu, ...),
- * compiled only when configure finds nvcc, cuBLAS and cuDNN (VTR_HAVE_CUDA). Without it,
- * vtr_cuda_available() is false and every other function fails with VTR_ERR_DEVICE saying
- * so; programs then run on CPU.
+ * compiled only when configure finds nvcc, cuBLAS and cuDNN (VTR_HAVE_CUDA), into
+ * libvtr-cuda.so, which the first call of a CUDA function loads (lib/cuda_loader.h).
+ * Without it, vtr_cuda_available() is false and every other function fails with
+ * VTR_WITHOUT_CUDA's VTR_ERR_DEVICE; programs then run on CPU.
  * Per-element kernel math is shared with the CPU through VTR_HD functions (hostdevice.h).
  */
 #ifndef VTR_DEVICE_H

@@ -21,8 +21,9 @@
  * hardest negatives are identical for identical inputs. Matrix products are deterministic
  * on a given GPU, and every other reduction runs in a fixed order.
  *
- * Declared always, implemented only when vtr is built with CUDA (VTR_HAVE_CUDA): code
- * that calls these must be compiled under #ifdef VTR_HAVE_CUDA.
+ * Implemented in libvtr-cuda.so and reached through lib/cuda_entries.c, which loads it on
+ * the first call (lib/cuda_loader.h); in a build without CUDA they fail with
+ * VTR_WITHOUT_CUDA, so callers need no #ifdef.
  */
 #ifndef VTR_NN_CUDA_H
 #define VTR_NN_CUDA_H

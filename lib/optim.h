@@ -149,7 +149,7 @@ static VTR_HD float vtr_clip_coef(float total, double max_norm)
 bool vtr_optim_next_run(const vtr_param_set *ps, size_t *e, size_t *begin, size_t *end,
                         float *lr_scale);
 
-/* The CUDA side (lib/optim.cu; implemented only with VTR_HAVE_CUDA, lib/nn_cuda.h's
+/* The CUDA side (lib/optim.cu, through lib/cuda_entries.c; lib/nn_cuda.h's
  * conventions: device buffers, work queued without a host wait, VTR_ERR_DEVICE).
  *
  * vtr_cuda_clip_coef: out (2 device floats) = {vtr_grad_norm's total, vtr_clip_coef(total,

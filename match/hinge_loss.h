@@ -79,7 +79,7 @@ float vtr_hinge_loss_forward(const float *S, int B, float margin, vtr_hinge_nega
 void vtr_hinge_loss_backward(float *dS, float dloss, const float *S, int B, float margin,
                              vtr_hinge_negatives negatives, vtr_reduction reduction);
 
-/* The CUDA side (match/hinge_loss.cu; implemented only with VTR_HAVE_CUDA): the CPU
+/* The CUDA side (match/hinge_loss.cu, through match/cuda_entries.c): the CPU
  * functions' arguments as device buffers, with lib/nn_cuda.h's conventions. The forward
  * writes the loss to *loss, one float of device memory (the CPU function returns it); the
  * backward's dloss is a host value, as on the CPU. */

@@ -14,18 +14,6 @@
 #include "lib/similarity.h"
 #include "match/model_arena.h"
 
-/* ON_CUDA(call): returns the CUDA op's status, or, in a build without CUDA, the error
- * that says so (the CUDA functions are declared but not defined there). */
-#ifdef VTR_HAVE_CUDA
-#define ON_CUDA(call) return (call)
-#else
-#define ON_CUDA(call) return no_cuda(err)
-static vtr_status no_cuda(vtr_error *err)
-{
-    return vtr_fail(err, VTR_ERR_DEVICE, VTR_WITHOUT_CUDA);
-}
-#endif
-
 vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, vtr_error *err)
 {
     *p = NULL;
@@ -103,7 +91,7 @@ vtr_status vtr_dev_linear_forward(vtr_device dev, float *out, const float *inp, 
                                   const float *bias, int N, int C, int OC, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_linear_forward(out, inp, weight, bias, N, C, OC, err));
+        return vtr_cuda_linear_forward(out, inp, weight, bias, N, C, OC, err);
     vtr_linear_forward(out, inp, weight, bias, N, C, OC);
     return VTR_OK;
 }
@@ -113,7 +101,7 @@ vtr_status vtr_dev_linear_backward(vtr_device dev, float *dinp, float *dweight, 
                                    int C, int OC, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, err));
+        return vtr_cuda_linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, err);
     vtr_linear_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     return VTR_OK;
 }
@@ -122,7 +110,7 @@ vtr_status vtr_dev_relu_forward(vtr_device dev, float *out, const float *inp, si
                                 vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_relu_forward(out, inp, n, err));
+        return vtr_cuda_relu_forward(out, inp, n, err);
     vtr_relu_forward(out, inp, n);
     return VTR_OK;
 }
@@ -131,7 +119,7 @@ vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout,
                                  size_t n, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_relu_backward(dinp, dout, inp, n, err));
+        return vtr_cuda_relu_backward(dinp, dout, inp, n, err);
     vtr_relu_backward(dinp, dout, inp, n);
     return VTR_OK;
 }
@@ -140,7 +128,7 @@ vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids,
                                      int N, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_embedding_forward(out, ids, table, N, D, err));
+        return vtr_cuda_embedding_forward(out, ids, table, N, D, err);
     vtr_embedding_forward(out, ids, table, N, D);
     return VTR_OK;
 }
@@ -149,7 +137,7 @@ vtr_status vtr_dev_embedding_backward(vtr_device dev, float *dtable, const float
                                       const int *ids, int N, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_embedding_backward(dtable, dout, ids, N, D, err));
+        return vtr_cuda_embedding_backward(dtable, dout, ids, N, D, err);
     vtr_embedding_backward(dtable, dout, ids, N, D);
     return VTR_OK;
 }
@@ -160,8 +148,8 @@ vtr_status vtr_dev_batchnorm_forward(vtr_device dev, float *out, float *mean, fl
                                      float momentum, float eps, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_batchnorm_forward(out, mean, rstd, running_mean, running_var, inp, weight,
-                                           bias, N, C, momentum, eps, err));
+        return vtr_cuda_batchnorm_forward(out, mean, rstd, running_mean, running_var, inp, weight,
+                                           bias, N, C, momentum, eps, err);
     vtr_batchnorm_forward(out, mean, rstd, running_mean, running_var, inp, weight, bias, N, C,
                           momentum, eps);
     return VTR_OK;
@@ -173,8 +161,8 @@ vtr_status vtr_dev_batchnorm_backward(vtr_device dev, float *dinp, float *dweigh
                                       vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_batchnorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N,
-                                            C, err));
+        return vtr_cuda_batchnorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N,
+                                            C, err);
     vtr_batchnorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
     return VTR_OK;
 }
@@ -185,8 +173,8 @@ vtr_status vtr_dev_batchnorm_forward_eval(vtr_device dev, float *out, const floa
                                           int N, int C, float eps, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_batchnorm_forward_eval(out, inp, weight, bias, running_mean, running_var,
-                                                N, C, eps, err));
+        return vtr_cuda_batchnorm_forward_eval(out, inp, weight, bias, running_mean, running_var,
+                                                N, C, eps, err);
     vtr_batchnorm_forward_eval(out, inp, weight, bias, running_mean, running_var, N, C, eps);
     return VTR_OK;
 }
@@ -195,7 +183,7 @@ vtr_status vtr_dev_l2norm_forward(vtr_device dev, float *out, float *norm, const
                                   int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_l2norm_forward(out, norm, inp, N, D, err));
+        return vtr_cuda_l2norm_forward(out, norm, inp, N, D, err);
     vtr_l2norm_forward(out, norm, inp, N, D);
     return VTR_OK;
 }
@@ -204,7 +192,7 @@ vtr_status vtr_dev_l2norm_backward(vtr_device dev, float *dinp, const float *dou
                                    const float *norm, int N, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_l2norm_backward(dinp, dout, inp, norm, N, D, err));
+        return vtr_cuda_l2norm_backward(dinp, dout, inp, norm, N, D, err);
     vtr_l2norm_backward(dinp, dout, inp, norm, N, D);
     return VTR_OK;
 }
@@ -213,7 +201,7 @@ vtr_status vtr_dev_cosine_similarity_forward(vtr_device dev, float *S, const flo
                                              const float *b, int NA, int NB, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_cosine_similarity_forward(S, a, b, NA, NB, D, err));
+        return vtr_cuda_cosine_similarity_forward(S, a, b, NA, NB, D, err);
     vtr_cosine_similarity_forward(S, a, b, NA, NB, D);
     return VTR_OK;
 }
@@ -223,7 +211,7 @@ vtr_status vtr_dev_cosine_similarity_backward(vtr_device dev, float *da, float *
                                               vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_cosine_similarity_backward(da, db, dS, a, b, NA, NB, D, err));
+        return vtr_cuda_cosine_similarity_backward(da, db, dS, a, b, NA, NB, D, err);
     vtr_cosine_similarity_backward(da, db, dS, a, b, NA, NB, D);
     return VTR_OK;
 }
@@ -232,7 +220,7 @@ vtr_status vtr_dev_mean_pool_forward(vtr_device dev, float *out, const float *in
                                      const int *lengths, int B, int T, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_mean_pool_forward(out, inp, lengths, B, T, D, err));
+        return vtr_cuda_mean_pool_forward(out, inp, lengths, B, T, D, err);
     vtr_mean_pool_forward(out, inp, lengths, B, T, D);
     return VTR_OK;
 }
@@ -241,7 +229,7 @@ vtr_status vtr_dev_mean_pool_backward(vtr_device dev, float *dinp, const float *
                                       const int *lengths, int B, int T, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_mean_pool_backward(dinp, dout, lengths, B, T, D, err));
+        return vtr_cuda_mean_pool_backward(dinp, dout, lengths, B, T, D, err);
     vtr_mean_pool_backward(dinp, dout, lengths, B, T, D);
     return VTR_OK;
 }
@@ -251,8 +239,8 @@ vtr_status vtr_dev_gpo_forward(vtr_device dev, float *out, float *weights, void 
                                int T, int D, int d_pe, int hidden, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_gpo_forward(out, weights, workspace, inp, lengths, params, B, T, D, d_pe,
-                                     hidden, err));
+        return vtr_cuda_gpo_forward(out, weights, workspace, inp, lengths, params, B, T, D, d_pe,
+                                     hidden, err);
     vtr_gpo_forward(out, weights, workspace, inp, lengths, params, B, T, D, d_pe, hidden);
     return VTR_OK;
 }
@@ -263,8 +251,8 @@ vtr_status vtr_dev_gpo_backward(vtr_device dev, float *dinp, float *dparams, voi
                                 int B, int T, int D, int d_pe, int hidden, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_gpo_backward(dinp, dparams, scratch, dout, inp, weights, lengths, params,
-                                      workspace, B, T, D, d_pe, hidden, err));
+        return vtr_cuda_gpo_backward(dinp, dparams, scratch, dout, inp, weights, lengths, params,
+                                      workspace, B, T, D, d_pe, hidden, err);
     vtr_gpo_backward(dinp, dparams, scratch, dout, inp, weights, lengths, params, workspace, B, T,
                      D, d_pe, hidden);
     return VTR_OK;
@@ -275,7 +263,7 @@ vtr_status vtr_dev_hinge_loss_forward(vtr_device dev, float *loss, const float *
                                       vtr_reduction reduction, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_hinge_loss_forward(loss, S, B, margin, negatives, reduction, err));
+        return vtr_cuda_hinge_loss_forward(loss, S, B, margin, negatives, reduction, err);
     *loss = vtr_hinge_loss_forward(S, B, margin, negatives, reduction);
     return VTR_OK;
 }
@@ -285,7 +273,7 @@ vtr_status vtr_dev_hinge_loss_backward(vtr_device dev, float *dS, float dloss, c
                                        vtr_reduction reduction, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_hinge_loss_backward(dS, dloss, S, B, margin, negatives, reduction, err));
+        return vtr_cuda_hinge_loss_backward(dS, dloss, S, B, margin, negatives, reduction, err);
     vtr_hinge_loss_backward(dS, dloss, S, B, margin, negatives, reduction);
     return VTR_OK;
 }
@@ -296,8 +284,8 @@ vtr_status vtr_dev_caption_bigru_forward(vtr_device dev, float *out, vtr_caption
                                          int W, int E, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_gru_forward(out, g->workspace[0], inp, lengths, params, B, L, W, E, 2,
-                                     VTR_GRU_AVERAGE, err));
+        return vtr_cuda_gru_forward(out, g->workspace[0], inp, lengths, params, B, L, W, E, 2,
+                                     VTR_GRU_AVERAGE, err);
     vtr_caption_bigru_forward(out, g, inp, host_lengths, params, B, L, W, E);
     return VTR_OK;
 }
@@ -309,8 +297,8 @@ vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dp
                                           vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        ON_CUDA(vtr_cuda_gru_backward(dinp, dparams, g->scratch[0], dout, inp, lengths, params,
-                                      g->workspace[0], B, L, W, E, 2, VTR_GRU_AVERAGE, err));
+        return vtr_cuda_gru_backward(dinp, dparams, g->scratch[0], dout, inp, lengths, params,
+                                      g->workspace[0], B, L, W, E, 2, VTR_GRU_AVERAGE, err);
     vtr_caption_bigru_backward(dinp, dparams, g, dout, inp, host_lengths, params, B, L, W, E);
     return VTR_OK;
 }
@@ -326,14 +314,10 @@ vtr_status vtr_dev_clip_and_step(vtr_device dev, vtr_optimizer *opt, vtr_param_s
             *norm = total;
         return VTR_OK;
     }
-#ifdef VTR_HAVE_CUDA
     size_t n = ps->n_trainable;
     double *partials = scratch;
     float *clip = (float *)(partials + VTR_CUDA_NORM_PARTIALS); /* {norm, coefficient} */
     VTR_TRY(vtr_cuda_clip_coef(clip, partials, grad, n, max_norm, err));
     VTR_TRY(vtr_cuda_optimizer_step(opt, ps, data, grad, moments, moments + n, lr, clip + 1, err));
     return norm ? vtr_cuda_to_host(norm, clip, sizeof(float), err) : VTR_OK;
-#else
-    return no_cuda(err);
-#endif
 }

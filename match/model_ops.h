@@ -7,8 +7,8 @@
  * Buffers are the device's memory (host memory for the CPU), ids and lengths included;
  * scalars are host values. The CPU ops cannot fail and return VTR_OK; the CUDA ones queue
  * their work on the default stream and fail with VTR_ERR_DEVICE (CUDA's message) when a
- * launch fails; an error during execution surfaces at the next download. Without
- * VTR_HAVE_CUDA every call on VTR_DEVICE_CUDA fails with VTR_ERR_DEVICE saying so.
+ * launch fails; an error during execution surfaces at the next download. In a build
+ * without CUDA every call on VTR_DEVICE_CUDA fails with VTR_WITHOUT_CUDA's VTR_ERR_DEVICE.
  * Gradients accumulate (+=), as in lib/nn.h.
  */
 #ifndef VTR_MODEL_OPS_H

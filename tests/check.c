@@ -171,9 +171,11 @@ int main(int argc, char **argv)
 
 void test_need_cuda(void)
 {
-    if (!vtr_cuda_available())
-        test_skip("no CUDA GPU here");
     vtr_error err;
     char name[256];
+    if (!vtr_cuda_available()) {
+        vtr_cuda_init(0, name, sizeof name, &err); /* fails, saying why */
+        test_skip(err.msg);
+    }
     CHECK_OK(vtr_cuda_init(0, name, sizeof name, &err));
 }

@@ -2,7 +2,8 @@
 # make install honours DESTDIR and PREFIX and installs what a user needs: the programs
 # (which run), their man pages (with help2man), libvtr with its headers and a pkg-config
 # file that builds a program against it, the configs, the pipeline fragments and scripts,
-# the docs; make uninstall removes all of it.
+# the docs; make uninstall removes all of it. With CUDA, the backend (lib/vtr/libvtr-cuda.so),
+# which the installed programs and a program built through pkg-config find and load.
 set -eu
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -24,6 +25,7 @@ done
 sed -i "s|^prefix=.*|prefix=$p|" "$p/lib/pkgconfig/vtr.pc"
 cat >"$tmp/prog.c" <<'C'
 #include <stdio.h>
+#include "lib/device.h"
 #include "lib/error.h"
 #include "lib/version.h"
 int main(void)
@@ -31,6 +33,8 @@ int main(void)
     vtr_error err;
     vtr_fail(&err, VTR_ERR_INVALID, "built against vtr %s", vtr_version);
     puts(err.msg);
+    char gpu[256];
+    puts(vtr_cuda_init(0, gpu, sizeof gpu, &err) == VTR_OK ? gpu : err.msg);
     return 0;
 }
 C
@@ -38,6 +42,14 @@ C
 cc "$tmp/prog.c" -o "$tmp/prog" $(PKG_CONFIG_PATH="$p/lib/pkgconfig" pkg-config --cflags --libs vtr) ||
     { echo "could not build against the installed libvtr"; exit 1; }
 "$tmp/prog" | grep -q "^built against vtr $(cat VERSION)+g" || { "$tmp/prog"; exit 1; }
+if [ -f build/libvtr-cuda.so ]; then
+    [ -s "$p/lib/vtr/libvtr-cuda.so" ] || { echo "missing $p/lib/vtr/libvtr-cuda.so"; exit 1; }
+    # the program loaded the installed backend: it found a GPU or said none is visible
+    "$tmp/prog" | sed -n 2p | grep -q -e '^no CUDA GPU is visible' -e ', cc [0-9]' ||
+        { echo "the installed CUDA backend did not load: $("$tmp/prog" | sed -n 2p)"; exit 1; }
+    readelf -d "$p/bin/vtr-train" | grep -q 'RUNPATH.*\$ORIGIN/../lib/vtr' ||
+        { echo "installed vtr-train does not look in ../lib/vtr"; exit 1; }
+fi
 make -s uninstall DESTDIR="$tmp" PREFIX=/opt/vtr >/dev/null
 left=$(find "$p" -type f)
 [ -z "$left" ] || { echo "uninstall left files: $left"; exit 1; }

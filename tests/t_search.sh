@@ -242,6 +242,25 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     [ $? -eq 1 ] || fail "--device cuda without a GPU: exit status"
     one_line "$dir/err" "run on the CPU (--device cpu)" "--device cuda without a GPU"
 fi
+# The CUDA backend (build/libvtr-cuda.so, lib/cuda_loader.h) is loaded by the first CUDA
+# call only: a search on the CPU never loads the CUDA runtime, one with --device cuda
+# does (it then fails without a GPU); a backend that cannot be loaded is one line naming
+# it and saying what to do.
+if [ -f build/libvtr-cuda.so ]; then
+    LD_DEBUG=files LD_DEBUG_OUTPUT="$dir/ld" vtr-search "a cat" --index "$dir/idx" \
+        >"$dir/out" 2>"$dir/err" || fail "search on the CPU: $(cat "$dir/err")"
+    ! grep -q 'libcudart' "$dir"/ld.* || fail "a search on the CPU loaded the CUDA runtime"
+    rm -f "$dir"/ld.*
+    LD_DEBUG=files LD_DEBUG_OUTPUT="$dir/ld" vtr-search "a cat" --index "$dir/idx" \
+        --device cuda >"$dir/out" 2>"$dir/err"
+    grep -q 'libvtr-cuda.so' "$dir"/ld.* && grep -q 'libcudart' "$dir"/ld.* ||
+        fail "--device cuda did not load the CUDA backend: $(cat "$dir/err")"
+    VTR_CUDA_LIBRARY="$dir/none/libvtr-cuda.so" vtr-search "a cat" --index "$dir/idx" \
+        --device cuda >"$dir/out" 2>"$dir/err"
+    [ $? -eq 1 ] || fail "a missing CUDA backend: exit status"
+    one_line "$dir/err" "cannot load vtr's CUDA backend ($dir/none/libvtr-cuda.so): .*set VTR_CUDA_LIBRARY" \
+        "a missing CUDA backend"
+fi
 # words the model does not know are counted; a query with none is warned about (exit 0:
 # it still has results)
 vtr-search "a zebra" "quux zork" --index "$dir/idx" -k 1 >"$dir/out" 2>"$dir/err" ||

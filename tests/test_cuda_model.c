@@ -16,8 +16,6 @@
 #include "match/model_ops.h"
 #include "match/vse_model.h"
 
-#ifdef VTR_HAVE_CUDA
-
 #define TOL_STEP 1e-4  /* one step: products and sums in another order (nn_cuda.h) */
 #define TOL_TRAIN 2e-2 /* mean loss of the last steps of a run, CPU against GPU */
 #define TOL_TF32 2e-2  /* one step in tf32 against float32 (10-bit mantissa operands) */
@@ -268,11 +266,3 @@ TEST(cuda_vse_two_runs_give_the_same_bytes)
     vtr_vse_model_free(&b);
 }
 
-#else
-
-TEST(cuda_vse_model_matches_cpu)
-{
-    test_skip("built without CUDA");
-}
-
-#endif

@@ -14,8 +14,6 @@
 #include "lib/device.h"
 #include "lib/rng.h"
 
-#ifdef VTR_HAVE_CUDA
-
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
 #include "lib/activation.h"
@@ -711,11 +709,3 @@ TEST(cuda_nn_optimizer_step_with_clipping)
     release_all();
 }
 
-#else
-
-TEST(cuda_nn_ops_match_cpu)
-{
-    test_skip("built without CUDA");
-}
-
-#endif

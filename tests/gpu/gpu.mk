@@ -7,7 +7,9 @@
 #   make -f tests/gpu/gpu.mk [B=build-gpu] [CUDA_ARCH=90] [WERROR=yes] NVCC=... \
 #        DEP_CFLAGS=... CUDA_CFLAGS=... LIBS=...
 #
-# Outputs: $(B)/unit-tests (tests/check.c's runner over the tests below), $(B)/op-timing,
+# Outputs: $(B)/libvtr-cuda.so (the CUDA backend, which the programs load on their first
+# CUDA call from beside themselves, as Makefile.in's do from build/),
+# $(B)/unit-tests (tests/check.c's runner over the tests below), $(B)/op-timing,
 # and for the benchmarks on the GPU $(B)/train-step (bench/train_step/train_step.c),
 # $(B)/features-bench (bench/features/features_bench.c) and $(B)/search-timing. The C sources are the closure of what the tests call (a change that
 # makes one of them call another file's function adds that file here); every .cu of the
@@ -41,18 +43,20 @@ LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c li
             match/caption_bigru.c match/model_arena.c match/model_params.c match/set_similarity.c \
             match/adopt_loss.c lib/nn.c lib/checkpoint.c index/topk.c \
             features/backbone.c features/backbone_weights.c features/keras_net.c \
-            features/conv.c features/extractor.c features/preprocess.c
+            features/conv.c features/extractor.c features/preprocess.c \
+            lib/cuda_loader.c lib/cuda_entries.c features/cuda_entries.c \
+            aggregate/cuda_entries.c match/cuda_entries.c index/cuda_entries.c
 CUDA_SRCS = $(wildcard $(addsuffix /*.cu,lib decode features text import aggregate match index tools))
 
 WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS    = -std=c11 -O2 -g -fno-math-errno -fno-trapping-math -DNDEBUG $(WARN) $(if $(WERROR),-Werror) -fopenmp \
-            -DVTR_HAVE_CUDA=1 -I. $(DEP_CFLAGS)
+            -fPIC -fno-semantic-interposition -DVTR_HAVE_CUDA=1 -I. $(DEP_CFLAGS)
 NVCCFLAGS = -O2 -std=c++17 -I. -Xcompiler -Wall,-fPIC \
             -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -DVTR_HAVE_CUDA=1 \
             $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror) $(CUDA_CFLAGS)
 
-LIB_OBJS    = $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(patsubst %.cu,$(B)/%.cu.o,$(CUDA_SRCS)) \
-              $(B)/version.o
+LIB_OBJS    = $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(B)/version.o
+CUDA_OBJS   = $(patsubst %.cu,$(B)/%.cu.o,$(CUDA_SRCS))
 TEST_OBJS   = $(patsubst %.c,$(B)/%.o,$(TEST_SRCS))
 TIMING_OBJS = $(patsubst %.c,$(B)/%.o,$(TIMING_SRCS))
 STEP_OBJS   = $(patsubst %.c,$(B)/%.o,$(STEP_SRCS))
@@ -60,7 +64,8 @@ FEATURES_OBJS = $(patsubst %.c,$(B)/%.o,$(FEATURES_SRCS))
 SEARCH_OBJS = $(patsubst %.c,$(B)/%.o,$(SEARCH_SRCS))
 
 .PHONY: all FORCE
-all: $(B)/unit-tests $(B)/op-timing $(B)/train-step $(B)/features-bench $(B)/search-timing
+all: $(B)/libvtr-cuda.so $(B)/unit-tests $(B)/op-timing $(B)/train-step $(B)/features-bench \
+     $(B)/search-timing
 
 # $(B)/flags changes only when the flags do, so that another set (system libraries or
 # .gpu-deps, another architecture) recompiles everything and the same set nothing.
@@ -92,24 +97,32 @@ $(B)/libvtr-gpu.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/unit-tests: $(TEST_OBJS) $(B)/libvtr-gpu.a
-	$(CC) -fopenmp $(TEST_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+# as Makefile.in's: -Bsymbolic, the libraries the objects call; the programs take only the
+# libraries they call themselves (--as-needed: not the CUDA ones) and find the backend
+# beside them ($ORIGIN)
+$(B)/libvtr-cuda.so: $(CUDA_OBJS) $(B)/libvtr-gpu.a
+	$(CC) -shared -fopenmp -Wl,-soname,libvtr-cuda.so -Wl,-Bsymbolic -Wl,--no-undefined \
+	    $(CUDA_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
 
-$(B)/op-timing: $(TIMING_OBJS) $(B)/libvtr-gpu.a
-	$(CC) -fopenmp $(TIMING_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+PROGRAM_LDFLAGS = -fopenmp -Wl,--as-needed -Wl,-rpath,'$$ORIGIN'
+$(B)/unit-tests: $(TEST_OBJS) $(B)/libvtr-gpu.a | $(B)/libvtr-cuda.so
+	$(CC) $(PROGRAM_LDFLAGS) $(TEST_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
 
-$(B)/train-step: $(STEP_OBJS) $(B)/libvtr-gpu.a
-	$(CC) -fopenmp $(STEP_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+$(B)/op-timing: $(TIMING_OBJS) $(B)/libvtr-gpu.a | $(B)/libvtr-cuda.so
+	$(CC) $(PROGRAM_LDFLAGS) $(TIMING_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
 
-$(B)/features-bench: $(FEATURES_OBJS) $(B)/libvtr-gpu.a
-	$(CC) -fopenmp $(FEATURES_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+$(B)/train-step: $(STEP_OBJS) $(B)/libvtr-gpu.a | $(B)/libvtr-cuda.so
+	$(CC) $(PROGRAM_LDFLAGS) $(STEP_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
 
-$(B)/search-timing: $(SEARCH_OBJS) $(B)/libvtr-gpu.a
-	$(CC) -fopenmp $(SEARCH_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+$(B)/features-bench: $(FEATURES_OBJS) $(B)/libvtr-gpu.a | $(B)/libvtr-cuda.so
+	$(CC) $(PROGRAM_LDFLAGS) $(FEATURES_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+
+$(B)/search-timing: $(SEARCH_OBJS) $(B)/libvtr-gpu.a | $(B)/libvtr-cuda.so
+	$(CC) $(PROGRAM_LDFLAGS) $(SEARCH_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
 
 FORCE:
 
 .SECONDARY:
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TIMING_OBJS:.o=.d) $(STEP_OBJS:.o=.d) \
+-include $(LIB_OBJS:.o=.d) $(CUDA_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(TIMING_OBJS:.o=.d) $(STEP_OBJS:.o=.d) \
          $(FEATURES_OBJS:.o=.d) $(SEARCH_OBJS:.o=.d)

@@ -121,10 +121,10 @@ step_build() {
         return 1
     echo "flags ($B/flags):"
     sed 's/^/  /' "$B/flags"
-    echo "libraries loaded by $B/unit-tests:"
-    ldd "$B/unit-tests" | sed 's/^[[:space:]]*/  /'
-    if ldd "$B/unit-tests" "$B/op-timing" "$B/train-step" "$B/features-bench" \
-        "$B/search-timing" | grep 'not found'; then
+    echo "libraries loaded by $B/libvtr-cuda.so (the CUDA backend, loaded on first use):"
+    ldd "$B/libvtr-cuda.so" | sed 's/^[[:space:]]*/  /'
+    if ldd "$B/libvtr-cuda.so" "$B/unit-tests" "$B/op-timing" "$B/train-step" \
+        "$B/features-bench" "$B/search-timing" | grep 'not found'; then
         echo "build: a library above is not found (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
         return 1
     fi

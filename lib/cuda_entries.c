@@ -1,0 +1,190 @@
+/* The entries of the device and the nn ops (lib/device.h, lib/nn_cuda.h, lib/optim.h): each loads
+ * the CUDA backend on first use and calls its function of the same name (lib/cuda_loader.h). */
+#include "lib/device.h"
+#include "lib/nn_cuda.h"
+#include "lib/optim.h"
+#include "lib/cuda_loader.h"
+
+bool vtr_cuda_available(void)
+{
+    static vtr_cuda_slot slot;
+    vtr_cuda_fn fn;
+    vtr_error err;
+    return vtr_cuda_entry("vtr_cuda_available", &slot, &fn, &err) == VTR_OK &&
+           ((bool (*)(void))fn)();
+}
+
+VTR_CUDA_FREE_ENTRY(vtr_cuda_free, void)
+
+VTR_CUDA_ENTRY(vtr_cuda_add, (float *y, const float *x, size_t n, vtr_error *err), (y, x, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_batchnorm_backward,
+               (float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                const float *weight, const float *mean, const float *rstd, int N, int C,
+                vtr_error *err),
+               (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_batchnorm_forward,
+               (float *out, float *mean, float *rstd, float *running_mean, float *running_var,
+                const float *inp, const float *weight, const float *bias, int N, int C,
+                float momentum, float eps, vtr_error *err),
+               (out, mean, rstd, running_mean, running_var, inp, weight, bias, N, C, momentum, eps,
+                err))
+
+VTR_CUDA_ENTRY(vtr_cuda_batchnorm_forward_eval,
+               (float *out, const float *inp, const float *weight, const float *bias,
+                const float *running_mean, const float *running_var, int N, int C, float eps,
+                vtr_error *err),
+               (out, inp, weight, bias, running_mean, running_var, N, C, eps, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_bias_backward,
+               (float *dbias, const float *dout, int N, int C, vtr_error *err),
+               (dbias, dout, N, C, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_bias_forward, (float *out, const float *bias, int N, int C, vtr_error *err),
+               (out, bias, N, C, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_clip_coef,
+               (float *out, double *partials, const float *grad, size_t n, double max_norm,
+                vtr_error *err),
+               (out, partials, grad, n, max_norm, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_copy, (void *dst, const void *src, size_t bytes, vtr_error *err),
+               (dst, src, bytes, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_cosine_similarity_backward,
+               (float *da, float *db, const float *dS, const float *a, const float *b, int NA,
+                int NB, int D, vtr_error *err),
+               (da, db, dS, a, b, NA, NB, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_cosine_similarity_forward,
+               (float *S, const float *a, const float *b, int NA, int NB, int D, vtr_error *err),
+               (S, a, b, NA, NB, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_dropout_backward,
+               (float *dinp, const float *dout, size_t n, float p, uint64_t seed, uint64_t stream,
+                uint64_t first, vtr_error *err),
+               (dinp, dout, n, p, seed, stream, first, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_dropout_forward,
+               (float *out, const float *inp, size_t n, float p, uint64_t seed, uint64_t stream,
+                uint64_t first, vtr_error *err),
+               (out, inp, n, p, seed, stream, first, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_embedding_backward,
+               (float *dtable, const float *dout, const int *ids, int N, int D, vtr_error *err),
+               (dtable, dout, ids, N, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_embedding_forward,
+               (float *out, const int *ids, const float *table, int N, int D, vtr_error *err),
+               (out, ids, table, N, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_gelu_backward,
+               (float *dinp, const float *dout, const float *inp, size_t n, vtr_error *err),
+               (dinp, dout, inp, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_gelu_forward, (float *out, const float *inp, size_t n, vtr_error *err),
+               (out, inp, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_gru_backward,
+               (float *dinp, float *dparams, void *scratch, const float *dout, const float *inp,
+                const int *lengths, const float *params, const void *workspace, int B, int T, int D,
+                int H, int num_directions, vtr_gru_merge merge, vtr_error *err),
+               (dinp, dparams, scratch, dout, inp, lengths, params, workspace, B, T, D, H,
+                num_directions, merge, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_gru_forward,
+               (float *out, void *workspace, const float *inp, const int *lengths,
+                const float *params, int B, int T, int D, int H, int num_directions,
+                vtr_gru_merge merge, vtr_error *err),
+               (out, workspace, inp, lengths, params, B, T, D, H, num_directions, merge, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_init, (int device, char *name, size_t name_size, vtr_error *err),
+               (device, name, name_size, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_l2norm_backward,
+               (float *dinp, const float *dout, const float *inp, const float *norm, int N, int D,
+                vtr_error *err),
+               (dinp, dout, inp, norm, N, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_l2norm_forward,
+               (float *out, float *norm, const float *inp, int N, int D, vtr_error *err),
+               (out, norm, inp, N, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_layernorm_backward,
+               (float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                const float *weight, const float *mean, const float *rstd, int N, int C,
+                vtr_error *err),
+               (dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_layernorm_forward,
+               (float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                const float *bias, int N, int C, float eps, vtr_error *err),
+               (out, mean, rstd, inp, weight, bias, N, C, eps, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_linear_backward,
+               (float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                const float *weight, int N, int C, int OC, vtr_error *err),
+               (dinp, dweight, dbias, dout, inp, weight, N, C, OC, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_linear_forward,
+               (float *out, const float *inp, const float *weight, const float *bias, int N, int C,
+                int OC, vtr_error *err),
+               (out, inp, weight, bias, N, C, OC, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_malloc, (void **ptr, size_t bytes, vtr_error *err), (ptr, bytes, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_masked_softmax_backward,
+               (float *dinp, const float *dout, const float *out, const int *lengths, int B, int T,
+                float temperature, vtr_error *err),
+               (dinp, dout, out, lengths, B, T, temperature, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_masked_softmax_forward,
+               (float *out, const float *inp, const int *lengths, int B, int T, float temperature,
+                vtr_error *err),
+               (out, inp, lengths, B, T, temperature, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_matmul,
+               (const float *a, const float *b, float *c, int m, int n, int k, vtr_error *err),
+               (a, b, c, m, n, k, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_optimizer_step,
+               (vtr_optimizer *opt, const vtr_param_set *ps, float *data, const float *grad,
+                float *exp_avg, float *exp_avg_sq, double lr, const float *grad_scale,
+                vtr_error *err),
+               (opt, ps, data, grad, exp_avg, exp_avg_sq, lr, grad_scale, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_relu_backward,
+               (float *dinp, const float *dout, const float *inp, size_t n, vtr_error *err),
+               (dinp, dout, inp, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_relu_forward, (float *out, const float *inp, size_t n, vtr_error *err),
+               (out, inp, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_set_tf32, (bool on, vtr_error *err), (on, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_sigmoid_backward,
+               (float *dinp, const float *dout, const float *out, size_t n, vtr_error *err),
+               (dinp, dout, out, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_sigmoid_forward, (float *out, const float *inp, size_t n, vtr_error *err),
+               (out, inp, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_tanh_backward,
+               (float *dinp, const float *dout, const float *out, size_t n, vtr_error *err),
+               (dinp, dout, out, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_tanh_forward, (float *out, const float *inp, size_t n, vtr_error *err),
+               (out, inp, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_to_device, (void *dst, const void *src, size_t bytes, vtr_error *err),
+               (dst, src, bytes, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_to_host, (void *dst, const void *src, size_t bytes, vtr_error *err),
+               (dst, src, bytes, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_uniform,
+               (float *out, size_t n, uint64_t seed, uint64_t stream, vtr_error *err),
+               (out, n, seed, stream, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_zero, (void *ptr, size_t bytes, vtr_error *err), (ptr, bytes, err))
