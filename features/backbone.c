@@ -403,9 +403,7 @@ vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *
     if (device == VTR_DEVICE_CPU) {
         s = vtr_conv_cpu_new(&b->net, &b->cpu, err);
     } else {
-        char name[256];
-        if ((s = vtr_cuda_init(0, name, sizeof name, err)) == VTR_OK)
-            s = vtr_conv_cuda_new(&b->net, &b->cuda, err);
+        s = vtr_conv_cuda_new(&b->net, &b->cuda, err);
     }
     if (s != VTR_OK)
         goto end;

@@ -104,9 +104,9 @@ typedef struct vtr_backbone vtr_backbone;
  * takes the architecture from the weights (vtr_backbone_arch_infer's errors); another
  * arch must be theirs where they tell it, else VTR_ERR_INVALID "W are resnet50 weights,
  * not resnet152: use -a resnet50"; weights of no known architecture are then checked
- * tensor by tensor against arch (a missing tensor, a wrong shape: as below). On CUDA also initializes GPU 0
- * (vtr_cuda_init; CUDA_VISIBLE_DEVICES picks which one that is) and uploads the weights;
- * VTR_ERR_DEVICE when vtr has no CUDA or no GPU is visible. *out is NULL on failure. */
+ * tensor by tensor against arch (a missing tensor, a wrong shape: as below). On CUDA the
+ * weights go to the GPU that vtr_cuda_init chose, which must come first (VTR_ERR_DEVICE
+ * otherwise, as when vtr has no CUDA). *out is NULL on failure. */
 vtr_status vtr_backbone_from_safetensors(const vtr_safetensors *st, const char *what,
                                          vtr_backbone_arch arch, vtr_device device,
                                          vtr_backbone **out, vtr_error *err);

@@ -45,7 +45,8 @@ static const char usage_text[] =
     "                        mobilenet_v2, inception_v3 or keras (another Keras CNN)\n"
     "                        [the weights': their metadata, else their tensors]\n"
     "      --grid            grid features instead of pooled ones\n"
-    "      --device DEV      cpu (oneDNN) or cuda (cuDNN) [cpu]\n"
+    "      --device DEV      cpu (oneDNN), or cuda or cuda:N (cuDNN on GPU N, 0 for cuda)\n"
+    "                        [cpu]\n"
     "      --bf16            convolutions in bfloat16 with float32 sums (CPUs with\n"
     "                        AVX512-BF16 or AMX; elsewhere a warning, and float32);\n"
     "                        features stay float32, cosine to float32's about 0.9999\n"
@@ -173,6 +174,7 @@ int main(int argc, char **argv)
     const char *shard_option = NULL;
     vtr_backbone_arch arch = VTR_BACKBONE_ARCH_INFER;
     vtr_device device = VTR_DEVICE_CPU;
+    int device_index = 0;
     bool log_json = false, half = false, audio = false, bf16 = false;
     vtr_logmel_options lo;
     vtr_logmel_options_defaults(&lo);
@@ -203,12 +205,8 @@ int main(int argc, char **argv)
             break;
         case OPT_DEVICE:
             image_option = "--device";
-            if (!strcmp(optarg, "cpu"))
-                device = VTR_DEVICE_CPU;
-            else if (!strcmp(optarg, "cuda"))
-                device = VTR_DEVICE_CUDA;
-            else
-                bad = "--device is cpu or cuda";
+            if (vtr_device_parse(optarg, &device, &device_index, &err) != VTR_OK)
+                bad = "--device is cpu, cuda or cuda:N";
             break;
         case OPT_BATCH:
             image_option = "--batch";
@@ -387,6 +385,8 @@ int main(int argc, char **argv)
     } else {
         /* the model and what is recorded about it */
         if (vtr_file_sha256(weights, sha, &err) != VTR_OK ||
+            (device == VTR_DEVICE_CUDA &&
+             vtr_cuda_init(device_index, NULL, 0, &err) != VTR_OK) ||
             vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK) {
             vtr_log_item_error(NULL, &err);
             goto end;

@@ -110,6 +110,7 @@ typedef struct vtr_archive_options {
                              * (required for a new index) */
     vtr_device device;      /* the backbone's, and a VSE model's of one vector per item
                              * (other models stay on the CPU) */
+    int device_index;       /* which GPU, with VTR_DEVICE_CUDA (cuda:N) */
     bool bf16;              /* the backbone in bfloat16 (vtr_backbone_set_bf16: a CPU with
                              * AVX512-BF16 or AMX, else the run fails) */
     int frames;             /* frames per video, 0: recorded, or VTR_ARCHIVE_DEFAULT_FRAMES */

@@ -49,8 +49,9 @@ static const char usage_text[] =
     "      --resize N        shorter side before the crop, 0 = keep [the index's, or the\n"
     "                        backbone's: 256 for ResNets, the input size of a Keras CNN]\n"
     "      --crop N          center crop side, 0 = none [the index's, or the backbone's]\n"
-    "      --device DEV      cpu or cuda, for the backbone and the model (VSE models of\n"
-    "                        one vector per item; others stay on the CPU) [cpu]\n"
+    "      --device DEV      cpu, or cuda or cuda:N (GPU N, 0 for cuda), for the backbone\n"
+    "                        and the model (VSE models of one vector per item; others\n"
+    "                        stay on the CPU) [cpu]\n"
     "      --bf16            the backbone in bfloat16 (CPUs with AVX512-BF16 or AMX;\n"
     "                        elsewhere a warning, and float32): vtr-features --bf16\n"
     "\n"
@@ -230,12 +231,8 @@ int main(int argc, char **argv)
                 bad = "--crop needs a size from 0 to 65536";
             break;
         case OPT_DEVICE:
-            if (!strcmp(optarg, "cpu"))
-                o.device = VTR_DEVICE_CPU;
-            else if (!strcmp(optarg, "cuda"))
-                o.device = VTR_DEVICE_CUDA;
-            else
-                bad = "--device is cpu or cuda";
+            if (vtr_device_parse(optarg, &o.device, &o.device_index, &err) != VTR_OK)
+                bad = "--device is cpu, cuda or cuda:N";
             break;
         case OPT_BF16: o.bf16 = true; break;
         case 'o': o.index_dir = optarg; break;

@@ -188,4 +188,17 @@ vtr-features "$dir/frames.rec" >/dev/null 2>&1
 [ $? -eq 1 ] || fail "no --weights: expected exit 1"
 vtr-features -w "$dir/w.safetensors" --arch vgg16 >/dev/null 2>&1
 [ $? -eq 1 ] || fail "bad --arch: expected exit 1"
+# --device: a bad name; a GPU where none is (or in a build without CUDA): one line each
+# that says what to do, exit 1
+vtr-features -w "$dir/w.safetensors" --device tpu "$dir/frames.rec" >/dev/null 2>"$dir/err"
+[ $? -eq 1 ] && [ "$(cat "$dir/err")" = "vtr-features: --device is cpu, cuda or cuda:N (got 'tpu')" ] ||
+    fail "--device tpu: $(cat "$dir/err")"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    for d in cuda cuda:3; do
+        vtr-features -w "$dir/w.safetensors" --device $d "$dir/frames.rec" >/dev/null 2>"$dir/err"
+        [ $? -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+            grep -q 'run on the CPU (--device cpu)' "$dir/err" ||
+            fail "--device $d without a GPU: $(cat "$dir/err")"
+    done
+fi
 exit 0

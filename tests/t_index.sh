@@ -117,6 +117,18 @@ $IX "$A" --index "$dir/ix" 2>"$dir/err"
 [ -e "$dir/ix/index.sqlite" ] && fail "a refused run created the index"
 $IX "$dir/nowhere" --weights "$dir/w.safetensors" --index "$dir/ix" 2>"$dir/err"
 [ $? -eq 1 ] && grep -q 'nowhere' "$dir/err" || fail "a missing source: $(cat "$dir/err")"
+# --device: a bad name; a GPU where none is (or without CUDA): one line that says what to
+# do, exit 1, no index left behind
+$IX "$A" --weights "$dir/w.safetensors" --index "$dir/ix" --device tpu 2>"$dir/err"
+[ $? -eq 1 ] && grep -q -- "--device is cpu, cuda or cuda:N (got 'tpu')" "$dir/err" ||
+    fail "--device tpu: $(cat "$dir/err")"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    $IX "$A" --weights "$dir/w.safetensors" --index "$dir/ix" --device cuda:2 2>"$dir/err"
+    [ $? -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+        grep -q 'run on the CPU (--device cpu)' "$dir/err" ||
+        fail "--device cuda:2 without a GPU: $(cat "$dir/err")"
+    [ -e "$dir/ix/index.sqlite" ] && fail "a run refused by the GPU left the index"
+fi
 
 # ---- 1. first run: every media file, hidden ones and other extensions left out --------
 $IX "$A" --weights "$dir/w.safetensors" --index "$dir/ix" 2>"$dir/err1" ||

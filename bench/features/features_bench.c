@@ -156,10 +156,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "features_bench: bad arguments\n");
         return 1;
     }
+    char gpu[256] = "";
     double t_load = now();
     vtr_backbone *b = NULL;
-    if (vtr_backbone_load(argv[1], arch, cuda ? VTR_DEVICE_CUDA : VTR_DEVICE_CPU, &b, &err) !=
-        VTR_OK) {
+    if ((cuda && vtr_cuda_init(0, gpu, sizeof gpu, &err) != VTR_OK) ||
+        vtr_backbone_load(argv[1], arch, cuda ? VTR_DEVICE_CUDA : VTR_DEVICE_CPU, &b, &err) !=
+            VTR_OK) {
         fprintf(stderr, "features_bench: %s\n", err.msg);
         return 1;
     }
@@ -213,9 +215,7 @@ int main(int argc, char **argv)
         }
         printf("\"cosine_min\": %.6f, \"cosine_mean\": %.6f, ", lo, sum / batch);
     } else if (cuda) {
-        char gpu[256];
-        printf("\"device\": \"%s\", ",
-               vtr_cuda_init(0, gpu, sizeof gpu, &err) == VTR_OK ? gpu : "unknown");
+        printf("\"device\": \"%s\", ", gpu);
     } else {
         printf("\"sgemm_peak_gflops\": %.1f, \"conv_peak_gflops\": %.1f, ", sgemm_peak(),
                conv_peak());
