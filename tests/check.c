@@ -134,6 +134,13 @@ static int selected(const char *file, const char *name, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* --list [FILTER...]: the selected tests' names, file:name, one per line */
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+        for (int i = 0; i < n_tests; i++)
+            if (selected(tests[i].file, tests[i].name, argc - 1, argv + 1))
+                printf("%s:%s\n", tests[i].file, tests[i].name);
+        return 0;
+    }
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     snprintf(tmpdir, sizeof tmpdir, "%s/vtr-test-XXXXXX", base);
     if (!mkdtemp(tmpdir)) {

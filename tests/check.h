@@ -4,6 +4,9 @@
  * A failed CHECK jumps back to the runner; the test's remaining code does not run.
  * test_tmpdir() is a fresh directory per run, removed at exit unless a test failed.
  * test_skip() marks a test as skipped (e.g. no GPU); it counts as neither pass nor fail.
+ *
+ * unit-tests [FILTER...] runs the tests whose file:name contains one of the FILTERs (all
+ * without one); unit-tests --list [FILTER...] prints those names instead.
  */
 #ifndef VTR_CHECK_H
 #define VTR_CHECK_H

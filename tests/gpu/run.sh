@@ -20,7 +20,9 @@
 #           of training and two GPU runs, each against the CPU),
 #           test_topk.c:cuda_topk_matches_cpu (the search) and
 #           test_backbone.c:backbone_cuda_matches_cpu, relative errors printed; on a GPU
-#           each must pass (a skip fails the check)                                100 s
+#           each must pass (a skip fails the check); after a crash or a failure, each
+#           test not passed runs again alone, the first failing one under
+#           compute-sanitizer too (step_tests)                                      100 s
 #   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU   30 s
 #   bench   bench/train_step's VSE∞ step at MSR-VTT sizes: vtr on the GPU against
 #           PyTorch on the same GPU, eager and torch.compile (bench.log)           120 s
@@ -128,6 +130,43 @@ step_build() {
         echo "build: a library above is not found (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
         return 1
     fi
+}
+
+# The parity tests on the GPU, in one process. Where that process dies (a signal) or tests
+# fail, each test it did not pass runs again in a process of its own, so that one crash,
+# or a CUDA error that poisons every later call of its process (an illegal address), hides
+# no other result; the first that fails alone then runs under compute-sanitizer's memcheck
+# where the toolkit has it, which names the kernel and the address. Stops rerunning 15 s
+# before the step's limit (TESTS_LIMIT).
+step_tests() {
+    deadline=$(($(date +%s) + TESTS_LIMIT - 15))
+    VTR_TEST_VERBOSE=1 "$B/unit-tests" cuda >"$B/tests.out" 2>&1
+    rc=$?
+    cat "$B/tests.out"
+    [ $rc -eq 0 ] && return 0
+    [ $rc -ge 128 ] && echo "tests: the run died (exit $rc) after the last line above"
+    sanitizer=$(dirname "$NVCC")/compute-sanitizer
+    [ -x "$sanitizer" ] || sanitizer=$(command -v compute-sanitizer || true)
+    for t in $("$B/unit-tests" --list cuda); do
+        grep -q -x -F -e "ok   $t" -e "skip $t" "$B/tests.out" && continue
+        left=$((deadline - $(date +%s)))
+        if [ $left -lt 5 ]; then
+            echo "tests: no time left to rerun $t and those after it alone"
+            break
+        fi
+        echo "-- $t, alone:"
+        timeout -k 2 "$left" env VTR_TEST_VERBOSE=1 "$B/unit-tests" "$t" >"$B/alone.out" 2>&1
+        alone=$?
+        tail -n 25 "$B/alone.out"
+        [ $alone -ne 0 ] && [ -n "$sanitizer" ] && [ -z "${sanitized:-}" ] || continue
+        sanitized=$t
+        left=$((deadline - $(date +%s)))
+        [ $left -ge 5 ] || continue
+        echo "-- $t under $(basename "$sanitizer") --tool memcheck:"
+        timeout -k 2 "$left" "$sanitizer" --tool memcheck --print-limit 5 \
+            "$B/unit-tests" "$t" 2>&1 | tail -n 40
+    done
+    return 1
 }
 
 # The VSE∞ video step at the MSR-VTT sizes (bench/train_step): vtr on BENCH_DEVICE, then,
@@ -382,7 +421,7 @@ step deps 30 sh $self __step deps
 
 if [ -z "$failed" ]; then
     if [ $gpu = yes ]; then
-        step tests 100 env VTR_TEST_VERBOSE=1 "$B/unit-tests" cuda
+        step tests 100 env TESTS_LIMIT=100 sh $self __step tests
         # on a GPU a skipped parity test is a check not made
         if [ -z "$failed" ] && grep -q '^skip ' "$logs/tests.log"; then
             echo "tests: these skipped on a GPU, so they were not checked:"
