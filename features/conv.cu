@@ -166,8 +166,9 @@ extern "C" vtr_status vtr_conv_cuda_new(const vtr_conv_net *net, vtr_conv_cuda *
     vtr_status st = VTR_OK;
     *out = NULL;
     if (!vtr_cuda_cublas())
-        return vtr_fail(err, VTR_ERR_DEVICE, "the GPU of the cuDNN engine is not chosen: "
-                                             "vtr_cuda_init first");
+        return vtr_fail(err, VTR_ERR_DEVICE,
+                        "the GPU of the cuDNN engine is not chosen: "
+                        "vtr_cuda_init first");
     size_t L = net->n_layers ? net->n_layers : 1;
     vtr_conv_cuda *c = (vtr_conv_cuda *)calloc(1, sizeof *c);
     if (!c)

@@ -385,8 +385,7 @@ int main(int argc, char **argv)
     } else {
         /* the model and what is recorded about it */
         if (vtr_file_sha256(weights, sha, &err) != VTR_OK ||
-            (device == VTR_DEVICE_CUDA &&
-             vtr_cuda_init(device_index, NULL, 0, &err) != VTR_OK) ||
+            (device == VTR_DEVICE_CUDA && vtr_cuda_init(device_index, NULL, 0, &err) != VTR_OK) ||
             vtr_backbone_load(weights, arch, device, &backbone, &err) != VTR_OK) {
             vtr_log_item_error(NULL, &err);
             goto end;

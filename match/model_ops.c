@@ -149,7 +149,7 @@ vtr_status vtr_dev_batchnorm_forward(vtr_device dev, float *out, float *mean, fl
 {
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_batchnorm_forward(out, mean, rstd, running_mean, running_var, inp, weight,
-                                           bias, N, C, momentum, eps, err);
+                                          bias, N, C, momentum, eps, err);
     vtr_batchnorm_forward(out, mean, rstd, running_mean, running_var, inp, weight, bias, N, C,
                           momentum, eps);
     return VTR_OK;
@@ -162,7 +162,7 @@ vtr_status vtr_dev_batchnorm_backward(vtr_device dev, float *dinp, float *dweigh
 {
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_batchnorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N,
-                                            C, err);
+                                           C, err);
     vtr_batchnorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
     return VTR_OK;
 }
@@ -173,8 +173,8 @@ vtr_status vtr_dev_batchnorm_forward_eval(vtr_device dev, float *out, const floa
                                           int N, int C, float eps, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        return vtr_cuda_batchnorm_forward_eval(out, inp, weight, bias, running_mean, running_var,
-                                                N, C, eps, err);
+        return vtr_cuda_batchnorm_forward_eval(out, inp, weight, bias, running_mean, running_var, N,
+                                               C, eps, err);
     vtr_batchnorm_forward_eval(out, inp, weight, bias, running_mean, running_var, N, C, eps);
     return VTR_OK;
 }
@@ -240,7 +240,7 @@ vtr_status vtr_dev_gpo_forward(vtr_device dev, float *out, float *weights, void 
 {
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_gpo_forward(out, weights, workspace, inp, lengths, params, B, T, D, d_pe,
-                                     hidden, err);
+                                    hidden, err);
     vtr_gpo_forward(out, weights, workspace, inp, lengths, params, B, T, D, d_pe, hidden);
     return VTR_OK;
 }
@@ -252,7 +252,7 @@ vtr_status vtr_dev_gpo_backward(vtr_device dev, float *dinp, float *dparams, voi
 {
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_gpo_backward(dinp, dparams, scratch, dout, inp, weights, lengths, params,
-                                      workspace, B, T, D, d_pe, hidden, err);
+                                     workspace, B, T, D, d_pe, hidden, err);
     vtr_gpo_backward(dinp, dparams, scratch, dout, inp, weights, lengths, params, workspace, B, T,
                      D, d_pe, hidden);
     return VTR_OK;
@@ -285,7 +285,7 @@ vtr_status vtr_dev_caption_bigru_forward(vtr_device dev, float *out, vtr_caption
 {
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_gru_forward(out, g->workspace[0], inp, lengths, params, B, L, W, E, 2,
-                                     VTR_GRU_AVERAGE, err);
+                                    VTR_GRU_AVERAGE, err);
     vtr_caption_bigru_forward(out, g, inp, host_lengths, params, B, L, W, E);
     return VTR_OK;
 }
@@ -298,7 +298,7 @@ vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dp
 {
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_gru_backward(dinp, dparams, g->scratch[0], dout, inp, lengths, params,
-                                      g->workspace[0], B, L, W, E, 2, VTR_GRU_AVERAGE, err);
+                                     g->workspace[0], B, L, W, E, 2, VTR_GRU_AVERAGE, err);
     vtr_caption_bigru_backward(dinp, dparams, g, dout, inp, host_lengths, params, B, L, W, E);
     return VTR_OK;
 }

@@ -1064,8 +1064,7 @@ TEST(backbone_rejects_bad_weights)
     CHECK_FAILS(vtr_backbone_arch_parse("resnet51", &arch, &err), VTR_ERR_INVALID, "resnet51");
     /* on CUDA, the GPU is chosen first (vtr_cuda_init, which says what to do without one) */
     if (!vtr_cuda_available()) {
-        CHECK(vtr_backbone_load(good, VTR_RESNET18, VTR_DEVICE_CUDA, &b, &err) ==
-              VTR_ERR_DEVICE);
+        CHECK(vtr_backbone_load(good, VTR_RESNET18, VTR_DEVICE_CUDA, &b, &err) == VTR_ERR_DEVICE);
         CHECK(b == NULL);
     }
 }

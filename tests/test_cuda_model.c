@@ -265,4 +265,3 @@ TEST(cuda_vse_two_runs_give_the_same_bytes)
     vtr_vse_model_free(&a);
     vtr_vse_model_free(&b);
 }
-

@@ -708,4 +708,3 @@ TEST(cuda_nn_optimizer_step_with_clipping)
     vtr_param_set_free(&ps);
     release_all();
 }
-
