@@ -1155,15 +1155,10 @@ const char *vtr_topk_report(void)
     return line;
 }
 
-vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, int64_t k,
-                           const vtr_topk_options *opt, int64_t *rows, float *scores,
-                           int64_t *found, vtr_error *err)
+vtr_status vtr_topk_matrix_check(const vtr_topk_matrix *m, vtr_error *err)
 {
-    static const vtr_topk_options defaults = {0};
-    if (!opt)
-        opt = &defaults;
-    if (!m || !queries)
-        return vtr_fail(err, VTR_ERR_INVALID, "top-k: no %s", m ? "queries" : "matrix");
+    if (!m)
+        return vtr_fail(err, VTR_ERR_INVALID, "top-k: no matrix");
     if (m->dtype != VTR_F16 && m->dtype != VTR_F32)
         return vtr_fail(err, VTR_ERR_INVALID, "top-k: matrix of %s (float16 or float32 only)",
                         vtr_dtype_name(m->dtype));
@@ -1175,6 +1170,41 @@ vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, 
         if (m->parts[p].rows < 0 || (m->parts[p].rows > 0 && !m->parts[p].data))
             return vtr_fail(err, VTR_ERR_INVALID, "top-k: matrix part %lld: %lld rows at %p",
                             (long long)p, (long long)m->parts[p].rows, m->parts[p].data);
+    return VTR_OK;
+}
+
+vtr_status vtr_topk_queries_check(const vtr_tensor *queries, int64_t dim, const int64_t *rows,
+                                  const float *scores, int64_t *n_queries, vtr_error *err)
+{
+    if (!queries)
+        return vtr_fail(err, VTR_ERR_INVALID, "top-k: no queries");
+    if (queries->dtype != VTR_F32 || queries->ndim < 1 || queries->ndim > 2)
+        return vtr_fail(err, VTR_ERR_INVALID, "top-k: queries must be float32, (D,) or (Q, D); "
+                        "got %s with %d dimensions", vtr_dtype_name(queries->dtype),
+                        queries->ndim);
+    int64_t q_dim = queries->shape[queries->ndim - 1];
+    *n_queries = queries->ndim == 2 ? queries->shape[0] : 1;
+    if (q_dim != dim)
+        return vtr_fail(err, VTR_ERR_INVALID, "top-k: queries have %lld columns; the matrix has %lld",
+                        (long long)q_dim, (long long)dim);
+    if (*n_queries < 0)
+        return vtr_fail(err, VTR_ERR_INVALID, "top-k: %lld queries", (long long)*n_queries);
+    if (*n_queries > 0 && (!queries->data || !rows || !scores))
+        return vtr_fail(err, VTR_ERR_INVALID, "top-k: NULL %s",
+                        !queries->data ? "query data" : "output array");
+    return VTR_OK;
+}
+
+vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, int64_t k,
+                           const vtr_topk_options *opt, int64_t *rows, float *scores,
+                           int64_t *found, vtr_error *err)
+{
+    static const vtr_topk_options defaults = {0};
+    if (!opt)
+        opt = &defaults;
+    vtr_status st = vtr_topk_matrix_check(m, err);
+    if (st)
+        return st;
     if (k < 1)
         return vtr_fail(err, VTR_ERR_INVALID, "top-k: k = %lld (must be >= 1)", (long long)k);
     if ((unsigned)opt->kernel > VTR_TOPK_AMX_FILTER)
@@ -1185,20 +1215,9 @@ vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, 
                         opt->kernel == VTR_TOPK_AMX_FILTER
                             ? "AMX-BF16 (and a kernel that lets the process use it)"
                             : "AVX512-BF16");
-    if (queries->dtype != VTR_F32 || queries->ndim < 1 || queries->ndim > 2)
-        return vtr_fail(err, VTR_ERR_INVALID, "top-k: queries must be float32, (D,) or (Q, D); "
-                        "got %s with %d dimensions", vtr_dtype_name(queries->dtype),
-                        queries->ndim);
-    int64_t q_dim = queries->shape[queries->ndim - 1];
-    int64_t n_queries = queries->ndim == 2 ? queries->shape[0] : 1;
-    if (q_dim != m->dim)
-        return vtr_fail(err, VTR_ERR_INVALID, "top-k: queries have %lld columns; the matrix has %lld",
-                        (long long)q_dim, (long long)m->dim);
-    if (n_queries < 0)
-        return vtr_fail(err, VTR_ERR_INVALID, "top-k: %lld queries", (long long)n_queries);
-    if (n_queries > 0 && (!queries->data || !rows || !scores))
-        return vtr_fail(err, VTR_ERR_INVALID, "top-k: NULL %s",
-                        !queries->data ? "query data" : "output array");
+    int64_t n_queries;
+    if ((st = vtr_topk_queries_check(queries, m->dim, rows, scores, &n_queries, err)))
+        return st;
 
     int64_t live = vtr_topk_matrix_live_rows(m);
     int64_t cap = k < live ? k : live;
@@ -1225,7 +1244,6 @@ vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, 
 
     vtr_topk_kernel kernel = vtr_topk_batch_kernel(opt->kernel);
     int batch_min = opt->batch_min_queries > 0 ? opt->batch_min_queries : default_batch_min(kernel);
-    vtr_status st;
 #ifdef TOPK_X86
     if (n_queries >= batch_min && kernel != VTR_TOPK_SGEMM)
         st = search_bf16(&map, n_rows, queries->data, n_queries, k, cap,

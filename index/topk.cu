@@ -6,7 +6,7 @@
 #include "index/topk.h"
 #include "lib/cuda_launch.h"
 
-enum { WARPS = VTR_CUDA_THREADS / 32, BLOCKS_PER_SM = 8 };
+enum { WARPS = VTR_CUDA_THREADS / 32 };
 
 struct vtr_topk_cuda {
     vtr_dtype dtype;
@@ -14,31 +14,34 @@ struct vtr_topk_cuda {
     void *data;         // (rows, dim) on the GPU
     uint64_t *skip;     // its bitmap, or NULL
     float *query;       // (dim) on the GPU
-    int warps;          // warps of a pass
+    int warps;          // warps of a pass: as many as the GPU runs at once
     float *cand_scores; // (warps, VTR_TOPK_CUDA_MAX_K) on the GPU
     int64_t *cand_rows;
     float *host_scores; // their copies on the host
     int64_t *host_rows;
 };
 
-// A 16-byte chunk c of a row (8 float16 or 4 float32) widened and times the query's.
+// A 16-byte chunk c of a row (8 float16 or 4 float32) widened and times the query's, whose
+// floats are read 16 bytes at a time too (the query is cudaMalloc'ed: aligned).
 __device__ static float dot_chunk(const __half *row, int64_t c, const float *q)
 {
     uint4 u = __ldg((const uint4 *)row + c);
     const __half2 *h = (const __half2 *)&u;
+    float4 qa = __ldg((const float4 *)q + 2 * c), qb = __ldg((const float4 *)q + 2 * c + 1);
+    float2 f0 = __half22float2(h[0]), f1 = __half22float2(h[1]);
+    float2 f2 = __half22float2(h[2]), f3 = __half22float2(h[3]);
     float s = 0.0f;
-    for (int i = 0; i < 4; i++) {
-        float2 f = __half22float2(h[i]);
-        s += f.x * __ldg(q + 8 * c + 2 * i) + f.y * __ldg(q + 8 * c + 2 * i + 1);
-    }
+    s += f0.x * qa.x + f0.y * qa.y;
+    s += f1.x * qa.z + f1.y * qa.w;
+    s += f2.x * qb.x + f2.y * qb.y;
+    s += f3.x * qb.z + f3.y * qb.w;
     return s;
 }
 
 __device__ static float dot_chunk(const float *row, int64_t c, const float *q)
 {
-    float4 f = __ldg((const float4 *)row + c);
-    return f.x * __ldg(q + 4 * c) + f.y * __ldg(q + 4 * c + 1) + f.z * __ldg(q + 4 * c + 2) +
-           f.w * __ldg(q + 4 * c + 3);
+    float4 f = __ldg((const float4 *)row + c), g = __ldg((const float4 *)q + c);
+    return f.x * g.x + f.y * g.y + f.z * g.z + f.w * g.w;
 }
 
 __device__ static float widen(__half x)
@@ -121,12 +124,31 @@ extern "C" void vtr_topk_cuda_free(vtr_topk_cuda *c)
     free(c);
 }
 
+// Blocks of the kernel for T that the GPU runs at once (registers and shared memory
+// permitting), so that a pass is one wave.
+template <typename T> static vtr_status resident_blocks(int64_t *blocks, vtr_error *err)
+{
+    int device = 0, sms = 0, per_sm = 0;
+    cudaError_t rc = cudaGetDevice(&device);
+    if (rc == cudaSuccess)
+        rc = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (rc == cudaSuccess)
+        rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, topk_kernel<T>,
+                                                           VTR_CUDA_THREADS, 0);
+    if (rc != cudaSuccess)
+        return vtr_cuda_fail(err, rc, "top-k: the GPU's size");
+    *blocks = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
+    return VTR_OK;
+}
+
 extern "C" vtr_status vtr_topk_cuda_new(const vtr_topk_matrix *m, vtr_topk_cuda **out,
                                         vtr_error *err)
 {
     *out = NULL;
-    if (m->dtype != VTR_F16 && m->dtype != VTR_F32)
-        return vtr_fail(err, VTR_ERR_INVALID, "top-k on the GPU: float16 or float32 rows only");
+    VTR_TRY(vtr_topk_matrix_check(m, err));
+    int64_t blocks = 1;
+    VTR_TRY(m->dtype == VTR_F16 ? resident_blocks<__half>(&blocks, err)
+                                : resident_blocks<float>(&blocks, err));
     vtr_topk_cuda *c = (vtr_topk_cuda *)calloc(1, sizeof *c);
     if (!c)
         return vtr_fail(err, VTR_ERR_NOMEM, "top-k on the GPU: out of memory");
@@ -136,10 +158,6 @@ extern "C" vtr_status vtr_topk_cuda_new(const vtr_topk_matrix *m, vtr_topk_cuda 
     for (int64_t p = 0; p < m->n_parts; p++)
         c->rows += m->parts[p].rows;
     size_t row_bytes = (size_t)m->dim * (m->dtype == VTR_F16 ? 2 : 4);
-    int device = 0, sms = 1;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    int64_t blocks = (int64_t)sms * BLOCKS_PER_SM;
     int64_t need = (c->rows + WARPS - 1) / WARPS; // no block without a row
     c->warps = (int)((blocks < need ? blocks : need > 0 ? need : 1) * WARPS);
     size_t ncand = (size_t)c->warps * VTR_TOPK_CUDA_MAX_K;
@@ -189,15 +207,8 @@ extern "C" vtr_status vtr_topk_cuda_search(vtr_topk_cuda *c, const vtr_tensor *q
                         "top-k on the GPU: k = %lld is above %d; "
                         "search on the CPU (--device cpu)",
                         (long long)k, VTR_TOPK_CUDA_MAX_K);
-    int64_t dim = queries->shape[queries->ndim - 1];
-    int64_t nq = queries->ndim == 2 ? queries->shape[0] : 1;
-    if (queries->dtype != VTR_F32 || queries->ndim < 1 || queries->ndim > 2 || dim != c->dim)
-        return vtr_fail(err, VTR_ERR_INVALID,
-                        "top-k: queries must be float32 with %lld "
-                        "columns",
-                        (long long)c->dim);
-    if (found)
-        *found = k < c->live ? k : c->live;
+    int64_t nq, dim = c->dim;
+    VTR_TRY(vtr_topk_queries_check(queries, dim, rows, scores, &nq, err));
     size_t ncand = (size_t)c->warps * (size_t)k;
     for (int64_t i = 0; i < nq; i++) {
         const float *q = (const float *)queries->data + i * dim;
@@ -218,5 +229,7 @@ extern "C" vtr_status vtr_topk_cuda_search(vtr_topk_cuda *c, const vtr_tensor *q
         VTR_TRY(vtr_topk_select(c->host_scores, c->host_rows, (int64_t)ncand, k, rows + i * k,
                                 scores + i * k, &count, err));
     }
+    if (found)
+        *found = k < c->live ? k : c->live;
     return VTR_OK;
 }

@@ -172,6 +172,12 @@ vtr_status vtr_topk_search(const vtr_topk_matrix *m, const vtr_tensor *queries, 
                            const vtr_topk_options *opt, int64_t *rows, float *scores,
                            int64_t *found, vtr_error *err);
 
+/* vtr_topk_search's checks of its matrix and of its queries (VTR_ERR_INVALID, as listed
+ * there), shared with the GPU's: the queries must have dim columns; *n_queries gets Q. */
+vtr_status vtr_topk_matrix_check(const vtr_topk_matrix *m, vtr_error *err);
+vtr_status vtr_topk_queries_check(const vtr_tensor *queries, int64_t dim, const int64_t *rows,
+                                  const float *scores, int64_t *n_queries, vtr_error *err);
+
 /* The first k of n candidates (scores[i], rows[i]; entries of row -1 are not candidates)
  * in the order above, into out_rows and out_scores (k each), row -1 and -INFINITY after
  * the last; *count gets how many are real. VTR_ERR_NOMEM. */
@@ -190,7 +196,9 @@ vtr_status vtr_topk_select(const float *scores, const int64_t *rows, int64_t n, 
  * last bits (and so swap rows whose scores are that close). A pass per query: each warp
  * scores its rows (16-byte loads where dim allows) and keeps its own top k; the host
  * merges the warps' lists (vtr_topk_select). The results do not depend on the GPU's
- * size. Later changes to the matrix are not seen: make a new one. */
+ * size. Later changes to the matrix are not seen: make a new one. A vtr_topk_cuda holds
+ * one query's buffers: one search at a time per object. On failure *found is not set,
+ * and rows and scores hold at most the results of the queries before the failing one. */
 #define VTR_TOPK_CUDA_MAX_K 256
 typedef struct vtr_topk_cuda vtr_topk_cuda;
 vtr_status vtr_topk_cuda_new(const vtr_topk_matrix *m, vtr_topk_cuda **out, vtr_error *err);

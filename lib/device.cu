@@ -78,9 +78,11 @@ extern "C" vtr_status vtr_cuda_set_tf32(bool on, vtr_error *err)
 extern "C" vtr_status vtr_cuda_malloc(void **ptr, size_t bytes, vtr_error *err)
 {
     cudaError_t rc = cudaMalloc(ptr, bytes);
-    if (rc != cudaSuccess)
+    if (rc != cudaSuccess) {
+        cudaGetLastError(); // not sticky: cleared, so that no later launch reports it
         return vtr_fail(err, VTR_ERR_DEVICE, "CUDA malloc of %zu bytes: %s", bytes,
                         cudaGetErrorString(rc));
+    }
     return VTR_OK;
 }
 
