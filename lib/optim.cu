@@ -61,14 +61,15 @@ extern "C" vtr_status vtr_cuda_optimizer_step(vtr_optimizer *opt, const vtr_para
     if (ps->n_trainable != opt->n)
         return vtr_fail(err, VTR_ERR_INVALID, "optimizer: made for %zu values, the set has %zu",
                         opt->n, ps->n_trainable);
-    opt->step++;
+    int64_t step = opt->step + 1; // counted once every launch is queued
     size_t e = 0, begin, end;
     float lr_scale;
     while (vtr_optim_next_run(ps, &e, &begin, &end, &lr_scale)) {
-        vtr_adam_scalars s = vtr_adam_scalars_at(&opt->hp, opt->step, lr * (double)lr_scale);
+        vtr_adam_scalars s = vtr_adam_scalars_at(&opt->hp, step, lr * (double)lr_scale);
         adam_kernel<<<vtr_cuda_blocks(end - begin), VTR_CUDA_THREADS>>>(
             data, exp_avg, exp_avg_sq, grad, begin, end, s, grad_scale);
         VTR_TRY(vtr_cuda_launched("Adam step", err));
     }
+    opt->step = step;
     return VTR_OK;
 }
