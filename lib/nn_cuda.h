@@ -114,7 +114,9 @@ vtr_status vtr_cuda_cosine_similarity_backward(float *da, float *db, const float
 /* lib/gru.h. The workspace and scratch (device) have the CPU's sizes; their contents are
  * laid out differently than the CPU's, so a workspace filled by one backend's forward is
  * for that backend's backward only. Every step processes the whole batch (items past
- * their length are masked), so a step costs the same whatever the lengths; T steps run. */
+ * their length are masked), so a step costs the same whatever the lengths; T steps run.
+ * Unlike the CPU, the products read inp's padded rows (t >= length) too, times zero: they
+ * must be finite (callers zero them), or dparams' input weights become NaN. */
 vtr_status vtr_cuda_gru_forward(float *out, void *workspace, const float *inp, const int *lengths,
                                 const float *params, int B, int T, int D, int H, int num_directions,
                                 vtr_gru_merge merge, vtr_error *err);
