@@ -47,6 +47,10 @@ vtr_status vtr_cuda_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float
         return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS used before vtr_cuda_init");
     if (M == 0 || N == 0 || (K == 0 && beta == 1.0f))
         return VTR_OK;
+    if (K == 0) { // C = beta C; cuBLAS wants every leading dimension >= 1 even then
+        lda = lda > 0 ? lda : 1;
+        ldb = ldb > 0 ? ldb : 1;
+    }
     // Row-major X is column-major Xᵀ: C (M,N) = op(A) op(B) is Cᵀ (N,M) = op(B)ᵀ op(A)ᵀ,
     // so B comes first, and each operand keeps its own transpose flag.
     cublasStatus_t bs = cublasSgemm(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
