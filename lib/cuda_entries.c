@@ -79,6 +79,16 @@ VTR_CUDA_ENTRY(vtr_cuda_embedding_forward,
                (float *out, const int *ids, const float *table, int N, int D, vtr_error *err),
                (out, ids, table, N, D, err))
 
+VTR_CUDA_ENTRY(vtr_cuda_embedding_backward_padded,
+               (float *dtable, const float *dout, const int *ids, const int *lengths, int B, int L,
+                int D, vtr_error *err),
+               (dtable, dout, ids, lengths, B, L, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_embedding_forward_padded,
+               (float *out, const int *ids, const float *table, const int *lengths, int B, int L,
+                int D, vtr_error *err),
+               (out, ids, table, lengths, B, L, D, err))
+
 VTR_CUDA_ENTRY(vtr_cuda_gelu_backward,
                (float *dinp, const float *dout, const float *inp, size_t n, vtr_error *err),
                (dinp, dout, inp, n, err))

@@ -73,6 +73,12 @@ vtr_status vtr_cuda_embedding_forward(float *out, const int *ids, const float *t
                                       vtr_error *err);
 vtr_status vtr_cuda_embedding_backward(float *dtable, const float *dout, const int *ids, int N,
                                        int D, vtr_error *err);
+vtr_status vtr_cuda_embedding_forward_padded(float *out, const int *ids, const float *table,
+                                             const int *lengths, int B, int L, int D,
+                                             vtr_error *err);
+vtr_status vtr_cuda_embedding_backward_padded(float *dtable, const float *dout, const int *ids,
+                                              const int *lengths, int B, int L, int D,
+                                              vtr_error *err);
 
 /* lib/norm.h */
 vtr_status vtr_cuda_batchnorm_forward(float *out, float *mean, float *rstd, float *running_mean,

@@ -527,11 +527,7 @@ static void caption_forward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p
     const vtr_hgr_config *cf = &m->cfg;
     int B = c->B, L = c->L, W = cf->word_dim, E = cf->embed_size;
     int NV = cf->num_verbs, NN = cf->num_nouns, N = 1 + NV + NN;
-    for (int b = 0; b < B; b++) {
-        float *dst = m->word_emb + (size_t)b * L * W;
-        vtr_embedding_forward(dst, c->ids + (size_t)b * L, m->embed_w, c->lengths[b], W);
-        memset(dst + (size_t)c->lengths[b] * W, 0, sizeof(float) * (L - c->lengths[b]) * W);
-    }
+    vtr_embedding_forward_padded(m->word_emb, c->ids, m->embed_w, c->lengths, B, L, W);
     vtr_dropout_forward(m->word_emb, m->word_emb, (size_t)B * L * W, p_words, seed,
                         DROPOUT_SITES * step + SITE_WORDS, (uint64_t)first * L * W);
     vtr_caption_bigru_forward(m->cap_feat, &m->bigru, m->word_emb, c->lengths, m->rnn, B, L, W, E);
@@ -666,9 +662,7 @@ static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float 
     memset(m->dword[1], 0, sizeof(float) * nw);
     vtr_dropout_backward(m->dword[1], m->dword[0], nw, p_words, seed,
                          DROPOUT_SITES * step + SITE_WORDS, (uint64_t)first * L * W);
-    for (int b = 0; b < B; b++)
-        vtr_embedding_backward(m->embed_dw, m->dword[1] + (size_t)b * L * W, c->ids + (size_t)b * L,
-                               c->lengths[b], W);
+    vtr_embedding_backward_padded(m->embed_dw, m->dword[1], c->ids, c->lengths, B, L, W);
 }
 
 /* ---- the public calls -------------------------------------------------------------- */

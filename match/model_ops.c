@@ -125,20 +125,21 @@ vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout,
 }
 
 vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids, const float *table,
-                                     int N, int D, vtr_error *err)
+                                     const int *lengths, int B, int L, int D, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        return vtr_cuda_embedding_forward(out, ids, table, N, D, err);
-    vtr_embedding_forward(out, ids, table, N, D);
+        return vtr_cuda_embedding_forward_padded(out, ids, table, lengths, B, L, D, err);
+    vtr_embedding_forward_padded(out, ids, table, lengths, B, L, D);
     return VTR_OK;
 }
 
 vtr_status vtr_dev_embedding_backward(vtr_device dev, float *dtable, const float *dout,
-                                      const int *ids, int N, int D, vtr_error *err)
+                                      const int *ids, const int *lengths, int B, int L, int D,
+                                      vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
-        return vtr_cuda_embedding_backward(dtable, dout, ids, N, D, err);
-    vtr_embedding_backward(dtable, dout, ids, N, D);
+        return vtr_cuda_embedding_backward_padded(dtable, dout, ids, lengths, B, L, D, err);
+    vtr_embedding_backward_padded(dtable, dout, ids, lengths, B, L, D);
     return VTR_OK;
 }
 

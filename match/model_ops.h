@@ -51,10 +51,13 @@ vtr_status vtr_dev_relu_forward(vtr_device dev, float *out, const float *inp, si
                                 vtr_error *err);
 vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout, const float *inp,
                                  size_t n, vtr_error *err);
+/* a batch of padded captions: lib/embedding.h's vtr_embedding_forward_padded and _backward_padded
+ * (ids and lengths on dev) */
 vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids, const float *table,
-                                     int N, int D, vtr_error *err);
+                                     const int *lengths, int B, int L, int D, vtr_error *err);
 vtr_status vtr_dev_embedding_backward(vtr_device dev, float *dtable, const float *dout,
-                                      const int *ids, int N, int D, vtr_error *err);
+                                      const int *ids, const int *lengths, int B, int L, int D,
+                                      vtr_error *err);
 vtr_status vtr_dev_batchnorm_forward(vtr_device dev, float *out, float *mean, float *rstd,
                                      float *running_mean, float *running_var, const float *inp,
                                      const float *weight, const float *bias, int N, int C,

@@ -841,19 +841,14 @@ static vtr_caption_bigru caption_bigru(const vtr_vse_model *m)
 }
 
 /* Text side: ids (B,L) and lengths (B) on the device, hl on the host -> m->cap_emb (B,E).
- * Only real tokens are looked up; padded rows of the word embeddings are zero (the GRU does
- * not read them). */
+ * Only real tokens are looked up; padded rows of the word embeddings are zero (the CPU's
+ * GRU does not read them; the GPU's multiplies them by zero). */
 static vtr_status caption_forward(vtr_vse_model *m, const int *ids, const int *lengths,
                                   const int *hl, int B, int L, vtr_error *err)
 {
     vtr_device dev = m->device;
     int W = m->cfg.word_dim, E = m->cfg.embed_size;
-    for (int b = 0; b < B; b++) {
-        float *dst = m->word_emb + (size_t)b * L * W;
-        VTR_TRY(vtr_dev_embedding_forward(dev, dst, ids + (size_t)b * L, m->embed_w, hl[b], W,
-                                          err));
-        VTR_TRY(vtr_dev_zero(dev, dst + (size_t)hl[b] * W, sizeof(float) * (L - hl[b]) * W, err));
-    }
+    VTR_TRY(vtr_dev_embedding_forward(dev, m->word_emb, ids, m->embed_w, lengths, B, L, W, err));
     vtr_caption_bigru g = caption_bigru(m);
     VTR_TRY(vtr_dev_caption_bigru_forward(dev, m->cap_feat, &g, m->word_emb, lengths, hl, m->rnn,
                                           B, L, W, E, err));
@@ -983,10 +978,7 @@ static vtr_status caption_backward(vtr_vse_model *m, const int *ids, const int *
     VTR_TRY(vtr_dev_caption_bigru_backward(dev, m->dword_emb, m->drnn, &g, m->dcap_feat,
                                            m->word_emb, lengths, hl, m->rnn, B, L, W, E, err));
     // the real tokens' rows, items in order (a fixed accumulation order for repeated ids)
-    for (int b = 0; b < B; b++)
-        VTR_TRY(vtr_dev_embedding_backward(dev, m->embed_dw, m->dword_emb + (size_t)b * L * W,
-                                           ids + (size_t)b * L, hl[b], W, err));
-    return VTR_OK;
+    return vtr_dev_embedding_backward(dev, m->embed_dw, m->dword_emb, ids, lengths, B, L, W, err);
 }
 
 /* ---- the training step ----------------------------------------------------------- */

@@ -298,6 +298,21 @@ TEST(cuda_nn_embedding)
     CHECK_OK(vtr_cuda_embedding_backward(d_dt, d_g, d_ids, N, D, &err));
     expect_close("embedding.out", d_out, out, (size_t)N * D, TOL_EXACT);
     expect_close("embedding.dtable", d_dt, dt, (size_t)V * D, TOL_EXACT);
+    /* the same ids as 8 padded captions of 25 (lengths 0 .. 25; padding never read) */
+    enum { B = 8, L = 25 };
+    int lengths[B] = {25, 0, 3, 25, 17, 1, 9, 24};
+    for (int b = 0; b < B; b++)
+        for (int t = lengths[b]; t < L; t++)
+            ids[b * L + t] = -1;
+    float *dtp = copy_floats(dt0, (size_t)V * D);
+    vtr_embedding_forward_padded(out, ids, table, lengths, B, L, D);
+    vtr_embedding_backward_padded(dtp, g, ids, lengths, B, L, D);
+    int *d_idsp = device_ints(ids, N), *d_len = device_ints(lengths, B);
+    float *d_dtp = device_floats(dt0, (size_t)V * D);
+    CHECK_OK(vtr_cuda_embedding_forward_padded(d_out, d_idsp, d_table, d_len, B, L, D, &err));
+    CHECK_OK(vtr_cuda_embedding_backward_padded(d_dtp, d_g, d_idsp, d_len, B, L, D, &err));
+    expect_close("embedding.padded.out", d_out, out, (size_t)N * D, TOL_EXACT);
+    expect_close("embedding.padded.dtable", d_dtp, dtp, (size_t)V * D, TOL_EXACT);
     release_all();
 }
 

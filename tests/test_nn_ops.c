@@ -1,6 +1,7 @@
 /* The nn ops one by one: finite-difference gradient checks of every input and parameter
  * gradient, the accumulation rule, dropout's draws, the input checks. */
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,40 @@ TEST(embedding_gradcheck_with_repeated_ids)
     gradcheck("embedding.dtable", op_loss, &c, table, dtable, (size_t)V * D, 100);
     for (int d = 0; d < D; d++) /* id 3 and 4 unused */
         CHECK(dtable[3 * D + d] == 0.0f && dtable[4 * D + d] == 0.0f);
+}
+
+/* The padded batch ops against the item-by-item calls they replace, bit for bit: many
+ * repeated ids, sizes above the OpenMP threshold, lengths from 0 to L, and padding ids that
+ * would crash if read. */
+TEST(embedding_padded_equals_item_by_item)
+{
+    enum { V = 40, B = 33, L = 17, D = 130 };
+    vtr_rng rng;
+    vtr_rng_init(&rng, 5, 0);
+    int *ids = malloc(sizeof(int) * B * L), lengths[B];
+    float *table = malloc(sizeof(float) * V * D), *g = malloc(sizeof(float) * B * L * D);
+    float *out = malloc(sizeof(float) * B * L * D), *want = malloc(sizeof(float) * B * L * D);
+    float *dt = malloc(sizeof(float) * V * D), *dt_want = malloc(sizeof(float) * V * D);
+    nn_fill_uniform(table, (size_t)V * D, -1, 1, &rng);
+    nn_fill_uniform(g, (size_t)B * L * D, -1, 1, &rng);
+    nn_fill_uniform(dt, (size_t)V * D, -1, 1, &rng);
+    memcpy(dt_want, dt, sizeof(float) * V * D);
+    for (int b = 0; b < B; b++) {
+        lengths[b] = b == 0 ? 0 : b == 1 ? L : (int)vtr_rng_below(&rng, L + 1);
+        for (int t = 0; t < L; t++)
+            ids[b * L + t] = t < lengths[b] ? (int)vtr_rng_below(&rng, 7) : INT_MAX;
+    }
+    memset(out, 0xff, sizeof(float) * B * L * D); /* NaN: padding must be written */
+    vtr_embedding_forward_padded(out, ids, table, lengths, B, L, D);
+    vtr_embedding_backward_padded(dt, g, ids, lengths, B, L, D);
+    memset(want, 0, sizeof(float) * B * L * D);
+    for (int b = 0; b < B; b++) {
+        vtr_embedding_forward(want + (size_t)b * L * D, ids + b * L, table, lengths[b], D);
+        vtr_embedding_backward(dt_want, g + (size_t)b * L * D, ids + b * L, lengths[b], D);
+    }
+    CHECK(memcmp(out, want, sizeof(float) * B * L * D) == 0);
+    CHECK(memcmp(dt, dt_want, sizeof(float) * V * D) == 0);
+    free(ids), free(table), free(g), free(out), free(want), free(dt), free(dt_want);
 }
 
 /* ------------------------------------------------------------------------------------- */
