@@ -164,6 +164,11 @@ VTR_CUDA_ENTRY(vtr_cuda_optimizer_step,
                 vtr_error *err),
                (opt, ps, data, grad, exp_avg, exp_avg_sq, lr, grad_scale, err))
 
+VTR_CUDA_ENTRY(vtr_cuda_pack_rows,
+               (float *packed, const float *padded, const int *lengths, int B, int T, int D,
+                vtr_error *err),
+               (packed, padded, lengths, B, T, D, err))
+
 VTR_CUDA_ENTRY(vtr_cuda_relu_backward,
                (float *dinp, const float *dout, const float *inp, size_t n, vtr_error *err),
                (dinp, dout, inp, n, err))
@@ -192,6 +197,11 @@ VTR_CUDA_ENTRY(vtr_cuda_to_device, (void *dst, const void *src, size_t bytes, vt
 
 VTR_CUDA_ENTRY(vtr_cuda_to_host, (void *dst, const void *src, size_t bytes, vtr_error *err),
                (dst, src, bytes, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_unpack_rows,
+               (float *padded, const float *packed, const int *lengths, int B, int T, int D,
+                vtr_error *err),
+               (padded, packed, lengths, B, T, D, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_uniform,
                (float *out, size_t n, uint64_t seed, uint64_t stream, vtr_error *err),

@@ -80,6 +80,12 @@ vtr_status vtr_cuda_embedding_backward_padded(float *dtable, const float *dout, 
                                               const int *lengths, int B, int L, int D,
                                               vtr_error *err);
 
+/* lib/pack.h */
+vtr_status vtr_cuda_pack_rows(float *packed, const float *padded, const int *lengths, int B, int T,
+                              int D, vtr_error *err);
+vtr_status vtr_cuda_unpack_rows(float *padded, const float *packed, const int *lengths, int B,
+                                int T, int D, vtr_error *err);
+
 /* lib/norm.h */
 vtr_status vtr_cuda_batchnorm_forward(float *out, float *mean, float *rstd, float *running_mean,
                                       float *running_var, const float *inp, const float *weight,

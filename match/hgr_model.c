@@ -15,6 +15,7 @@
 #include "lib/gru.h"
 #include "lib/linear.h"
 #include "lib/norm.h"
+#include "lib/pack.h"
 #include "lib/rng.h"
 #include "lib/similarity.h"
 #include "match/hgr_score.h"
@@ -472,22 +473,13 @@ static void video_forward(vtr_hgr_model *m, const float *x, const int *lengths, 
     int F = m->cfg.feature_dim, E = m->cfg.embed_size;
     // the Linear layers over the real frames only, packed: the padded frames (the
     // reference's bias rows) are read by no later op
-    size_t n = 0;
-    for (int b = 0; b < B; b++) {
-        memcpy(m->vid_rows + n * F, x + (size_t)b * T * F, sizeof(float) * lengths[b] * F);
-        n += (size_t)lengths[b];
-    }
+    size_t n = vtr_pack_count(lengths, B);
+    vtr_pack_rows(m->vid_rows, x, lengths, B, T, F);
     for (int k = 0; k < 3; k++) {
         vtr_linear_forward(m->rows[0], m->vid_rows, m->level_w[k], m->level_b[k], (int)n, F, E);
         vtr_dropout_forward(m->rows[0], m->rows[0], n * E, p, seed,
                             DROPOUT_SITES * step + SITE_LEVEL0 + k, (uint64_t)row0 * E);
-        size_t r = 0;
-        for (int b = 0; b < B; b++) {
-            float *dst = m->vid_level[k] + (size_t)b * T * E;
-            memcpy(dst, m->rows[0] + r * E, sizeof(float) * lengths[b] * E);
-            memset(dst + (size_t)lengths[b] * E, 0, sizeof(float) * (T - lengths[b]) * E);
-            r += (size_t)lengths[b];
-        }
+        vtr_unpack_rows(m->vid_level[k], m->rows[0], lengths, B, T, E);
     }
     pool_forward(m, &m->vid_pool, m->vid_glob, m->vid_level[0], lengths, B, T);
     vtr_l2norm_forward(m->vid_glob_n, m->vid_glob_norm, m->vid_glob, B, E);
@@ -613,12 +605,8 @@ static void video_backward(vtr_hgr_model *m, const int *lengths, int B, int T, f
     pool_backward(m, &m->vid_pool, m->dvid_level[0], m->dvid_glob, m->vid_level[0], lengths, B, T);
     for (int k = 0; k < 3; k++) {
         // gather the real frames' gradients (packed), through dropout, into the Linear
-        size_t n = 0;
-        for (int b = 0; b < B; b++) {
-            memcpy(m->rows[0] + n * E, m->dvid_level[k] + (size_t)b * T * E,
-                   sizeof(float) * lengths[b] * E);
-            n += (size_t)lengths[b];
-        }
+        size_t n = vtr_pack_count(lengths, B);
+        vtr_pack_rows(m->rows[0], m->dvid_level[k], lengths, B, T, E);
         memset(m->rows[1], 0, sizeof(float) * n * E);
         vtr_dropout_backward(m->rows[1], m->rows[0], n * E, p, seed,
                              DROPOUT_SITES * step + SITE_LEVEL0 + k, (uint64_t)row0 * E);

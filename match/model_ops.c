@@ -11,6 +11,7 @@
 #include "lib/linear.h"
 #include "lib/nn_cuda.h"
 #include "lib/norm.h"
+#include "lib/pack.h"
 #include "lib/similarity.h"
 #include "match/model_arena.h"
 
@@ -121,6 +122,24 @@ vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout,
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_relu_backward(dinp, dout, inp, n, err);
     vtr_relu_backward(dinp, dout, inp, n);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_pack_rows(vtr_device dev, float *packed, const float *padded, const int *lengths,
+                             int B, int T, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_pack_rows(packed, padded, lengths, B, T, D, err);
+    vtr_pack_rows(packed, padded, lengths, B, T, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_unpack_rows(vtr_device dev, float *padded, const float *packed,
+                               const int *lengths, int B, int T, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_unpack_rows(padded, packed, lengths, B, T, D, err);
+    vtr_unpack_rows(padded, packed, lengths, B, T, D);
     return VTR_OK;
 }
 

@@ -51,6 +51,11 @@ vtr_status vtr_dev_relu_forward(vtr_device dev, float *out, const float *inp, si
                                 vtr_error *err);
 vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout, const float *inp,
                                  size_t n, vtr_error *err);
+/* lib/pack.h: packed (N,D) <-> padded (B,T,D) (lengths on dev) */
+vtr_status vtr_dev_pack_rows(vtr_device dev, float *packed, const float *padded, const int *lengths,
+                             int B, int T, int D, vtr_error *err);
+vtr_status vtr_dev_unpack_rows(vtr_device dev, float *padded, const float *packed,
+                               const int *lengths, int B, int T, int D, vtr_error *err);
 /* a batch of padded captions: lib/embedding.h's vtr_embedding_forward_padded and _backward_padded
  * (ids and lengths on dev) */
 vtr_status vtr_dev_embedding_forward(vtr_device dev, float *out, const int *ids, const float *table,

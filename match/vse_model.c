@@ -15,6 +15,7 @@
 #include "lib/gru.h"
 #include "lib/linear.h"
 #include "lib/norm.h"
+#include "lib/pack.h"
 #include "lib/rng.h"
 #include "lib/similarity.h"
 #include "lib/sync_batchnorm.h"
@@ -807,22 +808,12 @@ static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *len
         // real rows only, so this equals the reference's fc over the padded batch. The rows
         // are packed on the host (on the GPU: then copied in one go).
         float *rows = dev == VTR_DEVICE_CPU ? m->img_rows : m->host_rows;
-        size_t n = 0;
-        for (int b = 0; b < B; b++) {
-            memcpy(rows + n * F, x + (size_t)b * T * F, sizeof(float) * hl[b] * F);
-            n += (size_t)hl[b];
-        }
+        vtr_pack_rows(rows, x, hl, B, T, F);
+        size_t n = vtr_pack_count(hl, B);
         VTR_TRY(vtr_dev_upload(dev, m->img_rows, rows, sizeof(float) * n * F, err));
         VTR_TRY(vtr_dev_linear_forward(dev, m->fc_rows, m->img_rows, m->fc_w, m->fc_b, (int)n, F,
                                        E, err));
-        n = 0;
-        for (int b = 0; b < B; b++) {
-            float *dst = m->img_feat + (size_t)b * T * E;
-            VTR_TRY(vtr_dev_copy(dev, dst, m->fc_rows + n * E, sizeof(float) * hl[b] * E, err));
-            VTR_TRY(vtr_dev_zero(dev, dst + (size_t)hl[b] * E,
-                                 sizeof(float) * (T - hl[b]) * E, err));
-            n += (size_t)hl[b];
-        }
+        VTR_TRY(vtr_dev_unpack_rows(dev, m->img_feat, m->fc_rows, lengths, B, T, E, err));
     }
     VTR_TRY(pool_forward(dev, &m->img_pool, m->img_pooled, m->img_feat, lengths, B, T, E, err));
     return vtr_dev_l2norm_forward(dev, m->img_emb, m->img_norm, m->img_pooled, B, E, err);
@@ -954,12 +945,8 @@ static vtr_status image_backward(vtr_vse_model *m, const float *x, const int *le
                                        m->mlp0_w, R, F, M, err);
     }
     // gather the real rows' gradients into fc_rows (N,E), the packed layout of the forward
-    size_t n = 0;
-    for (int b = 0; b < B; b++) {
-        VTR_TRY(vtr_dev_copy(dev, m->fc_rows + n * E, m->dimg_feat + (size_t)b * T * E,
-                             sizeof(float) * hl[b] * E, err));
-        n += (size_t)hl[b];
-    }
+    size_t n = vtr_pack_count(hl, B);
+    VTR_TRY(vtr_dev_pack_rows(dev, m->fc_rows, m->dimg_feat, lengths, B, T, E, err));
     return vtr_dev_linear_backward(dev, NULL, m->fc_dw, m->fc_db, m->fc_rows, m->img_rows,
                                    m->fc_w, (int)n, F, E, err);
 }

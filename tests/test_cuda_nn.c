@@ -22,6 +22,7 @@
 #include "lib/linear.h"
 #include "lib/nn_cuda.h"
 #include "lib/norm.h"
+#include "lib/pack.h"
 #include "lib/optim.h"
 #include "lib/params.h"
 #include "lib/similarity.h"
@@ -313,6 +314,34 @@ TEST(cuda_nn_embedding)
     CHECK_OK(vtr_cuda_embedding_backward_padded(d_dtp, d_g, d_idsp, d_len, B, L, D, &err));
     expect_close("embedding.padded.out", d_out, out, (size_t)N * D, TOL_EXACT);
     expect_close("embedding.padded.dtable", d_dtp, dtp, (size_t)V * D, TOL_EXACT);
+    release_all();
+}
+
+/* lib/pack.h: a batch's real rows packed and unpacked again, 70 items with lengths 0..T */
+TEST(cuda_nn_pack_rows)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 19, 0);
+    enum { B = 70, T = 13, D = 33 };
+    int *lengths = host_alloc(sizeof(int) * B);
+    for (int b = 0; b < B; b++)
+        lengths[b] = (int)vtr_rng_below(&rng, T + 1);
+    size_t n = vtr_pack_count(lengths, B);
+    float *padded = random_floats((size_t)B * T * D, -1, 1, &rng);
+    float *packed = host_alloc(sizeof(float) * (n + 1) * D);
+    float *back = host_alloc(sizeof(float) * B * T * D);
+    vtr_pack_rows(packed, padded, lengths, B, T, D);
+    vtr_unpack_rows(back, packed, lengths, B, T, D);
+    int *d_len = device_ints(lengths, B);
+    float *d_padded = device_floats(padded, (size_t)B * T * D);
+    float *d_packed = device_alloc(sizeof(float) * (n + 1) * D);
+    float *d_back = device_floats(padded, (size_t)B * T * D); /* padding to be overwritten */
+    CHECK_OK(vtr_cuda_pack_rows(d_packed, d_padded, d_len, B, T, D, &err));
+    CHECK_OK(vtr_cuda_unpack_rows(d_back, d_packed, d_len, B, T, D, &err));
+    expect_close("pack.packed", d_packed, packed, n * D, TOL_EXACT);
+    expect_close("pack.unpacked", d_back, back, (size_t)B * T * D, TOL_EXACT);
     release_all();
 }
 

@@ -35,7 +35,7 @@ FEATURES_SRCS = bench/features/features_bench.c
 SEARCH_SRCS = tests/gpu/search_timing.c
 LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c lib/linear.c \
             lib/matmul.c lib/precision.c \
-            lib/norm.c lib/npy.c lib/pth.c lib/rng.c lib/safetensors.c lib/similarity.c \
+            lib/norm.c lib/npy.c lib/pack.c lib/pth.c lib/rng.c lib/safetensors.c lib/similarity.c \
             lib/softmax.c lib/tensor_file.c lib/zip.c \
             lib/tensor.c lib/args.c lib/optim.c lib/params.c lib/dist.c lib/sync_batchnorm.c \
             lib/blas_threads.c aggregate/gpo.c aggregate/set_pooling.c aggregate/adpool.c \
