@@ -70,6 +70,7 @@ static vtr_status cudnn_fail(vtr_error *err, cudnnStatus_t s, const char *what)
     do {                                                                                           \
         cudaError_t cuda_try_rc_ = (call);                                                         \
         if (cuda_try_rc_ != cudaSuccess) {                                                         \
+            cudaGetLastError(); /* cleared, so that no later launch reports it */                  \
             st = vtr_cuda_fail(err, cuda_try_rc_, what);                                           \
             goto end;                                                                              \
         }                                                                                          \
@@ -421,6 +422,7 @@ end:
 static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
 {
     vtr_status st = VTR_OK;
+    cudnnStatus_t fused = CUDNN_STATUS_NOT_SUPPORTED; // the fused conv's, where it is tried
     const vtr_conv_net *net = c->net;
     const vtr_conv_op *op = &net->ops[i];
     const op_plan *p = &c->ops[i];
@@ -452,18 +454,21 @@ static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
         const float alpha2 = op->accumulate ? 1.0f : 0.0f;
         int spare = net->slots;
         float *out = op->accumulate ? c->buffers[spare] : y;
-        CUDNN_TRY(cudnnConvolutionBiasActivationForward(
-                      c->handle, &one, p->src, x, c->filters[l], c->weights[l], c->convs[l],
-                      p->algo, c->workspace, c->workspace_size, &alpha2, p->dst, y,
-                      c->bias_descs[l], c->biases[l], c->relu, p->dst, out),
-                  "fused convolution");
-        if (op->accumulate) {
+        fused = cudnnConvolutionBiasActivationForward(
+            c->handle, &one, p->src, x, c->filters[l], c->weights[l], c->convs[l], p->algo,
+            c->workspace, c->workspace_size, &alpha2, p->dst, y, c->bias_descs[l], c->biases[l],
+            c->relu, p->dst, out);
+        if (fused == CUDNN_STATUS_SUCCESS && op->accumulate) {
             c->buffers[spare] = y;
             c->buffers[op->dst] = out;
         }
-    } else {
+        if (fused != CUDNN_STATUS_NOT_SUPPORTED) // else: the unfused calls below
+            CUDNN_TRY(fused, "fused convolution");
+    }
+    if (fused == CUDNN_STATUS_NOT_SUPPORTED) {
         // y = act(conv(x) [+ y] + bias): the identity activation is not fused (cuDNN fuses it
-        // with one algorithm only), nor is ReLU6 (cuDNN's fused conv takes ReLU only)
+        // with one algorithm only), nor is ReLU6 (cuDNN's fused conv takes ReLU only), nor a
+        // ReLU whose algorithm the fused call refuses
         const float beta = op->accumulate ? 1.0f : 0.0f;
         CUDNN_TRY(cudnnConvolutionForward(c->handle, &one, p->src, x, c->filters[l],
                                           c->weights[l], c->convs[l], p->algo, c->workspace,
@@ -471,10 +476,11 @@ static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
                   "convolution");
         CUDNN_TRY(cudnnAddTensor(c->handle, &one, c->bias_descs[l], c->biases[l], &one, p->dst, y),
                   "bias");
-        if (op->act == VTR_CONV_ACT_RELU6)
-            CUDNN_TRY(cudnnActivationForward(c->handle, c->relu6, &one, p->dst, y, &zero, p->dst,
-                                             y),
-                      "ReLU6");
+        if (op->act != VTR_CONV_ACT_NONE)
+            CUDNN_TRY(cudnnActivationForward(c->handle,
+                                             op->act == VTR_CONV_ACT_RELU ? c->relu : c->relu6,
+                                             &one, p->dst, y, &zero, p->dst, y),
+                      "activation");
     }
 end:
     return st;
