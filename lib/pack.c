@@ -12,13 +12,14 @@ size_t vtr_pack_count(const int *lengths, int B)
     return n;
 }
 
-void vtr_pack_rows(float *packed, const float *padded, const int *lengths, int B, int T, int D)
+size_t vtr_pack_rows(float *packed, const float *padded, const int *lengths, int B, int T, int D)
 {
     size_t n = 0;
     for (int b = 0; b < B; b++) {
         memcpy(packed + n * D, padded + (size_t)b * T * D, sizeof(float) * lengths[b] * D);
         n += (size_t)lengths[b];
     }
+    return n;
 }
 
 void vtr_unpack_rows(float *padded, const float *packed, const int *lengths, int B, int T, int D)

@@ -15,8 +15,8 @@ extern "C" {
 // N: the packed rows of a batch with these lengths
 size_t vtr_pack_count(const int *lengths, int B);
 
-// packed (N,D) = the real rows of padded (B,T,D)
-void vtr_pack_rows(float *packed, const float *padded, const int *lengths, int B, int T, int D);
+// packed (N,D) = the real rows of padded (B,T,D); returns N
+size_t vtr_pack_rows(float *packed, const float *padded, const int *lengths, int B, int T, int D);
 
 // padded (B,T,D) = packed (N,D)'s rows in their items, zero past each length
 void vtr_unpack_rows(float *padded, const float *packed, const int *lengths, int B, int T, int D);

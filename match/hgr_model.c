@@ -473,8 +473,7 @@ static void video_forward(vtr_hgr_model *m, const float *x, const int *lengths, 
     int F = m->cfg.feature_dim, E = m->cfg.embed_size;
     // the Linear layers over the real frames only, packed: the padded frames (the
     // reference's bias rows) are read by no later op
-    size_t n = vtr_pack_count(lengths, B);
-    vtr_pack_rows(m->vid_rows, x, lengths, B, T, F);
+    size_t n = vtr_pack_rows(m->vid_rows, x, lengths, B, T, F);
     for (int k = 0; k < 3; k++) {
         vtr_linear_forward(m->rows[0], m->vid_rows, m->level_w[k], m->level_b[k], (int)n, F, E);
         vtr_dropout_forward(m->rows[0], m->rows[0], n * E, p, seed,
@@ -605,8 +604,7 @@ static void video_backward(vtr_hgr_model *m, const int *lengths, int B, int T, f
     pool_backward(m, &m->vid_pool, m->dvid_level[0], m->dvid_glob, m->vid_level[0], lengths, B, T);
     for (int k = 0; k < 3; k++) {
         // gather the real frames' gradients (packed), through dropout, into the Linear
-        size_t n = vtr_pack_count(lengths, B);
-        vtr_pack_rows(m->rows[0], m->dvid_level[k], lengths, B, T, E);
+        size_t n = vtr_pack_rows(m->rows[0], m->dvid_level[k], lengths, B, T, E);
         memset(m->rows[1], 0, sizeof(float) * n * E);
         vtr_dropout_backward(m->rows[1], m->rows[0], n * E, p, seed,
                              DROPOUT_SITES * step + SITE_LEVEL0 + k, (uint64_t)row0 * E);

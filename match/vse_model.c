@@ -808,8 +808,7 @@ static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *len
         // real rows only, so this equals the reference's fc over the padded batch. The rows
         // are packed on the host (on the GPU: then copied in one go).
         float *rows = dev == VTR_DEVICE_CPU ? m->img_rows : m->host_rows;
-        vtr_pack_rows(rows, x, hl, B, T, F);
-        size_t n = vtr_pack_count(hl, B);
+        size_t n = vtr_pack_rows(rows, x, hl, B, T, F);
         VTR_TRY(vtr_dev_upload(dev, m->img_rows, rows, sizeof(float) * n * F, err));
         VTR_TRY(vtr_dev_linear_forward(dev, m->fc_rows, m->img_rows, m->fc_w, m->fc_b, (int)n, F,
                                        E, err));

@@ -24,7 +24,7 @@ TEST(pack_rows_and_back)
     size_t n = vtr_pack_count(lengths, B);
     CHECK(n == 30);
     memset(packed, 0xff, sizeof packed);
-    vtr_pack_rows(packed, padded, lengths, B, T, D);
+    CHECK(vtr_pack_rows(packed, padded, lengths, B, T, D) == n);
     size_t r = 0;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < lengths[b]; t++, r++)
