@@ -1,7 +1,9 @@
-/* The entries of the hinge loss (match/hinge_loss.h): each loads the CUDA backend on
- * first use and calls its function of the same name (lib/cuda_loader.h). */
-#include "match/hinge_loss.h"
+/* The entries of the hinge loss (match/hinge_loss.h) and of the evaluation's similarity
+ * tiles (match/retrieval_metrics.h): each loads the CUDA backend on first use and calls
+ * its function of the same name (lib/cuda_loader.h). */
 #include "lib/cuda_loader.h"
+#include "match/hinge_loss.h"
+#include "match/retrieval_metrics.h"
 
 VTR_CUDA_ENTRY(vtr_cuda_hinge_loss_backward,
                (float *dS, float dloss, const float *S, int B, float margin,
@@ -12,3 +14,15 @@ VTR_CUDA_ENTRY(vtr_cuda_hinge_loss_forward,
                (float *loss, const float *S, int B, float margin, vtr_hinge_negatives negatives,
                 vtr_reduction reduction, vtr_error *err),
                (loss, S, B, margin, negatives, reduction, err))
+
+VTR_CUDA_ENTRY(vtr_similarity_cuda_new,
+               (const vtr_similarity_ensemble *e, int n_items, int n_caps,
+                vtr_similarity_cuda **out, vtr_error *err),
+               (e, n_items, n_caps, out, err))
+
+VTR_CUDA_ENTRY(vtr_similarity_cuda_block,
+               (void *ctx, int item0, int n_items, const int *caps, int n_caps, float *S,
+                vtr_error *err),
+               (ctx, item0, n_items, caps, n_caps, S, err))
+
+VTR_CUDA_FREE_ENTRY(vtr_similarity_cuda_free, vtr_similarity_cuda)

@@ -77,7 +77,9 @@ vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, vtr_dist *dist,
     if ((st = vtr_encode_split(m, b, dist, items, captions, NULL, NULL, err)))
         goto end;
     vtr_embedding_model em = vtr_vse_embedding_model(&m->cfg, items, captions);
-    st = vtr_retrieval_evaluate_embeddings(&em, 1, s->n_items, s->n_caps, s->cap_item, opt, out,
+    vtr_retrieval_options o = opt ? *opt : (vtr_retrieval_options){0};
+    o.device = m->device;
+    st = vtr_retrieval_evaluate_embeddings(&em, 1, s->n_items, s->n_caps, s->cap_item, &o, out,
                                            NULL, err);
 end:
     free(items);

@@ -42,7 +42,8 @@ vtr_embedding_model vtr_vse_embedding_model(const vtr_vse_config *cfg, const flo
 
 /* Embeds the split (shared among dist's ranks as vtr_encode_split does; dist may be NULL)
  * and evaluates retrieval on it (match/retrieval_metrics.h, options opt, which may be
- * NULL; every rank computes the same metrics). The embeddings are freed before returning. */
+ * NULL, with the products on the model's device; every rank computes the same metrics).
+ * The embeddings are freed before returning. */
 vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, vtr_dist *dist,
                               const vtr_retrieval_options *opt, vtr_retrieval_metrics *out,
                               vtr_error *err);

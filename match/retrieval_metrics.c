@@ -796,8 +796,16 @@ vtr_status vtr_retrieval_evaluate_embeddings(const vtr_embedding_model *models, 
                             (double)models[m].set_alpha,
                             models[m].items && models[m].captions ? "given" : "missing");
     vtr_similarity_ensemble ensemble = {models, n_models};
-    return vtr_retrieval_evaluate(vtr_similarity_ensemble_block, &ensemble, n_items, n_caps,
-                                  cap_item, opt, out, per_query, err);
+    if (!opt || opt->device == VTR_DEVICE_CPU)
+        return vtr_retrieval_evaluate(vtr_similarity_ensemble_block, &ensemble, n_items, n_caps,
+                                      cap_item, opt, out, per_query, err);
+    vtr_similarity_cuda *gpu = NULL;
+    vtr_status st = vtr_similarity_cuda_new(&ensemble, n_items, n_caps, &gpu, err);
+    if (st == VTR_OK)
+        st = vtr_retrieval_evaluate(vtr_similarity_cuda_block, gpu, n_items, n_caps, cap_item, opt,
+                                    out, per_query, err);
+    vtr_similarity_cuda_free(gpu);
+    return st;
 }
 
 json_t *vtr_retrieval_direction_json(const vtr_retrieval_direction *d)

@@ -71,7 +71,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/device.h"
 #include "lib/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Fills S (n_items x n_caps, row-major, leading dimension n_caps) with
  * S[a][b] = score(item item0 + a, caption caps[b]). caps are distinct caption indices, in
@@ -119,6 +124,23 @@ typedef struct vtr_similarity_ensemble {
 vtr_status vtr_similarity_ensemble_block(void *ctx, int item0, int n_items, const int *caps,
                                          int n_caps, float *S, vtr_error *err);
 
+/* The same ensemble's products on the GPU (the current one, lib/device.h vtr_cuda_init),
+ * for single-vector models: vtr_similarity_cuda_new copies every model's embeddings there
+ * once (n_items and n_caps rows); vtr_similarity_cuda_block (a vtr_similarity_block_fn
+ * over the vtr_similarity_cuda, ctx) computes each tile there as the CPU does (one cuBLAS
+ * sgemm per model, beta 0 then 1, then the division by n_models), gathers captions that
+ * are not one contiguous run there, and copies the tile into S, which is host memory.
+ * Scores equal the CPU's to float32 rounding (sums in another order), and the same
+ * arguments give the same bytes on the same GPU. _new fails with VTR_ERR_INVALID for a
+ * set model, VTR_ERR_DEVICE without a GPU or when its memory runs out (the message says
+ * how much). In libvtr-cuda.so (lib/cuda_loader.h). */
+typedef struct vtr_similarity_cuda vtr_similarity_cuda;
+vtr_status vtr_similarity_cuda_new(const vtr_similarity_ensemble *e, int n_items, int n_caps,
+                                   vtr_similarity_cuda **out, vtr_error *err);
+vtr_status vtr_similarity_cuda_block(void *ctx, int item0, int n_items, const int *caps, int n_caps,
+                                     float *S, vtr_error *err);
+void vtr_similarity_cuda_free(vtr_similarity_cuda *g);
+
 /* Evaluation options. A zeroed struct (or NULL) gives the defaults: the whole set, one
  * query per caption, nDCG over the whole ranking, VSE's median rank, default tiling. */
 typedef struct vtr_retrieval_options {
@@ -141,6 +163,10 @@ typedef struct vtr_retrieval_options {
     int tile_items;
     int tile_caps;
     size_t cache_bytes;
+    /* Where vtr_retrieval_evaluate_embeddings computes the products: VTR_DEVICE_CPU (the
+     * zero value), or VTR_DEVICE_CUDA, the current GPU (vtr_similarity_cuda; the counting
+     * stays on the CPU). vtr_retrieval_evaluate leaves it to its block function. */
+    vtr_device device;
 } vtr_retrieval_options;
 
 typedef struct vtr_retrieval_direction {
@@ -189,8 +215,10 @@ vtr_status vtr_retrieval_evaluate(vtr_similarity_block_fn fn, void *ctx, int n_i
                                   vtr_error *err);
 
 /* vtr_retrieval_evaluate over the ensemble of n_models models (1 for a single model):
- * each model's items (n_items, dim) and captions (n_caps, dim). Also fails with
- * VTR_ERR_INVALID for n_models < 1, a dim < 1 or a NULL embedding pointer. */
+ * each model's items (n_items, dim) and captions (n_caps, dim), its products on opt's
+ * device (vtr_similarity_ensemble_block, or vtr_similarity_cuda_block). Also fails with
+ * VTR_ERR_INVALID for n_models < 1, a dim < 1 or a NULL embedding pointer, and on the GPU
+ * with vtr_similarity_cuda_new's errors. */
 vtr_status vtr_retrieval_evaluate_embeddings(const vtr_embedding_model *models, int n_models,
                                              int n_items, int n_caps, const int *cap_item,
                                              const vtr_retrieval_options *opt,
@@ -201,5 +229,9 @@ vtr_status vtr_retrieval_evaluate_embeddings(const vtr_embedding_model *models, 
  * "map", "ndcg"} (new reference), and the whole result as {"v2t", "t2v", "rsum"}. */
 json_t *vtr_retrieval_direction_json(const vtr_retrieval_direction *d);
 json_t *vtr_retrieval_metrics_json(const vtr_retrieval_metrics *m);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -666,6 +666,76 @@ TEST(deterministic_over_tiles_cache_threads)
     dataset_free(&d);
 }
 
+/* On the GPU (vtr_similarity_cuda): with exact values every product is exact in any order,
+ * so the tiles, and every metric and per-query value, are the CPU's bytes; shuffled
+ * captions make the relevant tiles gather captions that are no contiguous run. */
+TEST(cuda_scoring_gives_the_cpu_bytes)
+{
+    test_need_cuda();
+    vtr_rng rng;
+    vtr_rng_init(&rng, 17, 0);
+    dataset d = {0};
+    d.n_items = 61;
+    make_captions(&d, -6, 1, &rng);
+    int dims[3] = {9, 4, 33};
+    make_models(&d, 3, dims, 2, &rng);
+    static const int tiles[][2] = {{0, 0}, {7, 13}, {61, 5}, {1, 1000}};
+    for (int n_models = 1; n_models <= 3; n_models += 2)
+        for (size_t r = 0; r < sizeof tiles / sizeof tiles[0]; r++) {
+            dataset one = d;
+            one.n_models = n_models;
+            vtr_retrieval_options o = {.tile_items = tiles[r][0], .tile_caps = tiles[r][1]};
+            outputs cpu, gpu;
+            outputs_alloc(&cpu, &d);
+            outputs_alloc(&gpu, &d);
+            evaluate(&one, &o, &cpu);
+            o.device = VTR_DEVICE_CUDA;
+            evaluate(&one, &o, &gpu);
+            CHECK_MSG(memcmp(&gpu.m, &cpu.m, sizeof gpu.m) == 0, "%d models, tiling %zu", n_models,
+                      r);
+            CHECK(memcmp(gpu.v2t_rank, cpu.v2t_rank, (size_t)d.n_items * sizeof(int64_t)) == 0);
+            CHECK(memcmp(gpu.t2v_rank, cpu.t2v_rank, (size_t)d.n_caps * sizeof(int64_t)) == 0);
+            CHECK(memcmp(gpu.v2t_ap, cpu.v2t_ap, (size_t)d.n_items * sizeof(double)) == 0);
+            outputs_free(&cpu);
+            outputs_free(&gpu);
+        }
+
+    /* one tile asked for directly, captions in no order */
+    vtr_error err;
+    vtr_embedding_model models[3];
+    for (int m = 0; m < 3; m++)
+        models[m] =
+            (vtr_embedding_model){.items = d.items[m], .captions = d.caps[m], .dim = d.dims[m]};
+    vtr_similarity_ensemble e = {models, 3};
+    vtr_similarity_cuda *g = NULL;
+    CHECK_OK(vtr_similarity_cuda_new(&e, d.n_items, d.n_caps, &g, &err));
+    int caps[5] = {d.n_caps - 1, 2, 0, 7, 3};
+    float S_cpu[4 * 5], S_gpu[4 * 5];
+    CHECK_OK(vtr_similarity_ensemble_block(&e, 57, 4, caps, 5, S_cpu, &err));
+    CHECK_OK(vtr_similarity_cuda_block(g, 57, 4, caps, 5, S_gpu, &err));
+    CHECK(memcmp(S_gpu, S_cpu, sizeof S_cpu) == 0);
+    vtr_similarity_cuda_free(g);
+    dataset_free(&d);
+}
+
+/* Set embeddings are scored on the CPU: the GPU refuses them before touching a GPU. */
+TEST(gpu_scoring_refuses_set_models)
+{
+    vtr_error err;
+    float x[2 * 2 * 4] = {0};
+    vtr_embedding_model set = {
+        .items = x, .captions = x, .dim = 4, .set_size = 2, .set_alpha = 16.0f};
+    vtr_similarity_ensemble e = {&set, 1};
+    vtr_similarity_cuda *g = NULL;
+#ifdef VTR_HAVE_CUDA
+    CHECK_FAILS(vtr_similarity_cuda_new(&e, 2, 2, &g, &err), VTR_ERR_INVALID,
+                "model 0: set embeddings are scored on the CPU only: use --device cpu");
+#else
+    CHECK_FAILS(vtr_similarity_cuda_new(&e, 2, 2, &g, &err), VTR_ERR_DEVICE, "built without CUDA");
+#endif
+    CHECK(g == NULL);
+}
+
 /* A NaN score ranks after every number unless it belongs to a relevant pair. */
 TEST(nan_scores)
 {

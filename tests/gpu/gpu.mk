@@ -28,7 +28,7 @@ CUDA_CFLAGS =
 LIBS       =
 
 TEST_SRCS = tests/check.c tests/test_cuda.c tests/test_cuda_nn.c tests/test_cuda_model.c \
-            tests/test_backbone.c tests/test_topk.c
+            tests/test_backbone.c tests/test_topk.c tests/test_retrieval_metrics.c
 TIMING_SRCS = tests/gpu/op_timing.c
 STEP_SRCS = bench/train_step/train_step.c
 FEATURES_SRCS = bench/features/features_bench.c
@@ -41,7 +41,7 @@ LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c li
             lib/blas_threads.c aggregate/gpo.c aggregate/set_pooling.c aggregate/adpool.c \
             aggregate/set_prediction.c match/hinge_loss.c match/vse_model.c match/model_ops.c \
             match/caption_bigru.c match/model_arena.c match/model_params.c match/set_similarity.c \
-            match/adopt_loss.c lib/nn.c lib/checkpoint.c index/topk.c \
+            match/adopt_loss.c match/retrieval_metrics.c lib/nn.c lib/checkpoint.c index/topk.c \
             features/backbone.c features/backbone_weights.c features/keras_net.c \
             features/conv.c features/extractor.c features/preprocess.c \
             lib/cuda_loader.c lib/cuda_entries.c features/cuda_entries.c \
@@ -53,7 +53,7 @@ CFLAGS    = -std=c11 -O2 -g -fno-math-errno -fno-trapping-math -DNDEBUG $(WARN) 
             -fPIC -fno-semantic-interposition -DVTR_HAVE_CUDA=1 -I. $(DEP_CFLAGS)
 NVCCFLAGS = -O2 -std=c++17 -I. -Xcompiler -Wall,-fPIC \
             -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -DVTR_HAVE_CUDA=1 \
-            $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror) $(CUDA_CFLAGS)
+            $(if $(WERROR),-Werror all-warnings -Xcompiler -Werror) $(CUDA_CFLAGS) $(DEP_CFLAGS)
 
 LIB_OBJS    = $(patsubst %.c,$(B)/%.o,$(LIB_SRCS)) $(B)/version.o
 CUDA_OBJS   = $(patsubst %.cu,$(B)/%.cu.o,$(CUDA_SRCS))

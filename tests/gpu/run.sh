@@ -18,7 +18,8 @@
 #   tests   build-gpu/unit-tests cuda: tests/test_cuda.c, tests/test_cuda_nn.c (the ops
 #           and the optimizer), tests/test_cuda_model.c (a VSE training step, 300 steps
 #           of training and two GPU runs, each against the CPU),
-#           test_topk.c:cuda_topk_matches_cpu (the search) and
+#           test_topk.c:cuda_topk_matches_cpu (the search),
+#           test_retrieval_metrics.c:cuda_scoring_gives_the_cpu_bytes (evaluation) and
 #           test_backbone.c:backbone_cuda_matches_cpu, relative errors printed; on a GPU
 #           each must pass (a skip fails the check); after a crash or a failure, each
 #           test not passed runs again alone, the first failing one under
