@@ -30,6 +30,19 @@ static __device__ __forceinline__ size_t vtr_cuda_stride(void)
     return (size_t)blockDim.x * gridDim.x;
 }
 
+// Each thread's x summed on thread 0 in thread order (a fixed order: the same bytes every
+// run); the other threads get 0. partial: blockDim.x doubles of shared memory.
+static __device__ __forceinline__ double vtr_cuda_block_sum_ordered(double *partial, double x)
+{
+    partial[threadIdx.x] = x;
+    __syncthreads();
+    double total = 0.0;
+    if (threadIdx.x == 0)
+        for (unsigned i = 0; i < blockDim.x; i++)
+            total += partial[i];
+    return total;
+}
+
 // Blocks of VTR_CUDA_THREADS for n work items in a grid-stride kernel: at least 1, at most
 // 65535 (the loop covers the rest).
 static inline unsigned vtr_cuda_blocks(size_t n)

@@ -18,12 +18,7 @@ int vtr_adopt_negatives(const float *S, int B, double *align, double *uniform)
         *align = a;
     if (uniform)
         *uniform = u;
-    /* "round(x) is a function that rounds down the value of x" */
-    const double quarter_pi = 0.78539816339744830962;
-    double k = floor((double)B * cos((a + u) * quarter_pi));
-    if (!(k >= 1.0)) /* also NaN */
-        return 1;
-    return k > B - 1 ? B - 1 : (int)k;
+    return vtr_adopt_k(a, u, B);
 }
 
 float vtr_adopt_loss_forward(const float *S, int B, int K, float tau, bool positive_in_denominator,

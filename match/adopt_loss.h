@@ -36,6 +36,7 @@
 #include <stdbool.h>
 
 #include "aggregate/set_pooling.h"
+#include "lib/error.h"
 #include "lib/hostdevice.h"
 #include "lib/nn.h"
 
@@ -114,6 +115,18 @@ static VTR_HD void vtr_adopt_query_backward(float *dx, long stride, float g, con
     dx[(long)q * stride] += (positive_in_denominator ? scale * expf(pos - mx) : 0.0f) - g / tau;
 }
 
+/* K of equation 6 from the batch's two statistics: max(1, min(floor(B cos((align +
+ * uniform) pi / 4)), B - 1)); 1 for NaN. */
+static VTR_HD int vtr_adopt_k(double align, double uniform, int B)
+{
+    /* "round(x) is a function that rounds down the value of x" */
+    const double quarter_pi = 0.78539816339744830962;
+    double k = floor((double)B * cos((align + uniform) * quarter_pi));
+    if (!(k >= 1.0)) /* also NaN */
+        return 1;
+    return k > B - 1 ? B - 1 : (int)k;
+}
+
 /* Equation 6 on S (B,B), B >= 2: the number of hardest negatives K, 1 .. B-1. *align and
  * *uniform (may be NULL) receive the two statistics. */
 int vtr_adopt_negatives(const float *S, int B, double *align, double *uniform);
@@ -126,6 +139,24 @@ float vtr_adopt_loss_forward(const float *S, int B, int K, float tau, bool posit
 // held fixed: it has no gradient)
 void vtr_adopt_loss_backward(float *dS, float dloss, const float *S, int B, int K, float tau,
                              bool positive_in_denominator, vtr_reduction reduction);
+
+/* The CUDA side (match/adopt_loss.cu, through match/cuda_entries.c): the CPU functions'
+ * arguments as device buffers, with lib/nn_cuda.h's conventions, except that K is one int
+ * of device memory (the CPU functions take it by value), so that it never leaves the GPU
+ * between the similarity and the loss. vtr_cuda_adopt_negatives writes it: fixed_K when
+ * fixed_K > 0, else equation 6 over S as vtr_adopt_negatives computes it (the
+ * exponentials summed in double in another fixed order, each row's then the rows', and
+ * the GPU's exp: K can differ from the CPU's only where B cos(...) lies within rounding of
+ * an integer). The forward writes the loss to *loss, one float of device memory; the
+ * backward's dloss is a host value, as on the CPU. The queries' sums run in a fixed order:
+ * the same bytes every run. */
+vtr_status vtr_cuda_adopt_negatives(int *K, const float *S, int B, int fixed_K, vtr_error *err);
+vtr_status vtr_cuda_adopt_loss_forward(float *loss, const float *S, int B, const int *K, float tau,
+                                       bool positive_in_denominator, vtr_reduction reduction,
+                                       vtr_error *err);
+vtr_status vtr_cuda_adopt_loss_backward(float *dS, float dloss, const float *S, int B, const int *K,
+                                        float tau, bool positive_in_denominator,
+                                        vtr_reduction reduction, vtr_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
-/* The entries of the hinge loss (match/hinge_loss.h) and of the evaluation's similarity
- * tiles (match/retrieval_metrics.h): each loads the CUDA backend on first use and calls
- * its function of the same name (lib/cuda_loader.h). */
+/* The entries of the hinge and ADOPT losses (match/hinge_loss.h, match/adopt_loss.h) and
+ * of the evaluation's similarity tiles (match/retrieval_metrics.h): each loads the CUDA
+ * backend on first use and calls its function of the same name (lib/cuda_loader.h). */
 #include "lib/cuda_loader.h"
+#include "match/adopt_loss.h"
 #include "match/hinge_loss.h"
 #include "match/retrieval_metrics.h"
 
@@ -14,6 +15,20 @@ VTR_CUDA_ENTRY(vtr_cuda_hinge_loss_forward,
                (float *loss, const float *S, int B, float margin, vtr_hinge_negatives negatives,
                 vtr_reduction reduction, vtr_error *err),
                (loss, S, B, margin, negatives, reduction, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_adopt_negatives,
+               (int *K, const float *S, int B, int fixed_K, vtr_error *err),
+               (K, S, B, fixed_K, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_adopt_loss_forward,
+               (float *loss, const float *S, int B, const int *K, float tau,
+                bool positive_in_denominator, vtr_reduction reduction, vtr_error *err),
+               (loss, S, B, K, tau, positive_in_denominator, reduction, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_adopt_loss_backward,
+               (float *dS, float dloss, const float *S, int B, const int *K, float tau,
+                bool positive_in_denominator, vtr_reduction reduction, vtr_error *err),
+               (dS, dloss, S, B, K, tau, positive_in_denominator, reduction, err))
 
 VTR_CUDA_ENTRY(vtr_similarity_cuda_new,
                (const vtr_similarity_ensemble *e, int n_items, int n_caps,

@@ -20,16 +20,9 @@ __global__ static void hinge_loss_forward_kernel(float *loss, const float *S, in
         else
             sum += vtr_hinge_query_forward(S + (q - B), B, q - B, B, margin, negatives);
     }
-    partial[threadIdx.x] = sum;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double total = 0.0;
-        for (unsigned i = 0; i < blockDim.x; i++)
-            total += partial[i];
-        if (reduction == VTR_REDUCE_MEAN)
-            total /= B;
-        *loss = (float)total;
-    }
+    double total = vtr_cuda_block_sum_ordered(partial, sum);
+    if (threadIdx.x == 0)
+        *loss = (float)(reduction == VTR_REDUCE_MEAN ? total / B : total);
 }
 
 // dS (B,B) += g * the gradient of each query of one direction: rows (columns 0) or columns

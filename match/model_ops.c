@@ -13,6 +13,7 @@
 #include "lib/norm.h"
 #include "lib/pack.h"
 #include "lib/similarity.h"
+#include "match/adopt_loss.h"
 #include "match/model_arena.h"
 
 vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, vtr_error *err)
@@ -295,6 +296,37 @@ vtr_status vtr_dev_hinge_loss_backward(vtr_device dev, float *dS, float dloss, c
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_hinge_loss_backward(dS, dloss, S, B, margin, negatives, reduction, err);
     vtr_hinge_loss_backward(dS, dloss, S, B, margin, negatives, reduction);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_adopt_negatives(vtr_device dev, int *K, const float *S, int B, int fixed_K,
+                                   vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_adopt_negatives(K, S, B, fixed_K, err);
+    *K = fixed_K > 0 ? fixed_K : vtr_adopt_negatives(S, B, NULL, NULL);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_adopt_loss_forward(vtr_device dev, float *loss, const float *S, int B,
+                                      const int *K, float tau, bool positive_in_denominator,
+                                      vtr_reduction reduction, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_adopt_loss_forward(loss, S, B, K, tau, positive_in_denominator, reduction,
+                                           err);
+    *loss = vtr_adopt_loss_forward(S, B, *K, tau, positive_in_denominator, reduction);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_adopt_loss_backward(vtr_device dev, float *dS, float dloss, const float *S,
+                                       int B, const int *K, float tau, bool positive_in_denominator,
+                                       vtr_reduction reduction, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_adopt_loss_backward(dS, dloss, S, B, K, tau, positive_in_denominator,
+                                            reduction, err);
+    vtr_adopt_loss_backward(dS, dloss, S, B, *K, tau, positive_in_denominator, reduction);
     return VTR_OK;
 }
 

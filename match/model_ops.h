@@ -14,6 +14,7 @@
 #ifndef VTR_MODEL_OPS_H
 #define VTR_MODEL_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "lib/device.h"
@@ -101,6 +102,16 @@ vtr_status vtr_dev_hinge_loss_forward(vtr_device dev, float *loss, const float *
                                       vtr_reduction reduction, vtr_error *err);
 vtr_status vtr_dev_hinge_loss_backward(vtr_device dev, float *dS, float dloss, const float *S,
                                        int B, float margin, vtr_hinge_negatives negatives,
+                                       vtr_reduction reduction, vtr_error *err);
+/* ADOPT (match/adopt_loss.h), with K one int on dev: *K = fixed_K when fixed_K > 0, else
+ * equation 6 over S; the loss into *loss, one float on dev */
+vtr_status vtr_dev_adopt_negatives(vtr_device dev, int *K, const float *S, int B, int fixed_K,
+                                   vtr_error *err);
+vtr_status vtr_dev_adopt_loss_forward(vtr_device dev, float *loss, const float *S, int B,
+                                      const int *K, float tau, bool positive_in_denominator,
+                                      vtr_reduction reduction, vtr_error *err);
+vtr_status vtr_dev_adopt_loss_backward(vtr_device dev, float *dS, float dloss, const float *S,
+                                       int B, const int *K, float tau, bool positive_in_denominator,
                                        vtr_reduction reduction, vtr_error *err);
 
 /* The caption BiGRU (match/caption_bigru.h's contract: (B,L,W) -> (B,L,E), the directions

@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 const vtr_config_field vtr_train_schema[] = {
-    {"data.catalog", VTR_CONFIG_STRING, "''", "SQLite catalog of the dataset (to train and evaluate)"},
-    {"data.dataset", VTR_CONFIG_STRING, "''", "dataset name in the catalog (to train and evaluate)"},
+    {"data.catalog", VTR_CONFIG_STRING, "''",
+     "SQLite catalog of the dataset (to train and evaluate)"},
+    {"data.dataset", VTR_CONFIG_STRING, "''",
+     "dataset name in the catalog (to train and evaluate)"},
     {"data.features", VTR_CONFIG_STRING, "''", "feature store directory (to train and evaluate)"},
     {"data.train_split", VTR_CONFIG_STRING, "train", "split trained on"},
     {"data.val_split", VTR_CONFIG_STRING, "val", "split validated on after every epoch"},
@@ -105,7 +107,7 @@ const vtr_config_field vtr_train_schema[] = {
      "tensor cores, train.device cuda)"},
     {"train.device", VTR_CONFIG_STRING, "cpu",
      "where a step runs: cpu, cuda (GPU 0) or cuda:N; on a GPU, VSE models with one vector per "
-     "item, mean or GPO poolers and the hinge loss, float32, one process"},
+     "item, mean or GPO poolers, the hinge or ADOPT loss, float32 or tf32, one process"},
     {"train.checkpoint_every", VTR_CONFIG_INT, "500",
      "save last.safetensors every N steps as well as after every epoch; 0: epochs only"},
 

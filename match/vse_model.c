@@ -525,6 +525,7 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
         base, &off, pool_workspace_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
     m->sim = vtr_arena_carve(base, &off, f * Bm * Bm);
     m->loss = vtr_arena_carve(base, &off, f);
+    m->adopt_k = vtr_arena_carve(base, &off, sizeof(int));
     m->in_frames = vtr_arena_carve(base, &off, gpu && M ? f * R * F : 0);
     m->in_lengths[0] = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Bm : 0);
     m->in_lengths[1] = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Bm : 0);
@@ -576,8 +577,6 @@ static const char *cpu_only_part(const vtr_vse_config *cfg)
         return "set embeddings (model.set_size > 0)";
     if (cfg->img_pool.kind == VTR_VSE_POOL_ADPOOL || cfg->txt_pool.kind == VTR_VSE_POOL_ADPOOL)
         return "the ADPOOL pooler";
-    if (cfg->loss == VTR_VSE_LOSS_ADOPT)
-        return "the ADOPT loss";
     return NULL;
 }
 
@@ -1063,16 +1062,20 @@ static vtr_status single_vector_step(vtr_vse_model *m, const vtr_vse_batch *bt,
         return st;
     VTR_TRY(vtr_dev_cosine_similarity_forward(dev, m->sim, m->img_emb, m->cap_emb, Bg, Bg, E, err));
     VTR_TRY(vtr_dev_zero(dev, m->dsim, sizeof(float) * (size_t)Bg * Bg, err));
-    if (c->loss == VTR_VSE_LOSS_ADOPT) { /* the CPU only */
-        int K = Bg - 1;
+    if (c->loss == VTR_VSE_LOSS_ADOPT) {
+        /* K: every negative (warm-up), adopt_fixed_k, or equation 6 (fixed 0) on the device;
+         * vtr_vse_train_step reads it back with the loss */
+        int fixed = Bg - 1;
         if (negatives == VTR_HINGE_HARDEST_NEGATIVE)
-            K = c->adopt_fixed_k > 0 ? (c->adopt_fixed_k < Bg - 1 ? c->adopt_fixed_k : Bg - 1)
-                                     : vtr_adopt_negatives(m->sim, Bg, NULL, NULL);
-        m->negatives = K;
-        *m->loss = vtr_adopt_loss_forward(m->sim, Bg, K, c->adopt_temperature,
-                                          c->adopt_positive_in_denominator, c->reduction);
-        vtr_adopt_loss_backward(m->dsim, 1.0f, m->sim, Bg, K, c->adopt_temperature,
-                                c->adopt_positive_in_denominator, c->reduction);
+            fixed =
+                c->adopt_fixed_k > 0 ? (c->adopt_fixed_k < Bg - 1 ? c->adopt_fixed_k : Bg - 1) : 0;
+        VTR_TRY(vtr_dev_adopt_negatives(dev, m->adopt_k, m->sim, Bg, fixed, err));
+        VTR_TRY(vtr_dev_adopt_loss_forward(dev, m->loss, m->sim, Bg, m->adopt_k,
+                                           c->adopt_temperature, c->adopt_positive_in_denominator,
+                                           c->reduction, err));
+        VTR_TRY(vtr_dev_adopt_loss_backward(dev, m->dsim, 1.0f, m->sim, Bg, m->adopt_k,
+                                            c->adopt_temperature, c->adopt_positive_in_denominator,
+                                            c->reduction, err));
     } else {
         m->negatives = negatives == VTR_HINGE_ALL_NEGATIVES ? Bg - 1 : 1;
         VTR_TRY(vtr_dev_hinge_loss_forward(dev, m->loss, m->sim, Bg, c->margin, negatives,
@@ -1144,7 +1147,10 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
                              : single_vector_step(m, bt, dp, negatives, err));
     VTR_TRY(image_backward(m, bt->frames, dl[0], hl[0], B, bt->T, dp, err));
     VTR_TRY(caption_backward(m, ids, dl[1], hl[1], B, bt->L, err));
-    return vtr_dev_download(m->device, loss, m->loss, sizeof(float), err);
+    VTR_TRY(vtr_dev_download(m->device, loss, m->loss, sizeof(float), err));
+    if (m->cfg.loss == VTR_VSE_LOSS_ADOPT)
+        return vtr_dev_download(m->device, &m->negatives, m->adopt_k, sizeof(int), err);
+    return VTR_OK;
 }
 
 double vtr_vse_train_step_flops(const vtr_vse_model *m, const vtr_vse_batch *batch)

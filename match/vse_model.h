@@ -225,6 +225,7 @@ typedef struct vtr_vse_model {
     float *cap_norm;          /* (B) */
     float *sim;               /* (B,B) S */
     float *loss;              /* (1) the last step's loss */
+    int *adopt_k;             /* (1) ADOPT's K of the last step */
     /* VTR_DEVICE_CUDA: a call's inputs, copied to the GPU (NULL on the CPU, where the ops
      * read the caller's buffers): frames (R,F) (with an MLP), the sets' and the captions'
      * lengths (B), ids (Q); and in host memory (malloc), the real rows (R,F) packed for

@@ -1,8 +1,8 @@
 /* The VSE model on the GPU (match/vse_model.h, VTR_DEVICE_CUDA) against the same model on
- * the CPU: one training step's loss, similarities and every parameter gradient, the
- * evaluation embeddings, a few hundred steps of training with AdamW and clipping on both
- * devices (match/model_ops.h's clipping and AdamW step), two GPU runs giving the same
- * bytes, and a step in tf32 against float32. Skipped where
+ * the CPU: one training step's loss (hinge or ADOPT, with ADOPT's K), similarities and
+ * every parameter gradient, the evaluation embeddings, a few hundred steps of training
+ * with AdamW and clipping on both devices (match/model_ops.h's clipping and AdamW step),
+ * two GPU runs giving the same bytes, and a step in tf32 against float32. Skipped where
  * no GPU is present, or without CUDA; the refusals that need no GPU are tested in
  * test_vse_model.c. */
 #include <math.h>
@@ -119,9 +119,14 @@ TEST(cuda_vse_step_matches_cpu)
     struct {
         int mlp_hidden;
         vtr_vse_pooler pool;
-    } cases[] = {{0, VTR_VSE_POOL_GPO}, {0, VTR_VSE_POOL_MEAN}, {8, VTR_VSE_POOL_GPO}};
+        vtr_vse_loss loss;
+    } cases[] = {{0, VTR_VSE_POOL_GPO, VTR_VSE_LOSS_HINGE},
+                 {0, VTR_VSE_POOL_MEAN, VTR_VSE_LOSS_HINGE},
+                 {8, VTR_VSE_POOL_GPO, VTR_VSE_LOSS_HINGE},
+                 {0, VTR_VSE_POOL_GPO, VTR_VSE_LOSS_ADOPT}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         vtr_vse_config cfg = config(cases[c].mlp_hidden, cases[c].pool);
+        cfg.loss = cases[c].loss;
         for (int hardest = 0; hardest < 2; hardest++) {
             vtr_error err;
             vtr_vse_model cpu, gpu;
@@ -135,6 +140,7 @@ TEST(cuda_vse_step_matches_cpu)
             CHECK_OK(vtr_vse_train_step(&gpu, &p.batch, neg, &loss_gpu, &err));
             CHECK(loss_cpu > 0.0f);
             expect_close("loss", &loss_gpu, &loss_cpu, 1, TOL_STEP);
+            CHECK_EQ_INT(gpu.negatives, cpu.negatives); /* ADOPT's K too */
             expect_same_params(&cpu, &gpu, TOL_STEP);
 
             float out_cpu[B * E], out_gpu[B * E];

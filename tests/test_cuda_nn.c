@@ -27,6 +27,7 @@
 #include "lib/params.h"
 #include "lib/similarity.h"
 #include "lib/softmax.h"
+#include "match/adopt_loss.h"
 #include "match/hinge_loss.h"
 
 #define TOL_PRODUCT 1e-4     /* matrix products, reductions in another order */
@@ -695,6 +696,51 @@ TEST(cuda_nn_hinge_loss_both_modes_both_reductions)
             CHECK(loss > 0.0f);
             expect_close("hinge.loss", d_loss, &loss, 1, TOL_PRODUCT);
             expect_close("hinge.dS", d_dS, dS, (size_t)B * B, TOL_ELEMENTWISE);
+        }
+    }
+    release_all();
+}
+
+/* ADOPT: K from equation 6 (S drawn so that B cos(...) is no near-integer) and fixed, both
+ * reductions, the positive in the denominator or not; K stays on the GPU. */
+TEST(cuda_nn_adopt_loss)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 23, 0);
+    int B = 40;
+    float *S = NULL;
+    for (int tries = 0; tries < 100; tries++) {
+        S = random_floats((size_t)B * B, -0.5f, 0.9f, &rng);
+        double align, uniform;
+        vtr_adopt_negatives(S, B, &align, &uniform);
+        double k = B * cos((align + uniform) * 0.78539816339744830962);
+        if (fabs(k - round(k)) > 1e-3 && k > 1 && k < B - 1)
+            break;
+    }
+    float *dS0 = random_floats((size_t)B * B, -1, 1, &rng);
+    float *d_S = device_floats(S, (size_t)B * B), *d_loss = device_alloc(sizeof(float));
+    int *d_K = device_alloc(sizeof(int));
+    for (int fixed = 0; fixed <= 7; fixed += 7) {
+        int K = fixed ? fixed : vtr_adopt_negatives(S, B, NULL, NULL), K_gpu = -1;
+        CHECK_OK(vtr_cuda_adopt_negatives(d_K, d_S, B, fixed, &err));
+        CHECK_OK(vtr_cuda_to_host(&K_gpu, d_K, sizeof K_gpu, &err));
+        CHECK_EQ_INT(K_gpu, K);
+        CHECK(K > 1 && K < B - 1);
+        for (int variant = 0; variant < 4; variant++) {
+            bool pid = variant & 1;
+            vtr_reduction reduction = variant & 2 ? VTR_REDUCE_MEAN : VTR_REDUCE_SUM;
+            float loss = vtr_adopt_loss_forward(S, B, K, VTR_ADOPT_TEMPERATURE, pid, reduction);
+            float *dS = copy_floats(dS0, (size_t)B * B);
+            vtr_adopt_loss_backward(dS, 1.5f, S, B, K, VTR_ADOPT_TEMPERATURE, pid, reduction);
+            float *d_dS = device_floats(dS0, (size_t)B * B);
+            CHECK_OK(vtr_cuda_adopt_loss_forward(d_loss, d_S, B, d_K, VTR_ADOPT_TEMPERATURE, pid,
+                                                 reduction, &err));
+            CHECK_OK(vtr_cuda_adopt_loss_backward(d_dS, 1.5f, d_S, B, d_K, VTR_ADOPT_TEMPERATURE,
+                                                  pid, reduction, &err));
+            expect_close("adopt.loss", d_loss, &loss, 1, TOL_PRODUCT);
+            expect_close("adopt.dS", d_dS, dS, (size_t)B * B, TOL_PRODUCT);
         }
     }
     release_all();
