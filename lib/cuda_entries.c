@@ -109,6 +109,10 @@ VTR_CUDA_ENTRY(vtr_cuda_gru_forward,
                 vtr_gru_merge merge, vtr_error *err),
                (out, workspace, inp, lengths, params, B, T, D, H, num_directions, merge, err))
 
+VTR_CUDA_ENTRY(vtr_cuda_host_alloc, (void **ptr, size_t bytes, vtr_error *err), (ptr, bytes, err))
+
+VTR_CUDA_FREE_ENTRY(vtr_cuda_host_free, void)
+
 VTR_CUDA_ENTRY(vtr_cuda_init, (int device, char *name, size_t name_size, vtr_error *err),
                (device, name, name_size, err))
 
@@ -185,6 +189,8 @@ VTR_CUDA_ENTRY(vtr_cuda_sigmoid_backward,
 VTR_CUDA_ENTRY(vtr_cuda_sigmoid_forward, (float *out, const float *inp, size_t n, vtr_error *err),
                (out, inp, n, err))
 
+VTR_CUDA_ENTRY(vtr_cuda_synchronize, (vtr_error * err), (err))
+
 VTR_CUDA_ENTRY(vtr_cuda_tanh_backward,
                (float *dinp, const float *dout, const float *out, size_t n, vtr_error *err),
                (dinp, dout, out, n, err))
@@ -193,6 +199,9 @@ VTR_CUDA_ENTRY(vtr_cuda_tanh_forward, (float *out, const float *inp, size_t n, v
                (out, inp, n, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_to_device, (void *dst, const void *src, size_t bytes, vtr_error *err),
+               (dst, src, bytes, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_to_device_async, (void *dst, const void *src, size_t bytes, vtr_error *err),
                (dst, src, bytes, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_to_host, (void *dst, const void *src, size_t bytes, vtr_error *err),

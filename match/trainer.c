@@ -17,6 +17,7 @@
 #include "lib/log.h"
 #include "lib/matmul.h"
 #include "lib/optim.h"
+#include "match/batch_ahead.h"
 #include "match/model_ops.h"
 #include "match/run_model.h"
 #include "match/trained_model.h"
@@ -35,7 +36,8 @@ typedef struct trainer {
     float *dev_data, *dev_grad;
     void *moments, *scratch;
     char device_name[256];
-    vtr_batcher train_b, val_b;
+    vtr_batch_ahead train_b; /* training batches, one step ahead */
+    vtr_batcher val_b;
     int64_t *order;        /* (n_caps) this epoch's caption order */
     char *config_text;     /* resolved YAML stored in checkpoints */
     char *last_path, *best_path, *metrics_path;
@@ -330,9 +332,17 @@ static vtr_status append_metrics(trainer *t, const vtr_train_epoch_info *info, i
 
 /* ---- the loop --------------------------------------------------------------------- */
 
+/* Asks for iteration's batch of this epoch's order (the last one may be short). */
+static void request_batch(trainer *t, int64_t iteration, const vtr_augment *aug)
+{
+    int64_t first = iteration * t->o->batch_size, n_caps = t->train_b.b[0].split->n_caps;
+    int B = (int)(n_caps - first < t->o->batch_size ? n_caps - first : t->o->batch_size);
+    vtr_batch_ahead_request(&t->train_b, t->order + first, B, aug);
+}
+
 static void trainer_free(trainer *t)
 {
-    vtr_batcher_free(&t->train_b);
+    vtr_batch_ahead_free(&t->train_b);
     vtr_batcher_free(&t->val_b);
     vtr_optimizer_free(&t->optim);
     vtr_dev_free(t->dev, t->moments);
@@ -395,7 +405,7 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
           (st = vtr_dev_alloc(t->dev, &t->scratch, VTR_DEV_STEP_SCRATCH, "gradient clipping",
                               err)))) ||
         (st = vtr_optimizer_init(&t->optim, vtr_run_model_params(&t->m), &o->optim, err)) ||
-        (st = vtr_batcher_init(&t->train_b, tr, o->batch_size, err)) ||
+        (st = vtr_batch_ahead_init(&t->train_b, tr, o->batch_size, true, err)) ||
         (st = vtr_batcher_init(&t->val_b, va, o->val_batch_size, err)) ||
         (st = vtr_config_dump_string(su->config, &t->config_text, err)))
         return st;
@@ -501,21 +511,22 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
         vtr_epoch_order(t.order, tr->n_caps, (uint64_t)o->seed, epoch);
         aug.epoch = epoch;
         double t0 = vtr_now_seconds();
+        if (iteration < iters)
+            request_batch(&t, iteration, o->size_augment ? &aug : NULL);
         for (; iteration < iters; iteration++) {
-            int64_t first = iteration * o->batch_size;
-            int B = (int)(tr->n_caps - first < o->batch_size ? tr->n_caps - first
-                                                               : o->batch_size);
             float loss = 0.0f;
             vtr_param_set *params = vtr_run_model_params(&t.m);
             int negatives = 0;
+            vtr_batcher *batch = NULL;
             st = vtr_run_model_zero_grad(&t.m, err);
             if (st == VTR_OK)
-                st = vtr_batcher_pairs(&t.train_b, t.order + first, B,
-                                       o->size_augment ? &aug : NULL, err);
+                st = vtr_batch_ahead_take(&t.train_b, &batch, err);
+            if (st == VTR_OK && iteration + 1 < iters) /* built while this step runs */
+                request_batch(&t, iteration + 1, o->size_augment ? &aug : NULL);
             if (st == VTR_OK) {
                 vtr_precision before = vtr_matmul_use(o->precision);
-                st = vtr_run_model_step(&t.m, &t.train_b, neg, (uint64_t)o->seed, t.step, t.dist,
-                                        &loss, &negatives, err);
+                st = vtr_run_model_step(&t.m, batch, neg, (uint64_t)o->seed, t.step, t.dist, &loss,
+                                        &negatives, err);
                 vtr_matmul_use(before);
             }
             /* data parallel: every rank learns a failure of any, then the summed gradients */

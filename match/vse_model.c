@@ -644,9 +644,10 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
         goto fail;
     layout_arena(m, m->arena);
     if (device == VTR_DEVICE_CUDA && cfg->mlp_hidden == 0 &&
-        !(m->host_rows = malloc(sizeof(float) * (size_t)max_batch * max_frames *
-                                (size_t)cfg->feature_dim))) {
-        st = vtr_fail(err, VTR_ERR_NOMEM, "vse model: out of memory");
+        (st = vtr_cuda_host_alloc(
+             (void **)&m->host_rows,
+             sizeof(float) * (size_t)max_batch * max_frames * (size_t)cfg->feature_dim, err))) {
+        vtr_error_context(err, "vse model");
         goto fail;
     }
     return VTR_OK;
@@ -660,7 +661,7 @@ void vtr_vse_model_free(vtr_vse_model *m)
 {
     vtr_param_set_free(&m->params);
     vtr_dev_free(m->device, m->arena);
-    free(m->host_rows);
+    vtr_cuda_host_free(m->host_rows);
     if (m->dev_data)
         vtr_dev_free(m->device, m->dev_data);
     memset(m, 0, sizeof *m);
@@ -805,10 +806,12 @@ static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *len
         // Row-wise only: fc over the real rows alone, packed (img_rows (N,F) -> fc_rows
         // (N,E)), then spread to img_feat (B,T,E) with zero padded rows. The pooler reads
         // real rows only, so this equals the reference's fc over the padded batch. The rows
-        // are packed on the host (on the GPU: then copied in one go).
+        // are packed on the host (on the GPU: into pinned memory, then copied in one go
+        // while the host queues the step's work).
         float *rows = dev == VTR_DEVICE_CPU ? m->img_rows : m->host_rows;
+        VTR_TRY(vtr_dev_synchronize(dev, err)); /* the last upload from host_rows is done */
         size_t n = vtr_pack_rows(rows, x, hl, B, T, F);
-        VTR_TRY(vtr_dev_upload(dev, m->img_rows, rows, sizeof(float) * n * F, err));
+        VTR_TRY(vtr_dev_upload_async(dev, m->img_rows, rows, sizeof(float) * n * F, err));
         VTR_TRY(vtr_dev_linear_forward(dev, m->fc_rows, m->img_rows, m->fc_w, m->fc_b, (int)n, F,
                                        E, err));
         VTR_TRY(vtr_dev_unpack_rows(dev, m->img_feat, m->fc_rows, lengths, B, T, E, err));

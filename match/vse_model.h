@@ -228,8 +228,8 @@ typedef struct vtr_vse_model {
     int *adopt_k;             /* (1) ADOPT's K of the last step */
     /* VTR_DEVICE_CUDA: a call's inputs, copied to the GPU (NULL on the CPU, where the ops
      * read the caller's buffers): frames (R,F) (with an MLP), the sets' and the captions'
-     * lengths (B), ids (Q); and in host memory (malloc), the real rows (R,F) packed for
-     * one copy to img_rows (without an MLP) */
+     * lengths (B), ids (Q); and in pinned host memory (vtr_cuda_host_alloc), the real
+     * rows (R,F) packed for one asynchronous copy to img_rows (without an MLP) */
     float *in_frames;
     int *in_lengths[2], *in_ids;
     float *host_rows;

@@ -22,6 +22,7 @@
 #include "lib/hash.h"
 #include "lib/matmul.h"
 #include "lib/version.h"
+#include "match/batch_ahead.h"
 #include "match/encode.h"
 #include "match/eval_model.h"
 #include "match/run_model.h"
@@ -645,17 +646,40 @@ TEST(train_hgr_vocab_built_from_training_captions)
     vtr_config_free(cfg);
 }
 
-TEST(train_split_load_vocab_and_batches)
+/* The small fixture's training split (5 frames at most), its catalog and store. */
+typedef struct small_split {
+    vtr_catalog *cat;
+    vtr_feature_store_reader *store;
+    vtr_split s;
+    vtr_vocab *vocab; /* NULL until a test builds it */
+} small_split;
+
+static void small_split_open(small_split *x)
 {
     vtr_error err;
     small_fixture();
-    vtr_catalog *cat = NULL;
-    vtr_feature_store_reader *store = NULL;
-    vtr_split s;
+    memset(x, 0, sizeof *x);
+    CHECK_OK(vtr_catalog_open(tmp("small/catalog.db"), &x->cat, &err));
+    CHECK_OK(vtr_feature_store_reader_open(tmp("small/features"), &x->store, &err));
+    CHECK_OK(vtr_split_load(x->cat, "synth", "train", x->store, 5, &x->s, &err));
+}
+
+static void small_split_close(small_split *x)
+{
+    vtr_split_free(&x->s);
+    vtr_vocab_free(x->vocab);
+    vtr_feature_store_reader_close(x->store);
+    vtr_catalog_close(x->cat);
+}
+
+TEST(train_split_load_vocab_and_batches)
+{
+    vtr_error err;
+    small_split x;
+    small_split_open(&x);
+    vtr_split s = x.s;
+    vtr_feature_store_reader *store = x.store;
     vtr_vocab *vocab = NULL;
-    CHECK_OK(vtr_catalog_open(tmp("small/catalog.db"), &cat, &err));
-    CHECK_OK(vtr_feature_store_reader_open(tmp("small/features"), &store, &err));
-    CHECK_OK(vtr_split_load(cat, "synth", "train", store, 5, &s, &err));
     CHECK_EQ_INT(s.n_items, 48);
     CHECK_EQ_INT(s.n_caps, 96);
     CHECK_EQ_INT(s.max_frames, 5); /* 8 rows capped at 5 */
@@ -751,10 +775,75 @@ TEST(train_split_load_vocab_and_batches)
     CHECK(memcmp(p1, p2, sizeof p1) != 0);
 
     vtr_batcher_free(&b);
-    vtr_split_free(&s);
-    vtr_vocab_free(vocab);
-    vtr_feature_store_reader_close(store);
-    vtr_catalog_close(cat);
+    x.s = s;
+    x.vocab = vocab;
+    small_split_close(&x);
+}
+
+/* Batch b's pairs, as vtr_batcher_pairs built them, equal c's: sizes, lengths, frames
+ * and ids, padding included. */
+static void check_same_batch(const vtr_vse_batch *b, const vtr_vse_batch *c, int F)
+{
+    CHECK(b->B == c->B && b->T == c->T && b->L == c->L);
+    CHECK(memcmp(b->frame_lengths, c->frame_lengths, sizeof(int) * (size_t)b->B) == 0);
+    CHECK(memcmp(b->caption_lengths, c->caption_lengths, sizeof(int) * (size_t)b->B) == 0);
+    CHECK(memcmp(b->frames, c->frames, sizeof(float) * (size_t)b->B * b->T * F) == 0);
+    CHECK(memcmp(b->ids, c->ids, sizeof(int) * (size_t)b->B * b->L) == 0);
+}
+
+/* Batches built ahead, on the thread or when taken, are vtr_batcher_pairs's: a sequence
+ * with and without augmentation and a short last batch; a failing batch is reported
+ * at its take and the next one is fine; freeing with a batch in flight waits for it. */
+TEST(train_batches_built_ahead_are_the_batchers)
+{
+    vtr_error err;
+    small_split x;
+    small_split_open(&x);
+    vtr_split *s = &x.s;
+    CHECK_OK(vtr_split_build_vocab(s, VTR_TOKENIZE_WORDS, 1, VTR_VOCAB_VSE, &x.vocab, &err));
+    CHECK_OK(vtr_split_encode_captions(s, x.vocab, VTR_TOKENIZE_WORDS, &err));
+    vtr_vocab *vocab = x.vocab;
+    vtr_augment aug = {.seed = 4,
+                       .epoch = 1,
+                       .frame_drop = 0.3f,
+                       .caption_hit = 0.3f,
+                       .vocab_size = vtr_vocab_size(vocab),
+                       .mask_id = vtr_vocab_special_ids(vocab).mask};
+    int64_t order[96];
+    vtr_epoch_order(order, 96, 7, 1);
+    int F = (int)vtr_feature_store_reader_dim(x.store);
+    vtr_batcher plain;
+    CHECK_OK(vtr_batcher_init(&plain, s, 10, &err));
+    for (int threaded = 0; threaded < 2; threaded++) {
+        vtr_batch_ahead a;
+        CHECK_OK(vtr_batch_ahead_init(&a, s, 10, threaded, &err));
+        enum { STEPS = 10 };                          /* 9 batches of 10 and one of 6 */
+        vtr_batch_ahead_request(&a, order, 10, NULL); /* augmented when n % 3 != 0 */
+        for (int n = 0; n < STEPS; n++) {
+            int B = n + 1 < STEPS ? 10 : 6;
+            const vtr_augment *g = n % 3 ? &aug : NULL;
+            vtr_batcher *b;
+            CHECK_OK(vtr_batch_ahead_take(&a, &b, &err));
+            if (n + 1 < STEPS)
+                vtr_batch_ahead_request(&a, order + 10 * (n + 1), n + 2 < STEPS ? 10 : 6,
+                                        (n + 1) % 3 ? &aug : NULL);
+            CHECK_OK(vtr_batcher_pairs(&plain, order + 10 * n, B, g, &err));
+            check_same_batch(&b->batch, &plain.batch, F);
+        }
+        int64_t bad[2] = {3, 96};
+        vtr_batcher *b;
+        vtr_batch_ahead_request(&a, bad, 2, NULL);
+        CHECK_FAILS(vtr_batch_ahead_take(&a, &b, &err), VTR_ERR_INVALID, "caption 96");
+        vtr_batch_ahead_request(&a, order, 3, NULL);
+        CHECK_OK(vtr_batch_ahead_take(&a, &b, &err));
+        CHECK_OK(vtr_batcher_pairs(&plain, order, 3, NULL, &err));
+        check_same_batch(&b->batch, &plain.batch, F);
+        vtr_batch_ahead_request(&a, order + 3, 10, &aug); /* never taken */
+        vtr_batch_ahead_free(&a);
+        CHECK(a.b[0].frames == NULL && !a.started);
+    }
+    vtr_batcher_free(&plain);
+    small_split_close(&x);
 }
 
 TEST(train_split_errors_name_the_item)
