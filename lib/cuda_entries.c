@@ -180,7 +180,7 @@ VTR_CUDA_ENTRY(vtr_cuda_relu_backward,
 VTR_CUDA_ENTRY(vtr_cuda_relu_forward, (float *out, const float *inp, size_t n, vtr_error *err),
                (out, inp, n, err))
 
-VTR_CUDA_ENTRY(vtr_cuda_set_tf32, (bool on, vtr_error *err), (on, err))
+VTR_CUDA_ENTRY(vtr_cuda_set_precision, (vtr_precision p, vtr_error *err), (p, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_sigmoid_backward,
                (float *dinp, const float *dout, const float *out, size_t n, vtr_error *err),

@@ -53,9 +53,10 @@ vtr_status vtr_cuda_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float
     }
     // Row-major X is column-major Xᵀ: C (M,N) = op(A) op(B) is Cᵀ (N,M) = op(B)ᵀ op(A)ᵀ,
     // so B comes first, and each operand keeps its own transpose flag.
-    cublasStatus_t bs = cublasSgemm(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                    trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, ldb, A,
-                                    lda, &beta, C, ldc);
+    cublasStatus_t bs = cublasGemmEx(handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                     trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B,
+                                     CUDA_R_32F, ldb, A, CUDA_R_32F, lda, &beta, C, CUDA_R_32F, ldc,
+                                     vtr_cuda_compute_type(), CUBLAS_GEMM_DEFAULT);
     if (bs != CUBLAS_STATUS_SUCCESS)
         return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS sgemm (%d x %d x %d): %s", M, N, K,
                         cublasGetStatusString(bs));

@@ -58,6 +58,9 @@ static inline unsigned vtr_cuda_blocks(size_t n)
 // The cuBLAS handle that vtr_cuda_init created; NULL before it (lib/device.cu).
 cublasHandle_t vtr_cuda_cublas(void);
 
+// The compute type of vtr_cuda_sgemm's products: vtr_cuda_set_precision's (lib/device.cu).
+cublasComputeType_t vtr_cuda_compute_type(void);
+
 // Fails with VTR_ERR_DEVICE: "CUDA <what>: <cudaGetErrorString(rc)>".
 vtr_status vtr_cuda_fail(vtr_error *err, cudaError_t rc, const char *what);
 
@@ -66,8 +69,9 @@ vtr_status vtr_cuda_launched(const char *what, vtr_error *err);
 
 // Row-major sgemm with cblas_sgemm's arguments (CblasRowMajor implied):
 // C (M,N) = alpha op(A) (M,K) · op(B) (K,N) + beta C, op transposing when trans_x is true,
-// lda/ldb/ldc the row strides of the stored matrices. Through cuBLAS as the column-major
-// product Cᵀ = op(B)ᵀ op(A)ᵀ. M, N or K of 0 is allowed (K = 0 scales C by beta).
+// lda/ldb/ldc the row strides of the stored matrices. Through cuBLAS (cublasGemmEx, float32
+// in and out, in vtr_cuda_set_precision's precision) as the column-major product
+// Cᵀ = op(B)ᵀ op(A)ᵀ. M, N or K of 0 is allowed (K = 0 scales C by beta).
 vtr_status vtr_cuda_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                           const float *A, int lda, const float *B, int ldb, float beta, float *C,
                           int ldc, vtr_error *err);

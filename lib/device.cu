@@ -64,14 +64,20 @@ extern "C" vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vt
     return VTR_OK;
 }
 
-extern "C" vtr_status vtr_cuda_set_tf32(bool on, vtr_error *err)
+static cublasComputeType_t compute_type = CUBLAS_COMPUTE_32F;
+
+cublasComputeType_t vtr_cuda_compute_type(void)
+{
+    return compute_type;
+}
+
+extern "C" vtr_status vtr_cuda_set_precision(vtr_precision p, vtr_error *err)
 {
     if (!cublas_handle)
         return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS used before vtr_cuda_init");
-    cublasStatus_t bs = cublasSetMathMode(cublas_handle, on ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                            : CUBLAS_DEFAULT_MATH);
-    if (bs != CUBLAS_STATUS_SUCCESS)
-        return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS math mode: %s", cublasGetStatusString(bs));
+    compute_type = p == VTR_PRECISION_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                   : p == VTR_PRECISION_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                             : CUBLAS_COMPUTE_32F;
     return VTR_OK;
 }
 
@@ -160,14 +166,7 @@ extern "C" vtr_status vtr_cuda_uniform(float *out, size_t n, uint64_t seed, uint
 extern "C" vtr_status vtr_cuda_matmul(const float *a, const float *b, float *c, int m, int n,
                                       int k, vtr_error *err)
 {
-    if (!cublas_handle)
-        return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS used before vtr_cuda_init");
-    // Row-major C = A B is column-major C^T = B^T A^T: swap the operands.
-    const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t bs = cublasSgemm(cublas_handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b,
-                                    n, a, k, &zero, c, n);
-    if (bs != CUBLAS_STATUS_SUCCESS)
-        return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS sgemm: %s", cublasGetStatusString(bs));
+    VTR_TRY(vtr_cuda_sgemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n, err));
     cudaError_t rc = cudaDeviceSynchronize();
     return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "sgemm");
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "precision.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,10 +65,12 @@ vtr_status vtr_cuda_to_device_async(void *dst, const void *src, size_t bytes, vt
 /* Waits for the work queued on the default stream; its first error, if any. */
 vtr_status vtr_cuda_synchronize(vtr_error *err);
 
-/* cuBLAS's float32 products from now on: in TF32 on tensor cores (on: operands rounded to
- * 10 mantissa bits, float32 sums; train.precision tf32) or in float32 (off, the default).
- * Process-wide; after vtr_cuda_init. */
-vtr_status vtr_cuda_set_tf32(bool on, vtr_error *err);
+/* The precision of every matrix product on the GPU from now on (train.precision): float32
+ * (the default); tf32 on tensor cores (operands rounded to 10 mantissa bits, float32 sums);
+ * or bfloat16 on tensor cores (operands rounded to bfloat16, float32 sums: lib/matmul.h's
+ * bfloat16 on a CPU). Inputs, outputs and everything else stay float32. Process-wide;
+ * after vtr_cuda_init. */
+vtr_status vtr_cuda_set_precision(vtr_precision p, vtr_error *err);
 
 /* Queued on the default stream (they return without waiting): bytes of device memory at
  * ptr set to zero; bytes copied from device src to device dst (not overlapping); y (n) +=

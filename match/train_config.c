@@ -103,11 +103,11 @@ const vtr_config_field vtr_train_schema[] = {
      "model converted by pipeline/convert_checkpoint.py) with the run's vocabulary"},
     {"train.precision", VTR_CONFIG_STRING, "float32",
      "the products of a step: float32, or bfloat16 (mixed precision: bfloat16 products, "
-     "float32 weights, gradients and sums; CPUs with AVX512-BF16 or AMX), or tf32 (a GPU's "
-     "tensor cores, train.device cuda)"},
+     "float32 weights, gradients and sums; CPUs with AVX512-BF16 or AMX, and GPUs), or tf32 "
+     "(a GPU's tensor cores, train.device cuda)"},
     {"train.device", VTR_CONFIG_STRING, "cpu",
      "where a step runs: cpu, cuda (GPU 0) or cuda:N; on a GPU, VSE models with one vector per "
-     "item, mean or GPO poolers, the hinge or ADOPT loss, float32 or tf32, one process"},
+     "item, mean or GPO poolers, the hinge or ADOPT loss, any train.precision, one process"},
     {"train.checkpoint_every", VTR_CONFIG_INT, "500",
      "save last.safetensors every N steps as well as after every epoch; 0: epochs only"},
 
@@ -443,9 +443,6 @@ vtr_status vtr_train_options_from_config(const vtr_config *cfg, vtr_train_option
     if (vtr_device_parse(vtr_config_string(cfg, "train.device"), &o.device, &o.device_index,
                          &device_err))
         return vtr_config_fail(cfg, "train.device", err, "%s", device_err.msg);
-    if (o.device == VTR_DEVICE_CUDA && o.precision == VTR_PRECISION_BF16)
-        return vtr_config_fail(cfg, "train.precision", err,
-                               "bfloat16 is for the CPU; on a GPU: float32 or tf32");
     o.checkpoint_every = vtr_config_int(cfg, "train.checkpoint_every");
     if (o.checkpoint_every < 0)
         return vtr_config_fail(cfg, "train.checkpoint_every", err, "must be >= 0, got %lld",

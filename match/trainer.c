@@ -332,6 +332,13 @@ static vtr_status append_metrics(trainer *t, const vtr_train_epoch_info *info, i
 
 /* ---- the loop --------------------------------------------------------------------- */
 
+/* On the GPU, its products from now on in p (lib/device.h); nothing on the CPU, where
+ * vtr_matmul_use decides. */
+static vtr_status gpu_products(const trainer *t, vtr_precision p, vtr_error *err)
+{
+    return t->dev == VTR_DEVICE_CUDA ? vtr_cuda_set_precision(p, err) : VTR_OK;
+}
+
 /* Asks for iteration's batch of this epoch's order (the last one may be short). */
 static void request_batch(trainer *t, int64_t iteration, const vtr_augment *aug)
 {
@@ -389,8 +396,7 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
         return vtr_fail(err, VTR_ERR_INVALID, "train.device cuda: data-parallel training runs "
                         "on the CPU only (no NCCL between GPUs): use --device cpu");
     if (o->device == VTR_DEVICE_CUDA &&
-        ((st = vtr_cuda_init(o->device_index, t->device_name, sizeof t->device_name, err)) ||
-         (st = vtr_cuda_set_tf32(o->precision == VTR_PRECISION_TF32, err)))) {
+        (st = vtr_cuda_init(o->device_index, t->device_name, sizeof t->device_name, err))) {
         vtr_error_context(err, "train.device cuda:%d", o->device_index);
         return st;
     }
@@ -523,11 +529,15 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
                 st = vtr_batch_ahead_take(&t.train_b, &batch, err);
             if (st == VTR_OK && iteration + 1 < iters) /* built while this step runs */
                 request_batch(&t, iteration + 1, o->size_augment ? &aug : NULL);
-            if (st == VTR_OK) {
+            if (st == VTR_OK) { /* the step's products in train.precision, the rest float32 */
                 vtr_precision before = vtr_matmul_use(o->precision);
-                st = vtr_run_model_step(&t.m, batch, neg, (uint64_t)o->seed, t.step, t.dist, &loss,
-                                        &negatives, err);
+                st = gpu_products(&t, o->precision, err);
+                if (st == VTR_OK)
+                    st = vtr_run_model_step(&t.m, batch, neg, (uint64_t)o->seed, t.step, t.dist,
+                                            &loss, &negatives, err);
                 vtr_matmul_use(before);
+                if (st == VTR_OK)
+                    st = gpu_products(&t, VTR_PRECISION_F32, err);
             }
             /* data parallel: every rank learns a failure of any, then the summed gradients */
             if ((st = vtr_dist_agree(t.dist, st, err)) ||

@@ -2,9 +2,9 @@
  * the CPU: one training step's loss (hinge or ADOPT, with ADOPT's K), similarities and
  * every parameter gradient, the evaluation embeddings, a few hundred steps of training
  * with AdamW and clipping on both devices (match/model_ops.h's clipping and AdamW step),
- * two GPU runs giving the same bytes, and a step in tf32 against float32. Skipped where
- * no GPU is present, or without CUDA; the refusals that need no GPU are tested in
- * test_vse_model.c. */
+ * two GPU runs giving the same bytes, and a step in tf32 and in bfloat16 against
+ * float32. Skipped where no GPU is present, or without CUDA; the refusals that need no GPU
+ * are tested in test_vse_model.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,7 @@
 #define TOL_STEP 1e-4  /* one step: products and sums in another order (nn_cuda.h) */
 #define TOL_TRAIN 2e-2 /* mean loss of the last steps of a run, CPU against GPU */
 #define TOL_TF32 2e-2  /* one step in tf32 against float32 (10-bit mantissa operands) */
+#define TOL_BF16 8e-2  /* one step in bfloat16 against float32 (7-bit mantissa operands) */
 
 enum { B = 6, T = 5, L = 7, F = 24, E = 16, V = 30, W = 8 };
 
@@ -158,42 +159,54 @@ TEST(cuda_vse_step_matches_cpu)
     }
 }
 
-/* train.precision tf32: one step's loss and gradients against float32's on the same GPU,
- * within TOL_TF32; the measured differences are printed (VTR_TEST_VERBOSE) as the bound. */
-TEST(cuda_vse_tf32_step_is_close_to_float32)
+/* train.precision tf32 and bfloat16: one step's loss and gradients against float32's on
+ * the same GPU, within TOL_TF32 and TOL_BF16; the measured differences are printed
+ * (VTR_TEST_VERBOSE) as the bounds. */
+TEST(cuda_vse_reduced_precision_steps_are_close_to_float32)
 {
     test_need_cuda();
+    static const struct {
+        vtr_precision p;
+        double tol;
+    } cases[] = {{VTR_PRECISION_TF32, TOL_TF32}, {VTR_PRECISION_BF16, TOL_BF16}};
     vtr_vse_config cfg = config(8, VTR_VSE_POOL_GPO);
-    vtr_vse_model gpu32, tf32;
-    vtr_error err;
-    gpu_model(&gpu32, &cfg);
-    gpu_model(&tf32, &cfg);
     pairs p;
     make_pairs(&p, 77);
-    float loss32, loss_tf32;
-    CHECK_OK(vtr_vse_train_step(&gpu32, &p.batch, VTR_HINGE_ALL_NEGATIVES, &loss32, &err));
-    CHECK_OK(vtr_cuda_set_tf32(true, &err));
-    vtr_status st = vtr_vse_train_step(&tf32, &p.batch, VTR_HINGE_ALL_NEGATIVES, &loss_tf32, &err);
-    CHECK_OK(vtr_cuda_set_tf32(false, &err));
-    CHECK_OK(st);
-    expect_close("tf32: loss", &loss_tf32, &loss32, 1, TOL_TF32);
-    CHECK_OK(vtr_vse_params_to_host(&gpu32, true, &err));
-    CHECK_OK(vtr_vse_params_to_host(&tf32, true, &err));
-    double worst = 0.0;
-    for (size_t i = 0; i < gpu32.params.count; i++) {
-        const vtr_param_entry *e = &gpu32.params.entries[i];
-        if (!e->trainable)
-            continue;
-        double rel =
-            test_rel_error(tf32.params.grad + e->offset, gpu32.params.grad + e->offset, e->numel);
-        worst = rel > worst ? rel : worst;
-        CHECK_MSG(rel <= TOL_TF32, "tf32: gradient %s: relative error %.3g", e->name, rel);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const char *name = vtr_precision_name(cases[c].p);
+        vtr_vse_model gpu32, low;
+        vtr_error err;
+        gpu_model(&gpu32, &cfg);
+        gpu_model(&low, &cfg);
+        float loss32, loss_low;
+        CHECK_OK(vtr_vse_train_step(&gpu32, &p.batch, VTR_HINGE_ALL_NEGATIVES, &loss32, &err));
+        CHECK_OK(vtr_cuda_set_precision(cases[c].p, &err));
+        vtr_status st =
+            vtr_vse_train_step(&low, &p.batch, VTR_HINGE_ALL_NEGATIVES, &loss_low, &err);
+        CHECK_OK(vtr_cuda_set_precision(VTR_PRECISION_F32, &err));
+        CHECK_OK(st);
+        double loss_rel = fabs((double)loss_low - loss32) / fabs((double)loss32);
+        CHECK_MSG(loss_rel <= cases[c].tol, "%s: loss: relative error %.3g", name, loss_rel);
+        CHECK(loss_low != loss32); /* the products did change */
+        CHECK_OK(vtr_vse_params_to_host(&gpu32, true, &err));
+        CHECK_OK(vtr_vse_params_to_host(&low, true, &err));
+        double worst = 0.0;
+        for (size_t i = 0; i < gpu32.params.count; i++) {
+            const vtr_param_entry *e = &gpu32.params.entries[i];
+            if (!e->trainable)
+                continue;
+            double rel = test_rel_error(low.params.grad + e->offset, gpu32.params.grad + e->offset,
+                                        e->numel);
+            worst = rel > worst ? rel : worst;
+            CHECK_MSG(rel <= cases[c].tol, "%s: gradient %s: relative error %.3g", name, e->name,
+                      rel);
+        }
+        if (getenv("VTR_TEST_VERBOSE"))
+            printf("    %s against float32: loss %.2e, worst gradient %.2e (relative)\n", name,
+                   loss_rel, worst);
+        vtr_vse_model_free(&low);
+        vtr_vse_model_free(&gpu32);
     }
-    if (getenv("VTR_TEST_VERBOSE"))
-        printf("    tf32 against float32: loss %.2e, worst gradient %.2e (relative)\n",
-               fabs((double)loss_tf32 - loss32) / fabs((double)loss32), worst);
-    vtr_vse_model_free(&tf32);
-    vtr_vse_model_free(&gpu32);
 }
 
 /* steps of the VSE∞ recipe on fresh pairs per step (all negatives first, then the

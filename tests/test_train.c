@@ -354,8 +354,8 @@ TEST(train_config_errors_name_the_key)
     CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID,
                 "key 'train.device': unknown device 'gpu' (expected cpu, cuda or cuda:N)");
     CHECK_OK(vtr_config_set(cfg, "train.device=cuda:1", &err));
-    CHECK_FAILS(vtr_train_options_from_config(cfg, &o, &err), VTR_ERR_INVALID,
-                "key 'train.precision': bfloat16 is for the CPU; on a GPU: float32 or tf32");
+    CHECK_OK(vtr_train_options_from_config(cfg, &o, &err)); /* bfloat16 on a GPU too */
+    CHECK(o.device == VTR_DEVICE_CUDA && o.precision == VTR_PRECISION_BF16);
     CHECK_OK(vtr_config_set(cfg, "train.precision=tf32", &err));
     CHECK_OK(vtr_train_options_from_config(cfg, &o, &err));
     CHECK(o.device == VTR_DEVICE_CUDA && o.device_index == 1);
