@@ -351,7 +351,7 @@ vtr_status vtr_text_search(vtr_embedder *e, vtr_embedding_index *ix,
         st = scan_items(e, ix, n, q, ph, k, preselect, rows, scores, levels, &live, err);
     else if (approx)
         st = vtr_approx_search(approx, ix, &qt, k, NULL, rows, scores, qfound, err);
-    else if (gpu)
+    else if (gpu && k <= VTR_TOPK_CUDA_MAX_K)
         st = vtr_topk_cuda_search(gpu, &qt, k, rows, scores, &live, err);
     else
         st = vtr_topk_search(vtr_embedding_index_matrix(ix), &qt, k, NULL, rows, scores, &live,

@@ -135,7 +135,8 @@ typedef struct vtr_search_result {
  * or NULL for none; HGR models only, embedder.h); phrases (may be NULL): n x 2, each
  * query's verb and noun phrase counts (0 and 0: only HGR's global level can match it).
  * A VSE model's queries are ranked by exact top-k over the index's matrix (index/topk.h;
- * on the GPU with gpu, vtr_topk_cuda_search over its copy of the matrix), or with approx
+ * on the GPU with gpu, vtr_topk_cuda_search over its copy of the matrix, for k up to
+ * VTR_TOPK_CUDA_MAX_K; a larger k on the CPU), or with approx
  * by vtr_approx_search (exact scores of approximate candidates; found[q] per query).
  * A model of several vectors per item (HGR) scores items exactly with its own score
  * (vtr_embedder_score over the rows times their norms, 256 items at a time; an index of

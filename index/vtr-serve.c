@@ -41,6 +41,9 @@ static const char usage_text[] =
     "                        vtr-train, or a directory of them (repeatable)\n"
     "      --max-upload N    the largest query file taken, in MiB [64]\n"
     "      --max-connections N  connections served at once [64]\n"
+    "      --device DEV      cpu, cuda or cuda:N: with cuda each index's rows are copied\n"
+    "                        to the GPU and text queries searched exactly there (VSE\n"
+    "                        models; no approximate index) [cpu]\n"
     "      --threads N       OpenMP and BLAS threads of the models [their defaults]\n"
     "      --log-json        log events as JSON lines on stderr\n"
     "  -h, --help            this text\n"
@@ -68,8 +71,18 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_VOCAB = 256, OPT_APPROX, OPT_EXACT, OPT_RUNS, OPT_MAX_UPLOAD, OPT_MAX_CONNECTIONS,
-           OPT_THREADS, OPT_LOG_JSON, OPT_VERSION };
+    enum {
+        OPT_VOCAB = 256,
+        OPT_APPROX,
+        OPT_EXACT,
+        OPT_RUNS,
+        OPT_MAX_UPLOAD,
+        OPT_MAX_CONNECTIONS,
+        OPT_THREADS,
+        OPT_DEVICE,
+        OPT_LOG_JSON,
+        OPT_VERSION
+    };
     static const struct option options[] = {
         {"address", required_argument, NULL, 'a'},
         {"port", required_argument, NULL, 'p'},
@@ -81,6 +94,7 @@ int main(int argc, char **argv)
         {"max-upload", required_argument, NULL, OPT_MAX_UPLOAD},
         {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"device", required_argument, NULL, OPT_DEVICE},
         {"log-json", no_argument, NULL, OPT_LOG_JSON},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -138,6 +152,14 @@ int main(int argc, char **argv)
             }
             o.threads = (int)v;
             break;
+        case OPT_DEVICE: {
+            vtr_error derr;
+            if (vtr_device_parse(optarg, &o.device, &o.device_index, &derr)) {
+                fprintf(stderr, "vtr-serve: --device: %s\n", derr.msg);
+                return 1;
+            }
+            break;
+        }
         case OPT_LOG_JSON: log_json = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case OPT_VERSION:
@@ -153,6 +175,11 @@ int main(int argc, char **argv)
     }
     if (approx_flags > 1) {
         fprintf(stderr, "vtr-serve: give --approx or --exact, not both (see --help)\n");
+        return 1;
+    }
+    if (o.device == VTR_DEVICE_CUDA && o.approx == VTR_APPROX_ALWAYS) {
+        fprintf(stderr, "vtr-serve: --device cuda searches exactly: --approx is for the CPU "
+                        "(see --help)\n");
         return 1;
     }
     vtr_log_init("vtr-serve", log_json);

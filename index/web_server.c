@@ -165,8 +165,13 @@ static vtr_status served_open(served *s, const vtr_served_index *si,
     free(copy);
     if (!s->dir || !s->name)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
-    vtr_text_searcher_options so = {.index = si->dir, .model = o->model, .vocab = o->vocab,
-                                    .threads = o->threads, .approx = o->approx};
+    vtr_text_searcher_options so = {.index = si->dir,
+                                    .model = o->model,
+                                    .vocab = o->vocab,
+                                    .threads = o->threads,
+                                    .approx = o->approx,
+                                    .device = o->device,
+                                    .device_index = o->device_index};
     vtr_status st = vtr_text_searcher_open(&so, &s->ts, err);
     if (st != VTR_OK)
         return st;
@@ -190,13 +195,20 @@ static void refresh(served *s)
     vtr_error e;
     if (vtr_embedding_index_open(s->dir, &ix, &e) != VTR_OK)
         return;
+    vtr_topk_cuda *gpu = NULL; /* on the GPU: the new generation's rows there */
     if (vtr_embedding_index_generation(ix) == vtr_embedding_index_generation(s->ts.ix) ||
-        vtr_text_search_check(s->ts.e, ix, &e) != VTR_OK) {
+        vtr_text_search_check(s->ts.e, ix, &e) != VTR_OK ||
+        (s->ts.gpu && vtr_topk_cuda_new(vtr_embedding_index_matrix(ix), &gpu, &e) != VTR_OK)) {
         vtr_embedding_index_close(ix);
         return;
     }
     vtr_embedding_index_close(s->ts.ix);
     s->ts.ix = ix;
+    if (gpu) {
+        vtr_topk_cuda_free(s->ts.gpu);
+        s->ts.gpu = gpu;
+        return; /* no approximate index on the GPU */
+    }
     /* the approximate index may have been updated with the index, or no longer fit it */
     if (vtr_text_searcher_reopen_approx(&s->ts, s->dir, &e) != VTR_OK) /* exact until it fits */
         snprintf(s->ts.approx_note, sizeof s->ts.approx_note, "%s", e.msg);

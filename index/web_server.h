@@ -70,6 +70,11 @@ typedef struct vtr_web_server_options {
     const char *const *runs; /* n_runs roots of training runs for the runs page
                               * (index/run_list.h), looked through at each request */
     int n_runs;
+    /* VTR_DEVICE_CUDA: each index's rows copied to GPU device_index (after vtr_cuda_init),
+     * again with each newer generation, and text queries searched exactly there
+     * (index/text_search.h; no approximate index; VSE models only) */
+    vtr_device device;
+    int device_index;
 } vtr_web_server_options;
 
 /* Opens every index (as vtr_text_searcher_open: its model and its catalog) and starts

@@ -12,7 +12,7 @@
 # (bench/serve/load.py); --approx and --exact (an approximate index made by vtr-approx
 # gives the exact results); vtr-index adding a file while it serves (the
 # next search sees it); a non-loopback address warns and refuses path queries; SIGTERM
-# ends it with status 0.
+# ends it with status 0; --device errors (a bad name, --approx with cuda, no GPU).
 set -u
 for p in vtr-serve vtr-index vtr-search vtr-approx vtr-synth vtr-train vtr-import; do
     command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
@@ -268,6 +268,20 @@ vtr-serve --port 0 "$dir/nowhere" 2>"$dir/err" && fail "a missing index accepted
 [ "$(wc -l <"$dir/err")" -eq 1 ] && grep -q 'nowhere' "$dir/err" || fail "missing index: $(cat "$dir/err")"
 vtr-serve --port 0 --address 'not an address' "$dir/ix" 2>"$dir/err" && fail "a bad address accepted"
 grep -q "not an IPv4 or IPv6 address" "$dir/err" || fail "bad address: $(cat "$dir/err")"
+# --device: a bad name, --approx with cuda, and cuda where no GPU is (or in a build without
+# CUDA): one line, exit 1, before listening
+vtr-serve --port 0 --device tpu "$dir/ix" 2>"$dir/err"
+[ $? -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+    grep -q "unknown device 'tpu' (expected cpu, cuda or cuda:N)" "$dir/err" ||
+    fail "--device tpu: $(cat "$dir/err")"
+vtr-serve --port 0 --device cuda --approx "$dir/ix" 2>"$dir/err"
+[ $? -eq 1 ] && grep -q 'searches exactly' "$dir/err" || fail "--device cuda --approx: $(cat "$dir/err")"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    vtr-serve --port 0 --device cuda:1 "$dir/ix" 2>"$dir/err"
+    [ $? -eq 1 ] && [ "$(wc -l <"$dir/err")" -eq 1 ] &&
+        grep -q 'run on the CPU (--device cpu)' "$dir/err" && grep -q 'ix' "$dir/err" ||
+        fail "--device cuda without a GPU: $(cat "$dir/err")"
+fi
 vtr-serve --help | grep -q 'api/search' || fail "--help"
 vtr-serve --version | grep -q '^vtr-serve ' || fail "--version"
 echo "ok"
