@@ -35,9 +35,13 @@ static vtr_status save_npy(const char *dir, const char *name, vtr_dtype dtype, v
     return vtr_npy_save(path, &t, 1, err);
 }
 
+/* The products' precision of the run (--precision): set on the CPU by parse_args
+ * (lib/matmul.h), on a GPU by the program after vtr_cuda_init (vtr_cuda_set_precision). */
+static vtr_precision bench_precision = VTR_PRECISION_F32;
+
 /* `prepare DIR [options]` (*dir = DIR) or `run [options]` (*dir = NULL); options --warmup W,
- * --steps N, --precision float32|bfloat16 (the products' precision, lib/matmul.h: set here
- * for the whole run) and, where dropout is not NULL, --dropout-off (*dropout = 0), where
+ * --steps N, --precision float32|bfloat16|tf32 (the products' precision, bench_precision;
+ * tf32 on a GPU only) and, where dropout is not NULL, --dropout-off (*dropout = 0), where
  * model is not NULL, --model NAME (*model = NAME; the program checks it), where device is
  * not NULL, --device cpu|cuda. Returns 0, or 2 after printing usage or why the precision
  * cannot be had to stderr. */
@@ -47,6 +51,7 @@ static int parse_args(int argc, char **argv, const char *usage, const char **dir
     const char *mode = argc > 1 ? argv[1] : "";
     vtr_precision precision = VTR_PRECISION_F32;
     int i = 2;
+    bool gpu = false;
     *dir = NULL;
     if (strcmp(mode, "prepare") == 0 && argc > 2)
         *dir = argv[i++];
@@ -63,7 +68,8 @@ static int parse_args(int argc, char **argv, const char *usage, const char **dir
             *model = argv[++i];
         else if (device && strcmp(argv[i], "--device") == 0 && i + 1 < argc &&
                  (strcmp(argv[i + 1], "cpu") == 0 || strcmp(argv[i + 1], "cuda") == 0))
-            *device = strcmp(argv[++i], "cpu") == 0 ? VTR_DEVICE_CPU : VTR_DEVICE_CUDA;
+            gpu = (*device = strcmp(argv[++i], "cpu") == 0 ? VTR_DEVICE_CPU : VTR_DEVICE_CUDA) ==
+                  VTR_DEVICE_CUDA;
         else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc &&
                  vtr_precision_parse(argv[i + 1], &precision))
             i++;
@@ -71,11 +77,13 @@ static int parse_args(int argc, char **argv, const char *usage, const char **dir
             break;
     }
     vtr_error err;
-    if (vtr_matmul_check(precision, &err) != VTR_OK) {
+    if (!gpu && vtr_matmul_check(precision, &err) != VTR_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
     }
-    vtr_matmul_use(precision);
+    if (!gpu)
+        vtr_matmul_use(precision);
+    bench_precision = precision;
     if (i != argc || *warmup < 0 || *nsteps < 1 || *nsteps > 4096) {
         fputs(usage, stderr);
         return 2;
@@ -124,7 +132,7 @@ static void print_run(const char *fields, int warmup, int nsteps, const double *
            "\"precision\": \"%s\", \"bf16_kernel\": \"%s\", \"times\": [",
            fields, warmup, nsteps, median, sorted[0], sorted[n - 1], timed / nsteps,
            flops / nsteps / 1e9, flops / timed / 1e9, peak, (double)ru.ru_maxrss / 1024.0,
-           vtr_precision_name(vtr_matmul_precision()), vtr_matmul_report());
+           vtr_precision_name(bench_precision), vtr_matmul_report());
     for (int s = 0; s < warmup + nsteps; s++)
         printf("%s%.6f", s ? ", " : "", times[s]);
     printf("], \"losses\": [");

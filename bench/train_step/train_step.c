@@ -5,7 +5,7 @@
  *   train_step prepare DIR [--model vse|set] [--warmup W] [--steps N]
  *                        writes the batches and the initial weights for torch_step.py to DIR
  *   train_step run [--model vse|set] [--warmup W] [--steps N] [--dropout-off]
- *                  [--device cpu|cuda]
+ *                  [--device cpu|cuda] [--precision float32|bfloat16|tf32]
  *                        times vtr, prints one JSON line
  *
  * vse (the default) is the reference VSE∞ for video (REFERENCE.md): frame features 2048 ->
@@ -34,8 +34,9 @@
  *
  * --device cuda (vse only): the model, AdamW and the clipping on the GPU (match/vse_model.h,
  * match/model_ops.h); a timed step ends when the gradient norm is back on the host, after
- * which the GPU has nothing queued. The peak is cuBLAS's float32 sgemm on 4096^3 (best of
- * 5), and the JSON line names the GPU.
+ * which the GPU has nothing queued. --precision tf32 or bfloat16 runs every product of
+ * the step on tensor cores (vtr_cuda_set_precision). The peak is cuBLAS's sgemm on 4096^3
+ * in the same precision (best of 5), and the JSON line names the GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
@@ -274,7 +275,8 @@ static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, vtr_de
     }
     double peak;
     if (dev == VTR_DEVICE_CUDA) {
-        if ((st = vtr_cuda_init(0, gpu, sizeof gpu, err)))
+        if ((st = vtr_cuda_init(0, gpu, sizeof gpu, err)) ||
+            (st = vtr_cuda_set_precision(bench_precision, err)))
             goto end;
         if ((peak = cuda_sgemm_peak(4096, err)) == 0.0) {
             st = err->status;

@@ -26,7 +26,8 @@
 #           compute-sanitizer too (step_tests)                                      100 s
 #   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU   30 s
 #   bench   bench/train_step's VSE∞ step at MSR-VTT sizes: vtr on the GPU against
-#           PyTorch on the same GPU, eager and torch.compile (bench.log)           120 s
+#           PyTorch on the same GPU, eager and torch.compile, and vtr's step in tf32
+#           and bfloat16 against its float32 one (bench.log)                       120 s
 #   features  bench/features' ResNet-152 at batch 32: vtr's cuDNN engine against
 #           torchvision on the same GPU, float32, TF32 off and on (features.log)    80 s
 #   search  build-gpu/search-timing: one query's top 10 over 10^7 x 1024 float16 rows
@@ -183,6 +184,11 @@ step_bench() {
     "$B/train-step" run --device "$BENCH_DEVICE" $steps | tee "$work/vtr.json"
     [ -s "$work/vtr.json" ] || return 1
     [ "$BENCH_DEVICE" = cuda ] || return 0
+    for precision in tf32 bfloat16; do # vtr's reduced-precision steps (train.precision)
+        # shellcheck disable=SC2086
+        "$B/train-step" run --device cuda --precision $precision $steps |
+            tee "$work/vtr-$precision.json"
+    done
     for compile in '' --compile; do
         # shellcheck disable=SC2086 # $compile is one word or none
         LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH timeout 80 python3 \
@@ -196,6 +202,15 @@ vtr = json.load(open(os.path.join(work, "vtr.json")))
 print("vtr on %s: median %.2f ms per step, %.0f%% of the cuBLAS sgemm peak (%.0f GFLOP/s)" % (
     vtr["device"], 1e3 * vtr["median_s"], 100 * vtr["effective_gflops"] / vtr["sgemm_peak_gflops"],
     vtr["sgemm_peak_gflops"]))
+for precision in ("tf32", "bfloat16"):
+    try:
+        r = json.load(open(os.path.join(work, "vtr-%s.json" % precision)))
+    except (OSError, ValueError):
+        print("vtr %s: no result" % precision)
+        continue
+    print("vtr %s: median %.2f ms per step (%.2fx float32's), %.0f GFLOP/s peak; last losses "
+          "%.6g (float32 %.6g)" % (precision, 1e3 * r["median_s"], vtr["median_s"] / r["median_s"],
+          r["sgemm_peak_gflops"], r["losses"][-1], vtr["losses"][-1]))
 for name in ("torch.json", "torch--compile.json"):
     try:
         t = json.load(open(os.path.join(work, name)))
