@@ -1,8 +1,22 @@
-/* The entries of the poolers (aggregate/gpo.h, aggregate/set_pooling.h): each loads the CUDA
- * backend on first use and calls its function of the same name (lib/cuda_loader.h). */
+/* The entries of the poolers (aggregate/adpool.h, aggregate/gpo.h, aggregate/set_pooling.h):
+ * each loads the CUDA backend on first use and calls its function of the same name
+ * (lib/cuda_loader.h). */
+#include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
 #include "lib/cuda_loader.h"
+
+VTR_CUDA_ENTRY(vtr_cuda_adpool_backward,
+               (float *dinp, float *dparams, void *scratch, const float *dout, const float *inp,
+                const float *theta, const float *omega, const int *lengths, const float *params,
+                const void *workspace, int B, int T, int D, vtr_error *err),
+               (dinp, dparams, scratch, dout, inp, theta, omega, lengths, params, workspace, B, T,
+                D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_adpool_forward,
+               (float *out, float *theta, float *omega, void *workspace, const float *inp,
+                const int *lengths, const float *params, int B, int T, int D, vtr_error *err),
+               (out, theta, omega, workspace, inp, lengths, params, B, T, D, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_attention_pool_backward,
                (float *dinp, float *dscore_weight, float *dscore_bias, const float *dout,

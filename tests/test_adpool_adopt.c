@@ -121,6 +121,52 @@ TEST(adpool_known_values_and_padding)
     free(ws);
 }
 
+/* A batch gives, bit for bit, what each item gives alone padded to its own length: the
+ * outputs, theta, omega and the input gradient, and the parameter gradients accumulated
+ * item after item (both sums run in item order); padded rows get no gradient. Lengths 1 to
+ * T, with sets sorted by ranks (up to 64) and by comparison (longer), ties in every
+ * column. */
+TEST(adpool_batch_equals_items_alone)
+{
+    enum { B = 4, T = 70, D = 20 };
+    const int lengths[B] = {70, 1, 9, 66};
+    size_t btd = (size_t)B * T * D, np = vtr_adpool_param_count(D);
+    vtr_rng rng;
+    vtr_rng_init(&rng, 43, 0);
+    float *x = nn_alloc_floats(btd), *params = nn_alloc_floats(np), *g = nn_alloc_floats(B * D);
+    float *dx0 = nn_alloc_floats(btd), *dx = nn_alloc_floats(btd), *dx1 = nn_alloc_floats(btd);
+    float *dp = nn_alloc_floats(np), *dp1 = nn_alloc_floats(np);
+    float out[B * D], theta[B * T], omega[2 * B], out1[D], theta1[T], omega1[2];
+    nn_fill_uniform(x, btd, -2, 2, &rng);
+    for (size_t i = 0; i < btd; i += 7)
+        x[i] = 0.5f;
+    nn_fill_uniform(params, np, -0.5f, 0.5f, &rng);
+    nn_fill_uniform(g, B * D, -1, 1, &rng);
+    nn_fill_uniform(dx0, btd, -1, 1, &rng);
+    nn_fill_uniform(dp, np, -1, 1, &rng);
+    memcpy(dx, dx0, sizeof(float) * btd);
+    memcpy(dx1, dx0, sizeof(float) * btd);
+    memcpy(dp1, dp, sizeof(float) * np);
+    void *ws = malloc(vtr_adpool_workspace_size(B, T, D));
+    void *sc = malloc(vtr_adpool_scratch_size(B, T, D));
+    vtr_adpool_forward(out, theta, omega, ws, x, lengths, params, B, T, D);
+    vtr_adpool_backward(dx, dp, sc, g, x, theta, omega, lengths, params, ws, B, T, D);
+    for (int b = 0; b < B; b++) {
+        int n = lengths[b];
+        size_t off = (size_t)b * T * D;
+        vtr_adpool_forward(out1, theta1, omega1, ws, x + off, &n, params, 1, n, D);
+        vtr_adpool_backward(dx1 + off, dp1, sc, g + b * D, x + off, theta1, omega1, &n, params, ws,
+                            1, n, D);
+        CHECK_MSG(memcmp(out1, out + b * D, sizeof out1) == 0, "item %d: out", b);
+        CHECK_MSG(memcmp(theta1, theta + b * T, sizeof(float) * n) == 0, "item %d: theta", b);
+        CHECK_MSG(memcmp(omega1, omega + 2 * b, sizeof omega1) == 0, "item %d: omega", b);
+    }
+    CHECK(memcmp(dx1, dx, sizeof(float) * btd) == 0); /* padded rows: dx0 on both */
+    CHECK(memcmp(dp1, dp, sizeof(float) * np) == 0);
+    free(x), free(params), free(g), free(dx0), free(dx), free(dx1), free(dp), free(dp1);
+    free(ws), free(sc);
+}
+
 /* ---- ADOPT ------------------------------------------------------------------------ */
 
 TEST(adopt_negatives_follow_equation_6)

@@ -14,6 +14,7 @@
 #include "lib/device.h"
 #include "lib/rng.h"
 
+#include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
 #include "lib/activation.h"
@@ -668,6 +669,60 @@ TEST(cuda_nn_gpo)
     expect_close("gpo.weights", d_weights, weights, bt, TOL_PRODUCT);
     expect_close("gpo.dinp", d_dx, dx, btd, TOL_PRODUCT);
     expect_close("gpo.dparams", d_dp, dp, np, TOL_PRODUCT);
+    release_all();
+}
+
+/* ADPOOL: ragged lengths from 1 to T (T = 70 sorts by comparison on the CPU, by ranks on
+ * the GPU: the same order), ties in every column, with and without an input gradient, every
+ * gradient accumulated onto random values. */
+TEST(cuda_nn_adpool)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 24, 0);
+    enum { B = 7, T = 70, D = 45 };
+    int lengths[B] = {70, 1, 5, 70, 33, 2, 64};
+    size_t btd = (size_t)B * T * D, bd = (size_t)B * D, bt = (size_t)B * T;
+    size_t np = vtr_adpool_param_count(D);
+    size_t wsize = vtr_adpool_workspace_size(B, T, D), ssize = vtr_adpool_scratch_size(B, T, D);
+    float *x = random_floats(btd, -2, 2, &rng), *g = random_floats(bd, -1, 1, &rng);
+    for (size_t i = 0; i < btd; i += 7)
+        x[i] = 0.5f; /* ties: the lower index first on both */
+    float *params = random_floats(np, -0.5f, 0.5f, &rng);
+    float *dx0 = random_floats(btd, -1, 1, &rng), *dp0 = random_floats(np, -1, 1, &rng);
+    float *out = host_alloc(sizeof(float) * bd), *theta = host_alloc(sizeof(float) * bt);
+    float *omega = host_alloc(sizeof(float) * 2 * B);
+    void *ws = host_alloc(wsize), *sc = host_alloc(ssize);
+    vtr_adpool_forward(out, theta, omega, ws, x, lengths, params, B, T, D);
+
+    int *d_len = device_ints(lengths, B);
+    float *d_x = device_floats(x, btd), *d_g = device_floats(g, bd);
+    float *d_params = device_floats(params, np);
+    float *d_out = device_alloc(sizeof(float) * bd), *d_theta = device_alloc(sizeof(float) * bt);
+    float *d_omega = device_alloc(sizeof(float) * 2 * B);
+    void *d_ws = device_alloc(wsize), *d_sc = device_alloc(ssize);
+    CHECK_OK(vtr_cuda_adpool_forward(d_out, d_theta, d_omega, d_ws, d_x, d_len, d_params, B, T, D,
+                                     &err));
+    expect_close("adpool.out", d_out, out, bd, TOL_PRODUCT);
+    expect_close("adpool.theta", d_theta, theta, bt, TOL_PRODUCT);
+    expect_close("adpool.omega", d_omega, omega, 2 * (size_t)B, TOL_PRODUCT);
+    /* the sort orders, zero past each length */
+    size_t idx = vtr_adpool_workspace_layout_of(B, T, D).sort_index;
+    expect_same_ints("adpool.sort_index", (const int *)((char *)d_ws + idx),
+                     (const int *)((char *)ws + idx), btd);
+
+    for (int with_dinp = 0; with_dinp < 2; with_dinp++) {
+        float *dx = copy_floats(dx0, btd), *dp = copy_floats(dp0, np);
+        float *d_dx = device_floats(dx0, btd), *d_dp = device_floats(dp0, np);
+        vtr_adpool_backward(with_dinp ? dx : NULL, dp, sc, g, x, theta, omega, lengths, params, ws,
+                            B, T, D);
+        CHECK_OK(vtr_cuda_adpool_backward(with_dinp ? d_dx : NULL, d_dp, d_sc, d_g, d_x, d_theta,
+                                          d_omega, d_len, d_params, d_ws, B, T, D, &err));
+        if (with_dinp)
+            expect_close("adpool.dinp", d_dx, dx, btd, TOL_PRODUCT);
+        expect_close("adpool.dparams", d_dp, dp, np, TOL_PRODUCT);
+    }
     release_all();
 }
 
