@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
 #include "lib/activation.h"
@@ -289,6 +290,30 @@ vtr_status vtr_dev_gpo_backward(vtr_device dev, float *dinp, float *dparams, voi
                                      workspace, B, T, D, d_pe, hidden, err);
     vtr_gpo_backward(dinp, dparams, scratch, dout, inp, weights, lengths, params, workspace, B, T,
                      D, d_pe, hidden);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_adpool_forward(vtr_device dev, float *out, float *theta, float *omega,
+                                  void *workspace, const float *inp, const int *lengths,
+                                  const float *params, int B, int T, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_adpool_forward(out, theta, omega, workspace, inp, lengths, params, B, T, D,
+                                       err);
+    vtr_adpool_forward(out, theta, omega, workspace, inp, lengths, params, B, T, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_adpool_backward(vtr_device dev, float *dinp, float *dparams, void *scratch,
+                                   const float *dout, const float *inp, const float *theta,
+                                   const float *omega, const int *lengths, const float *params,
+                                   const void *workspace, int B, int T, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_adpool_backward(dinp, dparams, scratch, dout, inp, theta, omega, lengths,
+                                        params, workspace, B, T, D, err);
+    vtr_adpool_backward(dinp, dparams, scratch, dout, inp, theta, omega, lengths, params, workspace,
+                        B, T, D);
     return VTR_OK;
 }
 

@@ -102,6 +102,13 @@ vtr_status vtr_dev_gpo_backward(vtr_device dev, float *dinp, float *dparams, voi
                                 const float *dout, const float *inp, const float *weights,
                                 const int *lengths, const float *params, const void *workspace,
                                 int B, int T, int D, int d_pe, int hidden, vtr_error *err);
+vtr_status vtr_dev_adpool_forward(vtr_device dev, float *out, float *theta, float *omega,
+                                  void *workspace, const float *inp, const int *lengths,
+                                  const float *params, int B, int T, int D, vtr_error *err);
+vtr_status vtr_dev_adpool_backward(vtr_device dev, float *dinp, float *dparams, void *scratch,
+                                   const float *dout, const float *inp, const float *theta,
+                                   const float *omega, const int *lengths, const float *params,
+                                   const void *workspace, int B, int T, int D, vtr_error *err);
 /* the hinge loss (match/hinge_loss.h) into *loss, one float on dev */
 vtr_status vtr_dev_hinge_loss_forward(vtr_device dev, float *loss, const float *S, int B,
                                       float margin, vtr_hinge_negatives negatives,

@@ -233,7 +233,7 @@ static size_t pool_scratch_size(const vtr_vse_pool_config *p, int B, int T, int 
     return 0;
 }
 
-// inp (B,T,D), lengths (B), out (B,D), on dev (ADPOOL: the CPU only)
+// inp (B,T,D), lengths (B), out (B,D), on dev
 static vtr_status pool_forward(vtr_device dev, vtr_vse_pool *p, float *out, const float *inp,
                                const int *lengths, int B, int T, int D, vtr_error *err)
 {
@@ -243,9 +243,8 @@ static vtr_status pool_forward(vtr_device dev, vtr_vse_pool *p, float *out, cons
         return vtr_dev_gpo_forward(dev, out, p->weights, p->workspace, inp, lengths, p->params, B,
                                    T, D, p->cfg.gpo_pe, p->cfg.gpo_hidden, err);
     case VTR_VSE_POOL_ADPOOL:
-        vtr_adpool_forward(out, p->weights, p->weights + (size_t)B * T, p->workspace, inp, lengths,
-                           p->params, B, T, D);
-        return VTR_OK;
+        return vtr_dev_adpool_forward(dev, out, p->weights, p->weights + (size_t)B * T,
+                                      p->workspace, inp, lengths, p->params, B, T, D, err);
     }
     return VTR_OK;
 }
@@ -264,9 +263,9 @@ static vtr_status pool_backward(vtr_device dev, vtr_vse_pool *p, float *dinp, vo
                                     p->params, p->workspace, B, T, D, p->cfg.gpo_pe,
                                     p->cfg.gpo_hidden, err);
     case VTR_VSE_POOL_ADPOOL:
-        vtr_adpool_backward(dinp, p->grads, scratch, dout, inp, p->weights,
-                            p->weights + (size_t)B * T, lengths, p->params, p->workspace, B, T, D);
-        return VTR_OK;
+        return vtr_dev_adpool_backward(dev, dinp, p->grads, scratch, dout, inp, p->weights,
+                                       p->weights + (size_t)B * T, lengths, p->params, p->workspace,
+                                       B, T, D, err);
     }
     return VTR_OK;
 }
@@ -575,8 +574,6 @@ static const char *cpu_only_part(const vtr_vse_config *cfg)
 {
     if (cfg->set.K > 0)
         return "set embeddings (model.set_size > 0)";
-    if (cfg->img_pool.kind == VTR_VSE_POOL_ADPOOL || cfg->txt_pool.kind == VTR_VSE_POOL_ADPOOL)
-        return "the ADPOOL pooler";
     return NULL;
 }
 

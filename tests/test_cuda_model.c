@@ -1,9 +1,9 @@
 /* The VSE model on the GPU (match/vse_model.h, VTR_DEVICE_CUDA) against the same model on
- * the CPU: one training step's loss (hinge or ADOPT, with ADOPT's K), similarities and
- * every parameter gradient, the evaluation embeddings, a few hundred steps of training
- * with AdamW and clipping on both devices (match/model_ops.h's clipping and AdamW step),
- * two GPU runs giving the same bytes, and a step in tf32 and in bfloat16 against
- * float32. Skipped where no GPU is present, or without CUDA; the refusals that need no GPU
+ * the CPU: one training step's loss (mean, GPO or ADPOOL; hinge or ADOPT, with ADOPT's K),
+ * similarities and every parameter gradient, the evaluation embeddings, a few hundred
+ * steps of training with AdamW and clipping on both devices (match/model_ops.h's clipping
+ * and AdamW step), two GPU runs giving the same bytes, and a step in tf32 and in bfloat16
+ * against float32. Skipped where no GPU is present, or without CUDA; the refusals that need no GPU
  * are tested in test_vse_model.c. */
 #include <math.h>
 #include <stdio.h>
@@ -124,7 +124,8 @@ TEST(cuda_vse_step_matches_cpu)
     } cases[] = {{0, VTR_VSE_POOL_GPO, VTR_VSE_LOSS_HINGE},
                  {0, VTR_VSE_POOL_MEAN, VTR_VSE_LOSS_HINGE},
                  {8, VTR_VSE_POOL_GPO, VTR_VSE_LOSS_HINGE},
-                 {0, VTR_VSE_POOL_GPO, VTR_VSE_LOSS_ADOPT}};
+                 {0, VTR_VSE_POOL_GPO, VTR_VSE_LOSS_ADOPT},
+                 {0, VTR_VSE_POOL_ADPOOL, VTR_VSE_LOSS_ADOPT}}; /* VSE+2AD */
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         vtr_vse_config cfg = config(cases[c].mlp_hidden, cases[c].pool);
         cfg.loss = cases[c].loss;

@@ -469,13 +469,10 @@ TEST(vse_model_on_cuda_names_what_stays_on_the_cpu)
     vtr_error err;
     vtr_vse_model m;
     vtr_vse_config cfg = small_config(0, VTR_VSE_POOL_GPO);
-    vtr_vse_config sets = cfg, adpool = cfg;
+    vtr_vse_config sets = cfg;
     sets.set = vtr_vse_set_config_default(cfg.embed_size);
-    adpool.txt_pool.kind = VTR_VSE_POOL_ADPOOL;
     CHECK_FAILS(vtr_vse_model_init_on(&m, &sets, VTR_DEVICE_CUDA, SB, ST, SL, &err),
                 VTR_ERR_INVALID, "set embeddings (model.set_size > 0) runs on the CPU only");
-    CHECK_FAILS(vtr_vse_model_init_on(&m, &adpool, VTR_DEVICE_CUDA, SB, ST, SL, &err),
-                VTR_ERR_INVALID, "the ADPOOL pooler runs on the CPU only");
     CHECK(m.arena == NULL && m.params.count == 0);
     if (!vtr_cuda_available())
         CHECK_FAILS(vtr_vse_model_init_on(&m, &cfg, VTR_DEVICE_CUDA, SB, ST, SL, &err),
