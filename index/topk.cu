@@ -9,6 +9,8 @@
 enum { WARPS = VTR_CUDA_THREADS / 32 };
 
 struct vtr_topk_cuda {
+    int device; // the GPU of its buffers, made current by each call (cudaSetDevice is
+                // per thread, and a server searches from many)
     vtr_dtype dtype;
     int64_t rows, dim, live;
     void *data;         // (rows, dim) on the GPU
@@ -114,6 +116,7 @@ extern "C" void vtr_topk_cuda_free(vtr_topk_cuda *c)
 {
     if (!c)
         return;
+    cudaSetDevice(c->device);
     cudaFree(c->data);
     cudaFree(c->skip);
     cudaFree(c->query);
@@ -152,6 +155,7 @@ extern "C" vtr_status vtr_topk_cuda_new(const vtr_topk_matrix *m, vtr_topk_cuda 
     vtr_topk_cuda *c = (vtr_topk_cuda *)calloc(1, sizeof *c);
     if (!c)
         return vtr_fail(err, VTR_ERR_NOMEM, "top-k on the GPU: out of memory");
+    cudaGetDevice(&c->device);
     c->dtype = m->dtype;
     c->dim = m->dim;
     c->live = vtr_topk_matrix_live_rows(m);
@@ -209,6 +213,9 @@ extern "C" vtr_status vtr_topk_cuda_search(vtr_topk_cuda *c, const vtr_tensor *q
                         (long long)k, VTR_TOPK_CUDA_MAX_K);
     int64_t nq, dim = c->dim;
     VTR_TRY(vtr_topk_queries_check(queries, dim, rows, scores, &nq, err));
+    cudaError_t rc = cudaSetDevice(c->device);
+    if (rc != cudaSuccess)
+        return vtr_cuda_fail(err, rc, "set device");
     size_t ncand = (size_t)c->warps * (size_t)k;
     for (int64_t i = 0; i < nq; i++) {
         const float *q = (const float *)queries->data + i * dim;

@@ -188,8 +188,9 @@ vtr_status vtr_topk_select(const float *scores, const int64_t *rows, int64_t n, 
 /* ---- the GPU (index/topk.cu via index/cuda_entries.c; without CUDA they fail, VTR_ERR_DEVICE)
  *
  * vtr_topk_cuda_new copies a matrix's rows (its parts, one after the other) and its skip
- * bitmap to the current GPU (vtr_cuda_init) once; vtr_topk_cuda_search then finds the top
- * k rows for each query as vtr_topk_search does, with the same order, ties, NaN and
+ * bitmap to the calling thread's current GPU (vtr_cuda_init) once (search and free make
+ * that GPU current on the thread that calls them); vtr_topk_cuda_search then finds the
+ * top k rows for each query as vtr_topk_search does, with the same order, ties, NaN and
  * skipped rows, k at most VTR_TOPK_CUDA_MAX_K (VTR_ERR_UNSUPPORTED above). Scores are
  * float32 sums of the widened rows times the query, added in another order than the
  * CPU's kernels (a warp's lanes, then a tree), so they may differ from the CPU's in the

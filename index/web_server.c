@@ -51,6 +51,8 @@ typedef struct served {
     bool has_backbone;        /* rec was read: the index takes media queries */
     vtr_backbone *backbone;   /* loaded by the first media query */
     vtr_media_embedder *media;
+    int device_index; /* ts.gpu's GPU, made current before a new generation is
+                         copied there (cudaSetDevice is per thread) */
 } served;
 
 struct vtr_web_server {
@@ -172,6 +174,7 @@ static vtr_status served_open(served *s, const vtr_served_index *si,
                                     .approx = o->approx,
                                     .device = o->device,
                                     .device_index = o->device_index};
+    s->device_index = o->device_index;
     vtr_status st = vtr_text_searcher_open(&so, &s->ts, err);
     if (st != VTR_OK)
         return st;
@@ -198,7 +201,8 @@ static void refresh(served *s)
     vtr_topk_cuda *gpu = NULL; /* on the GPU: the new generation's rows there */
     if (vtr_embedding_index_generation(ix) == vtr_embedding_index_generation(s->ts.ix) ||
         vtr_text_search_check(s->ts.e, ix, &e) != VTR_OK ||
-        (s->ts.gpu && vtr_topk_cuda_new(vtr_embedding_index_matrix(ix), &gpu, &e) != VTR_OK)) {
+        (s->ts.gpu && (vtr_cuda_init(s->device_index, NULL, 0, &e) != VTR_OK ||
+                       vtr_topk_cuda_new(vtr_embedding_index_matrix(ix), &gpu, &e) != VTR_OK))) {
         vtr_embedding_index_close(ix);
         return;
     }

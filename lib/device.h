@@ -67,9 +67,10 @@ vtr_status vtr_cuda_synchronize(vtr_error *err);
 
 /* The precision of every matrix product on the GPU from now on (train.precision): float32
  * (the default); tf32 on tensor cores (operands rounded to 10 mantissa bits, float32 sums);
- * or bfloat16 on tensor cores (operands rounded to bfloat16, float32 sums: lib/matmul.h's
- * bfloat16 on a CPU). Inputs, outputs and everything else stay float32. Process-wide;
- * after vtr_cuda_init. */
+ * or bfloat16 on tensor cores (CUBLAS_COMPUTE_32F_FAST_16BF: operands rounded to bfloat16,
+ * float32 sums, as lib/matmul.h's bfloat16 on a CPU; cuBLAS may pick a TF32 kernel instead,
+ * which is closer to float32). Inputs, outputs and everything else stay float32.
+ * Process-wide; after vtr_cuda_init. */
 vtr_status vtr_cuda_set_precision(vtr_precision p, vtr_error *err);
 
 /* Queued on the default stream (they return without waiting): bytes of device memory at

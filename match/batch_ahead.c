@@ -77,11 +77,12 @@ vtr_status vtr_batch_ahead_take(vtr_batch_ahead *a, vtr_batcher **out, vtr_error
         pthread_mutex_lock(&a->mu);
         while (a->state != VTR_AHEAD_BUILT)
             pthread_cond_wait(&a->cv, &a->mu);
+        a->state = VTR_AHEAD_IDLE;
         pthread_mutex_unlock(&a->mu);
     } else {
         build(a);
+        a->state = VTR_AHEAD_IDLE;
     }
-    a->state = VTR_AHEAD_IDLE;
     a->held = 1 - a->held;
     *out = &a->b[a->held];
     if (a->st != VTR_OK)

@@ -658,7 +658,11 @@ void vtr_vse_model_free(vtr_vse_model *m)
 {
     vtr_param_set_free(&m->params);
     vtr_dev_free(m->device, m->arena);
-    vtr_cuda_host_free(m->host_rows);
+    if (m->host_rows) { /* no copy from it may still be queued */
+        vtr_error ignored;
+        vtr_cuda_synchronize(&ignored);
+        vtr_cuda_host_free(m->host_rows);
+    }
     if (m->dev_data)
         vtr_dev_free(m->device, m->dev_data);
     memset(m, 0, sizeof *m);
