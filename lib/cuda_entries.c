@@ -1,8 +1,10 @@
-/* The entries of the device and the nn ops (lib/device.h, lib/nn_cuda.h, lib/optim.h): each loads
- * the CUDA backend on first use and calls its function of the same name (lib/cuda_loader.h). */
+/* The entries of the device and the nn ops (lib/device.h, lib/nn_cuda.h, lib/optim.h,
+ * lib/upload_stage.h): each loads the CUDA backend on first use and calls its function of
+ * the same name (lib/cuda_loader.h). */
 #include "lib/device.h"
 #include "lib/nn_cuda.h"
 #include "lib/optim.h"
+#include "lib/upload_stage.h"
 #include "lib/cuda_loader.h"
 
 bool vtr_cuda_available(void)
@@ -109,10 +111,6 @@ VTR_CUDA_ENTRY(vtr_cuda_gru_forward,
                 vtr_gru_merge merge, vtr_error *err),
                (out, workspace, inp, lengths, params, B, T, D, H, num_directions, merge, err))
 
-VTR_CUDA_ENTRY(vtr_cuda_host_alloc, (void **ptr, size_t bytes, vtr_error *err), (ptr, bytes, err))
-
-VTR_CUDA_FREE_ENTRY(vtr_cuda_host_free, void)
-
 VTR_CUDA_ENTRY(vtr_cuda_init, (int device, char *name, size_t name_size, vtr_error *err),
                (device, name, name_size, err))
 
@@ -189,7 +187,22 @@ VTR_CUDA_ENTRY(vtr_cuda_sigmoid_backward,
 VTR_CUDA_ENTRY(vtr_cuda_sigmoid_forward, (float *out, const float *inp, size_t n, vtr_error *err),
                (out, inp, n, err))
 
-VTR_CUDA_ENTRY(vtr_cuda_synchronize, (vtr_error * err), (err))
+VTR_CUDA_ENTRY(vtr_cuda_stage_host, (vtr_cuda_stage * s, int k, void **host, vtr_error *err),
+               (s, k, host, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_stage_new,
+               (vtr_cuda_stage * *out, int n_slots, size_t bytes, vtr_error *err),
+               (out, n_slots, bytes, err))
+
+VTR_CUDA_FREE_ENTRY(vtr_cuda_stage_free, vtr_cuda_stage)
+
+VTR_CUDA_ENTRY(vtr_cuda_stage_release, (vtr_cuda_stage * s, int k, vtr_error *err), (s, k, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_stage_take, (vtr_cuda_stage * s, int k, void **dev, vtr_error *err),
+               (s, k, dev, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_stage_upload, (vtr_cuda_stage * s, int k, size_t bytes, vtr_error *err),
+               (s, k, bytes, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_tanh_backward,
                (float *dinp, const float *dout, const float *out, size_t n, vtr_error *err),
@@ -199,9 +212,6 @@ VTR_CUDA_ENTRY(vtr_cuda_tanh_forward, (float *out, const float *inp, size_t n, v
                (out, inp, n, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_to_device, (void *dst, const void *src, size_t bytes, vtr_error *err),
-               (dst, src, bytes, err))
-
-VTR_CUDA_ENTRY(vtr_cuda_to_device_async, (void *dst, const void *src, size_t bytes, vtr_error *err),
                (dst, src, bytes, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_to_host, (void *dst, const void *src, size_t bytes, vtr_error *err),

@@ -64,6 +64,11 @@ cublasComputeType_t vtr_cuda_compute_type(void);
 // Fails with VTR_ERR_DEVICE: "CUDA <what>: <cudaGetErrorString(rc)>".
 vtr_status vtr_cuda_fail(vtr_error *err, cudaError_t rc, const char *what);
 
+// rc of an allocation of bytes (`what`) into *ptr: a failure is cleared (it is not sticky:
+// no later launch should report it), *ptr set to NULL, and the error names the size.
+vtr_status vtr_cuda_allocated(cudaError_t rc, void **ptr, const char *what, size_t bytes,
+                              vtr_error *err);
+
 // Checks the launch just made (cudaGetLastError); `what` names the kernel.
 vtr_status vtr_cuda_launched(const char *what, vtr_error *err);
 

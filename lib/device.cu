@@ -81,10 +81,8 @@ extern "C" vtr_status vtr_cuda_set_precision(vtr_precision p, vtr_error *err)
     return VTR_OK;
 }
 
-// rc of an allocation of bytes (`what`) into *ptr: a failure is cleared (it is not sticky:
-// no later launch should report it), and named with the size.
-static vtr_status allocated(cudaError_t rc, void **ptr, const char *what, size_t bytes,
-                            vtr_error *err)
+vtr_status vtr_cuda_allocated(cudaError_t rc, void **ptr, const char *what, size_t bytes,
+                              vtr_error *err)
 {
     if (rc == cudaSuccess)
         return VTR_OK;
@@ -96,7 +94,7 @@ static vtr_status allocated(cudaError_t rc, void **ptr, const char *what, size_t
 
 extern "C" vtr_status vtr_cuda_malloc(void **ptr, size_t bytes, vtr_error *err)
 {
-    return allocated(cudaMalloc(ptr, bytes), ptr, "malloc", bytes, err);
+    return vtr_cuda_allocated(cudaMalloc(ptr, bytes), ptr, "malloc", bytes, err);
 }
 
 extern "C" void vtr_cuda_free(void *ptr)
@@ -116,30 +114,6 @@ extern "C" vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes,
 {
     cudaError_t rc = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
     return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "copy to host");
-}
-
-extern "C" vtr_status vtr_cuda_host_alloc(void **ptr, size_t bytes, vtr_error *err)
-{
-    return allocated(cudaMallocHost(ptr, bytes), ptr, "pinned host malloc", bytes, err);
-}
-
-extern "C" void vtr_cuda_host_free(void *ptr)
-{
-    if (ptr)
-        cudaFreeHost(ptr);
-}
-
-extern "C" vtr_status vtr_cuda_to_device_async(void *dst, const void *src, size_t bytes,
-                                               vtr_error *err)
-{
-    cudaError_t rc = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, 0);
-    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "asynchronous copy to device");
-}
-
-extern "C" vtr_status vtr_cuda_synchronize(vtr_error *err)
-{
-    cudaError_t rc = cudaStreamSynchronize(0);
-    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "synchronize");
 }
 
 __global__ static void uniform_kernel(float *out, size_t n, uint64_t seed, uint64_t stream)

@@ -51,20 +51,6 @@ void vtr_cuda_free(void *ptr);
 vtr_status vtr_cuda_to_device(void *dst, const void *src, size_t bytes, vtr_error *err);
 vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error *err);
 
-/* Pinned (page-locked) host memory, which the GPU copies from at the bus's full rate and
- * without the driver's staging: *ptr = bytes of it (VTR_ERR_DEVICE, naming the size, when
- * none is left); freed by vtr_cuda_host_free (NULL allowed). */
-vtr_status vtr_cuda_host_alloc(void **ptr, size_t bytes, vtr_error *err);
-void vtr_cuda_host_free(void *ptr);
-
-/* bytes from pinned host src to device dst, queued on the default stream: returns at once,
- * the copy runs before the work queued after it. src must not change until the next
- * synchronizing call (vtr_cuda_to_host, vtr_cuda_synchronize). */
-vtr_status vtr_cuda_to_device_async(void *dst, const void *src, size_t bytes, vtr_error *err);
-
-/* Waits for the work queued on the default stream; its first error, if any. */
-vtr_status vtr_cuda_synchronize(vtr_error *err);
-
 /* The precision of every matrix product on the GPU from now on (train.precision): float32
  * (the default); tf32 on tensor cores (operands rounded to 10 mantissa bits, float32 sums);
  * or bfloat16 on tensor cores (CUBLAS_COMPUTE_32F_FAST_16BF: operands rounded to bfloat16,

@@ -3,11 +3,13 @@
 
 #include <string.h>
 
-/* Builds the request into the batcher the caller does not hold. */
+/* Builds the request into the batcher the caller does not hold, and stages it. */
 static void build(vtr_batch_ahead *a)
 {
-    a->st =
-        vtr_batcher_pairs(&a->b[1 - a->held], a->caps, a->B, a->augment ? &a->aug : NULL, &a->err);
+    int k = 1 - a->held;
+    a->st = vtr_batcher_pairs(&a->b[k], a->caps, a->B, a->augment ? &a->aug : NULL, &a->err);
+    if (a->st == VTR_OK && a->stage)
+        a->st = a->stage(a->stage_ctx, k, &a->b[k], &a->err);
 }
 
 static void *run(void *arg)
@@ -30,9 +32,11 @@ static void *run(void *arg)
 }
 
 vtr_status vtr_batch_ahead_init(vtr_batch_ahead *a, const vtr_split *s, int max_batch, bool ahead,
-                                vtr_error *err)
+                                vtr_batch_ahead_stage_fn stage, void *ctx, vtr_error *err)
 {
     memset(a, 0, sizeof *a);
+    a->stage = stage;
+    a->stage_ctx = ctx;
     vtr_status st;
     if ((st = vtr_batcher_init(&a->b[0], s, max_batch, err)) ||
         (st = vtr_batcher_init(&a->b[1], s, max_batch, err))) {

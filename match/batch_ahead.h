@@ -21,6 +21,12 @@
  * The thread only reads the split (its feature store is memory: lib/feature_store.h), so
  * the caller may read the split too, but must not change it, nor the caps of a request,
  * until that request is taken.
+ *
+ * Staging. A stage function, when given, runs on each batch right after it is built (on
+ * the thread): stage(ctx, k, b, err) with k the batcher's index (0 or 1), which
+ * alternates from batch to batch. The trainer starts the batch's copy to the GPU there
+ * (match/run_model.h vtr_run_model_stage), so that the copy of batch n+1 overlaps step n;
+ * its failure is the batch's, reported at its take.
  */
 #ifndef VTR_BATCH_AHEAD_H
 #define VTR_BATCH_AHEAD_H
@@ -32,8 +38,12 @@
 #include "lib/error.h"
 #include "match/train_data.h"
 
+typedef vtr_status (*vtr_batch_ahead_stage_fn)(void *ctx, int k, vtr_batcher *b, vtr_error *err);
+
 typedef struct vtr_batch_ahead {
     vtr_batcher b[2];
+    vtr_batch_ahead_stage_fn stage; /* NULL, or run on each batch built */
+    void *stage_ctx;
     int held; /* the batcher the caller took last (0 before the first take) */
     bool threaded;
     /* the request: vtr_batcher_pairs's arguments, built into b[1 - held] */
@@ -52,10 +62,11 @@ typedef struct vtr_batch_ahead {
 } vtr_batch_ahead;
 
 /* Two batchers for batches of at most max_batch pairs of split s (vtr_batcher_init), and
- * with ahead the thread. VTR_ERR_INVALID, VTR_ERR_NOMEM, VTR_ERR_IO when the thread cannot
- * start; on failure a is zeroed. */
+ * with ahead the thread; stage (NULL: none) with its ctx runs on every batch built.
+ * VTR_ERR_INVALID, VTR_ERR_NOMEM, VTR_ERR_IO when the thread cannot start; on failure a is
+ * zeroed. */
 vtr_status vtr_batch_ahead_init(vtr_batch_ahead *a, const vtr_split *s, int max_batch, bool ahead,
-                                vtr_error *err);
+                                vtr_batch_ahead_stage_fn stage, void *ctx, vtr_error *err);
 
 /* Asks for the batch vtr_batcher_pairs(b, caps, B, aug, ...) builds (aug may be NULL; it is
  * copied). The previous request must have been taken. */

@@ -70,19 +70,6 @@ vtr_status vtr_dev_upload(vtr_device dev, void *dst, const void *src, size_t byt
     return VTR_OK;
 }
 
-vtr_status vtr_dev_upload_async(vtr_device dev, void *dst, const void *src, size_t bytes,
-                                vtr_error *err)
-{
-    if (dev == VTR_DEVICE_CUDA)
-        return bytes ? vtr_cuda_to_device_async(dst, src, bytes, err) : VTR_OK;
-    return vtr_dev_upload(dev, dst, src, bytes, err);
-}
-
-vtr_status vtr_dev_synchronize(vtr_device dev, vtr_error *err)
-{
-    return dev == VTR_DEVICE_CUDA ? vtr_cuda_synchronize(err) : VTR_OK;
-}
-
 vtr_status vtr_dev_download(vtr_device dev, void *dst, const void *src, size_t bytes,
                             vtr_error *err)
 {

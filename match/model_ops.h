@@ -38,12 +38,6 @@ vtr_status vtr_dev_zero(vtr_device dev, void *p, size_t bytes, vtr_error *err);
 vtr_status vtr_dev_copy(vtr_device dev, void *dst, const void *src, size_t bytes, vtr_error *err);
 /* host src -> dst on dev; src on dev -> host dst (waits for the queued work) */
 vtr_status vtr_dev_upload(vtr_device dev, void *dst, const void *src, size_t bytes, vtr_error *err);
-/* host src -> dst on dev without waiting (GPU: src pinned, vtr_cuda_host_alloc; it must not
- * change until vtr_dev_synchronize or a download); waits for the queued work (CPU: nothing
- * to wait for) */
-vtr_status vtr_dev_upload_async(vtr_device dev, void *dst, const void *src, size_t bytes,
-                                vtr_error *err);
-vtr_status vtr_dev_synchronize(vtr_device dev, vtr_error *err);
 vtr_status vtr_dev_download(vtr_device dev, void *dst, const void *src, size_t bytes,
                             vtr_error *err);
 /* y (n) += x (n) */

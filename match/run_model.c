@@ -97,6 +97,13 @@ void vtr_run_model_init_params(vtr_run_model *m, uint64_t seed)
         vtr_vse_init_params(&m->vse, seed);
 }
 
+vtr_status vtr_run_model_stage(vtr_run_model *m, int k, vtr_batcher *b, vtr_error *err)
+{
+    if (m->kind == VTR_MODEL_HGR || m->vse.device == VTR_DEVICE_CPU)
+        return VTR_OK;
+    return vtr_vse_stage_batch(&m->vse, k, &b->batch, err);
+}
+
 vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_negatives neg,
                               uint64_t seed, int64_t step, vtr_dist *dist, float *loss,
                               int *negatives, vtr_error *err)

@@ -347,6 +347,12 @@ static void request_batch(trainer *t, int64_t iteration, const vtr_augment *aug)
     vtr_batch_ahead_request(&t->train_b, t->order + first, B, aug);
 }
 
+/* vtr_batch_ahead_stage_fn: batch n+1's copy to the GPU, queued during step n */
+static vtr_status stage_batch(void *model, int k, vtr_batcher *b, vtr_error *err)
+{
+    return vtr_run_model_stage(model, k, b, err);
+}
+
 static void trainer_free(trainer *t)
 {
     vtr_batch_ahead_free(&t->train_b);
@@ -411,7 +417,8 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
           (st = vtr_dev_alloc(t->dev, &t->scratch, VTR_DEV_STEP_SCRATCH, "gradient clipping",
                               err)))) ||
         (st = vtr_optimizer_init(&t->optim, vtr_run_model_params(&t->m), &o->optim, err)) ||
-        (st = vtr_batch_ahead_init(&t->train_b, tr, o->batch_size, true, err)) ||
+        (st =
+             vtr_batch_ahead_init(&t->train_b, tr, o->batch_size, true, stage_batch, &t->m, err)) ||
         (st = vtr_batcher_init(&t->val_b, va, o->val_batch_size, err)) ||
         (st = vtr_config_dump_string(su->config, &t->config_text, err)))
         return st;

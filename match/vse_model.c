@@ -494,7 +494,7 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     size_t rnn_workspace = vtr_gru_workspace_size(m->max_batch, m->max_words, (int)W, (int)E, dirs);
     size_t rnn_scratch = vtr_gru_scratch_size(m->max_batch, m->max_words, (int)W, (int)E, dirs);
 
-    m->img_rows = vtr_arena_carve(base, &off, M ? 0 : f * R * F);
+    m->img_rows = vtr_arena_carve(base, &off, M || gpu ? 0 : f * R * F);
     m->fc_rows = vtr_arena_carve(base, &off, f * R * E);
     m->mlp_a0 = vtr_arena_carve(base, &off, f * R * M);
     m->mlp_a1 = vtr_arena_carve(base, &off, f * R * M);
@@ -525,10 +525,6 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     m->sim = vtr_arena_carve(base, &off, f * Bm * Bm);
     m->loss = vtr_arena_carve(base, &off, f);
     m->adopt_k = vtr_arena_carve(base, &off, sizeof(int));
-    m->in_frames = vtr_arena_carve(base, &off, gpu && M ? f * R * F : 0);
-    m->in_lengths[0] = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Bm : 0);
-    m->in_lengths[1] = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Bm : 0);
-    m->in_ids = vtr_arena_carve(base, &off, gpu ? sizeof(int) * Q : 0);
     m->dsim = vtr_arena_carve(base, &off, f * Bm * Bm);
     m->dimg_emb = vtr_arena_carve(base, &off, f * Bm * E);
     m->dcap_emb = vtr_arena_carve(base, &off, f * Bm * E);
@@ -598,6 +594,19 @@ vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int m
     return vtr_vse_model_init_on(m, cfg, VTR_DEVICE_CPU, max_batch, max_frames, max_words, err);
 }
 
+/* The GPU's stage (vtr_vse_model.stage): its slot layout, then its buffers. */
+static vtr_status new_stage(vtr_vse_model *m, vtr_error *err)
+{
+    size_t Bm = (size_t)m->max_batch, F = (size_t)m->cfg.feature_dim;
+    size_t R = Bm * (size_t)m->max_frames, Q = Bm * (size_t)m->max_words, off = 0;
+    vtr_arena_carve(NULL, &off, sizeof(int) * 2 * Bm);
+    m->stage_ids = off;
+    vtr_arena_carve(NULL, &off, sizeof(int) * Q);
+    m->stage_frames = off;
+    vtr_arena_carve(NULL, &off, sizeof(float) * R * F);
+    return vtr_cuda_stage_new(&m->stage, VTR_VSE_STAGE_SLOTS, off, err);
+}
+
 vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vtr_device device,
                                  int max_batch, int max_frames, int max_words, vtr_error *err)
 {
@@ -640,10 +649,7 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
     if ((st = vtr_dev_alloc(device, &m->arena, bytes, "vse model", err)))
         goto fail;
     layout_arena(m, m->arena);
-    if (device == VTR_DEVICE_CUDA && cfg->mlp_hidden == 0 &&
-        (st = vtr_cuda_host_alloc(
-             (void **)&m->host_rows,
-             sizeof(float) * (size_t)max_batch * max_frames * (size_t)cfg->feature_dim, err))) {
+    if (device == VTR_DEVICE_CUDA && (st = new_stage(m, err))) {
         vtr_error_context(err, "vse model");
         goto fail;
     }
@@ -658,11 +664,7 @@ void vtr_vse_model_free(vtr_vse_model *m)
 {
     vtr_param_set_free(&m->params);
     vtr_dev_free(m->device, m->arena);
-    if (m->host_rows) { /* no copy from it may still be queued */
-        vtr_error ignored;
-        vtr_cuda_synchronize(&ignored);
-        vtr_cuda_host_free(m->host_rows);
-    }
+    vtr_cuda_stage_free(m->stage);
     if (m->dev_data)
         vtr_dev_free(m->device, m->dev_data);
     memset(m, 0, sizeof *m);
@@ -738,34 +740,92 @@ static vtr_status check_captions(const vtr_vse_model *m, const int *ids, const i
 
 /* ---- a call's inputs on the model's device ----------------------------------------- */
 
-/* Where the ops read a call's lengths and ids: the caller's host buffers on the CPU, their
- * copies in the arena on the GPU. The loops over items read the host lengths either way. */
-static vtr_status stage_lengths(vtr_vse_model *m, int side, const int *host, int B,
-                                const int **out, vtr_error *err)
+/* Where the ops read a call's inputs: on the CPU the caller's buffers (without an MLP the
+ * real rows packed into m->img_rows); on the GPU a slot of the stage. The loops over items
+ * read the caller's host lengths either way. */
+typedef struct vse_inputs {
+    const float *frames;   /* (B,T,F) padded with an MLP, else the real rows (N,F) packed */
+    const int *lengths[2]; /* the sets', the captions' (B) */
+    const int *ids;        /* (B,L) */
+    int slot;              /* the GPU's slot to release after the call's work, or -1 */
+} vse_inputs;
+
+/* Writes a call's frames (with their lengths fl) and captions (ids, lengths cl), each
+ * pair NULL where the call has none, into h in the slot layout of vtr_vse_model.stage;
+ * returns the bytes to copy. */
+static size_t fill_slot(const vtr_vse_model *m, char *h, const float *frames, const int *fl, int B,
+                        int T, const int *ids, const int *cl, int L)
 {
-    *out = host;
-    if (m->device == VTR_DEVICE_CPU)
-        return VTR_OK;
-    *out = m->in_lengths[side];
-    return vtr_dev_upload(m->device, m->in_lengths[side], host, sizeof(int) * (size_t)B, err);
+    size_t F = (size_t)m->cfg.feature_dim, end = 0;
+    if (cl) {
+        memcpy(h + sizeof(int) * (size_t)m->max_batch, cl, sizeof(int) * (size_t)B);
+        memcpy(h + m->stage_ids, ids, sizeof(int) * (size_t)B * L);
+        end = m->stage_ids + sizeof(int) * (size_t)B * L;
+    }
+    if (fl) {
+        memcpy(h, fl, sizeof(int) * (size_t)B);
+        float *x = (float *)(h + m->stage_frames);
+        size_t rows = (size_t)B * T;
+        if (m->cfg.mlp_hidden > 0)
+            memcpy(x, frames, sizeof(float) * rows * F);
+        else
+            rows = vtr_pack_rows(x, frames, fl, B, T, (int)F);
+        end = m->stage_frames + sizeof(float) * rows * F;
+    }
+    return end;
 }
 
-static vtr_status stage_ids(vtr_vse_model *m, const int *host, int B, int L, const int **out,
-                            vtr_error *err)
+/* The call's inputs where the ops read them, as fill_slot takes them. staged k + 1: they
+ * are in slot k already (vtr_vse_stage_batch); 0: on the GPU they go through the last
+ * slot. The GPU's slot is then the call's until release_inputs. */
+static vtr_status take_inputs(vtr_vse_model *m, int staged, const float *frames, const int *fl,
+                              int B, int T, const int *ids, const int *cl, int L, vse_inputs *in,
+                              vtr_error *err)
 {
-    *out = host;
-    if (m->device == VTR_DEVICE_CPU)
+    *in = (vse_inputs){.frames = frames, .lengths = {fl, cl}, .ids = ids, .slot = -1};
+    if (m->device == VTR_DEVICE_CPU) {
+        if (fl && m->cfg.mlp_hidden == 0) {
+            vtr_pack_rows(m->img_rows, frames, fl, B, T, m->cfg.feature_dim);
+            in->frames = m->img_rows;
+        }
         return VTR_OK;
-    *out = m->in_ids;
-    return vtr_dev_upload(m->device, m->in_ids, host, sizeof(int) * (size_t)B * L, err);
+    }
+    int slot = staged ? staged - 1 : VTR_VSE_STAGE_SLOTS - 1;
+    if (!staged) {
+        void *h;
+        VTR_TRY(vtr_cuda_stage_host(m->stage, slot, &h, err));
+        size_t bytes = fill_slot(m, h, frames, fl, B, T, ids, cl, L);
+        VTR_TRY(vtr_cuda_stage_upload(m->stage, slot, bytes, err));
+    }
+    void *d;
+    VTR_TRY(vtr_cuda_stage_take(m->stage, slot, &d, err));
+    char *base = d;
+    *in = (vse_inputs){
+        .frames = fl ? (const float *)(base + m->stage_frames) : NULL,
+        .lengths = {fl ? (const int *)base : NULL, cl ? (const int *)base + m->max_batch : NULL},
+        .ids = cl ? (const int *)(base + m->stage_ids) : NULL,
+        .slot = slot};
+    return VTR_OK;
+}
+
+/* After the work that reads in is queued: the GPU's slot may take its next inputs. st:
+ * the call's status so far, returned unless it is VTR_OK and the release fails. */
+static vtr_status release_inputs(vtr_vse_model *m, const vse_inputs *in, vtr_status st,
+                                 vtr_error *err)
+{
+    if (in->slot < 0)
+        return st;
+    vtr_error ignored;
+    vtr_status rs = vtr_cuda_stage_release(m->stage, in->slot, st ? &ignored : err);
+    return st ? st : rs;
 }
 
 /* ---- forward ------------------------------------------------------------------- */
 
-/* Visual side: x (B,T,F) in host memory, lengths (B) on the device and hl on the host ->
- * m->img_emb (B,E). Leaves in the arena what image_backward reads. dp: NULL, or a
- * data-parallel training batch (BatchNorm over the global batch's rows; dist's errors; the
- * CPU only). */
+/* Visual side: x (take_inputs's frames: (B,T,F) padded with an MLP, else the real rows
+ * packed), lengths (B) on the device and hl on the host -> m->img_emb (B,E). Leaves in the arena
+ * what image_backward reads. dp: NULL, or a data-parallel training batch (BatchNorm over the global
+ * batch's rows; dist's errors; the CPU only). */
 static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *lengths,
                                 const int *hl, int B, int T, bool train, const vtr_vse_batch *dp,
                                 vtr_error *err)
@@ -776,10 +836,6 @@ static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *len
     if (M > 0) {
         // img_feat (R,E) = fc(x) + Linear1(ReLU(BN(Linear0(x)))) over every row, padded
         // rows included (they enter BatchNorm's statistics, as in the reference)
-        if (dev == VTR_DEVICE_CUDA) {
-            VTR_TRY(vtr_dev_upload(dev, m->in_frames, x, sizeof(float) * (size_t)R * F, err));
-            x = m->in_frames;
-        }
         VTR_TRY(vtr_dev_linear_forward(dev, m->img_feat, x, m->fc_w, m->fc_b, R, F, E, err));
         VTR_TRY(vtr_dev_linear_forward(dev, m->mlp_a0, x, m->mlp0_w, m->mlp0_b, R, F, M, err));
         if (train && dp) {
@@ -804,17 +860,11 @@ static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *len
                                        err));
         VTR_TRY(vtr_dev_add(dev, m->img_feat, m->fc_rows, (size_t)R * E, err));
     } else {
-        // Row-wise only: fc over the real rows alone, packed (img_rows (N,F) -> fc_rows
-        // (N,E)), then spread to img_feat (B,T,E) with zero padded rows. The pooler reads
-        // real rows only, so this equals the reference's fc over the padded batch. The rows
-        // are packed on the host (on the GPU: into pinned memory, then copied in one go
-        // while the host queues the step's work).
-        float *rows = dev == VTR_DEVICE_CPU ? m->img_rows : m->host_rows;
-        VTR_TRY(vtr_dev_synchronize(dev, err)); /* the last upload from host_rows is done */
-        size_t n = vtr_pack_rows(rows, x, hl, B, T, F);
-        VTR_TRY(vtr_dev_upload_async(dev, m->img_rows, rows, sizeof(float) * n * F, err));
-        VTR_TRY(vtr_dev_linear_forward(dev, m->fc_rows, m->img_rows, m->fc_w, m->fc_b, (int)n, F,
-                                       E, err));
+        // Row-wise only: fc over the real rows alone, packed (x (N,F) -> fc_rows (N,E)),
+        // then spread to img_feat (B,T,E) with zero padded rows. The pooler reads real rows
+        // only, so this equals the reference's fc over the padded batch.
+        size_t n = vtr_pack_count(hl, B);
+        VTR_TRY(vtr_dev_linear_forward(dev, m->fc_rows, x, m->fc_w, m->fc_b, (int)n, F, E, err));
         VTR_TRY(vtr_dev_unpack_rows(dev, m->img_feat, m->fc_rows, lengths, B, T, E, err));
     }
     VTR_TRY(pool_forward(dev, &m->img_pool, m->img_pooled, m->img_feat, lengths, B, T, E, err));
@@ -859,16 +909,16 @@ vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *fram
         return vtr_fail(err, VTR_ERR_INVALID,
                         "vse model: BatchNorm in training mode needs at least 2 rows, got %d",
                         B * T);
-    const int *dl;
-    VTR_TRY(stage_lengths(m, 0, lengths, B, &dl, err));
-    VTR_TRY(image_forward(m, frames, dl, lengths, B, T, train, NULL, err));
-    if (m->cfg.set.K > 0) {
+    vse_inputs in;
+    VTR_TRY(take_inputs(m, 0, frames, lengths, B, T, NULL, NULL, 0, &in, err));
+    st = image_forward(m, in.frames, in.lengths[0], lengths, B, T, train, NULL, err);
+    if (st == VTR_OK && m->cfg.set.K > 0) /* the CPU only */
         vtr_set_prediction_forward(out, m->slots_n[0], m->spm_workspace[0], m->img_feat, lengths,
                                    m->img_pooled, m->spm_w[0], &m->spm, B, T, 0.0f, 0, 0, 0);
-        return VTR_OK;
-    }
-    return vtr_dev_download(m->device, out, m->img_emb,
-                            sizeof(float) * (size_t)B * m->cfg.embed_size, err);
+    else if (st == VTR_OK)
+        st = vtr_dev_download(m->device, out, m->img_emb,
+                              sizeof(float) * (size_t)B * m->cfg.embed_size, err);
+    return release_inputs(m, &in, st, err);
 }
 
 vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids, const int *lengths,
@@ -877,17 +927,16 @@ vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids,
     vtr_status st = check_captions(m, ids, lengths, B, L, err);
     if (st)
         return st;
-    const int *dl, *di;
-    VTR_TRY(stage_lengths(m, 1, lengths, B, &dl, err));
-    VTR_TRY(stage_ids(m, ids, B, L, &di, err));
-    VTR_TRY(caption_forward(m, di, dl, lengths, B, L, err));
-    if (m->cfg.set.K > 0) {
+    vse_inputs in;
+    VTR_TRY(take_inputs(m, 0, NULL, NULL, B, 0, ids, lengths, L, &in, err));
+    st = caption_forward(m, in.ids, in.lengths[1], lengths, B, L, err);
+    if (st == VTR_OK && m->cfg.set.K > 0) /* the CPU only */
         vtr_set_prediction_forward(out, m->slots_n[1], m->spm_workspace[1], m->cap_feat, lengths,
                                    m->cap_pooled, m->spm_w[1], &m->spm, B, L, 0.0f, 0, 0, 0);
-        return VTR_OK;
-    }
-    return vtr_dev_download(m->device, out, m->cap_emb,
-                            sizeof(float) * (size_t)B * m->cfg.embed_size, err);
+    else if (st == VTR_OK)
+        st = vtr_dev_download(m->device, out, m->cap_emb,
+                              sizeof(float) * (size_t)B * m->cfg.embed_size, err);
+    return release_inputs(m, &in, st, err);
 }
 
 /* ---- backward ------------------------------------------------------------------ */
@@ -910,8 +959,7 @@ static vtr_status single_vector_backward(vtr_vse_model *m, int B, int T, int L, 
 }
 
 /* Visual side, after image_forward(train) on the same x and dp: m->dimg_pooled (B,E) and
- * the element gradients m->dimg_feat (B,T,E) so far -> the visual parameters' gradients.
- * With an MLP on the GPU, x is image_forward's copy (m->in_frames). */
+ * the element gradients m->dimg_feat (B,T,E) so far -> the visual parameters' gradients. */
 static vtr_status image_backward(vtr_vse_model *m, const float *x, const int *lengths,
                                  const int *hl, int B, int T, const vtr_vse_batch *dp,
                                  vtr_error *err)
@@ -922,8 +970,6 @@ static vtr_status image_backward(vtr_vse_model *m, const float *x, const int *le
     VTR_TRY(pool_backward(dev, &m->img_pool, m->dimg_feat, m->scratch, m->dimg_pooled,
                           m->img_feat, lengths, B, T, E, err));
     if (M > 0) {
-        if (dev == VTR_DEVICE_CUDA)
-            x = m->in_frames;
         // fc and the MLP residual both read x; x itself wants no gradient
         VTR_TRY(vtr_dev_linear_backward(dev, NULL, m->fc_dw, m->fc_db, m->dimg_feat, x, m->fc_w,
                                         R, F, E, err));
@@ -949,8 +995,8 @@ static vtr_status image_backward(vtr_vse_model *m, const float *x, const int *le
     // gather the real rows' gradients into fc_rows (N,E), the packed layout of the forward
     size_t n = vtr_pack_count(hl, B);
     VTR_TRY(vtr_dev_pack_rows(dev, m->fc_rows, m->dimg_feat, lengths, B, T, E, err));
-    return vtr_dev_linear_backward(dev, NULL, m->fc_dw, m->fc_db, m->fc_rows, m->img_rows,
-                                   m->fc_w, (int)n, F, E, err);
+    return vtr_dev_linear_backward(dev, NULL, m->fc_dw, m->fc_db, m->fc_rows, x, m->fc_w, (int)n, F,
+                                   E, err);
 }
 
 /* Text side, after caption_forward on the same ids: m->dcap_pooled (B,E) and the element
@@ -1116,6 +1162,39 @@ vtr_vse_batch vtr_vse_batch_share(const vtr_vse_model *m, const vtr_vse_batch *g
     return batch;
 }
 
+vtr_status vtr_vse_stage_batch(vtr_vse_model *m, int slot, vtr_vse_batch *batch, vtr_error *err)
+{
+    vtr_status st;
+    if ((st = check_images(m, batch->frame_lengths, batch->B, batch->T, err)) ||
+        (st = check_captions(m, batch->ids, batch->caption_lengths, batch->B, batch->L, err)))
+        return st;
+    if (slot < 0 || slot > 1)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse model: stage slot %d outside 0..1", slot);
+    if (m->device == VTR_DEVICE_CPU)
+        return VTR_OK;
+    void *h;
+    VTR_TRY(vtr_cuda_stage_host(m->stage, slot, &h, err));
+    size_t bytes = fill_slot(m, h, batch->frames, batch->frame_lengths, batch->B, batch->T,
+                             batch->ids, batch->caption_lengths, batch->L);
+    VTR_TRY(vtr_cuda_stage_upload(m->stage, slot, bytes, err));
+    batch->staged = slot + 1;
+    return VTR_OK;
+}
+
+/* The step's work on in (take_inputs), queued on the GPU. */
+static vtr_status step_queued(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_vse_batch *dp,
+                              const vse_inputs *in, vtr_hinge_negatives negatives, vtr_error *err)
+{
+    int B = bt->B;
+    const int *hl[2] = {bt->frame_lengths, bt->caption_lengths};
+    VTR_TRY(image_forward(m, in->frames, in->lengths[0], hl[0], B, bt->T, true, dp, err));
+    VTR_TRY(caption_forward(m, in->ids, in->lengths[1], hl[1], B, bt->L, err));
+    VTR_TRY(m->cfg.set.K > 0 ? set_step(m, bt, dp, negatives, err)
+                             : single_vector_step(m, bt, dp, negatives, err));
+    VTR_TRY(image_backward(m, in->frames, in->lengths[0], hl[0], B, bt->T, dp, err));
+    return caption_backward(m, in->ids, in->lengths[1], hl[1], B, bt->L, err);
+}
+
 vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
                               vtr_hinge_negatives negatives, float *loss, vtr_error *err)
 {
@@ -1141,16 +1220,16 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
         return vtr_fail(err, VTR_ERR_INVALID,
                         "vse model: data-parallel training runs on the CPU only: use --device cpu");
 
-    const int *hl[2] = {bt->frame_lengths, bt->caption_lengths}, *dl[2], *ids;
-    VTR_TRY(stage_lengths(m, 0, hl[0], B, &dl[0], err));
-    VTR_TRY(stage_lengths(m, 1, hl[1], B, &dl[1], err));
-    VTR_TRY(stage_ids(m, bt->ids, B, bt->L, &ids, err));
-    VTR_TRY(image_forward(m, bt->frames, dl[0], hl[0], B, bt->T, true, dp, err));
-    VTR_TRY(caption_forward(m, ids, dl[1], hl[1], B, bt->L, err));
-    VTR_TRY(m->cfg.set.K > 0 ? set_step(m, bt, dp, negatives, err)
-                             : single_vector_step(m, bt, dp, negatives, err));
-    VTR_TRY(image_backward(m, bt->frames, dl[0], hl[0], B, bt->T, dp, err));
-    VTR_TRY(caption_backward(m, ids, dl[1], hl[1], B, bt->L, err));
+    if (bt->staged < 0 || bt->staged > 2)
+        return vtr_fail(err, VTR_ERR_INVALID, "vse model: staged = %d outside 0..2", bt->staged);
+    const int *hl[2] = {bt->frame_lengths, bt->caption_lengths};
+    vse_inputs in;
+    VTR_TRY(take_inputs(m, m->device == VTR_DEVICE_CUDA ? bt->staged : 0, bt->frames, hl[0], B,
+                        bt->T, bt->ids, hl[1], bt->L, &in, err));
+    st = step_queued(m, bt, dp, &in, negatives, err);
+    st = release_inputs(m, &in, st, err);
+    if (st)
+        return st;
     VTR_TRY(vtr_dev_download(m->device, loss, m->loss, sizeof(float), err));
     if (m->cfg.loss == VTR_VSE_LOSS_ADOPT)
         return vtr_dev_download(m->device, &m->negatives, m->adopt_k, sizeof(int), err);

@@ -68,6 +68,7 @@
 #include "lib/error.h"
 #include "lib/nn.h"
 #include "lib/params.h"
+#include "lib/upload_stage.h"
 #include "aggregate/set_prediction.h"
 #include "match/hinge_loss.h"
 
@@ -204,7 +205,7 @@ typedef struct vtr_vse_model {
     /* activations: one allocation (arena), carved at init; shapes for the largest batch,
      * R = max_batch * max_frames visual rows, Q = max_batch * max_words tokens */
     void *arena;
-    float *img_rows;          /* (R,F) real rows of the input, packed (mlp_hidden 0) */
+    float *img_rows;          /* (R,F) real rows of the input, packed (mlp_hidden 0; the CPU) */
     float *fc_rows;           /* (R,E) fc of the packed rows; their gradient in backward */
     float *mlp_a0;            /* (R,M) Linear 0 output (BatchNorm input) */
     float *mlp_a1;            /* (R,M) ReLU(BatchNorm(a0)) */
@@ -226,13 +227,13 @@ typedef struct vtr_vse_model {
     float *sim;               /* (B,B) S */
     float *loss;              /* (1) the last step's loss */
     int *adopt_k;             /* (1) ADOPT's K of the last step */
-    /* VTR_DEVICE_CUDA: a call's inputs, copied to the GPU (NULL on the CPU, where the ops
-     * read the caller's buffers): frames (R,F) (with an MLP), the sets' and the captions'
-     * lengths (B), ids (Q); and in pinned host memory (vtr_cuda_host_alloc), the real
-     * rows (R,F) packed for one asynchronous copy to img_rows (without an MLP) */
-    float *in_frames;
-    int *in_lengths[2], *in_ids;
-    float *host_rows;
+    /* VTR_DEVICE_CUDA: a call's inputs on their way to the GPU (NULL on the CPU, where the
+     * ops read the caller's buffers): VTR_VSE_STAGE_SLOTS slots of lib/upload_stage.h,
+     * each holding the sets' and the captions' lengths (B each), the ids (Q) and, at
+     * stage_frames bytes in, the frames: (R,F) padded with an MLP, else the real rows
+     * packed. Slots 0 and 1 are vtr_vse_stage_batch's, the last one each call's own. */
+    vtr_cuda_stage *stage;
+    size_t stage_ids, stage_frames;
     /* set embeddings (K > 0; else NULL): per side (0 visual, 1 text) the module's
      * parameters (a flat block of the set), its sets and slots (B,K,E), workspace, and
      * their gradients */
@@ -345,6 +346,9 @@ typedef struct vtr_vse_batch {
      * rank's share: summed over the ranks (vtr_dist_sum) they are one process's. */
     vtr_dist *dist;
     int first, B_global;
+    /* 0, or k + 1 when vtr_vse_stage_batch has copied this batch's inputs into slot k: the
+     * step then reads them there (the GPU only) */
+    int staged;
 } vtr_vse_batch;
 
 /* This rank's part of the global batch `global` for data-parallel training on dist
@@ -354,6 +358,20 @@ typedef struct vtr_vse_batch {
  * size. */
 vtr_vse_batch vtr_vse_batch_share(const vtr_vse_model *m, const vtr_vse_batch *global,
                                   vtr_dist *dist);
+
+/* The GPU's stage slots (vtr_vse_model.stage): two for batches staged ahead, one for the
+ * calls that bring their own inputs. */
+#define VTR_VSE_STAGE_SLOTS 3
+
+/* Starts copying a training batch's inputs (lengths, ids, frames) to the GPU while the
+ * model computes something else: on the GPU, writes them into slot (0 or 1) of the stage,
+ * queues their copy on the stage's stream and sets batch->staged = slot + 1; on the CPU it
+ * does nothing. It may run on another thread than the model's other calls, at the same
+ * time, but not while a step reads the same slot; it waits only for the slot's previous
+ * copy. The step that takes the batch waits on the GPU (not on the host) for the copy.
+ * VTR_ERR_INVALID for a batch the step would refuse (before anything is copied) or a slot
+ * outside 0..1; VTR_ERR_DEVICE. */
+vtr_status vtr_vse_stage_batch(vtr_vse_model *m, int slot, vtr_vse_batch *batch, vtr_error *err);
 
 /* One training step's forward and backward (with batch->dist, this rank's part of it):
  * both encoders in training mode, S, the loss
@@ -365,8 +383,9 @@ vtr_vse_batch vtr_vse_batch_share(const vtr_vse_model *m, const vtr_vse_batch *g
  * vtr_vse_zero_grad; lib/nn.h). *loss gets the loss (on the GPU, the call's one wait).
  * BatchNorm's running statistics and num_batches_tracked advance as in PyTorch.
  * The caller then clips (vtr_clip_grad_norm) and steps the optimizer. The input buffers
- * (host memory on either device) are not kept after the call. Fails with VTR_ERR_INVALID
- * as the encoders do (before anything is changed); data parallel, with lib/dist.h's
+ * (host memory on either device) are not kept after the call; a staged batch's inputs are
+ * read from its slot (vtr_vse_stage_batch), the others' copied through the model's own. Fails with
+ * VTR_ERR_INVALID as the encoders do (before anything is changed); data parallel, with lib/dist.h's
  * errors; on the GPU, VTR_ERR_DEVICE. After the call, img_emb, cap_emb (or the sets) and
  * sim hold the global batch's (on the model's device). */
 vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,

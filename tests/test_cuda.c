@@ -6,6 +6,7 @@
 #include "check.h"
 #include "lib/device.h"
 #include "lib/rng.h"
+#include "lib/upload_stage.h"
 
 TEST(cuda_uniform_is_bit_identical_to_cpu)
 {
@@ -55,6 +56,54 @@ TEST(cuda_matmul_matches_cblas)
     free(b);
     free(c);
     free(ref);
+}
+
+/* lib/upload_stage.h: rounds of fill, copy, take, read on the default stream (a device copy
+ * queued behind a long kernel, so that it runs late), release, alternating between two
+ * slots; each round's reader must see its own round's values: the take waits for the copy,
+ * the next copy into the slot for the release, the next fill for the copy. Then the
+ * refusals of a slot outside the stage and of an upload larger than a slot. */
+TEST(cuda_upload_stage_orders_copies_and_kernels)
+{
+    test_need_cuda();
+    vtr_error err;
+    enum { ROUNDS = 8 };
+    size_t n = (size_t)1 << 22, busy_n = (size_t)1 << 26;
+    vtr_cuda_stage *s;
+    float *out[ROUNDS], *busy;
+    CHECK_OK(vtr_cuda_init(0, NULL, 0, &err));
+    CHECK_OK(vtr_cuda_stage_new(&s, 2, n * sizeof(float), &err));
+    CHECK_OK(vtr_cuda_malloc((void **)&busy, busy_n * sizeof(float), &err));
+    for (int r = 0; r < ROUNDS; r++) {
+        int k = r % 2;
+        float *h, *d;
+        CHECK_OK(vtr_cuda_malloc((void **)&out[r], n * sizeof(float), &err));
+        CHECK_OK(vtr_cuda_stage_host(s, k, (void **)&h, &err));
+        for (size_t i = 0; i < n; i++)
+            h[i] = (float)(r * 4096 + (int)(i % 4096));
+        CHECK_OK(vtr_cuda_stage_upload(s, k, n * sizeof(float), &err));
+        CHECK_OK(vtr_cuda_uniform(busy, busy_n, 1, (uint64_t)r, &err)); /* keeps the GPU busy */
+        CHECK_OK(vtr_cuda_stage_take(s, k, (void **)&d, &err));
+        CHECK_OK(vtr_cuda_copy(out[r], d, n * sizeof(float), &err));
+        CHECK_OK(vtr_cuda_stage_release(s, k, &err));
+    }
+    float *back = malloc(n * sizeof(float));
+    for (int r = 0; r < ROUNDS; r++) {
+        CHECK_OK(vtr_cuda_to_host(back, out[r], n * sizeof(float), &err));
+        size_t bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if (back[i] != (float)(r * 4096 + (int)(i % 4096)))
+                bad = i;
+        CHECK_MSG(bad == n, "round %d: element %zu is %g", r, bad, bad < n ? back[bad] : 0.0);
+        vtr_cuda_free(out[r]);
+    }
+    void *p;
+    CHECK_FAILS(vtr_cuda_stage_host(s, 2, &p, &err), VTR_ERR_INVALID, "slot 2 outside 0..1");
+    CHECK_FAILS(vtr_cuda_stage_upload(s, 0, n * sizeof(float) + 1, &err), VTR_ERR_INVALID,
+                "into a slot of");
+    vtr_cuda_stage_free(s);
+    vtr_cuda_free(busy);
+    free(back);
 }
 
 /* With a GPU, init names it. Without one, the CUDA backend still loads (lib/cuda_loader.h)

@@ -791,9 +791,27 @@ static void check_same_batch(const vtr_vse_batch *b, const vtr_vse_batch *c, int
     CHECK(memcmp(b->ids, c->ids, sizeof(int) * (size_t)b->B * b->L) == 0);
 }
 
+/* A stage function (match/batch_ahead.h) that logs the batcher of each call, and fails on
+ * a batch of 4 pairs. */
+typedef struct stage_log {
+    int n, k[16];
+    const vtr_batcher *b[16];
+} stage_log;
+
+static vtr_status log_stage(void *ctx, int k, vtr_batcher *b, vtr_error *err)
+{
+    stage_log *log = ctx;
+    if (b->batch.B == 4)
+        return vtr_fail(err, VTR_ERR_DEVICE, "cannot stage 4 pairs");
+    log->k[log->n] = k;
+    log->b[log->n++] = b;
+    return VTR_OK;
+}
+
 /* Batches built ahead, on the thread or when taken, are vtr_batcher_pairs's: a sequence
- * with and without augmentation and a short last batch; a failing batch is reported
- * at its take and the next one is fine; freeing with a batch in flight waits for it. */
+ * with and without augmentation and a short last batch; each was staged before its take,
+ * in the batcher it comes in; a failing batch, or stage, is reported at its take and the
+ * next one is fine; freeing with a batch in flight waits for it. */
 TEST(train_batches_built_ahead_are_the_batchers)
 {
     vtr_error err;
@@ -816,7 +834,8 @@ TEST(train_batches_built_ahead_are_the_batchers)
     CHECK_OK(vtr_batcher_init(&plain, s, 10, &err));
     for (int threaded = 0; threaded < 2; threaded++) {
         vtr_batch_ahead a;
-        CHECK_OK(vtr_batch_ahead_init(&a, s, 10, threaded, &err));
+        stage_log log = {0};
+        CHECK_OK(vtr_batch_ahead_init(&a, s, 10, threaded, log_stage, &log, &err));
         enum { STEPS = 10 };                          /* 9 batches of 10 and one of 6 */
         vtr_batch_ahead_request(&a, order, 10, NULL); /* augmented when n % 3 != 0 */
         for (int n = 0; n < STEPS; n++) {
@@ -824,6 +843,7 @@ TEST(train_batches_built_ahead_are_the_batchers)
             const vtr_augment *g = n % 3 ? &aug : NULL;
             vtr_batcher *b;
             CHECK_OK(vtr_batch_ahead_take(&a, &b, &err));
+            CHECK(log.b[n] == b && b == &a.b[log.k[n]] && log.k[n] == (n + 1) % 2);
             if (n + 1 < STEPS)
                 vtr_batch_ahead_request(&a, order + 10 * (n + 1), n + 2 < STEPS ? 10 : 6,
                                         (n + 1) % 3 ? &aug : NULL);
@@ -834,6 +854,8 @@ TEST(train_batches_built_ahead_are_the_batchers)
         vtr_batcher *b;
         vtr_batch_ahead_request(&a, bad, 2, NULL);
         CHECK_FAILS(vtr_batch_ahead_take(&a, &b, &err), VTR_ERR_INVALID, "caption 96");
+        vtr_batch_ahead_request(&a, order, 4, NULL);
+        CHECK_FAILS(vtr_batch_ahead_take(&a, &b, &err), VTR_ERR_DEVICE, "cannot stage 4 pairs");
         vtr_batch_ahead_request(&a, order, 3, NULL);
         CHECK_OK(vtr_batch_ahead_take(&a, &b, &err));
         CHECK_OK(vtr_batcher_pairs(&plain, order, 3, NULL, &err));
@@ -841,6 +863,8 @@ TEST(train_batches_built_ahead_are_the_batchers)
         vtr_batch_ahead_request(&a, order + 3, 10, &aug); /* never taken */
         vtr_batch_ahead_free(&a);
         CHECK(a.b[0].frames == NULL && !a.started);
+        /* the batches taken, and the one never taken if the thread had begun it */
+        CHECK(log.n == STEPS + 1 || (threaded && log.n == STEPS + 2));
     }
     vtr_batcher_free(&plain);
     small_split_close(&x);

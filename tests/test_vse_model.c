@@ -450,7 +450,16 @@ TEST(vse_config_and_argument_errors)
                 VTR_ERR_INVALID, "caption 1: token 2: id 20 outside 0..19");
     CHECK_FAILS(vtr_vse_encode_captions(&m, out, s.ids, s.caption_lengths, SB, SL, &err),
                 VTR_ERR_INVALID, "caption 1: token 2");
+    CHECK_FAILS(vtr_vse_stage_batch(&m, 0, &s.batch, &err), VTR_ERR_INVALID, "caption 1: token 2");
     s.ids[1 * SL + 2] = 5;
+    CHECK_FAILS(vtr_vse_stage_batch(&m, 2, &s.batch, &err), VTR_ERR_INVALID,
+                "stage slot 2 outside 0..1");
+    CHECK_OK(vtr_vse_stage_batch(&m, 1, &s.batch, &err)); /* nothing to copy on the CPU */
+    CHECK_EQ_INT(s.batch.staged, 0);
+    b = s.batch;
+    b.staged = 3;
+    CHECK_FAILS(vtr_vse_train_step(&m, &b, VTR_HINGE_ALL_NEGATIVES, &loss, &err), VTR_ERR_INVALID,
+                "staged = 3 outside 0..2");
     s.ids[1 * SL + 5] = -7; /* padding is not read */
     CHECK_OK(vtr_vse_encode_captions(&m, out, s.ids, s.caption_lengths, SB, SL, &err));
     CHECK(loss == -1.0f);
@@ -479,7 +488,7 @@ TEST(vse_model_on_cuda_names_what_stays_on_the_cpu)
                     VTR_ERR_DEVICE, "run on the CPU (--device cpu)");
 
     CHECK_OK(vtr_vse_model_init_on(&m, &cfg, VTR_DEVICE_CPU, SB, ST, SL, &err));
-    CHECK(m.device == VTR_DEVICE_CPU && m.dev_data == NULL && m.in_frames == NULL);
+    CHECK(m.device == VTR_DEVICE_CPU && m.dev_data == NULL && m.stage == NULL);
     vtr_vse_init_params(&m, 4);
     float first = m.params.data[0];
     CHECK_OK(vtr_vse_params_to_device(&m, &err));

@@ -34,9 +34,12 @@
  *
  * --device cuda (vse only): the model, AdamW and the clipping on the GPU (match/vse_model.h,
  * match/model_ops.h); a timed step ends when the gradient norm is back on the host, after
- * which the GPU has nothing queued. --precision tf32 or bfloat16 runs every product of
- * the step on tensor cores (vtr_cuda_set_precision). The peak is cuBLAS's sgemm on 4096^3
- * in the same precision (best of 5), and the JSON line names the GPU.
+ * which the GPU has nothing queued. Each batch is staged (vtr_vse_stage_batch) before the
+ * previous step, outside the timing, as the trainer's batch thread does: its copy to the
+ * GPU runs beside that step's kernels, and the timed step waits for it if it is not done.
+ * --precision tf32 or bfloat16 runs every product of the step on tensor cores
+ * (vtr_cuda_set_precision). The peak is cuBLAS's sgemm on 4096^3 in the same precision
+ * (best of 5), and the JSON line names the GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
@@ -252,6 +255,27 @@ static double cuda_sgemm_peak(int n, vtr_error *err)
     return best > 0.0 ? 2.0 * n * n * (double)n / best / 1e9 : 0.0;
 }
 
+/* Step s's batch, built and padded into the buffers s % 2, and staged into the model's
+ * slot s % 2 (vtr_vse_stage_batch: its copy to the GPU starts; nothing on the CPU), as
+ * the trainer's batch thread does while the previous step runs. */
+static vtr_status next_batch(vtr_vse_model *m, vtr_vse_batch *batch, float **frames, int **ids,
+                             step_batch *sb, const bench_data *d, int s, vtr_error *err)
+{
+    int k = s % 2;
+    make_batch(&sb[k], d, s);
+    pad_batch(frames[k], ids[k], &sb[k], d);
+    batch[k] = (vtr_vse_batch){.B = BATCH,
+                               .T = sb[k].T,
+                               .frames = frames[k],
+                               .frame_lengths = sb[k].frame_len,
+                               .L = sb[k].L,
+                               .ids = ids[k],
+                               .caption_lengths = sb[k].cap_len,
+                               .seed = SEED,
+                               .step = s};
+    return vtr_vse_stage_batch(m, k, &batch[k], err);
+}
+
 static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, vtr_device dev,
                       const bench_data *d, vtr_error *err)
 {
@@ -262,14 +286,18 @@ static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, vtr_de
     char gpu[256] = "";
     vtr_optim_hparams hp = vtr_optim_defaults(VTR_OPTIM_ADAMW);
     hp.weight_decay = recipe->weight_decay;
-    float *frames = malloc(sizeof(float) * BATCH * FRAMES * FEAT);
-    int *ids = malloc(sizeof(int) * BATCH * MAX_WORDS);
-    step_batch *sb = malloc(sizeof *sb);
+    /* two steps' batches: step s's, and step s+1's being copied to the GPU */
+    float *frames[2] = {malloc(sizeof(float) * BATCH * FRAMES * FEAT),
+                        malloc(sizeof(float) * BATCH * FRAMES * FEAT)};
+    int *ids[2] = {malloc(sizeof(int) * BATCH * MAX_WORDS),
+                   malloc(sizeof(int) * BATCH * MAX_WORDS)};
+    step_batch *sb = malloc(2 * sizeof *sb);
+    vtr_vse_batch batch[2];
     double *times = malloc(sizeof(double) * (size_t)(warmup + nsteps));
     float *losses = malloc(sizeof(float) * (size_t)(warmup + nsteps));
     memset(&m, 0, sizeof m);
     memset(&opt, 0, sizeof opt);
-    if (!frames || !ids || !sb || !times || !losses) {
+    if (!frames[0] || !frames[1] || !ids[0] || !ids[1] || !sb || !times || !losses) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
         goto end;
     }
@@ -297,28 +325,23 @@ static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, vtr_de
         goto end;
 
     double flops = 0.0, timed = 0.0;
+    if ((st = next_batch(&m, batch, frames, ids, sb, d, 0, err)))
+        goto end;
     for (int s = 0; s < warmup + nsteps; s++) {
-        make_batch(sb, d, s);
-        pad_batch(frames, ids, sb, d);
-        vtr_vse_batch batch = {.B = BATCH,
-                               .T = sb->T,
-                               .frames = frames,
-                               .frame_lengths = sb->frame_len,
-                               .L = sb->L,
-                               .ids = ids,
-                               .caption_lengths = sb->cap_len,
-                               .seed = SEED,
-                               .step = s};
+        /* the next step's batch, staged: on the GPU its copy runs beside this step */
+        if (s + 1 < warmup + nsteps && (st = next_batch(&m, batch, frames, ids, sb, d, s + 1, err)))
+            goto end;
         double t0 = now();
         float norm;
         if ((st = vtr_vse_zero_grad(&m, err)) ||
-            (st = vtr_vse_train_step(&m, &batch, VTR_HINGE_HARDEST_NEGATIVE, &losses[s], err)) ||
+            (st = vtr_vse_train_step(&m, &batch[s % 2], VTR_HINGE_HARDEST_NEGATIVE, &losses[s],
+                                     err)) ||
             (st = vtr_dev_clip_and_step(dev, &opt, &m.params, m.dev_data, m.dev_grad, moments,
                                         scratch, LR, recipe->clip, &norm, err)))
             goto end;
         times[s] = now() - t0;
         if (s >= warmup) {
-            flops += vtr_vse_train_step_flops(&m, &batch);
+            flops += vtr_vse_train_step_flops(&m, &batch[s % 2]);
             timed += times[s];
         }
     }
@@ -331,7 +354,8 @@ end:
     vtr_dev_free(dev, moments);
     vtr_dev_free(dev, scratch);
     vtr_vse_model_free(&m);
-    free(frames), free(ids), free(sb), free(times), free(losses);
+    free(frames[0]), free(frames[1]), free(ids[0]), free(ids[1]), free(sb);
+    free(times), free(losses);
     return st;
 }
 
