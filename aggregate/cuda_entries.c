@@ -4,6 +4,7 @@
 #include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
+#include "aggregate/set_prediction.h"
 #include "lib/cuda_loader.h"
 
 VTR_CUDA_ENTRY(vtr_cuda_adpool_backward,
@@ -71,3 +72,18 @@ VTR_CUDA_ENTRY(vtr_cuda_mean_pool_forward,
                (float *out, const float *inp, const int *lengths, int B, int T, int D,
                 vtr_error *err),
                (out, inp, lengths, B, T, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_set_prediction_forward,
+               (float *set, float *slots_n, void *workspace, const float *inp, const int *lengths,
+                const float *glob, const float *params, const vtr_set_prediction_config *c, int B,
+                int N, float p, uint64_t seed, uint64_t stream, int64_t first, vtr_error *err),
+               (set, slots_n, workspace, inp, lengths, glob, params, c, B, N, p, seed, stream,
+                first, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_set_prediction_backward,
+               (float *dinp, float *dglob, float *dparams, void *scratch, const float *dset,
+                const float *dslots_n, const void *workspace, const float *inp, const int *lengths,
+                const float *glob, const float *params, const vtr_set_prediction_config *c, int B,
+                int N, float p, uint64_t seed, uint64_t stream, int64_t first, vtr_error *err),
+               (dinp, dglob, dparams, scratch, dset, dslots_n, workspace, inp, lengths, glob,
+                params, c, B, N, p, seed, stream, first, err))

@@ -12,9 +12,6 @@
 /* Elements below which a loop stays on one thread (the fork costs more than it saves). */
 #define PARALLEL_MIN 65536
 
-/* Added to each slot's total attention before Â = A / total (the header). */
-#define ATTENTION_TOTAL_EPS 1e-7
-
 /* How it is computed.
  *
  * The real inputs of all items are packed, item after item, into R = sum of lengths rows
@@ -47,6 +44,12 @@
  * (71 unfolded), forward and backward 151 (213), of which the MLP is 103.
  *
  * The slot stages work on the B*K rows of (B,K,D) buffers; row b*K + j is slot j of item b. */
+
+/* The layout's types (the header), by shorter names. */
+typedef vtr_set_prediction_params sp_params;
+typedef vtr_set_prediction_workspace sp_workspace;
+typedef vtr_set_prediction_scratch sp_scratch;
+typedef vtr_set_prediction_iteration sp_iteration;
 
 /* Parameter tensors, in buffer order (the header). */
 enum {
@@ -119,14 +122,7 @@ size_t vtr_set_prediction_param_count(const vtr_set_prediction_config *c)
     return off + (size_t)shape[0] * (size_t)(shape[1] ? shape[1] : 1);
 }
 
-/* The parameters' pointers in a flat buffer (values or gradients). */
-typedef struct sp_params {
-    float *slots, *norm_in_w, *norm_in_b, *norm_q_w, *norm_q_b, *to_q, *to_k, *to_v, *to_out;
-    float *norm_mlp_w, *norm_mlp_b, *mlp0_w, *mlp0_b, *mlp1_w, *mlp1_b;
-    float *norm_out_w, *norm_out_b, *norm_g_w, *norm_g_b;
-} sp_params;
-
-static sp_params params_of(const float *buf, const vtr_set_prediction_config *c)
+sp_params vtr_set_prediction_params_of(const float *buf, const vtr_set_prediction_config *c)
 {
     float *t[VTR_SET_PREDICTION_TENSORS];
     for (int i = 0; i < VTR_SET_PREDICTION_TENSORS; i++) {
@@ -172,44 +168,8 @@ static float *take(region_cursor *cur, size_t floats)
     return p;
 }
 
-/* The workspace, sized for R = B*N real inputs (all lengths N). Regions marked [T] hold one
- * slice per iteration, slice t-1 for iteration t, each of the size given. */
-typedef struct sp_workspace {
-    int *row0;        /* (B+1) r0(b), the first packed row of item b; row0[B] = R */
-    float *xn;        /* (R,C) LN_in of the packed real inputs */
-    float *in_mean;   /* (R) */
-    float *in_rstd;   /* (R) */
-    float *gq;        /* (D,C) Wqᵀ Wk / sqrt(Dh) */
-    float *fo;        /* (D,C) Wo Wv */
-    float *lq;        /* [T] (B*K,D) LN_q(E_{t-1}); iteration 1: (K,D) */
-    float *q_mean;    /* [T] (B*K); iteration 1: (K) */
-    float *q_rstd;    /* [T] (B*K); iteration 1: (K) */
-    float *q;         /* [T] (B*K,C) qf = LN_q(E_{t-1}) Gq; iteration 1: (K,C) */
-    float *attn;      /* [T] (R,K) A, the softmax over the slots */
-    float *attn_n;    /* [T] (R,K) Â */
-    float *total;     /* [T] (B,K) sum over the real inputs of A, + 1e-7 */
-    float *upd;       /* [T] (B*K,C) U = Âᵀ x */
-    float *ep;        /* [T] (B*K,D) E' */
-    float *lm;        /* [T] (B*K,D) LN_m(E') */
-    float *m_mean;    /* [T] (B*K) */
-    float *m_rstd;    /* [T] (B*K) */
-    float *z;         /* [T] (B*K,H) LN_m(E') W1ᵀ + b1 */
-    float *h;         /* [T] (B*K,H) drop(GELU(z)) */
-    float *e;         /* [T] (B*K,D) E_t */
-    float *out_ln;    /* (B*K,D) LN_out(E_T) */
-    float *out_mean;  /* (B*K) */
-    float *out_rstd;  /* (B*K) */
-    float *out_norm;  /* (B*K) |LN_out(E_T)| */
-    float *glob_ln;   /* (B,D) LN_g(glob) */
-    float *glob_mean; /* (B) */
-    float *glob_rstd; /* (B) */
-    float *sum;       /* (B*K,D) LN_out(E_T) + LN_g(glob) */
-    float *sum_norm;  /* (B*K) |sum| */
-    float *tmp;       /* (B*K,D) forward only: the attention update, then the MLP's output */
-} sp_workspace;
-
-static sp_workspace workspace_of(void *base, const vtr_set_prediction_config *c, int B, int N,
-                                 size_t *bytes)
+static sp_workspace workspace_carve(void *base, const vtr_set_prediction_config *c, int B, int N,
+                                    size_t *bytes)
 {
     region_cursor cur = {base, 0};
     size_t R = (size_t)B * N, BK = (size_t)B * c->K, T = (size_t)c->T;
@@ -250,26 +210,8 @@ static sp_workspace workspace_of(void *base, const vtr_set_prediction_config *c,
     return w;
 }
 
-/* Backward's scratch, sized like the workspace. */
-typedef struct sp_scratch {
-    float *xin;       /* (R,C) the packed real inputs, LN_in's input */
-    float *dxn;       /* (R,C) gradient of LN_in's output, summed over the iterations */
-    float *dgq, *dfo; /* (D,C) summed over the iterations */
-    float *de;        /* (B*K,D) dE_t, then dE', then dE_{t-1} */
-    float *datt;      /* (B*K,D) gradient of the attention update before dropout (p > 0) */
-    float *dupd;      /* (B*K,C) dU */
-    float *dh1, *dh2; /* (B*K,H) the MLP's hidden gradients, back through dropout and GELU */
-    float *dln;       /* (B*K,D) gradient of LN_m's output, then of LN_q's */
-    float *dattn_n;   /* (R,K) dÂ, then dA in place */
-    float *dscore;    /* (R,K) dM */
-    float *dq;        /* (B*K,C) dqf; iteration 1: (K,C) */
-    float *dsum;      /* (B*K,D) gradient of LN_out(E_T) + LN_g(glob) */
-    float *dout_ln;   /* (B*K,D) gradient of LN_out(E_T) */
-    float *dglob_ln;  /* (B,D) gradient of LN_g(glob) */
-} sp_scratch;
-
-static sp_scratch scratch_of(void *base, const vtr_set_prediction_config *c, int B, int N,
-                             size_t *bytes)
+static sp_scratch scratch_carve(void *base, const vtr_set_prediction_config *c, int B, int N,
+                                size_t *bytes)
 {
     region_cursor cur = {base, 0};
     size_t R = (size_t)B * N, BK = (size_t)B * c->K;
@@ -295,28 +237,35 @@ static sp_scratch scratch_of(void *base, const vtr_set_prediction_config *c, int
     return s;
 }
 
+sp_workspace vtr_set_prediction_workspace_of(void *workspace, const vtr_set_prediction_config *c,
+                                             int B, int N)
+{
+    return workspace_carve(workspace, c, B, N, NULL);
+}
+
+sp_scratch vtr_set_prediction_scratch_of(void *scratch, const vtr_set_prediction_config *c, int B,
+                                         int N)
+{
+    return scratch_carve(scratch, c, B, N, NULL);
+}
+
 size_t vtr_set_prediction_workspace_size(const vtr_set_prediction_config *c, int B, int N)
 {
     size_t bytes;
-    workspace_of(NULL, c, B, N, &bytes);
+    workspace_carve(NULL, c, B, N, &bytes);
     return bytes;
 }
 
 size_t vtr_set_prediction_scratch_size(const vtr_set_prediction_config *c, int B, int N)
 {
     size_t bytes;
-    scratch_of(NULL, c, B, N, &bytes);
+    scratch_carve(NULL, c, B, N, &bytes);
     return bytes;
 }
 
-/* The slices of iteration t (1 .. T) of the [T] regions. */
-typedef struct sp_iteration {
-    float *lq, *q_mean, *q_rstd, *q, *attn, *attn_n, *total, *upd, *ep, *lm, *m_mean, *m_rstd;
-    float *z, *h, *e;
-} sp_iteration;
-
-static sp_iteration iteration_of(const sp_workspace *w, const vtr_set_prediction_config *c, int B,
-                                 int N, int t)
+sp_iteration vtr_set_prediction_iteration_of(const sp_workspace *w,
+                                             const vtr_set_prediction_config *c, int B, int N,
+                                             int t)
 {
     size_t i = (size_t)t - 1, R = (size_t)B * N, BK = (size_t)B * c->K;
     return (sp_iteration){
@@ -341,8 +290,8 @@ static sp_iteration iteration_of(const sp_workspace *w, const vtr_set_prediction
 const float *vtr_set_prediction_slots_at(const void *workspace, const vtr_set_prediction_config *c,
                                          int B, int N, int t)
 {
-    sp_workspace w = workspace_of((void *)workspace, c, B, N, NULL);
-    return iteration_of(&w, c, B, N, t).e;
+    sp_workspace w = vtr_set_prediction_workspace_of((void *)workspace, c, B, N);
+    return vtr_set_prediction_iteration_of(&w, c, B, N, t).e;
 }
 
 /* The dropout streams of iteration t (the header). */
@@ -363,9 +312,7 @@ static void input_forward(const sp_workspace *w, const float *inp, const int *le
                           const sp_params *P, const vtr_set_prediction_config *c, int B, int N)
 {
     int C = c->C, D = c->D, Dh = c->Dh;
-    w->row0[0] = 0;
-    for (int b = 0; b < B; b++)
-        w->row0[b + 1] = w->row0[b] + lengths[b];
+    vtr_set_prediction_row_starts(w->row0, lengths, B);
     int R = w->row0[B];
 #pragma omp parallel for schedule(static) if ((long)R * C > PARALLEL_MIN)
     for (int b = 0; b < B; b++)
@@ -441,15 +388,9 @@ static void attention_forward(const sp_iteration *it, const sp_workspace *w, con
     vtr_masked_softmax_forward(it->attn, it->attn, NULL, R, K, 1.0f);
     for (int b = 0; b < B; b++) {
         size_t r0 = (size_t)w->row0[b];
-        for (int j = 0; j < K; j++) {
-            double sum = 0.0;
-            for (int n = 0; n < lengths[b]; n++)
-                sum += it->attn[(r0 + n) * K + j];
-            float total = (float)(sum + ATTENTION_TOTAL_EPS);
-            it->total[(size_t)b * K + j] = total;
-            for (int n = 0; n < lengths[b]; n++)
-                it->attn_n[(r0 + n) * K + j] = it->attn[(r0 + n) * K + j] / total;
-        }
+        for (int j = 0; j < K; j++)
+            vtr_set_attention_normalize(it->attn_n + r0 * K, it->total + (size_t)b * K + j,
+                                        it->attn + r0 * K, lengths[b], K, j);
         // U_b (K,C) = Â_bᵀ (K,n_b) x_b (n_b,C)
         vtr_matmul(CblasTrans, CblasNoTrans, K, C, lengths[b], 1.0f, it->attn_n + r0 * K, K,
                    w->xn + r0 * C, C, 0.0f, it->upd + (size_t)b * K * C, C);
@@ -470,17 +411,10 @@ static void attention_backward(const sp_scratch *s, const sp_iteration *it, cons
                    0.0f, s->dattn_n + r0 * K, K);
         vtr_matmul(CblasNoTrans, CblasNoTrans, lengths[b], C, K, 1.0f, it->attn_n + r0 * K, K, du,
                    C, 1.0f, s->dxn + r0 * C, C);
-        // Â = A / total: dA[n,j] = (dÂ[n,j] - sum_m dÂ[m,j] Â[m,j]) / total_j, in place
-        for (int j = 0; j < K; j++) {
-            double dot = 0.0;
-            for (int n = 0; n < lengths[b]; n++)
-                dot += (double)s->dattn_n[(r0 + n) * K + j] * it->attn_n[(r0 + n) * K + j];
-            float total = it->total[(size_t)b * K + j];
-            for (int n = 0; n < lengths[b]; n++) {
-                float *g = &s->dattn_n[(r0 + n) * K + j];
-                *g = (float)((*g - dot) / total);
-            }
-        }
+        // Â = A / total: dÂ -> dA in place
+        for (int j = 0; j < K; j++)
+            vtr_set_attention_normalize_backward(s->dattn_n + r0 * K, it->attn_n + r0 * K,
+                                                 it->total[(size_t)b * K + j], lengths[b], K, j);
     }
     memset(s->dscore, 0, sizeof(float) * (size_t)R * K);
     vtr_masked_softmax_backward(s->dscore, s->dattn_n, it->attn, NULL, R, K, 1.0f);
@@ -523,11 +457,8 @@ static void iteration_forward(const sp_iteration *it, const sp_workspace *w, con
         vtr_dropout_forward(w->tmp, w->tmp, nd, p, seed, update_stream(stream, t),
                             (uint64_t)first * K * D);
 #pragma omp parallel for schedule(static) if (nd > PARALLEL_MIN)
-    for (int r = 0; r < BK; r++) {
-        const float *prev = e_prev + (size_t)(t == 1 ? r % K : r) * D;
-        for (int d = 0; d < D; d++)
-            it->ep[(size_t)r * D + d] = prev[d] + w->tmp[(size_t)r * D + d];
-    }
+    for (int r = 0; r < BK; r++)
+        vtr_set_prediction_residual(it->ep, e_prev, w->tmp, r, K, D, t == 1, 0, D);
     // E_t = E' + drop(GELU(LN_m(E') W1ᵀ + b1)) W2ᵀ + b2
     vtr_layernorm_forward(it->lm, it->m_mean, it->m_rstd, it->ep, P->norm_mlp_w, P->norm_mlp_b, BK,
                           D, VTR_LAYERNORM_EPS);
@@ -604,9 +535,7 @@ static void output_forward(float *set, float *slots_n, const sp_workspace *w, co
                           D, VTR_LAYERNORM_EPS);
 #pragma omp parallel for schedule(static) if ((long)BK * D > PARALLEL_MIN)
     for (int r = 0; r < BK; r++)
-        for (int d = 0; d < D; d++)
-            w->sum[(size_t)r * D + d] =
-                w->out_ln[(size_t)r * D + d] + w->glob_ln[(size_t)(r / K) * D + d];
+        vtr_set_prediction_sum(w->sum, w->out_ln, w->glob_ln, r, K, D, 0, D);
     vtr_l2norm_forward(set, w->sum_norm, w->sum, BK, D);
 }
 
@@ -627,12 +556,7 @@ static void output_backward(float *dglob, const sp_params *G, const sp_scratch *
         // slots
 #pragma omp parallel for schedule(static) if ((long)BK * D > PARALLEL_MIN)
     for (int b = 0; b < B; b++)
-        for (int d = 0; d < D; d++) {
-            float g = 0.0f;
-            for (int j = 0; j < K; j++)
-                g += s->dsum[((size_t)b * K + j) * D + d];
-            s->dglob_ln[(size_t)b * D + d] = g;
-        }
+        vtr_set_prediction_dglob(s->dglob_ln, s->dsum, b, K, D, 0, D);
     vtr_layernorm_backward(dglob, G->norm_g_w, G->norm_g_b, s->dglob_ln, glob, P->norm_g_w,
                            w->glob_mean, w->glob_rstd, B, D);
     memset(s->de, 0, sizeof(float) * nd);
@@ -647,12 +571,12 @@ void vtr_set_prediction_forward(float *set, float *slots_n, void *workspace, con
                                 const vtr_set_prediction_config *c, int B, int N, float p,
                                 uint64_t seed, uint64_t stream, int64_t first)
 {
-    sp_workspace w = workspace_of(workspace, c, B, N, NULL);
-    sp_params P = params_of(params, c);
+    sp_workspace w = vtr_set_prediction_workspace_of(workspace, c, B, N);
+    sp_params P = vtr_set_prediction_params_of(params, c);
     input_forward(&w, inp, lengths, &P, c, B, N);
     const float *e_prev = P.slots;
     for (int t = 1; t <= c->T; t++) {
-        sp_iteration it = iteration_of(&w, c, B, N, t);
+        sp_iteration it = vtr_set_prediction_iteration_of(&w, c, B, N, t);
         iteration_forward(&it, &w, e_prev, lengths, &P, c, B, t, p, seed, stream, first);
         e_prev = it.e;
     }
@@ -665,15 +589,17 @@ void vtr_set_prediction_backward(float *dinp, float *dglob, float *dparams, void
                                  const float *params, const vtr_set_prediction_config *c, int B,
                                  int N, float p, uint64_t seed, uint64_t stream, int64_t first)
 {
-    sp_workspace w = workspace_of((void *)workspace, c, B, N, NULL);
-    sp_scratch s = scratch_of(scratch, c, B, N, NULL);
-    sp_params P = params_of(params, c), G = params_of(dparams, c);
+    sp_workspace w = vtr_set_prediction_workspace_of((void *)workspace, c, B, N);
+    sp_scratch s = vtr_set_prediction_scratch_of(scratch, c, B, N);
+    sp_params P = vtr_set_prediction_params_of(params, c),
+              G = vtr_set_prediction_params_of(dparams, c);
     memset(s.dxn, 0, sizeof(float) * (size_t)w.row0[B] * c->C);
-    output_backward(dglob, &G, &s, dset, dslots_n, &w, iteration_of(&w, c, B, N, c->T).e, glob, &P,
-                    c, B);
+    output_backward(dglob, &G, &s, dset, dslots_n, &w,
+                    vtr_set_prediction_iteration_of(&w, c, B, N, c->T).e, glob, &P, c, B);
     for (int t = c->T; t >= 1; t--) {
-        sp_iteration it = iteration_of(&w, c, B, N, t);
-        const float *e_prev = t == 1 ? P.slots : iteration_of(&w, c, B, N, t - 1).e;
+        sp_iteration it = vtr_set_prediction_iteration_of(&w, c, B, N, t);
+        const float *e_prev =
+            t == 1 ? P.slots : vtr_set_prediction_iteration_of(&w, c, B, N, t - 1).e;
         iteration_backward(&G, &s, &it, &w, e_prev, lengths, &P, c, B, t, p, seed, stream, first);
     }
     // E_0 is the slots in every item: their residual gradients summed over the items in order

@@ -50,6 +50,11 @@
  * site), element i of the site's (B,K,D) or (B,K,H) buffer from draw i, or, when the B items
  * are items first .. first+B-1 of a larger batch (a data-parallel rank's share), from the
  * draw of that element in the larger batch's buffer. p = 0 draws nothing.
+ *
+ * The per-row and per-item math that is not a library op is in the VTR_HD functions below,
+ * which the CPU loops (aggregate/set_prediction.c) and the CUDA kernels
+ * (aggregate/set_prediction.cu) both call; the CUDA side is declared at the end of this
+ * header.
  */
 #ifndef VTR_SET_PREDICTION_H
 #define VTR_SET_PREDICTION_H
@@ -57,6 +62,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/error.h"
+#include "lib/hostdevice.h"
 #include "lib/nn.h"
 
 #ifdef __cplusplus
@@ -89,6 +96,168 @@ size_t vtr_set_prediction_workspace_size(const vtr_set_prediction_config *c, int
 /* Bytes of backward's scratch. */
 size_t vtr_set_prediction_scratch_size(const vtr_set_prediction_config *c, int B, int N);
 
+/* ---- The layout of the parameters, workspace and scratch (for the CUDA side and tests) ----
+ *
+ * The real inputs of all items are packed, item after item, into R = sum of lengths rows:
+ * row r0(b) + n is input n of item b, r0(b) = the lengths before b (row0 below). Regions
+ * are sized for R = B*N (all lengths N); rows past the real R are not touched. The slot
+ * stages work on the B*K rows of (B,K,D) buffers; row b*K + j is slot j of item b. */
+
+/* The parameters' pointers in a flat buffer (values or gradients). */
+typedef struct vtr_set_prediction_params {
+    float *slots, *norm_in_w, *norm_in_b, *norm_q_w, *norm_q_b, *to_q, *to_k, *to_v, *to_out;
+    float *norm_mlp_w, *norm_mlp_b, *mlp0_w, *mlp0_b, *mlp1_w, *mlp1_b;
+    float *norm_out_w, *norm_out_b, *norm_g_w, *norm_g_b;
+} vtr_set_prediction_params;
+
+/* The workspace, sized for R = B*N real inputs (all lengths N). Regions marked [T] hold one
+ * slice per iteration, slice t-1 for iteration t, each of the size given. */
+typedef struct vtr_set_prediction_workspace {
+    int *row0;        /* (B+1) r0(b), the first packed row of item b; row0[B] = R */
+    float *xn;        /* (R,C) LN_in of the packed real inputs */
+    float *in_mean;   /* (R) */
+    float *in_rstd;   /* (R) */
+    float *gq;        /* (D,C) Wqᵀ Wk / sqrt(Dh) */
+    float *fo;        /* (D,C) Wo Wv */
+    float *lq;        /* [T] (B*K,D) LN_q(E_{t-1}); iteration 1: (K,D) */
+    float *q_mean;    /* [T] (B*K); iteration 1: (K) */
+    float *q_rstd;    /* [T] (B*K); iteration 1: (K) */
+    float *q;         /* [T] (B*K,C) qf = LN_q(E_{t-1}) Gq; iteration 1: (K,C) */
+    float *attn;      /* [T] (R,K) A, the softmax over the slots */
+    float *attn_n;    /* [T] (R,K) Â */
+    float *total;     /* [T] (B,K) sum over the real inputs of A, + 1e-7 */
+    float *upd;       /* [T] (B*K,C) U = Âᵀ x */
+    float *ep;        /* [T] (B*K,D) E' */
+    float *lm;        /* [T] (B*K,D) LN_m(E') */
+    float *m_mean;    /* [T] (B*K) */
+    float *m_rstd;    /* [T] (B*K) */
+    float *z;         /* [T] (B*K,H) LN_m(E') W1ᵀ + b1 */
+    float *h;         /* [T] (B*K,H) drop(GELU(z)) */
+    float *e;         /* [T] (B*K,D) E_t */
+    float *out_ln;    /* (B*K,D) LN_out(E_T) */
+    float *out_mean;  /* (B*K) */
+    float *out_rstd;  /* (B*K) */
+    float *out_norm;  /* (B*K) |LN_out(E_T)| */
+    float *glob_ln;   /* (B,D) LN_g(glob) */
+    float *glob_mean; /* (B) */
+    float *glob_rstd; /* (B) */
+    float *sum;       /* (B*K,D) LN_out(E_T) + LN_g(glob) */
+    float *sum_norm;  /* (B*K) |sum| */
+    float *tmp;       /* (B*K,D) forward only: the attention update, then the MLP's output */
+} vtr_set_prediction_workspace;
+
+/* Backward's scratch, sized like the workspace. */
+typedef struct vtr_set_prediction_scratch {
+    float *xin;       /* (R,C) the packed real inputs, LN_in's input */
+    float *dxn;       /* (R,C) gradient of LN_in's output, summed over the iterations */
+    float *dgq, *dfo; /* (D,C) summed over the iterations */
+    float *de;        /* (B*K,D) dE_t, then dE', then dE_{t-1} */
+    float *datt;      /* (B*K,D) gradient of the attention update before dropout (p > 0) */
+    float *dupd;      /* (B*K,C) dU */
+    float *dh1, *dh2; /* (B*K,H) the MLP's hidden gradients, back through dropout and GELU */
+    float *dln;       /* (B*K,D) gradient of LN_m's output, then of LN_q's */
+    float *dattn_n;   /* (R,K) dÂ, then dA in place */
+    float *dscore;    /* (R,K) dM */
+    float *dq;        /* (B*K,C) dqf; iteration 1: (K,C) */
+    float *dsum;      /* (B*K,D) gradient of LN_out(E_T) + LN_g(glob) */
+    float *dout_ln;   /* (B*K,D) gradient of LN_out(E_T) */
+    float *dglob_ln;  /* (B,D) gradient of LN_g(glob) */
+} vtr_set_prediction_scratch;
+
+/* The slices of iteration t (1 .. T) of the [T] regions. */
+typedef struct vtr_set_prediction_iteration {
+    float *lq, *q_mean, *q_rstd, *q, *attn, *attn_n, *total, *upd, *ep, *lm, *m_mean, *m_rstd;
+    float *z, *h, *e;
+} vtr_set_prediction_iteration;
+
+/* The tensors of a parameter (or gradient) buffer. */
+vtr_set_prediction_params vtr_set_prediction_params_of(const float *buf,
+                                                       const vtr_set_prediction_config *c);
+
+/* The regions of a workspace (scratch) of vtr_set_prediction_workspace_size
+ * (vtr_set_prediction_scratch_size) bytes at workspace (scratch); pointer arithmetic only,
+ * so it serves device buffers too. */
+vtr_set_prediction_workspace
+vtr_set_prediction_workspace_of(void *workspace, const vtr_set_prediction_config *c, int B, int N);
+vtr_set_prediction_scratch
+vtr_set_prediction_scratch_of(void *scratch, const vtr_set_prediction_config *c, int B, int N);
+
+/* The slices of iteration t (1 .. T) of the workspace's [T] regions. */
+vtr_set_prediction_iteration vtr_set_prediction_iteration_of(const vtr_set_prediction_workspace *w,
+                                                             const vtr_set_prediction_config *c,
+                                                             int B, int N, int t);
+
+/* Added to each slot's total attention before Â = A / total (the top). */
+#define VTR_SET_ATTENTION_TOTAL_EPS 1e-7
+
+/* row0 (B+1): row0[b] = the lengths before item b; row0[B] = R. */
+static VTR_HD void vtr_set_prediction_row_starts(int *row0, const int *lengths, int B)
+{
+    row0[0] = 0;
+    for (int b = 0; b < B; b++)
+        row0[b + 1] = row0[b] + lengths[b];
+}
+
+/* Slot j of one item of len real inputs: *total = sum over the inputs of A[n,j] (in double,
+ * in order) + 1e-7, attn_n[n,j] = A[n,j] / *total; attn and attn_n (len,K) the item's rows. */
+static VTR_HD void vtr_set_attention_normalize(float *attn_n, float *total, const float *attn,
+                                               int len, int K, int j)
+{
+    double sum = 0.0;
+    for (int n = 0; n < len; n++)
+        sum += attn[(size_t)n * K + j];
+    float t = (float)(sum + VTR_SET_ATTENTION_TOTAL_EPS);
+    *total = t;
+    for (int n = 0; n < len; n++)
+        attn_n[(size_t)n * K + j] = attn[(size_t)n * K + j] / t;
+}
+
+/* Its backward, in place: dA[n,j] = (dÂ[n,j] - sum_m dÂ[m,j] Â[m,j]) / total, the item's
+ * rows dattn_n (dÂ in, dA out) and attn_n (len,K). */
+static VTR_HD void vtr_set_attention_normalize_backward(float *dattn_n, const float *attn_n,
+                                                        float total, int len, int K, int j)
+{
+    double dot = 0.0;
+    for (int n = 0; n < len; n++)
+        dot += (double)dattn_n[(size_t)n * K + j] * attn_n[(size_t)n * K + j];
+    for (int n = 0; n < len; n++) {
+        float *g = &dattn_n[(size_t)n * K + j];
+        *g = (float)((*g - dot) / total);
+    }
+}
+
+/* Row r of E' = E_{t-1} + the update, columns d0 .. d1-1: ep, upd (B*K,D); e_prev (B*K,D),
+ * or with `shared` (iteration 1) the slots (K,D) that every item starts from. */
+static VTR_HD void vtr_set_prediction_residual(float *ep, const float *e_prev, const float *upd,
+                                               int r, int K, int D, int shared, int d0, int d1)
+{
+    const float *prev = e_prev + (size_t)(shared ? r % K : r) * D;
+    for (int d = d0; d < d1; d++)
+        ep[(size_t)r * D + d] = prev[d] + upd[(size_t)r * D + d];
+}
+
+/* Row r of LN_out(E_T) + LN_g(glob), columns d0 .. d1-1: sum, out_ln (B*K,D), glob_ln
+ * (B,D). */
+static VTR_HD void vtr_set_prediction_sum(float *sum, const float *out_ln, const float *glob_ln,
+                                          int r, int K, int D, int d0, int d1)
+{
+    for (int d = d0; d < d1; d++)
+        sum[(size_t)r * D + d] = out_ln[(size_t)r * D + d] + glob_ln[(size_t)(r / K) * D + d];
+}
+
+/* Item b's gradient of LN_g(glob), columns d0 .. d1-1: dglob_ln (B,D) = dsum (B*K,D) summed
+ * over the item's K rows in the order of the slots. */
+static VTR_HD void vtr_set_prediction_dglob(float *dglob_ln, const float *dsum, int b, int K, int D,
+                                            int d0, int d1)
+{
+    for (int d = d0; d < d1; d++) {
+        float g = 0.0f;
+        for (int j = 0; j < K; j++)
+            g += dsum[((size_t)b * K + j) * D + d];
+        dglob_ln[(size_t)b * D + d] = g;
+    }
+}
+
 /* set (B,K,D), slots_n (B,K,D); workspace; inp (B,N,C) padded, lengths (B) in 1 .. N,
  * glob (B,D); params; dropout p in [0, 1) from (seed, stream) at item first (see the top;
  * 0 for a whole batch). */
@@ -113,6 +282,25 @@ const float *vtr_set_prediction_slots_at(const void *workspace, const vtr_set_pr
 
 /* The matrix-product FLOPs (2 per multiply-add) of one forward (backward: twice that). */
 double vtr_set_prediction_flops(const vtr_set_prediction_config *c, int B, long real_inputs);
+
+/* The CUDA side (aggregate/set_prediction.cu, through aggregate/cuda_entries.c): the CPU
+ * functions' arguments as device buffers, lengths included (the workspace and scratch of
+ * the CPU's sizes and layouts), with lib/nn_cuda.h's conventions; nothing is read back to
+ * the host. The dropout masks are the CPU's; the rest agrees to float rounding (the
+ * products through cuBLAS, the attention's small per-item products one row or element per
+ * thread, sums in a fixed order). */
+vtr_status vtr_cuda_set_prediction_forward(float *set, float *slots_n, void *workspace,
+                                           const float *inp, const int *lengths, const float *glob,
+                                           const float *params, const vtr_set_prediction_config *c,
+                                           int B, int N, float p, uint64_t seed, uint64_t stream,
+                                           int64_t first, vtr_error *err);
+vtr_status vtr_cuda_set_prediction_backward(float *dinp, float *dglob, float *dparams,
+                                            void *scratch, const float *dset, const float *dslots_n,
+                                            const void *workspace, const float *inp,
+                                            const int *lengths, const float *glob,
+                                            const float *params, const vtr_set_prediction_config *c,
+                                            int B, int N, float p, uint64_t seed, uint64_t stream,
+                                            int64_t first, vtr_error *err);
 
 #ifdef __cplusplus
 }

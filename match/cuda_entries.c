@@ -5,6 +5,7 @@
 #include "match/adopt_loss.h"
 #include "match/hinge_loss.h"
 #include "match/retrieval_metrics.h"
+#include "match/set_similarity.h"
 
 VTR_CUDA_ENTRY(vtr_cuda_hinge_loss_backward,
                (float *dS, float dloss, const float *S, int B, float margin,
@@ -41,3 +42,31 @@ VTR_CUDA_ENTRY(vtr_similarity_cuda_block,
                (ctx, item0, n_items, caps, n_caps, S, err))
 
 VTR_CUDA_FREE_ENTRY(vtr_similarity_cuda_free, vtr_similarity_cuda)
+
+VTR_CUDA_ENTRY(vtr_cuda_smooth_chamfer_forward,
+               (float *S, long ldS, void *scratch, const float *a, const float *b, int Na, int Nb,
+                int Ka, int Kb, int D, float alpha, vtr_error *err),
+               (S, ldS, scratch, a, b, Na, Nb, Ka, Kb, D, alpha, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_smooth_chamfer_backward,
+               (float *da, float *db, void *scratch, const float *dS, long ldS, const float *a,
+                const float *b, int Na, int Nb, int Ka, int Kb, int D, float alpha, vtr_error *err),
+               (da, db, scratch, dS, ldS, a, b, Na, Nb, Ka, Kb, D, alpha, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_set_diversity_forward,
+               (float *loss, const float *r, int N, int K, int D, vtr_error *err),
+               (loss, r, N, K, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_set_diversity_backward,
+               (float *dr, float dloss, const float *r, int N, int K, int D, vtr_error *err),
+               (dr, dloss, r, N, K, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_set_mmd_forward,
+               (float *loss, void *scratch, const float *X, const float *Y, long nx, long ny, int D,
+                float gamma, vtr_error *err),
+               (loss, scratch, X, Y, nx, ny, D, gamma, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_set_mmd_backward,
+               (float *dx, float *dy, float dloss, void *scratch, const float *X, const float *Y,
+                long nx, long ny, int D, float gamma, vtr_error *err),
+               (dx, dy, dloss, scratch, X, Y, nx, ny, D, gamma, err))

@@ -16,6 +16,7 @@
 #include "lib/similarity.h"
 #include "match/adopt_loss.h"
 #include "match/model_arena.h"
+#include "match/set_similarity.h"
 
 vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, vtr_error *err)
 {
@@ -352,6 +353,99 @@ vtr_status vtr_dev_adopt_loss_backward(vtr_device dev, float *dS, float dloss, c
         return vtr_cuda_adopt_loss_backward(dS, dloss, S, B, K, tau, positive_in_denominator,
                                             reduction, err);
     vtr_adopt_loss_backward(dS, dloss, S, B, *K, tau, positive_in_denominator, reduction);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_set_prediction_forward(vtr_device dev, float *set, float *slots_n,
+                                          void *workspace, const float *inp, const int *lengths,
+                                          const float *glob, const float *params,
+                                          const vtr_set_prediction_config *c, int B, int N, float p,
+                                          uint64_t seed, uint64_t stream, int64_t first,
+                                          vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_set_prediction_forward(set, slots_n, workspace, inp, lengths, glob, params,
+                                               c, B, N, p, seed, stream, first, err);
+    vtr_set_prediction_forward(set, slots_n, workspace, inp, lengths, glob, params, c, B, N, p,
+                               seed, stream, first);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_set_prediction_backward(vtr_device dev, float *dinp, float *dglob,
+                                           float *dparams, void *scratch, const float *dset,
+                                           const float *dslots_n, const void *workspace,
+                                           const float *inp, const int *lengths, const float *glob,
+                                           const float *params, const vtr_set_prediction_config *c,
+                                           int B, int N, float p, uint64_t seed, uint64_t stream,
+                                           int64_t first, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_set_prediction_backward(dinp, dglob, dparams, scratch, dset, dslots_n,
+                                                workspace, inp, lengths, glob, params, c, B, N, p,
+                                                seed, stream, first, err);
+    vtr_set_prediction_backward(dinp, dglob, dparams, scratch, dset, dslots_n, workspace, inp,
+                                lengths, glob, params, c, B, N, p, seed, stream, first);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_smooth_chamfer_forward(vtr_device dev, float *S, long ldS, void *scratch,
+                                          const float *a, const float *b, int Na, int Nb, int Ka,
+                                          int Kb, int D, float alpha, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_smooth_chamfer_forward(S, ldS, scratch, a, b, Na, Nb, Ka, Kb, D, alpha,
+                                               err);
+    vtr_smooth_chamfer_forward(S, ldS, scratch, a, b, Na, Nb, Ka, Kb, D, alpha);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_smooth_chamfer_backward(vtr_device dev, float *da, float *db, void *scratch,
+                                           const float *dS, long ldS, const float *a,
+                                           const float *b, int Na, int Nb, int Ka, int Kb, int D,
+                                           float alpha, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_smooth_chamfer_backward(da, db, scratch, dS, ldS, a, b, Na, Nb, Ka, Kb, D,
+                                                alpha, err);
+    vtr_smooth_chamfer_backward(da, db, scratch, dS, ldS, a, b, Na, Nb, Ka, Kb, D, alpha);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_set_diversity_forward(vtr_device dev, float *loss, const float *r, int N, int K,
+                                         int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_set_diversity_forward(loss, r, N, K, D, err);
+    *loss = vtr_set_diversity_forward(r, N, K, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_set_diversity_backward(vtr_device dev, float *dr, float dloss, const float *r,
+                                          int N, int K, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_set_diversity_backward(dr, dloss, r, N, K, D, err);
+    vtr_set_diversity_backward(dr, dloss, r, N, K, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_set_mmd_forward(vtr_device dev, float *loss, void *scratch, const float *X,
+                                   const float *Y, long nx, long ny, int D, float gamma,
+                                   vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_set_mmd_forward(loss, scratch, X, Y, nx, ny, D, gamma, err);
+    *loss = vtr_set_mmd_forward(scratch, X, Y, nx, ny, D, gamma);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_set_mmd_backward(vtr_device dev, float *dx, float *dy, float dloss,
+                                    void *scratch, const float *X, const float *Y, long nx, long ny,
+                                    int D, float gamma, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_set_mmd_backward(dx, dy, dloss, scratch, X, Y, nx, ny, D, gamma, err);
+    vtr_set_mmd_backward(dx, dy, dloss, scratch, X, Y, nx, ny, D, gamma);
     return VTR_OK;
 }
 

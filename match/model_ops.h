@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "aggregate/set_prediction.h"
 #include "lib/device.h"
 #include "lib/error.h"
 #include "lib/gru.h"
@@ -120,6 +121,40 @@ vtr_status vtr_dev_adopt_loss_forward(vtr_device dev, float *loss, const float *
 vtr_status vtr_dev_adopt_loss_backward(vtr_device dev, float *dS, float dloss, const float *S,
                                        int B, const int *K, float tau, bool positive_in_denominator,
                                        vtr_reduction reduction, vtr_error *err);
+
+/* Set embeddings (aggregate/set_prediction.h, match/set_similarity.h): every array on dev,
+ * lengths included; the config and the scalars on the host. A loss that the CPU function
+ * returns goes to *loss, one float on dev. */
+vtr_status vtr_dev_set_prediction_forward(vtr_device dev, float *set, float *slots_n,
+                                          void *workspace, const float *inp, const int *lengths,
+                                          const float *glob, const float *params,
+                                          const vtr_set_prediction_config *c, int B, int N, float p,
+                                          uint64_t seed, uint64_t stream, int64_t first,
+                                          vtr_error *err);
+vtr_status vtr_dev_set_prediction_backward(vtr_device dev, float *dinp, float *dglob,
+                                           float *dparams, void *scratch, const float *dset,
+                                           const float *dslots_n, const void *workspace,
+                                           const float *inp, const int *lengths, const float *glob,
+                                           const float *params, const vtr_set_prediction_config *c,
+                                           int B, int N, float p, uint64_t seed, uint64_t stream,
+                                           int64_t first, vtr_error *err);
+vtr_status vtr_dev_smooth_chamfer_forward(vtr_device dev, float *S, long ldS, void *scratch,
+                                          const float *a, const float *b, int Na, int Nb, int Ka,
+                                          int Kb, int D, float alpha, vtr_error *err);
+vtr_status vtr_dev_smooth_chamfer_backward(vtr_device dev, float *da, float *db, void *scratch,
+                                           const float *dS, long ldS, const float *a,
+                                           const float *b, int Na, int Nb, int Ka, int Kb, int D,
+                                           float alpha, vtr_error *err);
+vtr_status vtr_dev_set_diversity_forward(vtr_device dev, float *loss, const float *r, int N, int K,
+                                         int D, vtr_error *err);
+vtr_status vtr_dev_set_diversity_backward(vtr_device dev, float *dr, float dloss, const float *r,
+                                          int N, int K, int D, vtr_error *err);
+vtr_status vtr_dev_set_mmd_forward(vtr_device dev, float *loss, void *scratch, const float *X,
+                                   const float *Y, long nx, long ny, int D, float gamma,
+                                   vtr_error *err);
+vtr_status vtr_dev_set_mmd_backward(vtr_device dev, float *dx, float *dy, float dloss,
+                                    void *scratch, const float *X, const float *Y, long nx, long ny,
+                                    int D, float gamma, vtr_error *err);
 
 /* The caption BiGRU (match/caption_bigru.h's contract: (B,L,W) -> (B,L,E), the directions
  * averaged). On the CPU it is vtr_caption_bigru_* with g's buffers; on the GPU lib/gru.h's

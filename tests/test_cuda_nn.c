@@ -17,6 +17,7 @@
 #include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
+#include "aggregate/set_prediction.h"
 #include "lib/activation.h"
 #include "lib/embedding.h"
 #include "lib/gru.h"
@@ -30,6 +31,7 @@
 #include "lib/softmax.h"
 #include "match/adopt_loss.h"
 #include "match/hinge_loss.h"
+#include "match/set_similarity.h"
 
 #define TOL_PRODUCT 1e-4     /* matrix products, reductions in another order */
 #define TOL_ELEMENTWISE 1e-6 /* the same math, up to a rounding */
@@ -722,6 +724,189 @@ TEST(cuda_nn_adpool)
         if (with_dinp)
             expect_close("adpool.dinp", d_dx, dx, btd, TOL_PRODUCT);
         expect_close("adpool.dparams", d_dp, dp, np, TOL_PRODUCT);
+    }
+    release_all();
+}
+
+/* The set prediction module, one case: ragged lengths (1 .. N), dropout p from (7, 300) at
+ * item `first`, with or without the input, global and diversity gradients; every output
+ * and gradient accumulated onto random values. */
+static void set_prediction_case(vtr_set_prediction_config c, int B, int N, const int *lengths,
+                                float p, int64_t first, int full)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 25, (uint64_t)B * N);
+    size_t np = vtr_set_prediction_param_count(&c);
+    size_t wsize = vtr_set_prediction_workspace_size(&c, B, N);
+    size_t ssize = vtr_set_prediction_scratch_size(&c, B, N);
+    size_t bkd = (size_t)B * c.K * c.D, bnc = (size_t)B * N * c.C, bd = (size_t)B * c.D;
+    float *params = random_floats(np, -0.3f, 0.3f, &rng);
+    float *inp = random_floats(bnc, -1.5f, 1.5f, &rng), *glob = random_floats(bd, -1, 1, &rng);
+    float *dset = random_floats(bkd, -0.5f, 0.5f, &rng);
+    float *dslots = random_floats(bkd, -0.5f, 0.5f, &rng);
+    float *dinp = random_floats(bnc, -0.1f, 0.1f, &rng),
+          *dglob = random_floats(bd, -0.1f, 0.1f, &rng);
+    float *dp = random_floats(np, -0.1f, 0.1f, &rng);
+    float *set = host_alloc(sizeof(float) * bkd), *slots_n = host_alloc(sizeof(float) * bkd);
+    void *ws = host_alloc(wsize), *sc = host_alloc(ssize);
+
+    int *d_len = device_ints(lengths, B);
+    float *d_params = device_floats(params, np), *d_inp = device_floats(inp, bnc);
+    float *d_glob = device_floats(glob, bd), *d_dset = device_floats(dset, bkd);
+    float *d_dslots = device_floats(dslots, bkd), *d_dinp = device_floats(dinp, bnc);
+    float *d_dglob = device_floats(dglob, bd), *d_dp = device_floats(dp, np);
+    float *d_set = device_alloc(sizeof(float) * bkd),
+          *d_slots_n = device_alloc(sizeof(float) * bkd);
+    void *d_ws = device_alloc(wsize), *d_sc = device_alloc(ssize);
+
+    vtr_set_prediction_forward(set, slots_n, ws, inp, lengths, glob, params, &c, B, N, p, 7, 300,
+                               first);
+    CHECK_OK(vtr_cuda_set_prediction_forward(d_set, d_slots_n, d_ws, d_inp, d_len, d_glob, d_params,
+                                             &c, B, N, p, 7, 300, first, &err));
+    expect_close("set_prediction.set", d_set, set, bkd, TOL_PRODUCT);
+    expect_close("set_prediction.slots_n", d_slots_n, slots_n, bkd, TOL_PRODUCT);
+    for (int t = 1; t <= c.T; t++)
+        expect_close("set_prediction.E_t", vtr_set_prediction_slots_at(d_ws, &c, B, N, t),
+                     vtr_set_prediction_slots_at(ws, &c, B, N, t), bkd, TOL_PRODUCT);
+
+    vtr_set_prediction_backward(full ? dinp : NULL, full ? dglob : NULL, dp, sc, dset,
+                                full ? dslots : NULL, ws, inp, lengths, glob, params, &c, B, N, p,
+                                7, 300, first);
+    CHECK_OK(vtr_cuda_set_prediction_backward(
+        full ? d_dinp : NULL, full ? d_dglob : NULL, d_dp, d_sc, d_dset, full ? d_dslots : NULL,
+        d_ws, d_inp, d_len, d_glob, d_params, &c, B, N, p, 7, 300, first, &err));
+    expect_close("set_prediction.dinp", d_dinp, dinp, bnc, TOL_PRODUCT);
+    expect_close("set_prediction.dglob", d_dglob, dglob, bd, TOL_PRODUCT);
+    for (int i = 0; i < VTR_SET_PREDICTION_TENSORS; i++) {
+        int shape[2];
+        size_t off;
+        const char *name = vtr_set_prediction_param_name(&c, i, shape, &off);
+        size_t n = (size_t)shape[0] * (size_t)(shape[1] ? shape[1] : 1);
+        if (strcmp(name, "norm_q.bias") != 0) /* rounding noise only (the header) */
+            expect_close(name, d_dp + off, dp + off, n, TOL_PRODUCT);
+    }
+    release_all();
+}
+
+TEST(cuda_nn_set_prediction)
+{
+    vtr_set_prediction_config small = {.C = 16, .D = 12, .K = 4, .T = 3, .Dh = 20, .H = 48};
+    int lengths[5] = {7, 1, 3, 7, 2};
+    set_prediction_case(small, 5, 7, lengths, 0.0f, 0, 1);
+    set_prediction_case(small, 5, 7, lengths, 0.2f, 3, 1);
+    set_prediction_case(small, 5, 7, lengths, 0.1f, 0, 0);
+    /* one slot, one iteration, one input per item */
+    vtr_set_prediction_config one = {.C = 6, .D = 10, .K = 1, .T = 1, .Dh = 4, .H = 7};
+    int ones[2] = {1, 1};
+    set_prediction_case(one, 2, 1, ones, 0.2f, 0, 1);
+    /* region-like: N 36, more items than a block of threads per row */
+    vtr_set_prediction_config wide = {.C = 64, .D = 96, .K = 4, .T = 4, .Dh = 128, .H = 384};
+    int many[40];
+    for (int b = 0; b < 40; b++)
+        many[b] = 1 + (b * 13) % 36;
+    set_prediction_case(wide, 40, 36, many, 0.1f, 80, 1);
+}
+
+/* l2-normalized random rows (n,D) */
+static float *random_unit_rows(size_t n, int D, vtr_rng *rng)
+{
+    float *x = random_floats(n * D, -1, 1, rng);
+    for (size_t i = 0; i < n; i++)
+        vtr_l2norm_row_forward(x + i * D, x + i * D, D);
+    return x;
+}
+
+/* Smooth-Chamfer over more sets than a block (VTR_SET_BLOCK) on each side, S with a row
+ * stride past its width; with and without either gradient. */
+TEST(cuda_nn_smooth_chamfer)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 26, 0);
+    enum { Na = 300, Nb = 270, Ka = 2, Kb = 3, D = 16, ldS = 280 };
+    float *a = random_unit_rows((size_t)Na * Ka, D, &rng),
+          *b = random_unit_rows((size_t)Nb * Kb, D, &rng);
+    size_t ns = (size_t)Na * ldS, na = (size_t)Na * Ka * D, nb = (size_t)Nb * Kb * D;
+    float *S = random_floats(ns, -1, 1, &rng), *dS = random_floats(ns, -1, 1, &rng);
+    float *da0 = random_floats(na, -0.1f, 0.1f, &rng), *db0 = random_floats(nb, -0.1f, 0.1f, &rng);
+    size_t ssize = vtr_smooth_chamfer_scratch_size(Na, Nb, Ka, Kb);
+    void *sc = host_alloc(ssize), *d_sc = device_alloc(ssize);
+    float *d_a = device_floats(a, na), *d_b = device_floats(b, nb), *d_S = device_floats(S, ns);
+    float *d_dS = device_floats(dS, ns);
+    vtr_smooth_chamfer_forward(S, ldS, sc, a, b, Na, Nb, Ka, Kb, D, VTR_SET_ALPHA);
+    CHECK_OK(vtr_cuda_smooth_chamfer_forward(d_S, ldS, d_sc, d_a, d_b, Na, Nb, Ka, Kb, D,
+                                             VTR_SET_ALPHA, &err));
+    expect_close("smooth_chamfer.S", d_S, S, ns, TOL_PRODUCT);
+    for (int which = 1; which <= 3; which++) {
+        float *da = copy_floats(da0, na), *db = copy_floats(db0, nb);
+        float *d_da = device_floats(da0, na), *d_db = device_floats(db0, nb);
+        vtr_smooth_chamfer_backward(which & 1 ? da : NULL, which & 2 ? db : NULL, sc, dS, ldS, a, b,
+                                    Na, Nb, Ka, Kb, D, VTR_SET_ALPHA);
+        CHECK_OK(vtr_cuda_smooth_chamfer_backward(which & 1 ? d_da : NULL, which & 2 ? d_db : NULL,
+                                                  d_sc, d_dS, ldS, d_a, d_b, Na, Nb, Ka, Kb, D,
+                                                  VTR_SET_ALPHA, &err));
+        expect_close("smooth_chamfer.da", d_da, da, na, TOL_PRODUCT);
+        expect_close("smooth_chamfer.db", d_db, db, nb, TOL_PRODUCT);
+    }
+    release_all();
+}
+
+/* The diversity term (two equal slots in item 0, K = 1 gives 0) and MMD (equal rows, a near
+ * pair, X and Y of different sizes, with and without either gradient). */
+TEST(cuda_nn_set_regularisers)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 27, 0);
+    float *d_loss = device_alloc(sizeof(float));
+    int shapes[3][3] = {{50, 4, 64}, {300, 3, 17}, {3, 1, 5}};
+    for (int k = 0; k < 3; k++) {
+        int N = shapes[k][0], K = shapes[k][1], D = shapes[k][2];
+        size_t n = (size_t)N * K * D;
+        float *r = random_unit_rows((size_t)N * K, D, &rng);
+        if (K > 1)
+            memcpy(r + D, r, sizeof(float) * D);
+        float *dr = random_floats(n, -0.1f, 0.1f, &rng), *d_r = device_floats(r, n);
+        float *d_dr = device_floats(dr, n);
+        float loss = vtr_set_diversity_forward(r, N, K, D);
+        CHECK_OK(vtr_cuda_set_diversity_forward(d_loss, d_r, N, K, D, &err));
+        expect_close("set_diversity.loss", d_loss, &loss, 1, TOL_PRODUCT);
+        vtr_set_diversity_backward(dr, 0.7f, r, N, K, D);
+        CHECK_OK(vtr_cuda_set_diversity_backward(d_dr, 0.7f, d_r, N, K, D, &err));
+        expect_close("set_diversity.dr", d_dr, dr, n, TOL_PRODUCT);
+    }
+    long sizes[2][2] = {{64, 64}, {37, 120}};
+    for (int k = 0; k < 2; k++) {
+        long nx = sizes[k][0], ny = sizes[k][1];
+        int D = 24;
+        float *X = random_unit_rows((size_t)nx, D, &rng),
+              *Y = random_unit_rows((size_t)ny, D, &rng);
+        memcpy(X + 2 * D, X, sizeof(float) * D); /* equal rows: distance 0 */
+        memcpy(Y + D, X, sizeof(float) * D);
+        Y[D] += 1e-4f; /* a near pair */
+        size_t ssize = vtr_set_mmd_scratch_size(nx, ny), nxd = (size_t)nx * D, nyd = (size_t)ny * D;
+        void *sc = host_alloc(ssize), *d_sc = device_alloc(ssize);
+        float *d_X = device_floats(X, nxd), *d_Y = device_floats(Y, nyd);
+        float loss = vtr_set_mmd_forward(sc, X, Y, nx, ny, D, VTR_SET_MMD_GAMMA);
+        CHECK_OK(
+            vtr_cuda_set_mmd_forward(d_loss, d_sc, d_X, d_Y, nx, ny, D, VTR_SET_MMD_GAMMA, &err));
+        expect_close("set_mmd.loss", d_loss, &loss, 1, TOL_PRODUCT);
+        for (int which = 1; which <= 3; which++) {
+            float *dx = random_floats(nxd, -0.1f, 0.1f, &rng),
+                  *dy = random_floats(nyd, -0.1f, 0.1f, &rng);
+            float *d_dx = device_floats(dx, nxd), *d_dy = device_floats(dy, nyd);
+            vtr_set_mmd_backward(which & 1 ? dx : NULL, which & 2 ? dy : NULL, 0.3f, sc, X, Y, nx,
+                                 ny, D, VTR_SET_MMD_GAMMA);
+            CHECK_OK(vtr_cuda_set_mmd_backward(which & 1 ? d_dx : NULL, which & 2 ? d_dy : NULL,
+                                               0.3f, d_sc, d_X, d_Y, nx, ny, D, VTR_SET_MMD_GAMMA,
+                                               &err));
+            expect_close("set_mmd.dx", d_dx, dx, nxd, TOL_PRODUCT);
+            expect_close("set_mmd.dy", d_dy, dy, nyd, TOL_PRODUCT);
+        }
     }
     release_all();
 }
