@@ -1,9 +1,11 @@
-/* The entries of the poolers (aggregate/adpool.h, aggregate/gpo.h, aggregate/set_pooling.h):
+/* The entries of the poolers (aggregate/adpool.h, aggregate/gpo.h, aggregate/set_pooling.h,
+ * aggregate/span_pool.h):
  * each loads the CUDA backend on first use and calls its function of the same name
  * (lib/cuda_loader.h). */
 #include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
+#include "aggregate/span_pool.h"
 #include "lib/cuda_loader.h"
 
 VTR_CUDA_ENTRY(vtr_cuda_adpool_backward,
@@ -71,3 +73,14 @@ VTR_CUDA_ENTRY(vtr_cuda_mean_pool_forward,
                (float *out, const float *inp, const int *lengths, int B, int T, int D,
                 vtr_error *err),
                (out, inp, lengths, B, T, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_role_span_pool_backward,
+               (float *dinp, float *drole_table, void *scratch, const float *dout, const float *inp,
+                const int *argmax, const int *roles, const float *role_table, int B, int N, int L,
+                int D, vtr_error *err),
+               (dinp, drole_table, scratch, dout, inp, argmax, roles, role_table, B, N, L, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_role_span_pool_forward,
+               (float *out, int *argmax, const float *inp, const uint8_t *masks, const int *roles,
+                const float *role_table, int B, int N, int L, int D, vtr_error *err),
+               (out, argmax, inp, masks, roles, role_table, B, N, L, D, err))
