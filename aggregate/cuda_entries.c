@@ -1,10 +1,12 @@
-/* The entries of the poolers (aggregate/adpool.h, aggregate/gpo.h, aggregate/set_pooling.h):
- * each loads the CUDA backend on first use and calls its function of the same name
+/* The entries of the poolers (aggregate/adpool.h, aggregate/gpo.h, aggregate/set_pooling.h,
+ * aggregate/span_pool.h) and of the set prediction module (aggregate/set_prediction.h): each
+ * loads the CUDA backend on first use and calls its function of the same name
  * (lib/cuda_loader.h). */
 #include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
 #include "aggregate/set_prediction.h"
+#include "aggregate/span_pool.h"
 #include "lib/cuda_loader.h"
 
 VTR_CUDA_ENTRY(vtr_cuda_adpool_backward,
@@ -87,3 +89,14 @@ VTR_CUDA_ENTRY(vtr_cuda_set_prediction_backward,
                 int N, float p, uint64_t seed, uint64_t stream, int64_t first, vtr_error *err),
                (dinp, dglob, dparams, scratch, dset, dslots_n, workspace, inp, lengths, glob,
                 params, c, B, N, p, seed, stream, first, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_role_span_pool_backward,
+               (float *dinp, float *drole_table, void *scratch, const float *dout, const float *inp,
+                const int *argmax, const int *roles, const float *role_table, int B, int N, int L,
+                int D, vtr_error *err),
+               (dinp, drole_table, scratch, dout, inp, argmax, roles, role_table, B, N, L, D, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_role_span_pool_forward,
+               (float *out, int *argmax, const float *inp, const uint8_t *masks, const int *roles,
+                const float *role_table, int B, int N, int L, int D, vtr_error *err),
+               (out, argmax, inp, masks, roles, role_table, B, N, L, D, err))

@@ -21,10 +21,8 @@ void vtr_role_span_pool_forward(float *out, int *argmax, const float *inp, const
         const float *role = role_table + (size_t)roles[r] * D;
         int *am = argmax + (size_t)r * D;
         float *y = out + (size_t)r * D;
-        for (int d = 0; d < D; d++) {
-            am[d] = vtr_span_max_at(x, mask, L, D, d);
-            y[d] = vtr_span_pooled_value(x, am[d], D, d) * role[d];
-        }
+        for (int d = 0; d < D; d++)
+            vtr_role_span_pool_forward_at(y, am, x, mask, role, L, D, d);
     }
 }
 
@@ -44,7 +42,7 @@ void vtr_role_span_pool_backward(float *dinp, float *drole_table, void *scratch,
         const float *dy = dout + (size_t)r * D;
         float *g = dpooled_role + (size_t)r * D;
         for (int d = 0; d < D; d++)
-            g[d] = dy[d] * vtr_span_pooled_value(x, am[d], D, d);
+            g[d] = vtr_role_span_pool_drole_at(dy, x, am, D, d);
     }
     vtr_embedding_backward(drole_table, dpooled_role, roles, (int)rows, D);
     if (!dinp)

@@ -67,6 +67,24 @@ static VTR_HD float vtr_span_pooled_value(const float *x, int argmax, int D, int
     return argmax >= 0 ? x[(size_t)argmax * D + d] : VTR_SPAN_POOL_FILL;
 }
 
+/* Dimension d of one phrase: y[d] (its output) and am[d] (the word of its max, -1: the fill)
+ * from item x (L,D), the phrase's span mask (L) and its role row (D). */
+static VTR_HD void vtr_role_span_pool_forward_at(float *y, int *am, const float *x,
+                                                 const uint8_t *mask, const float *role, int L,
+                                                 int D, int d)
+{
+    am[d] = vtr_span_max_at(x, mask, L, D, d);
+    y[d] = vtr_span_pooled_value(x, am[d], D, d) * role[d];
+}
+
+/* d out / d role of dimension d of one phrase: dy[d] times the pooled value; x (L,D) its item,
+ * am (D) its argmax row, dy (D) its output gradient. */
+static VTR_HD float vtr_role_span_pool_drole_at(const float *dy, const float *x, const int *am,
+                                                int D, int d)
+{
+    return dy[d] * vtr_span_pooled_value(x, am[d], D, d);
+}
+
 /* Input gradient of dimension d of one item: dx (L,D) += dout[n,d] * role_table[roles[n],d]
  * at the word argmax[n,d] of each of its N phrases (none where argmax is -1), in the order
  * of n. dout (N,D), argmax (N,D), roles (N) of that item. The CPU runs it per item and
@@ -98,6 +116,21 @@ void vtr_role_span_pool_forward(float *out, int *argmax, const float *inp, const
 void vtr_role_span_pool_backward(float *dinp, float *drole_table, void *scratch, const float *dout,
                                  const float *inp, const int *argmax, const int *roles,
                                  const float *role_table, int B, int N, int L, int D);
+
+/* The CUDA side (aggregate/span_pool.cu, through aggregate/cuda_entries.c): the CPU
+ * functions' arguments as device buffers (masks and roles included; the scratch of the CPU's
+ * size and layout), with lib/nn_cuda.h's conventions. One thread per (phrase, dimension)
+ * forward, per (item, dimension) for dinp and per dimension for drole_table: the same
+ * argmax, and the same sums in the same order, as the CPU (the same bytes, but for the
+ * device's fused multiply-adds where none is written). */
+vtr_status vtr_cuda_role_span_pool_forward(float *out, int *argmax, const float *inp,
+                                           const uint8_t *masks, const int *roles,
+                                           const float *role_table, int B, int N, int L, int D,
+                                           vtr_error *err);
+vtr_status vtr_cuda_role_span_pool_backward(float *dinp, float *drole_table, void *scratch,
+                                            const float *dout, const float *inp, const int *argmax,
+                                            const int *roles, const float *role_table, int B, int N,
+                                            int L, int D, vtr_error *err);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,19 @@ VTR_CUDA_FREE_ENTRY(vtr_cuda_free, void)
 
 VTR_CUDA_ENTRY(vtr_cuda_add, (float *y, const float *x, size_t n, vtr_error *err), (y, x, n, err))
 
+VTR_CUDA_ENTRY(vtr_cuda_attn_gcn_backward,
+               (float *dx, float *dparams, void *scratch, const float *dout, const float *x,
+                const float *params, const void *workspace, int B, int N, int D, int F, float p,
+                uint64_t seed, uint64_t stream, int64_t first, vtr_error *err),
+               (dx, dparams, scratch, dout, x, params, workspace, B, N, D, F, p, seed, stream,
+                first, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_attn_gcn_forward,
+               (float *out, void *workspace, const float *x, const float *rel_edges,
+                const float *params, int B, int N, int D, int F, float p, uint64_t seed,
+                uint64_t stream, int64_t first, vtr_error *err),
+               (out, workspace, x, rel_edges, params, B, N, D, F, p, seed, stream, first, err))
+
 VTR_CUDA_ENTRY(vtr_cuda_batchnorm_backward,
                (float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                 const float *weight, const float *mean, const float *rstd, int N, int C,

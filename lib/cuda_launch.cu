@@ -62,3 +62,28 @@ vtr_status vtr_cuda_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float
                         cublasGetStatusString(bs));
     return VTR_OK;
 }
+
+vtr_status vtr_cuda_sgemm_batched(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                                  const float *A, int lda, long long stride_a, const float *B,
+                                  int ldb, long long stride_b, float beta, float *C, int ldc,
+                                  long long stride_c, int batch, vtr_error *err)
+{
+    cublasHandle_t handle = vtr_cuda_cublas();
+    if (!handle)
+        return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS used before vtr_cuda_init");
+    if (batch == 0 || M == 0 || N == 0 || (K == 0 && beta == 1.0f))
+        return VTR_OK;
+    if (K == 0) { // as vtr_cuda_sgemm
+        lda = lda > 0 ? lda : 1;
+        ldb = ldb > 0 ? ldb : 1;
+    }
+    // row-major as column-major, B first (vtr_cuda_sgemm)
+    cublasStatus_t bs = cublasGemmStridedBatchedEx(
+        handle, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K,
+        &alpha, B, CUDA_R_32F, ldb, stride_b, A, CUDA_R_32F, lda, stride_a, &beta, C, CUDA_R_32F,
+        ldc, stride_c, batch, vtr_cuda_compute_type(), CUBLAS_GEMM_DEFAULT);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+        return vtr_fail(err, VTR_ERR_DEVICE, "cuBLAS batched sgemm (%d x %d x %d, %d of them): %s",
+                        M, N, K, batch, cublasGetStatusString(bs));
+    return VTR_OK;
+}

@@ -81,4 +81,13 @@ vtr_status vtr_cuda_sgemm(bool trans_a, bool trans_b, int M, int N, int K, float
                           const float *A, int lda, const float *B, int ldb, float beta, float *C,
                           int ldc, vtr_error *err);
 
+// vtr_cuda_sgemm over batch independent products in one cuBLAS call
+// (cublasGemmStridedBatchedEx): product i reads A + i stride_a, B + i stride_b and writes
+// C + i stride_c (strides in floats). For many small products of the same shape (one per
+// item of a batch), which one call per product would spend on launches.
+vtr_status vtr_cuda_sgemm_batched(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                                  const float *A, int lda, long long stride_a, const float *B,
+                                  int ldb, long long stride_b, float beta, float *C, int ldc,
+                                  long long stride_c, int batch, vtr_error *err);
+
 #endif

@@ -20,69 +20,6 @@
  * In HGR the root, the padded phrase slots and the nouns of a verbless caption attend to
  * nothing: about half of the B*N rows. */
 
-/* The workspace's regions, in order:
- *   q, k (B,N,F); attn (B,N,N) the attention a; agg (B,N,D) a x, the context layer's input;
- *   resid (B,N,D) x + dropout(c), the LayerNorm's input; mean, rstd (B,N) its statistics;
- *   xp, yp (B*N,D) a Linear's packed rows in and out;
- *   attending, attended (B*N) int: the rows with an edge, the rows an edge points to, each
- *   list ascending, then its count (int) */
-enum {
-    WS_Q,
-    WS_K,
-    WS_ATTN,
-    WS_AGG,
-    WS_RESID,
-    WS_MEAN,
-    WS_RSTD,
-    WS_XP,
-    WS_YP,
-    WS_ATTENDING,
-    WS_ATTENDED,
-    WS_REGIONS
-};
-
-/* The scratch's regions, in order, all float: the gradients of resid, c and agg (B,N,D),
- * of a and of the scores (B,N,N), of q and k (B,N,F); xp, yp, zp (B*N,D) packed rows */
-enum {
-    SC_DRESID,
-    SC_DCTX,
-    SC_DAGG,
-    SC_DATTN,
-    SC_DSCORE,
-    SC_DQ,
-    SC_DK,
-    SC_XP,
-    SC_YP,
-    SC_ZP,
-    SC_REGIONS
-};
-
-/* Byte offsets of n regions of floats[i] floats, back to back, each 64-byte aligned:
- * offset (n + 1), offset[n] the total. */
-static void regions_layout(size_t *offset, const size_t *floats, int n)
-{
-    offset[0] = 0;
-    for (int i = 0; i < n; i++)
-        offset[i + 1] = offset[i] + vtr_workspace_align(sizeof(float) * floats[i]);
-}
-
-static void workspace_layout(size_t offset[WS_REGIONS + 1], int B, int N, int D, int F)
-{
-    size_t rows = (size_t)B * N;
-    /* the int regions are counted as floats: both are 4 bytes */
-    const size_t floats[WS_REGIONS] = {rows * F, rows * F, rows * N, rows * D, rows * D, rows,
-                                       rows,     rows * D, rows * D, rows + 1, rows + 1};
-    regions_layout(offset, floats, WS_REGIONS);
-}
-
-static void scratch_layout(size_t offset[SC_REGIONS + 1], int B, int N, int D, int F)
-{
-    size_t rows = (size_t)B * N;
-    const size_t floats[SC_REGIONS] = {rows * D, rows * D, rows * D, rows * N, rows * N,
-                                       rows * F, rows * F, rows * D, rows * D, rows * D};
-    regions_layout(offset, floats, SC_REGIONS);
-}
-
 size_t vtr_attn_gcn_param_count(int D, int F)
 {
     return vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_TENSORS);
@@ -123,35 +60,12 @@ int vtr_attn_gcn_param_shape(int D, int F, vtr_attn_gcn_tensor tensor, int64_t *
 
 size_t vtr_attn_gcn_workspace_size(int B, int N, int D, int F)
 {
-    size_t offset[WS_REGIONS + 1];
-    workspace_layout(offset, B, N, D, F);
-    return offset[WS_REGIONS];
+    return vtr_attn_gcn_workspace_layout_of(B, N, D, F).total;
 }
 
 size_t vtr_attn_gcn_scratch_size(int B, int N, int D, int F)
 {
-    size_t offset[SC_REGIONS + 1];
-    scratch_layout(offset, B, N, D, F);
-    return offset[SC_REGIONS];
-}
-
-/* The parameters' pointers in a flat buffer (values or gradients). */
-typedef struct attn_gcn_params {
-    float *ctx_w, *norm_w, *norm_b, *query_w, *query_b, *key_w, *key_b;
-} attn_gcn_params;
-
-static attn_gcn_params params_of(const float *buf, int D, int F)
-{
-    float *p = (float *)buf;
-    attn_gcn_params r;
-    r.ctx_w = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_CTX_WEIGHT);
-    r.norm_w = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_NORM_WEIGHT);
-    r.norm_b = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_NORM_BIAS);
-    r.query_w = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_QUERY_WEIGHT);
-    r.query_b = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_QUERY_BIAS);
-    r.key_w = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_KEY_WEIGHT);
-    r.key_b = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_KEY_BIAS);
-    return r;
+    return vtr_attn_gcn_scratch_layout_of(B, N, D, F).total;
 }
 
 /* The attending rows (an edge in their rel row) and the attended rows (an edge in their
@@ -164,11 +78,8 @@ static void edge_rows(int *attending, int *attended, int *n_attending, int *n_at
     for (int b = 0; b < B; b++) {
         const float *rel = rel_edges + (size_t)b * N * N;
         for (int i = 0; i < N; i++) {
-            int row = 0, column = 0;
-            for (int j = 0; j < N; j++) {
-                row |= rel[i * N + j] != 0.0f;
-                column |= rel[j * N + i] != 0.0f;
-            }
+            int row, column;
+            vtr_attn_gcn_edge_flags(&row, &column, rel, N, i);
             if (row && attending)
                 attending[na] = b * N + i;
             if (column && attended)
@@ -219,16 +130,15 @@ void vtr_attn_gcn_forward(float *out, void *workspace, const float *x, const flo
                           const float *params, int B, int N, int D, int F, float p, uint64_t seed,
                           uint64_t stream, int64_t first)
 {
-    size_t l[WS_REGIONS + 1];
-    workspace_layout(l, B, N, D, F);
+    vtr_attn_gcn_workspace_layout l = vtr_attn_gcn_workspace_layout_of(B, N, D, F);
     char *ws = workspace;
-    float *q = (float *)(ws + l[WS_Q]), *k = (float *)(ws + l[WS_K]);
-    float *attn = (float *)(ws + l[WS_ATTN]), *agg = (float *)(ws + l[WS_AGG]);
-    float *resid = (float *)(ws + l[WS_RESID]);
-    float *mean = (float *)(ws + l[WS_MEAN]), *rstd = (float *)(ws + l[WS_RSTD]);
-    float *xp = (float *)(ws + l[WS_XP]), *yp = (float *)(ws + l[WS_YP]);
-    int *attending = (int *)(ws + l[WS_ATTENDING]), *attended = (int *)(ws + l[WS_ATTENDED]);
-    attn_gcn_params w = params_of(params, D, F);
+    float *q = (float *)(ws + l.q), *k = (float *)(ws + l.k);
+    float *attn = (float *)(ws + l.attn), *agg = (float *)(ws + l.agg);
+    float *resid = (float *)(ws + l.resid);
+    float *mean = (float *)(ws + l.mean), *rstd = (float *)(ws + l.rstd);
+    float *xp = (float *)(ws + l.xp), *yp = (float *)(ws + l.yp);
+    int *attending = (int *)(ws + l.attending), *attended = (int *)(ws + l.attended);
+    vtr_attn_gcn_param_ptrs w = vtr_attn_gcn_param_ptrs_of(params, D, F);
     int rows = B * N;
     size_t n = (size_t)rows * D;
 
@@ -266,24 +176,24 @@ void vtr_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float
                            const float *x, const float *params, const void *workspace, int B, int N,
                            int D, int F, float p, uint64_t seed, uint64_t stream, int64_t first)
 {
-    size_t l[WS_REGIONS + 1], sl[SC_REGIONS + 1];
-    workspace_layout(l, B, N, D, F);
-    scratch_layout(sl, B, N, D, F);
+    vtr_attn_gcn_workspace_layout l = vtr_attn_gcn_workspace_layout_of(B, N, D, F);
+    vtr_attn_gcn_scratch_layout sl = vtr_attn_gcn_scratch_layout_of(B, N, D, F);
     const char *ws = workspace;
-    const float *q = (const float *)(ws + l[WS_Q]), *k = (const float *)(ws + l[WS_K]);
-    const float *attn = (const float *)(ws + l[WS_ATTN]), *agg = (const float *)(ws + l[WS_AGG]);
-    const float *resid = (const float *)(ws + l[WS_RESID]);
-    const float *mean = (const float *)(ws + l[WS_MEAN]), *rstd = (const float *)(ws + l[WS_RSTD]);
+    const float *q = (const float *)(ws + l.q), *k = (const float *)(ws + l.k);
+    const float *attn = (const float *)(ws + l.attn), *agg = (const float *)(ws + l.agg);
+    const float *resid = (const float *)(ws + l.resid);
+    const float *mean = (const float *)(ws + l.mean), *rstd = (const float *)(ws + l.rstd);
     char *s = scratch;
-    float *dresid = (float *)(s + sl[SC_DRESID]), *dctx = (float *)(s + sl[SC_DCTX]);
-    float *dagg = (float *)(s + sl[SC_DAGG]), *dattn = (float *)(s + sl[SC_DATTN]);
-    float *dscore = (float *)(s + sl[SC_DSCORE]), *dq = (float *)(s + sl[SC_DQ]);
-    float *dk = (float *)(s + sl[SC_DK]);
-    float *xp = (float *)(s + sl[SC_XP]), *yp = (float *)(s + sl[SC_YP]);
-    float *zp = (float *)(s + sl[SC_ZP]);
-    const int *attending = (const int *)(ws + l[WS_ATTENDING]);
-    const int *attended = (const int *)(ws + l[WS_ATTENDED]);
-    attn_gcn_params w = params_of(params, D, F), dw = params_of(dparams, D, F);
+    float *dresid = (float *)(s + sl.dresid), *dctx = (float *)(s + sl.dctx);
+    float *dagg = (float *)(s + sl.dagg), *dattn = (float *)(s + sl.dattn);
+    float *dscore = (float *)(s + sl.dscore), *dq = (float *)(s + sl.dq);
+    float *dk = (float *)(s + sl.dk);
+    float *xp = (float *)(s + sl.xp), *yp = (float *)(s + sl.yp);
+    float *zp = (float *)(s + sl.zp);
+    const int *attending = (const int *)(ws + l.attending);
+    const int *attended = (const int *)(ws + l.attended);
+    vtr_attn_gcn_param_ptrs w = vtr_attn_gcn_param_ptrs_of(params, D, F);
+    vtr_attn_gcn_param_ptrs dw = vtr_attn_gcn_param_ptrs_of(dparams, D, F);
     int rows = B * N, na = attending[rows], nd = attended[rows];
     size_t n = (size_t)rows * D;
 

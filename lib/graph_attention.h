@@ -76,11 +76,99 @@ static VTR_HD void vtr_attn_gcn_softmax_row_forward(float *a, const float *s, co
         a[j] *= inv;
 }
 
+/* Whether node i of one graph has an edge (*attending: in its row of rel (N,N)) and whether an
+ * edge points to it (*attended: in its column). */
+static VTR_HD void vtr_attn_gcn_edge_flags(int *attending, int *attended, const float *rel, int N,
+                                           int i)
+{
+    int row = 0, column = 0;
+    for (int j = 0; j < N; j++) {
+        row |= rel[i * N + j] != 0.0f;
+        column |= rel[j * N + i] != 0.0f;
+    }
+    *attending = row;
+    *attended = column;
+}
+
+/* Byte offsets of the workspace's regions, each 64-byte aligned (total: the size):
+ *   q, k (B,N,F); attn (B,N,N) the attention a; agg (B,N,D) a x, the context layer's input;
+ *   resid (B,N,D) x + dropout(c), the LayerNorm's input; mean, rstd (B,N) its statistics;
+ *   xp, yp (B*N,D) a Linear's packed rows in and out (the CPU's);
+ *   attending, attended (B*N + 1) int: the rows with an edge, the rows an edge points to,
+ *   each list ascending, then its count (the CPU's) */
+typedef struct vtr_attn_gcn_workspace_layout {
+    size_t q, k, attn, agg, resid, mean, rstd, xp, yp, attending, attended, total;
+} vtr_attn_gcn_workspace_layout;
+
+static inline vtr_attn_gcn_workspace_layout vtr_attn_gcn_workspace_layout_of(int B, int N, int D,
+                                                                             int F)
+{
+    size_t rows = (size_t)B * N;
+    vtr_attn_gcn_workspace_layout l;
+    l.q = 0;
+    l.k = l.q + vtr_workspace_align(sizeof(float) * rows * F);
+    l.attn = l.k + vtr_workspace_align(sizeof(float) * rows * F);
+    l.agg = l.attn + vtr_workspace_align(sizeof(float) * rows * N);
+    l.resid = l.agg + vtr_workspace_align(sizeof(float) * rows * D);
+    l.mean = l.resid + vtr_workspace_align(sizeof(float) * rows * D);
+    l.rstd = l.mean + vtr_workspace_align(sizeof(float) * rows);
+    l.xp = l.rstd + vtr_workspace_align(sizeof(float) * rows);
+    l.yp = l.xp + vtr_workspace_align(sizeof(float) * rows * D);
+    l.attending = l.yp + vtr_workspace_align(sizeof(float) * rows * D);
+    l.attended = l.attending + vtr_workspace_align(sizeof(int) * (rows + 1));
+    l.total = l.attended + vtr_workspace_align(sizeof(int) * (rows + 1));
+    return l;
+}
+
+/* Byte offsets of the scratch's regions, all float, each 64-byte aligned: the gradients of
+ * resid, c and agg (B,N,D), of a and of the scores (B,N,N), of q and k (B,N,F); xp, yp, zp
+ * (B*N,D) packed rows (the CPU's). */
+typedef struct vtr_attn_gcn_scratch_layout {
+    size_t dresid, dctx, dagg, dattn, dscore, dq, dk, xp, yp, zp, total;
+} vtr_attn_gcn_scratch_layout;
+
+static inline vtr_attn_gcn_scratch_layout vtr_attn_gcn_scratch_layout_of(int B, int N, int D, int F)
+{
+    size_t rows = (size_t)B * N;
+    vtr_attn_gcn_scratch_layout l;
+    l.dresid = 0;
+    l.dctx = l.dresid + vtr_workspace_align(sizeof(float) * rows * D);
+    l.dagg = l.dctx + vtr_workspace_align(sizeof(float) * rows * D);
+    l.dattn = l.dagg + vtr_workspace_align(sizeof(float) * rows * D);
+    l.dscore = l.dattn + vtr_workspace_align(sizeof(float) * rows * N);
+    l.dq = l.dscore + vtr_workspace_align(sizeof(float) * rows * N);
+    l.dk = l.dq + vtr_workspace_align(sizeof(float) * rows * F);
+    l.xp = l.dk + vtr_workspace_align(sizeof(float) * rows * F);
+    l.yp = l.xp + vtr_workspace_align(sizeof(float) * rows * D);
+    l.zp = l.yp + vtr_workspace_align(sizeof(float) * rows * D);
+    l.total = l.zp + vtr_workspace_align(sizeof(float) * rows * D);
+    return l;
+}
+
 /* Floats in the parameter buffer: D*D + 2D + 2(F*D + F). */
 size_t vtr_attn_gcn_param_count(int D, int F);
 
 /* Offset (floats) of a tensor in the parameter buffer. */
 size_t vtr_attn_gcn_param_offset(int D, int F, vtr_attn_gcn_tensor tensor);
+
+/* The tensors' pointers in a flat parameter buffer (values or gradients). */
+typedef struct vtr_attn_gcn_param_ptrs {
+    float *ctx_w, *norm_w, *norm_b, *query_w, *query_b, *key_w, *key_b;
+} vtr_attn_gcn_param_ptrs;
+
+static inline vtr_attn_gcn_param_ptrs vtr_attn_gcn_param_ptrs_of(const float *buf, int D, int F)
+{
+    float *p = (float *)buf;
+    vtr_attn_gcn_param_ptrs r;
+    r.ctx_w = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_CTX_WEIGHT);
+    r.norm_w = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_NORM_WEIGHT);
+    r.norm_b = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_NORM_BIAS);
+    r.query_w = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_QUERY_WEIGHT);
+    r.query_b = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_QUERY_BIAS);
+    r.key_w = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_KEY_WEIGHT);
+    r.key_b = p + vtr_attn_gcn_param_offset(D, F, VTR_ATTN_GCN_KEY_BIAS);
+    return r;
+}
 
 /* The reference's name of a tensor, relative to the layer: "ctx_layer.weight", ... */
 const char *vtr_attn_gcn_param_name(vtr_attn_gcn_tensor tensor);

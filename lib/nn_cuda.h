@@ -137,6 +137,19 @@ vtr_status vtr_cuda_gru_backward(float *dinp, float *dparams, void *scratch, con
                                  const void *workspace, int B, int T, int D, int H,
                                  int num_directions, vtr_gru_merge merge, vtr_error *err);
 
+/* lib/graph_attention.h. The workspace and scratch (device) have the CPU's sizes and
+ * layouts; the Linears run over all B*N rows (the CPU packs the rows with edges: the same
+ * numbers), so the packing buffers and row lists there are not filled. The dropout masks are
+ * the CPU's. */
+vtr_status vtr_cuda_attn_gcn_forward(float *out, void *workspace, const float *x,
+                                     const float *rel_edges, const float *params, int B, int N,
+                                     int D, int F, float p, uint64_t seed, uint64_t stream,
+                                     int64_t first, vtr_error *err);
+vtr_status vtr_cuda_attn_gcn_backward(float *dx, float *dparams, void *scratch, const float *dout,
+                                      const float *x, const float *params, const void *workspace,
+                                      int B, int N, int D, int F, float p, uint64_t seed,
+                                      uint64_t stream, int64_t first, vtr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

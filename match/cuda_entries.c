@@ -1,9 +1,13 @@
-/* The entries of the hinge and ADOPT losses (match/hinge_loss.h, match/adopt_loss.h) and
- * of the evaluation's similarity tiles (match/retrieval_metrics.h): each loads the CUDA
- * backend on first use and calls its function of the same name (lib/cuda_loader.h). */
+/* The entries of the hinge and ADOPT losses (match/hinge_loss.h, match/adopt_loss.h), of
+ * the evaluation's similarity tiles (match/retrieval_metrics.h), of HGR's scores
+ * (match/phrase_attention.h, match/hgr_score.h) and of set embeddings' similarity and
+ * regularisers (match/set_similarity.h): each loads the CUDA backend on first use and calls
+ * its function of the same name (lib/cuda_loader.h). */
 #include "lib/cuda_loader.h"
 #include "match/adopt_loss.h"
+#include "match/hgr_score.h"
 #include "match/hinge_loss.h"
+#include "match/phrase_attention.h"
 #include "match/retrieval_metrics.h"
 #include "match/set_similarity.h"
 
@@ -70,3 +74,28 @@ VTR_CUDA_ENTRY(vtr_cuda_set_mmd_backward,
                (float *dx, float *dy, float dloss, void *scratch, const float *X, const float *Y,
                 long nx, long ny, int D, float gamma, vtr_error *err),
                (dx, dy, dloss, scratch, X, Y, nx, ny, D, gamma, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_hgr_fused_score_backward,
+               (float *dglobal, float *dverb, float *dnoun, const float *dout, size_t n,
+                vtr_error *err),
+               (dglobal, dverb, dnoun, dout, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_hgr_fused_score_forward,
+               (float *out, const float *global, const float *verb, const float *noun, size_t n,
+                vtr_error *err),
+               (out, global, verb, noun, n, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_phrase_attention_score_backward,
+               (float *dvid, float *dphrases, void *scratch, const float *dscores, const float *vid,
+                const int *vid_lengths, const float *phrases, const int *n_phrases,
+                const void *workspace, int Bv, int Bc, int T, int P, int D, float sigma,
+                vtr_error *err),
+               (dvid, dphrases, scratch, dscores, vid, vid_lengths, phrases, n_phrases, workspace,
+                Bv, Bc, T, P, D, sigma, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_phrase_attention_score_forward,
+               (float *scores, void *workspace, const float *vid, const int *vid_lengths,
+                const float *phrases, const int *n_phrases, int Bv, int Bc, int T, int P, int D,
+                float sigma, vtr_error *err),
+               (scores, workspace, vid, vid_lengths, phrases, n_phrases, Bv, Bc, T, P, D, sigma,
+                err))

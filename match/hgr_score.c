@@ -14,5 +14,5 @@ void vtr_hgr_fused_score_backward(float *dglobal, float *dverb, float *dnoun, co
     for (int level = 0; level < 3; level++)
         if (grads[level])
             for (size_t i = 0; i < n; i++)
-                grads[level][i] += dout[i] / 3.0f;
+                grads[level][i] += vtr_hgr_fused_score_dlevel(dout[i]);
 }

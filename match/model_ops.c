@@ -7,15 +7,19 @@
 #include "aggregate/adpool.h"
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
+#include "aggregate/span_pool.h"
 #include "lib/activation.h"
 #include "lib/embedding.h"
+#include "lib/graph_attention.h"
 #include "lib/linear.h"
 #include "lib/nn_cuda.h"
 #include "lib/norm.h"
 #include "lib/pack.h"
 #include "lib/similarity.h"
 #include "match/adopt_loss.h"
+#include "match/hgr_score.h"
 #include "match/model_arena.h"
+#include "match/phrase_attention.h"
 #include "match/set_similarity.h"
 
 vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, vtr_error *err)
@@ -471,6 +475,107 @@ vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dp
         return vtr_cuda_gru_backward(dinp, dparams, g->scratch[0], dout, inp, lengths, params,
                                      g->workspace[0], B, L, W, E, 2, VTR_GRU_AVERAGE, err);
     vtr_caption_bigru_backward(dinp, dparams, g, dout, inp, host_lengths, params, B, L, W, E);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_role_span_pool_forward(vtr_device dev, float *out, int *argmax, const float *inp,
+                                          const uint8_t *masks, const int *roles,
+                                          const float *role_table, int B, int N, int L, int D,
+                                          vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_role_span_pool_forward(out, argmax, inp, masks, roles, role_table, B, N, L,
+                                               D, err);
+    vtr_role_span_pool_forward(out, argmax, inp, masks, roles, role_table, B, N, L, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_role_span_pool_backward(vtr_device dev, float *dinp, float *drole_table,
+                                           void *scratch, const float *dout, const float *inp,
+                                           const int *argmax, const int *roles,
+                                           const float *role_table, int B, int N, int L, int D,
+                                           vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_role_span_pool_backward(dinp, drole_table, scratch, dout, inp, argmax,
+                                                roles, role_table, B, N, L, D, err);
+    vtr_role_span_pool_backward(dinp, drole_table, scratch, dout, inp, argmax, roles, role_table, B,
+                                N, L, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_attn_gcn_forward(vtr_device dev, float *out, void *workspace, const float *x,
+                                    const float *rel_edges, const float *params, int B, int N,
+                                    int D, int F, float p, uint64_t seed, uint64_t stream,
+                                    int64_t first, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_attn_gcn_forward(out, workspace, x, rel_edges, params, B, N, D, F, p, seed,
+                                         stream, first, err);
+    vtr_attn_gcn_forward(out, workspace, x, rel_edges, params, B, N, D, F, p, seed, stream, first);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_attn_gcn_backward(vtr_device dev, float *dx, float *dparams, void *scratch,
+                                     const float *dout, const float *x, const float *params,
+                                     const void *workspace, int B, int N, int D, int F, float p,
+                                     uint64_t seed, uint64_t stream, int64_t first, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_attn_gcn_backward(dx, dparams, scratch, dout, x, params, workspace, B, N, D,
+                                          F, p, seed, stream, first, err);
+    vtr_attn_gcn_backward(dx, dparams, scratch, dout, x, params, workspace, B, N, D, F, p, seed,
+                          stream, first);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_phrase_attention_score_forward(vtr_device dev, float *scores, void *workspace,
+                                                  const float *vid, const int *vid_lengths,
+                                                  const int *host_vid_lengths, const float *phrases,
+                                                  const int *n_phrases, const int *host_n_phrases,
+                                                  int Bv, int Bc, int T, int P, int D, float sigma,
+                                                  vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_phrase_attention_score_forward(scores, workspace, vid, vid_lengths, phrases,
+                                                       n_phrases, Bv, Bc, T, P, D, sigma, err);
+    vtr_phrase_attention_score_forward(scores, workspace, vid, host_vid_lengths, phrases,
+                                       host_n_phrases, Bv, Bc, T, P, D, sigma);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_phrase_attention_score_backward(
+    vtr_device dev, float *dvid, float *dphrases, void *scratch, const float *dscores,
+    const float *vid, const int *vid_lengths, const int *host_vid_lengths, const float *phrases,
+    const int *n_phrases, const int *host_n_phrases, const void *workspace, int Bv, int Bc, int T,
+    int P, int D, float sigma, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_phrase_attention_score_backward(dvid, dphrases, scratch, dscores, vid,
+                                                        vid_lengths, phrases, n_phrases, workspace,
+                                                        Bv, Bc, T, P, D, sigma, err);
+    vtr_phrase_attention_score_backward(dvid, dphrases, scratch, dscores, vid, host_vid_lengths,
+                                        phrases, host_n_phrases, workspace, Bv, Bc, T, P, D, sigma);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_hgr_fused_score_forward(vtr_device dev, float *out, const float *global,
+                                           const float *verb, const float *noun, size_t n,
+                                           vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_hgr_fused_score_forward(out, global, verb, noun, n, err);
+    vtr_hgr_fused_score_forward(out, global, verb, noun, n);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_hgr_fused_score_backward(vtr_device dev, float *dglobal, float *dverb,
+                                            float *dnoun, const float *dout, size_t n,
+                                            vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_hgr_fused_score_backward(dglobal, dverb, dnoun, dout, n, err);
+    vtr_hgr_fused_score_backward(dglobal, dverb, dnoun, dout, n);
     return VTR_OK;
 }
 

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "aggregate/set_prediction.h"
 #include "lib/device.h"
@@ -171,6 +172,49 @@ vtr_status vtr_dev_caption_bigru_backward(vtr_device dev, float *dinp, float *dp
                                           const int *lengths, const int *host_lengths,
                                           const float *params, int B, int L, int W, int E,
                                           vtr_error *err);
+
+/* HGR's ops. aggregate/span_pool.h's role span pooling: masks (B,N,L) and roles (B,N) on dev. */
+vtr_status vtr_dev_role_span_pool_forward(vtr_device dev, float *out, int *argmax, const float *inp,
+                                          const uint8_t *masks, const int *roles,
+                                          const float *role_table, int B, int N, int L, int D,
+                                          vtr_error *err);
+vtr_status vtr_dev_role_span_pool_backward(vtr_device dev, float *dinp, float *drole_table,
+                                           void *scratch, const float *dout, const float *inp,
+                                           const int *argmax, const int *roles,
+                                           const float *role_table, int B, int N, int L, int D,
+                                           vtr_error *err);
+/* lib/graph_attention.h's attention GCN layer: rel_edges (B,N,N) on dev. A workspace filled by
+ * one device's forward is for that device's backward only. */
+vtr_status vtr_dev_attn_gcn_forward(vtr_device dev, float *out, void *workspace, const float *x,
+                                    const float *rel_edges, const float *params, int B, int N,
+                                    int D, int F, float p, uint64_t seed, uint64_t stream,
+                                    int64_t first, vtr_error *err);
+vtr_status vtr_dev_attn_gcn_backward(vtr_device dev, float *dx, float *dparams, void *scratch,
+                                     const float *dout, const float *x, const float *params,
+                                     const void *workspace, int B, int N, int D, int F, float p,
+                                     uint64_t seed, uint64_t stream, int64_t first, vtr_error *err);
+/* match/phrase_attention.h's verb- and noun-level score: vid_lengths (Bv) and n_phrases (Bc) on
+ * dev, host_vid_lengths and host_n_phrases the same values on the host (the CPU's loops read
+ * those; the GPU reads the device copies). A workspace filled by one device's forward is for
+ * that device's backward only. */
+vtr_status vtr_dev_phrase_attention_score_forward(vtr_device dev, float *scores, void *workspace,
+                                                  const float *vid, const int *vid_lengths,
+                                                  const int *host_vid_lengths, const float *phrases,
+                                                  const int *n_phrases, const int *host_n_phrases,
+                                                  int Bv, int Bc, int T, int P, int D, float sigma,
+                                                  vtr_error *err);
+vtr_status vtr_dev_phrase_attention_score_backward(
+    vtr_device dev, float *dvid, float *dphrases, void *scratch, const float *dscores,
+    const float *vid, const int *vid_lengths, const int *host_vid_lengths, const float *phrases,
+    const int *n_phrases, const int *host_n_phrases, const void *workspace, int Bv, int Bc, int T,
+    int P, int D, float sigma, vtr_error *err);
+/* match/hgr_score.h's fused score */
+vtr_status vtr_dev_hgr_fused_score_forward(vtr_device dev, float *out, const float *global,
+                                           const float *verb, const float *noun, size_t n,
+                                           vtr_error *err);
+vtr_status vtr_dev_hgr_fused_score_backward(vtr_device dev, float *dglobal, float *dverb,
+                                            float *dnoun, const float *dout, size_t n,
+                                            vtr_error *err);
 
 /* Gradient clipping at max_norm and one optimizer step (lib/optim.h), the recipe of every
  * training loop. On the CPU: vtr_optimizer_step_scaled(opt, ps, lr, vtr_clip_coef(

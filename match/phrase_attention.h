@@ -59,6 +59,7 @@
 
 #include "lib/hostdevice.h"
 #include "lib/nn.h"
+#include "lib/norm.h"
 #include "lib/softmax.h"
 
 #ifdef __cplusplus
@@ -174,6 +175,217 @@ static VTR_HD void vtr_phrase_attention_backward_one(float *dg, float *du_coef, 
     *dgram_coef = gram;
 }
 
+/* The cosine norm sqrt(|x|^2 + 1e-18) of a row x (D); with clamped not NULL, also the
+ * l2norm's max(|x|, 1e-10) into *clamped. */
+static VTR_HD float vtr_phrase_attention_row_norms(float *clamped, const float *x, int D)
+{
+    double ss = vtr_row_sum_squares(x, D);
+    if (clamped) {
+        float norm = (float)sqrt(ss);
+        *clamped = norm > VTR_PHRASE_ATTENTION_NORM_MIN ? norm : VTR_PHRASE_ATTENTION_NORM_MIN;
+    }
+    return (float)sqrt(ss + VTR_PHRASE_ATTENTION_COSINE_EPS);
+}
+
+/* cosine_sim's division of a frame-phrase product R by the two cosine norms */
+static VTR_HD float vtr_phrase_attention_cosine(float R, float np, float nv)
+{
+    return R / (np * nv);
+}
+
+/* Entry (t, u) of the Gram matrix of the frames x (T,D) of one video, in double */
+static VTR_HD double vtr_phrase_attention_gram_at(const float *x, int t, int u, int D)
+{
+    double dot = 0.0;
+    for (int d = 0; d < D; d++)
+        dot += (double)x[(size_t)t * D + d] * x[(size_t)u * D + d];
+    return dot;
+}
+
+/* One (video, caption) pair's score: the mean of its n valid phrases' sims. Its P phrases'
+ * cosines g and weights w (T each, phrase p at p * stride, the op's (Bc,P,Bv,T) layout), and
+ * cnorm, att_norm, sim (P, the pair's) written; the phrases p >= n get zero weights and
+ * zeros. K (T,T) the video's Gram matrix, nv (T) its frames' cosine norms, len its frames;
+ * np, pnorm (P) the caption's phrases' cosine and clamped norms. */
+static VTR_HD float vtr_phrase_attention_pair_forward(float *w, float *cnorm, float *att_norm,
+                                                      float *sim, const float *g, size_t stride,
+                                                      const double *K, const float *nv,
+                                                      const float *np, const float *pnorm, int len,
+                                                      int n, int T, int P, float sigma)
+{
+    float sum = 0.0f;
+    for (int p = 0; p < P; p++) {
+        float *wp = w + p * stride;
+        const float *gp = g + p * stride;
+        if (p >= n) { /* not a phrase: no score, no gradient */
+            for (int t = 0; t < T; t++)
+                wp[t] = 0.0f;
+            cnorm[p] = att_norm[p] = sim[p] = 0.0f;
+            continue;
+        }
+        cnorm[p] = vtr_phrase_attention_weights(wp, gp, len, T, sigma);
+        att_norm[p] = vtr_phrase_attention_attended_norm(wp, K, len, T);
+        float dot = vtr_phrase_attention_dot(wp, gp, nv, np[p] / pnorm[p], len);
+        sim[p] = vtr_phrase_attention_sim(dot, att_norm[p]);
+        sum += sim[p];
+    }
+    return sum / (float)(n > 1 ? n : 1);
+}
+
+/* The backward of vtr_phrase_attention_pair_forward, dscore the pair's score gradient: its P
+ * phrases' dg (T each, at p * stride, as g and w) and du_coef, dgram_coef, gg (P, the
+ * pair's; gg = sum_t dg g) written, zero for the phrases p >= n; dw (T) scratch. The rest as
+ * the forward read and left it. */
+static VTR_HD void vtr_phrase_attention_pair_backward(
+    float *dg, float *du_coef, float *dgram_coef, float *gg, float *dw, float dscore,
+    const float *g, const float *w, size_t stride, const float *cnorm, const double *K,
+    const float *nv, const float *np, const float *pnorm, const float *att_norm, const float *sim,
+    int len, int n, int T, int P, float sigma)
+{
+    float dsim = dscore / (float)(n > 1 ? n : 1);
+    for (int p = 0; p < P; p++) {
+        float *dgp = dg + p * stride;
+        const float *gp = g + p * stride;
+        du_coef[p] = dgram_coef[p] = gg[p] = 0.0f;
+        if (p >= n) {
+            for (int t = 0; t < T; t++)
+                dgp[t] = 0.0f;
+            continue;
+        }
+        vtr_phrase_attention_backward_one(dgp, &du_coef[p], &dgram_coef[p], dw, dsim, gp,
+                                          w + p * stride, cnorm[p], nv, np[p] / pnorm[p], K,
+                                          att_norm[p], sim[p], len, T, sigma);
+        float acc = 0.0f;
+        for (int t = 0; t < len; t++)
+            acc += dgp[t] * gp[t];
+        gg[p] = acc;
+    }
+}
+
+/* Row t of one video's backward, over the CP = Bc*P phrase rows in order: *dnv = the
+ * gradient coefficient of frame t's cosine norm nv_t (-sum dg g / nv_t^2), and Mt (T) = row t
+ * of M = sum over (c, p) of dgram_coef w wᵀ; both 0 past len. dg, g, w at frame 0 of the video
+ * in phrase row 0 (rows VT apart), dgram_coef at the video's first pair ((Bc,P) of them). */
+static VTR_HD void vtr_phrase_attention_frame_backward(float *Mt, float *dnv, const float *dg,
+                                                       const float *g, const float *w,
+                                                       const float *dgram_coef, long CP, size_t VT,
+                                                       int t, int len, int T, float nv)
+{
+    for (int u = 0; u < T; u++)
+        Mt[u] = 0.0f;
+    *dnv = 0.0f;
+    if (t >= len)
+        return;
+    float acc = 0.0f;
+    for (long cp = 0; cp < CP; cp++) {
+        size_t at = (size_t)cp * VT;
+        acc += dg[at + t] * g[at + t];
+        float k = dgram_coef[cp];
+        if (k == 0.0f)
+            continue;
+        for (int u = 0; u < len; u++)
+            Mt[u] += k * w[at + t] * w[at + u];
+    }
+    /* g = R / (nv np): d nv = -sum dg g / nv, and d|x| / dx = x / nv */
+    *dnv = -acc / (nv * nv);
+}
+
+/* The gradient coefficient of phrase (c, p)'s norms, over the Bv videos in order: d np (the
+ * cosine norm, -sum dg g / np^2) plus d pnorm (the clamped norm, -sum du u / pnorm^2, 0 under
+ * the clamp). gg, du_coef, sim, att_norm (Bv,Bc,P). */
+static VTR_HD float vtr_phrase_attention_phrase_norm_grad(const float *gg, const float *du_coef,
+                                                          const float *sim, const float *att_norm,
+                                                          float np, float pnorm, int Bv, int Bc,
+                                                          int P, int c, int p)
+{
+    float sum_gg = 0.0f, sum_uu = 0.0f;
+    for (int v = 0; v < Bv; v++) {
+        size_t pair = ((size_t)v * Bc + c) * P + p;
+        float den = att_norm[pair] > VTR_PHRASE_ATTENTION_NORM_MIN ? att_norm[pair]
+                                                                   : VTR_PHRASE_ATTENTION_NORM_MIN;
+        sum_gg += gg[pair];
+        sum_uu += du_coef[pair] * sim[pair] * den; /* du_coef * sum_t w u */
+    }
+    /* d np / dx = x / np; d pnorm / dx = x / |x| (0 under the clamp) */
+    float norm = pnorm > VTR_PHRASE_ATTENTION_NORM_MIN ? pnorm : 0.0f;
+    return -sum_gg / (np * np) - (norm > 0.0f ? sum_uu / (pnorm * norm) : 0.0f);
+}
+
+/* d/d R of one (phrase, frame) from d/d g: dg / (nv np) + du_coef / pnorm * w */
+static VTR_HD float vtr_phrase_attention_dR(float dg, float nv, float np, float du_coef,
+                                            float pnorm, float w)
+{
+    float k = du_coef / pnorm;
+    return dg / (nv * np) + k * w;
+}
+
+/* Byte offsets of the workspace's regions (total: vtr_phrase_attention_workspace_size):
+ *   g        (Bc*P, Bv*T)  frame-phrase cosines, row (c, p), column (v, t); 0 in the rows
+ *                          of the phrases past n_phrases
+ *   w        (Bc*P, Bv*T)  attention weights, the same layout, 0 at padded frames
+ *   gram     (Bv,T,T)      frames' Gram matrices in double (the real len x len block)
+ *   nv       (Bv*T)        frames' cosine norms sqrt(|x|^2 + 1e-18)
+ *   np       (Bc*P)        phrases' cosine norms sqrt(|x|^2 + 1e-18)
+ *   pnorm    (Bc*P)        max(|phrase|, 1e-10), the final l2norm's
+ *   cnorm, att_norm, sim (Bv,Bc,P): the clamped cosines' norm, |attended|, the phrase's sim
+ *   valid    (Bc*P + 1)    int: the rows (c, p) of the valid phrases, ascending, then their
+ *                          count nr; the CPU's products run over these rows only
+ *   packed   (Bc*P, D)     the valid phrases' rows, packed (the CPU's) */
+typedef struct vtr_phrase_attention_workspace_layout {
+    size_t g, w, gram, nv, np, pnorm, cnorm, att_norm, sim, valid, packed, total;
+} vtr_phrase_attention_workspace_layout;
+
+/* Byte offsets of the backward's scratch regions (total: vtr_phrase_attention_scratch_size):
+ *   dg       (Bc*P, Bv*T)  d/d g, then d/d R (R = phrases · vidᵀ)
+ *   dw       (Bv*Bc, T)    one row per pair, vtr_phrase_attention_backward_one's scratch
+ *   du_coef, dgram_coef, gg (Bv,Bc,P): the pair's coefficients; gg = sum_t dg g
+ *   M        (Bv,T,T)      sum over (c, p) of dgram_coef w wᵀ
+ *   dnv      (Bv*T), dnp (Bc*P): the norms' coefficients
+ *   dg_packed (Bc*P, Bv*T), dp_packed (Bc*P, D): the valid rows of dg, and their dphrases
+ *                          (the CPU's) */
+typedef struct vtr_phrase_attention_scratch_layout {
+    size_t dg, dw, du_coef, dgram_coef, gg, M, dnv, dnp, dg_packed, dp_packed, total;
+} vtr_phrase_attention_scratch_layout;
+
+static inline vtr_phrase_attention_workspace_layout
+vtr_phrase_attention_workspace_layout_of(int Bv, int Bc, int T, int P, int D)
+{
+    size_t big = (size_t)Bc * P * Bv * T, pairs = (size_t)Bv * Bc * P, f = sizeof(float);
+    vtr_phrase_attention_workspace_layout l;
+    l.g = 0;
+    l.w = l.g + vtr_workspace_align(f * big);
+    l.gram = l.w + vtr_workspace_align(f * big);
+    l.nv = l.gram + vtr_workspace_align(sizeof(double) * Bv * T * T);
+    l.np = l.nv + vtr_workspace_align(f * Bv * T);
+    l.pnorm = l.np + vtr_workspace_align(f * Bc * P);
+    l.cnorm = l.pnorm + vtr_workspace_align(f * Bc * P);
+    l.att_norm = l.cnorm + vtr_workspace_align(f * pairs);
+    l.sim = l.att_norm + vtr_workspace_align(f * pairs);
+    l.valid = l.sim + vtr_workspace_align(f * pairs);
+    l.packed = l.valid + vtr_workspace_align(sizeof(int) * ((size_t)Bc * P + 1));
+    l.total = l.packed + vtr_workspace_align(f * Bc * P * D);
+    return l;
+}
+
+static inline vtr_phrase_attention_scratch_layout
+vtr_phrase_attention_scratch_layout_of(int Bv, int Bc, int T, int P, int D)
+{
+    size_t big = (size_t)Bc * P * Bv * T, pairs = (size_t)Bv * Bc * P, f = sizeof(float);
+    vtr_phrase_attention_scratch_layout l;
+    l.dg = 0;
+    l.dw = l.dg + vtr_workspace_align(f * big);
+    l.du_coef = l.dw + vtr_workspace_align(f * Bv * Bc * T);
+    l.dgram_coef = l.du_coef + vtr_workspace_align(f * pairs);
+    l.gg = l.dgram_coef + vtr_workspace_align(f * pairs);
+    l.M = l.gg + vtr_workspace_align(f * pairs);
+    l.dnv = l.M + vtr_workspace_align(f * Bv * T * T);
+    l.dnp = l.dnv + vtr_workspace_align(f * Bv * T);
+    l.dg_packed = l.dnp + vtr_workspace_align(f * Bc * P);
+    l.dp_packed = l.dg_packed + vtr_workspace_align(f * big);
+    l.total = l.dp_packed + vtr_workspace_align(f * Bc * P * D);
+    return l;
+}
+
 /* Workspace of the forward, read by the backward: bytes */
 size_t vtr_phrase_attention_workspace_size(int Bv, int Bc, int T, int P, int D);
 /* Scratch of the backward: bytes */
@@ -196,6 +408,25 @@ void vtr_phrase_attention_score_backward(float *dvid, float *dphrases, void *scr
                                          const int *vid_lengths, const float *phrases,
                                          const int *n_phrases, const void *workspace, int Bv,
                                          int Bc, int T, int P, int D, float sigma);
+
+/* The CUDA side (match/phrase_attention.cu, through match/cuda_entries.c): the CPU functions'
+ * arguments as device buffers (vid_lengths and n_phrases included; the workspace and scratch
+ * of the CPU's sizes and layouts), with lib/nn_cuda.h's conventions. The per-pair, per-frame
+ * and per-phrase math is the CPU's VTR_HD functions above, one thread per (video, caption)
+ * pair, per (video, frame), per phrase or per element, each sum in the CPU's order; the
+ * products go through cuBLAS. The products run over all Bc*P phrase rows, the invalid ones'
+ * cosines then set to 0 (the count of valid rows is on the device): the same numbers as the
+ * CPU's packed products, whose buffers (valid, packed, dg_packed, dp_packed) are not filled. */
+vtr_status vtr_cuda_phrase_attention_score_forward(float *scores, void *workspace, const float *vid,
+                                                   const int *vid_lengths, const float *phrases,
+                                                   const int *n_phrases, int Bv, int Bc, int T,
+                                                   int P, int D, float sigma, vtr_error *err);
+vtr_status vtr_cuda_phrase_attention_score_backward(float *dvid, float *dphrases, void *scratch,
+                                                    const float *dscores, const float *vid,
+                                                    const int *vid_lengths, const float *phrases,
+                                                    const int *n_phrases, const void *workspace,
+                                                    int Bv, int Bc, int T, int P, int D,
+                                                    float sigma, vtr_error *err);
 
 #ifdef __cplusplus
 }

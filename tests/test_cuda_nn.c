@@ -18,8 +18,10 @@
 #include "aggregate/gpo.h"
 #include "aggregate/set_pooling.h"
 #include "aggregate/set_prediction.h"
+#include "aggregate/span_pool.h"
 #include "lib/activation.h"
 #include "lib/embedding.h"
+#include "lib/graph_attention.h"
 #include "lib/gru.h"
 #include "lib/linear.h"
 #include "lib/nn_cuda.h"
@@ -30,7 +32,9 @@
 #include "lib/similarity.h"
 #include "lib/softmax.h"
 #include "match/adopt_loss.h"
+#include "match/hgr_score.h"
 #include "match/hinge_loss.h"
+#include "match/phrase_attention.h"
 #include "match/set_similarity.h"
 
 #define TOL_PRODUCT 1e-4     /* matrix products, reductions in another order */
@@ -908,6 +912,184 @@ TEST(cuda_nn_set_regularisers)
             expect_close("set_mmd.dy", d_dy, dy, nyd, TOL_PRODUCT);
         }
     }
+    release_all();
+}
+
+/* HGR's role span pooling: empty spans (the fill), a caption whose masks are all zero, spans
+ * of one word, ties, phrases sharing words, with and without an input gradient. One
+ * multiply forward and sums in the CPU's order: the forward and argmax exactly. */
+TEST(cuda_nn_role_span_pool)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 25, 0);
+    enum { B = 5, N = 6, L = 9, D = 37, R = 16 };
+    size_t nin = (size_t)B * L * D, nout = (size_t)B * N * D, nr = (size_t)R * D;
+    float *x = random_floats(nin, -2, 2, &rng), *role = random_floats(nr, -1, 1, &rng);
+    for (size_t i = 0; i < nin; i += 5)
+        x[i] = 0.25f; /* ties: the lowest word on both */
+    float *g = random_floats(nout, -1, 1, &rng);
+    float *dx0 = random_floats(nin, -1, 1, &rng), *dr0 = random_floats(nr, -1, 1, &rng);
+    uint8_t *masks = host_alloc((size_t)B * N * L);
+    int *roles = host_alloc(sizeof(int) * B * N);
+    for (int i = 0; i < B * N * L; i++)
+        masks[i] = vtr_rng_uniform(&rng) < 0.3f;
+    memset(masks + (size_t)N * L, 0, (size_t)N * L); /* item 1: no span at all */
+    masks[2 * N * L + 3] = 1;                        /* item 2, phrase 0: one word */
+    memset(masks + (size_t)2 * N * L + 4 * L, 0, L); /* item 2, phrase 4: empty */
+    for (int i = 0; i < B * N; i++)
+        roles[i] = (int)(vtr_rng_uniform(&rng) * R) % R;
+    float *out = host_alloc(sizeof(float) * nout);
+    int *argmax = host_alloc(sizeof(int) * nout);
+    void *sc = host_alloc(vtr_role_span_pool_scratch_size(B, N, D));
+    vtr_role_span_pool_forward(out, argmax, x, masks, roles, role, B, N, L, D);
+
+    float *d_x = device_floats(x, nin), *d_role = device_floats(role, nr),
+          *d_g = device_floats(g, nout);
+    uint8_t *d_masks = to_device(masks, (size_t)B * N * L);
+    int *d_roles = device_ints(roles, (size_t)B * N);
+    float *d_out = device_alloc(sizeof(float) * nout);
+    int *d_argmax = device_alloc(sizeof(int) * nout);
+    void *d_sc = device_alloc(vtr_role_span_pool_scratch_size(B, N, D));
+    CHECK_OK(vtr_cuda_role_span_pool_forward(d_out, d_argmax, d_x, d_masks, d_roles, d_role, B, N,
+                                             L, D, &err));
+    expect_close("span_pool.out", d_out, out, nout, TOL_EXACT);
+    expect_same_ints("span_pool.argmax", d_argmax, argmax, nout);
+    for (int with_dinp = 0; with_dinp < 2; with_dinp++) {
+        float *dx = copy_floats(dx0, nin), *dr = copy_floats(dr0, nr);
+        float *d_dx = device_floats(dx0, nin), *d_dr = device_floats(dr0, nr);
+        vtr_role_span_pool_backward(with_dinp ? dx : NULL, dr, sc, g, x, argmax, roles, role, B, N,
+                                    L, D);
+        CHECK_OK(vtr_cuda_role_span_pool_backward(with_dinp ? d_dx : NULL, d_dr, d_sc, d_g, d_x,
+                                                  d_argmax, d_roles, d_role, B, N, L, D, &err));
+        if (with_dinp)
+            expect_close("span_pool.dinp", d_dx, dx, nin, TOL_ELEMENTWISE);
+        expect_close("span_pool.drole_table", d_dr, dr, nr, TOL_ELEMENTWISE);
+    }
+    release_all();
+}
+
+/* HGR's attention GCN layer at F = D/2: a graph without edges, nodes without edges in and
+ * out, edge weights other than 1, training-mode dropout (the CPU's mask), with and without
+ * an input gradient, every gradient accumulated onto random values. */
+TEST(cuda_nn_attn_gcn)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 26, 0);
+    enum { B = 5, N = 11, D = 48, F = D / 2 };
+    size_t nd = (size_t)B * N * D, nn = (size_t)B * N * N, np = vtr_attn_gcn_param_count(D, F);
+    size_t wsize = vtr_attn_gcn_workspace_size(B, N, D, F);
+    size_t ssize = vtr_attn_gcn_scratch_size(B, N, D, F);
+    float *x = random_floats(nd, -1, 1, &rng), *g = random_floats(nd, -1, 1, &rng);
+    float *params = random_floats(np, -0.3f, 0.3f, &rng), *rel = host_alloc(sizeof(float) * nn);
+    for (size_t i = 0; i < nn; i++)
+        rel[i] = vtr_rng_uniform(&rng) < 0.2f ? 0.5f + vtr_rng_uniform(&rng) : 0.0f;
+    memset(rel + (size_t)2 * N * N, 0, sizeof(float) * N * N); /* item 2: no edge */
+    float *dx0 = random_floats(nd, -1, 1, &rng), *dp0 = random_floats(np, -1, 1, &rng);
+    float *d_x = device_floats(x, nd), *d_g = device_floats(g, nd);
+    float *d_params = device_floats(params, np), *d_rel = device_floats(rel, nn);
+    float *d_out = device_alloc(sizeof(float) * nd);
+    void *ws = host_alloc(wsize), *sc = host_alloc(ssize);
+    void *d_ws = device_alloc(wsize), *d_sc = device_alloc(ssize);
+    for (int train = 0; train < 2; train++) {
+        float p = train ? 0.5f : 0.0f;
+        float *out = host_alloc(sizeof(float) * nd);
+        vtr_attn_gcn_forward(out, ws, x, rel, params, B, N, D, F, p, 31, 7, 4);
+        CHECK_OK(vtr_cuda_attn_gcn_forward(d_out, d_ws, d_x, d_rel, d_params, B, N, D, F, p, 31, 7,
+                                           4, &err));
+        expect_close("attn_gcn.out", d_out, out, nd, TOL_PRODUCT);
+        size_t attn = vtr_attn_gcn_workspace_layout_of(B, N, D, F).attn;
+        expect_close("attn_gcn.attention", (const float *)((char *)d_ws + attn),
+                     (const float *)((char *)ws + attn), nn, TOL_PRODUCT);
+        float *dx = copy_floats(dx0, nd), *dp = copy_floats(dp0, np);
+        float *d_dx = device_floats(dx0, nd), *d_dp = device_floats(dp0, np);
+        vtr_attn_gcn_backward(train ? dx : NULL, dp, sc, g, x, params, ws, B, N, D, F, p, 31, 7, 4);
+        CHECK_OK(vtr_cuda_attn_gcn_backward(train ? d_dx : NULL, d_dp, d_sc, d_g, d_x, d_params,
+                                            d_ws, B, N, D, F, p, 31, 7, 4, &err));
+        if (train)
+            expect_close("attn_gcn.dx", d_dx, dx, nd, TOL_PRODUCT);
+        expect_close("attn_gcn.dparams", d_dp, dp, np, TOL_PRODUCT);
+    }
+    release_all();
+}
+
+/* HGR's verb/noun-level score: videos of 1 to T frames, a caption without phrases, captions
+ * with all P, phrase slots past the count holding the span pooling's fill (finite, and read
+ * by the products), both gradients, one of them, accumulated onto random values. */
+TEST(cuda_nn_phrase_attention)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 27, 0);
+    enum { Bv = 6, Bc = 5, T = 7, P = 4, D = 40 };
+    int vid_lengths[Bv] = {7, 1, 4, 7, 2, 5}, n_phrases[Bc] = {2, 0, 4, 1, 3};
+    size_t nv = (size_t)Bv * T * D, nc = (size_t)Bc * P * D, ns = (size_t)Bv * Bc;
+    size_t wsize = vtr_phrase_attention_workspace_size(Bv, Bc, T, P, D);
+    size_t ssize = vtr_phrase_attention_scratch_size(Bv, Bc, T, P, D);
+    float *vid = random_floats(nv, -1, 1, &rng), *ph = random_floats(nc, -1, 1, &rng);
+    for (int c = 0; c < Bc; c++)
+        for (int p = n_phrases[c]; p < P; p++)
+            for (int d = 0; d < D; d += 2)
+                ph[((size_t)c * P + p) * D + d] = VTR_SPAN_POOL_FILL * 0.5f;
+    float *g = random_floats(ns, -1, 1, &rng);
+    float *dv0 = random_floats(nv, -1, 1, &rng), *dp0 = random_floats(nc, -1, 1, &rng);
+    float *scores = host_alloc(sizeof(float) * ns);
+    void *ws = host_alloc(wsize), *sc = host_alloc(ssize);
+    vtr_phrase_attention_score_forward(scores, ws, vid, vid_lengths, ph, n_phrases, Bv, Bc, T, P, D,
+                                       VTR_PHRASE_ATTENTION_SIGMA);
+
+    int *d_vl = device_ints(vid_lengths, Bv), *d_n = device_ints(n_phrases, Bc);
+    float *d_vid = device_floats(vid, nv), *d_ph = device_floats(ph, nc),
+          *d_g = device_floats(g, ns);
+    float *d_scores = device_alloc(sizeof(float) * ns);
+    void *d_ws = device_alloc(wsize), *d_sc = device_alloc(ssize);
+    CHECK_OK(vtr_cuda_phrase_attention_score_forward(d_scores, d_ws, d_vid, d_vl, d_ph, d_n, Bv, Bc,
+                                                     T, P, D, VTR_PHRASE_ATTENTION_SIGMA, &err));
+    expect_close("phrase_attention.scores", d_scores, scores, ns, TOL_PRODUCT);
+    for (int which = 1; which < 4; which++) {
+        float *dv = copy_floats(dv0, nv), *dp = copy_floats(dp0, nc);
+        float *d_dv = device_floats(dv0, nv), *d_dp = device_floats(dp0, nc);
+        vtr_phrase_attention_score_backward(which & 1 ? dv : NULL, which & 2 ? dp : NULL, sc, g,
+                                            vid, vid_lengths, ph, n_phrases, ws, Bv, Bc, T, P, D,
+                                            VTR_PHRASE_ATTENTION_SIGMA);
+        CHECK_OK(vtr_cuda_phrase_attention_score_backward(
+            which & 1 ? d_dv : NULL, which & 2 ? d_dp : NULL, d_sc, d_g, d_vid, d_vl, d_ph, d_n,
+            d_ws, Bv, Bc, T, P, D, VTR_PHRASE_ATTENTION_SIGMA, &err));
+        expect_close("phrase_attention.dvid", d_dv, dv, nv, TOL_PRODUCT);
+        expect_close("phrase_attention.dphrases", d_dp, dp, nc, TOL_PRODUCT);
+    }
+    release_all();
+}
+
+/* HGR's fused score: the same bytes both ways, a level's gradient left out. */
+TEST(cuda_nn_hgr_fused_score)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 28, 0);
+    size_t n = 1000;
+    float *lv[3], *d_lv[3], *dl[3], *d_dl[3];
+    for (int k = 0; k < 3; k++) {
+        lv[k] = random_floats(n, -1, 1, &rng);
+        d_lv[k] = device_floats(lv[k], n);
+        dl[k] = random_floats(n, -1, 1, &rng);
+        d_dl[k] = device_floats(dl[k], n);
+    }
+    float *out = host_alloc(sizeof(float) * n), *d_out = device_alloc(sizeof(float) * n);
+    vtr_hgr_fused_score_forward(out, lv[0], lv[1], lv[2], n);
+    CHECK_OK(vtr_cuda_hgr_fused_score_forward(d_out, d_lv[0], d_lv[1], d_lv[2], n, &err));
+    expect_close("hgr_fused_score.out", d_out, out, n, TOL_EXACT);
+    float *d_dout = device_floats(out, n);
+    vtr_hgr_fused_score_backward(dl[0], NULL, dl[2], out, n);
+    CHECK_OK(vtr_cuda_hgr_fused_score_backward(d_dl[0], NULL, d_dl[2], d_dout, n, &err));
+    expect_close("hgr_fused_score.dglobal", d_dl[0], dl[0], n, TOL_EXACT);
+    expect_close("hgr_fused_score.dverb", d_dl[1], dl[1], n, TOL_EXACT);
+    expect_close("hgr_fused_score.dnoun", d_dl[2], dl[2], n, TOL_EXACT);
     release_all();
 }
 
