@@ -67,6 +67,11 @@ VTR_CUDA_ENTRY(vtr_cuda_clip_coef,
 VTR_CUDA_ENTRY(vtr_cuda_copy, (void *dst, const void *src, size_t bytes, vtr_error *err),
                (dst, src, bytes, err))
 
+VTR_CUDA_ENTRY(vtr_cuda_copy_2d,
+               (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
+                size_t height, vtr_error *err),
+               (dst, dst_pitch, src, src_pitch, width, height, err))
+
 VTR_CUDA_ENTRY(vtr_cuda_cosine_similarity_backward,
                (float *da, float *db, const float *dS, const float *a, const float *b, int NA,
                 int NB, int D, vtr_error *err),

@@ -24,6 +24,17 @@ extern "C" vtr_status vtr_cuda_copy(void *dst, const void *src, size_t bytes, vt
     return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "copy on the device");
 }
 
+extern "C" vtr_status vtr_cuda_copy_2d(void *dst, size_t dst_pitch, const void *src,
+                                       size_t src_pitch, size_t width, size_t height,
+                                       vtr_error *err)
+{
+    if (width == 0 || height == 0)
+        return VTR_OK;
+    cudaError_t rc = cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height,
+                                       cudaMemcpyDeviceToDevice, 0);
+    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "2-D copy on the device");
+}
+
 __global__ static void add_kernel(float *y, const float *x, size_t n)
 {
     for (size_t i = vtr_cuda_first(); i < n; i += vtr_cuda_stride())

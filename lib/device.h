@@ -60,10 +60,13 @@ vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error 
 vtr_status vtr_cuda_set_precision(vtr_precision p, vtr_error *err);
 
 /* Queued on the default stream (they return without waiting): bytes of device memory at
- * ptr set to zero; bytes copied from device src to device dst (not overlapping); y (n) +=
- * x (n), device floats. */
+ * ptr set to zero; bytes copied from device src to device dst (not overlapping); height
+ * rows of width bytes, row r from src + r src_pitch to dst + r dst_pitch; y (n) += x (n),
+ * device floats. */
 vtr_status vtr_cuda_zero(void *ptr, size_t bytes, vtr_error *err);
 vtr_status vtr_cuda_copy(void *dst, const void *src, size_t bytes, vtr_error *err);
+vtr_status vtr_cuda_copy_2d(void *dst, size_t dst_pitch, const void *src, size_t src_pitch,
+                            size_t width, size_t height, vtr_error *err);
 vtr_status vtr_cuda_add(float *y, const float *x, size_t n, vtr_error *err);
 
 /* out[i] = vtr_philox_uniform_at(seed, stream, i) for i < n, on the GPU (out is device

@@ -21,6 +21,7 @@
 #include "match/hgr_score.h"
 #include "match/hinge_loss.h"
 #include "match/model_arena.h"
+#include "match/model_ops.h"
 #include "match/model_params.h"
 #include "match/phrase_attention.h"
 
@@ -141,32 +142,32 @@ static size_t pool_scratch_size(const vtr_hgr_config *c, int B, int T)
     return 0;
 }
 
-// inp (B,T,E), lengths (B) -> out (B,E)
-static void pool_forward(const vtr_hgr_model *m, const vtr_hgr_pool *p, float *out,
-                         const float *inp, const int *lengths, int B, int T)
+// inp (B,T,E), lengths (B) -> out (B,E), on the model's device
+static vtr_status pool_forward(const vtr_hgr_model *m, const vtr_hgr_pool *p, float *out,
+                               const float *inp, const int *lengths, int B, int T, vtr_error *err)
 {
     const vtr_hgr_config *c = &m->cfg;
     int E = c->embed_size;
     if (c->global_pool == VTR_HGR_POOL_GPO)
-        vtr_gpo_forward(out, p->weights, p->workspace, inp, lengths, p->params, B, T, E, c->gpo_pe,
-                        c->gpo_hidden);
-    else
-        vtr_attention_pool_forward(out, p->weights, inp, p->params, p->params + E, lengths, B, T,
-                                   E);
+        return vtr_dev_gpo_forward(m->device, out, p->weights, p->workspace, inp, lengths,
+                                   p->params, B, T, E, c->gpo_pe, c->gpo_hidden, err);
+    return vtr_dev_attention_pool_forward(m->device, out, p->weights, inp, p->params, p->params + E,
+                                          lengths, B, T, E, err);
 }
 
 // dinp (B,T,E) +=, the pooler's gradients +=; dout (B,E); after pool_forward on inp
-static void pool_backward(vtr_hgr_model *m, const vtr_hgr_pool *p, float *dinp, const float *dout,
-                          const float *inp, const int *lengths, int B, int T)
+static vtr_status pool_backward(vtr_hgr_model *m, const vtr_hgr_pool *p, float *dinp,
+                                const float *dout, const float *inp, const int *lengths, int B,
+                                int T, vtr_error *err)
 {
     const vtr_hgr_config *c = &m->cfg;
     int E = c->embed_size;
     if (c->global_pool == VTR_HGR_POOL_GPO)
-        vtr_gpo_backward(dinp, p->grads, m->scratch, dout, inp, p->weights, lengths, p->params,
-                         p->workspace, B, T, E, c->gpo_pe, c->gpo_hidden);
-    else
-        vtr_attention_pool_backward(dinp, p->grads, p->grads + E, dout, inp, p->weights, p->params,
-                                    lengths, B, T, E);
+        return vtr_dev_gpo_backward(m->device, dinp, p->grads, m->scratch, dout, inp, p->weights,
+                                    lengths, p->params, p->workspace, B, T, E, c->gpo_pe,
+                                    c->gpo_hidden, err);
+    return vtr_dev_attention_pool_backward(m->device, dinp, p->grads, p->grads + E, dout, inp,
+                                           p->weights, p->params, lengths, B, T, E, err);
 }
 
 /* ---- parameters -------------------------------------------------------------------- */
@@ -251,6 +252,19 @@ static void resolve_params(vtr_hgr_model *m)
     m->dgcn = vtr_param_grad(ps, name);
     resolve_pool(&m->vid_pool, ps, "video_encoder.", &m->cfg);
     resolve_pool(&m->txt_pool, ps, "text_encoder.", &m->cfg);
+    if (!m->dev_data)
+        return;
+    /* on the GPU: the same offsets into its copy */
+    float **values[] = {&m->level_w[0], &m->level_w[1], &m->level_w[2],      &m->level_b[0],
+                        &m->level_b[1], &m->level_b[2], &m->embed_w,         &m->rnn,
+                        &m->role_w,     &m->gcn,        &m->vid_pool.params, &m->txt_pool.params};
+    float **grads[] = {&m->level_dw[0], &m->level_dw[1], &m->level_dw[2],    &m->level_db[0],
+                       &m->level_db[1], &m->level_db[2], &m->embed_dw,       &m->drnn,
+                       &m->drole_w,     &m->dgcn,        &m->vid_pool.grads, &m->txt_pool.grads};
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++)
+        *values[i] = m->dev_data + (*values[i] - ps->data);
+    for (size_t i = 0; i < sizeof grads / sizeof *grads; i++)
+        *grads[i] = m->dev_grad + (*grads[i] - ps->grad);
 }
 
 void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed)
@@ -266,7 +280,8 @@ void vtr_hgr_init_params(vtr_hgr_model *m, uint64_t seed)
             vtr_model_fill_uniform(x, e->numel, 0.1f, &rng);
         } else if (strncmp(name, "text_encoder.rnn.weight_", 24) == 0) {
             /* the reference's SentEncoder.init_weights */
-            vtr_model_fill_orthogonal(x, (int)e->shape[0], (int)e->shape[1], &rng, m->scratch);
+            vtr_model_fill_orthogonal(x, (int)e->shape[0], (int)e->shape[1], &rng,
+                                      m->host_scratch ? m->host_scratch : m->scratch);
         } else if (strncmp(name, "text_encoder.rnn.bias_", 22) == 0) {
             memset(x, 0, sizeof(float) * e->numel);
         } else if (strcmp(name, "text_encoder.role_embedding.weight") == 0) {
@@ -291,6 +306,13 @@ static size_t max_size(size_t a, size_t b)
     return a > b ? a : b;
 }
 
+/* Doubles of vtr_hgr_init_params's QR of the BiGRU's (3E, W) and (3E, E) weights. */
+static size_t orthogonal_scratch_size(const vtr_hgr_config *c)
+{
+    return max_size(vtr_model_orthogonal_scratch_size(3 * c->embed_size, c->word_dim),
+                    vtr_model_orthogonal_scratch_size(3 * c->embed_size, c->embed_size));
+}
+
 static size_t layout_arena(vtr_hgr_model *m, char *base)
 {
     const vtr_hgr_config *c = &m->cfg;
@@ -300,8 +322,16 @@ static size_t layout_arena(vtr_hgr_model *m, char *base)
     size_t F = (size_t)c->feature_dim, E = (size_t)Ei, W = (size_t)Wi, Bm = (size_t)Bi;
     size_t R = Bm * (size_t)Ti, Q = Bm * (size_t)Li, f = sizeof(float), ni = sizeof(int);
     size_t off = 0;
+    /* the caption BiGRU's buffers: two one-direction GRUs on the CPU, one two-direction GRU
+     * on the GPU (model_ops.h); the inputs and what is derived from them on the host (the
+     * real frames packed, roles, phrase counts) are in the stage's slot there */
+    bool gpu = m->device == VTR_DEVICE_CUDA;
+    int dirs = gpu ? 2 : 1;
+    size_t rnn_workspace = vtr_gru_workspace_size(Bi, Li, Wi, Ei, dirs);
+    size_t rnn_scratch = vtr_gru_scratch_size(Bi, Li, Wi, Ei, dirs);
+    size_t cpu = gpu ? 0 : 1;
 
-    m->vid_rows = vtr_arena_carve(base, &off, f * R * F);
+    m->vid_rows = vtr_arena_carve(base, &off, cpu * f * R * F);
     for (int k = 0; k < 2; k++)
         m->rows[k] = vtr_arena_carve(base, &off, f * R * E);
     for (int k = 0; k < 3; k++)
@@ -312,17 +342,16 @@ static size_t layout_arena(vtr_hgr_model *m, char *base)
     m->vid_glob_n = vtr_arena_carve(base, &off, f * Bm * E);
     m->vid_glob_norm = vtr_arena_carve(base, &off, f * Bm);
     m->word_emb = vtr_arena_carve(base, &off, f * Q * W);
-    m->bigru.inp_rev = vtr_arena_carve(base, &off, f * Q * W);
-    for (int d = 0; d < 2; d++)
-        m->bigru.workspace[d] =
-            vtr_arena_carve(base, &off, vtr_gru_workspace_size(Bi, Li, Wi, Ei, 1));
-    m->bigru.out_rev = vtr_arena_carve(base, &off, f * Q * E);
-    m->bigru.dinp_rev = vtr_arena_carve(base, &off, f * Q * W);
+    m->bigru.inp_rev = vtr_arena_carve(base, &off, cpu * f * Q * W);
+    m->bigru.workspace[0] = vtr_arena_carve(base, &off, rnn_workspace);
+    m->bigru.workspace[1] = vtr_arena_carve(base, &off, cpu * rnn_workspace);
+    m->bigru.out_rev = vtr_arena_carve(base, &off, cpu * f * Q * E);
+    m->bigru.dinp_rev = vtr_arena_carve(base, &off, cpu * f * Q * W);
     m->cap_feat = vtr_arena_carve(base, &off, f * Q * E);
     m->txt_pool.weights = vtr_arena_carve(base, &off, f * Q);
     m->txt_pool.workspace = vtr_arena_carve(base, &off, pool_workspace_size(c, Bi, Li));
-    m->verb_roles = vtr_arena_carve(base, &off, ni * Bm * NV);
-    m->noun_roles = vtr_arena_carve(base, &off, ni * Bm * NN);
+    m->verb_roles = vtr_arena_carve(base, &off, cpu * ni * Bm * NV);
+    m->noun_roles = vtr_arena_carve(base, &off, cpu * ni * Bm * NN);
     m->verb_argmax = vtr_arena_carve(base, &off, ni * Bm * NV * E);
     m->noun_argmax = vtr_arena_carve(base, &off, ni * Bm * NN * E);
     m->nodes = vtr_arena_carve(base, &off, f * Bm * N * E);
@@ -333,8 +362,9 @@ static size_t layout_arena(vtr_hgr_model *m, char *base)
     m->sent_norm = vtr_arena_carve(base, &off, f * Bm);
     m->verbs = vtr_arena_carve(base, &off, f * Bm * NV * E);
     m->nouns = vtr_arena_carve(base, &off, f * Bm * NN * E);
-    m->n_verbs = vtr_arena_carve(base, &off, ni * Bm);
-    m->n_nouns = vtr_arena_carve(base, &off, ni * Bm);
+    m->n_verbs = vtr_arena_carve(base, &off, cpu * ni * Bm);
+    m->n_nouns = vtr_arena_carve(base, &off, cpu * ni * Bm);
+    m->loss = vtr_arena_carve(base, &off, f);
     m->s_global = vtr_arena_carve(base, &off, f * Bm * Bm);
     m->s_verb = vtr_arena_carve(base, &off, f * Bm * Bm);
     m->s_noun = vtr_arena_carve(base, &off, f * Bm * Bm);
@@ -360,29 +390,40 @@ static size_t layout_arena(vtr_hgr_model *m, char *base)
     m->dcap_feat = vtr_arena_carve(base, &off, f * Q * E);
     for (int k = 0; k < 2; k++)
         m->dword[k] = vtr_arena_carve(base, &off, f * Q * W);
-    size_t rnn_scratch = vtr_gru_scratch_size(Bi, Li, Wi, Ei, 1);
     size_t scratch = rnn_scratch;
     scratch = max_size(scratch, pool_scratch_size(c, Bi, Ti));
     scratch = max_size(scratch, pool_scratch_size(c, Bi, Li));
     scratch = max_size(scratch, vtr_attn_gcn_scratch_size(Bi, N, Ei, Ei / 2));
     scratch = max_size(scratch, vtr_role_span_pool_scratch_size(Bi, P, Ei));
     scratch = max_size(scratch, vtr_phrase_attention_scratch_size(Bi, Bi, Ti, P, Ei));
-    /* vtr_hgr_init_params orthogonalizes the BiGRU's (3E, W) and (3E, E) weights there */
-    scratch = max_size(scratch, sizeof(double) * vtr_model_orthogonal_scratch_size(3 * Ei, Wi));
-    scratch = max_size(scratch, sizeof(double) * vtr_model_orthogonal_scratch_size(3 * Ei, Ei));
+    /* vtr_hgr_init_params orthogonalizes the BiGRU's weights there (the GPU: host_scratch) */
+    scratch = max_size(scratch, cpu * sizeof(double) * orthogonal_scratch_size(c));
     m->scratch = vtr_arena_carve(base, &off, scratch);
     m->bigru.scratch[0] = m->scratch;
-    m->bigru.scratch[1] = vtr_arena_carve(base, &off, rnn_scratch);
+    m->bigru.scratch[1] = vtr_arena_carve(base, &off, cpu * rnn_scratch);
     return off;
 }
 
+static size_t slot_bytes(const vtr_hgr_model *m);
+
 vtr_status vtr_hgr_model_init(vtr_hgr_model *m, const vtr_hgr_config *cfg, int max_batch,
                               int max_frames, int max_words, vtr_error *err)
+{
+    return vtr_hgr_model_init_on(m, cfg, VTR_DEVICE_CPU, max_batch, max_frames, max_words, err);
+}
+
+vtr_status vtr_hgr_model_init_on(vtr_hgr_model *m, const vtr_hgr_config *cfg, vtr_device device,
+                                 int max_batch, int max_frames, int max_words, vtr_error *err)
 {
     vtr_status st;
     memset(m, 0, sizeof *m);
     if ((st = vtr_hgr_config_check(cfg, err)))
         return st;
+    if (device == VTR_DEVICE_CUDA && !vtr_cuda_available()) {
+        vtr_cuda_init(0, NULL, 0, err); /* fails, saying why and what to do */
+        vtr_error_context(err, "hgr model");
+        return VTR_ERR_DEVICE;
+    }
     if (max_batch < 1 || max_frames < 1 || max_words < 1 ||
         (long long)max_batch * max_frames > MAX_ROWS || (long long)max_batch * max_words > MAX_ROWS)
         return vtr_fail(err, VTR_ERR_INVALID,
@@ -390,31 +431,64 @@ vtr_status vtr_hgr_model_init(vtr_hgr_model *m, const vtr_hgr_config *cfg, int m
                         "and batch x length at most %d rows",
                         max_batch, max_frames, max_words, MAX_ROWS);
     m->cfg = *cfg;
+    m->device = device;
     m->max_batch = max_batch;
     m->max_frames = max_frames;
     m->max_words = max_words;
     vtr_param_set_init(&m->params);
     if ((st = vtr_hgr_model_add_params(&m->params, cfg, err)) ||
-        (st = vtr_param_set_finalize(&m->params, err)))
+        (st = vtr_param_set_finalize(&m->params, err)) ||
+        (st = vtr_dev_params_alloc(device, &m->params, &m->dev_data, &m->dev_grad,
+                                   "hgr model parameters", err)))
         goto fail;
     resolve_params(m);
     size_t bytes = layout_arena(m, NULL);
-    if ((st = vtr_arena_alloc(&m->arena, bytes, "hgr model", err)))
+    if ((st = vtr_dev_alloc(device, &m->arena, bytes, "hgr model", err)))
         goto fail;
     layout_arena(m, m->arena);
+    if (device == VTR_DEVICE_CUDA) {
+        m->host_scratch = malloc(sizeof(double) * orthogonal_scratch_size(cfg));
+        if (!m->host_scratch) {
+            st = vtr_fail(err, VTR_ERR_NOMEM, "hgr model: out of memory");
+            goto fail;
+        }
+        if ((st = vtr_cuda_stage_new(&m->stage, 1, slot_bytes(m), err))) {
+            vtr_error_context(err, "hgr model");
+            goto fail;
+        }
+    }
     return VTR_OK;
 
 fail:
-    vtr_param_set_free(&m->params);
-    memset(m, 0, sizeof *m);
+    vtr_hgr_model_free(m);
     return st;
 }
 
 void vtr_hgr_model_free(vtr_hgr_model *m)
 {
     vtr_param_set_free(&m->params);
-    free(m->arena);
+    vtr_dev_free(m->device, m->arena);
+    vtr_cuda_stage_free(m->stage);
+    if (m->dev_data)
+        vtr_dev_free(m->device, m->dev_data);
+    free(m->host_scratch);
     memset(m, 0, sizeof *m);
+}
+
+vtr_status vtr_hgr_params_to_device(vtr_hgr_model *m, vtr_error *err)
+{
+    return vtr_dev_params_upload(m->device, &m->params, m->dev_data, err);
+}
+
+vtr_status vtr_hgr_params_to_host(vtr_hgr_model *m, bool grads, vtr_error *err)
+{
+    return vtr_dev_params_download(m->device, &m->params, m->dev_data, grads ? m->dev_grad : NULL,
+                                   err);
+}
+
+vtr_status vtr_hgr_zero_grad(vtr_hgr_model *m, vtr_error *err)
+{
+    return vtr_dev_params_zero_grad(m->device, &m->params, m->dev_grad, err);
 }
 
 /* ---- argument checks (once per call) -------------------------------------------- */
@@ -462,27 +536,7 @@ static vtr_status check_captions(const vtr_hgr_model *m, const vtr_hgr_captions 
     return VTR_OK;
 }
 
-/* ---- forward ------------------------------------------------------------------- */
-
-/* Video side: x (B,T,F) -> m->vid_level[0..2] (B,T,E), m->vid_glob_n (B,E). Dropout p with
- * streams 8 * step + k when p > 0, the packed rows' draws from row row0 on (the real frames
- * of the pairs before these in a data-parallel batch; else 0). */
-static void video_forward(vtr_hgr_model *m, const float *x, const int *lengths, int B, int T,
-                          float p, uint64_t seed, uint64_t step, int64_t row0)
-{
-    int F = m->cfg.feature_dim, E = m->cfg.embed_size;
-    // the Linear layers over the real frames only, packed: the padded frames (the
-    // reference's bias rows) are read by no later op
-    size_t n = vtr_pack_rows(m->vid_rows, x, lengths, B, T, F);
-    for (int k = 0; k < 3; k++) {
-        vtr_linear_forward(m->rows[0], m->vid_rows, m->level_w[k], m->level_b[k], (int)n, F, E);
-        vtr_dropout_forward(m->rows[0], m->rows[0], n * E, p, seed,
-                            DROPOUT_SITES * step + SITE_LEVEL0 + k, (uint64_t)row0 * E);
-        vtr_unpack_rows(m->vid_level[k], m->rows[0], lengths, B, T, E);
-    }
-    pool_forward(m, &m->vid_pool, m->vid_glob, m->vid_level[0], lengths, B, T);
-    vtr_l2norm_forward(m->vid_glob_n, m->vid_glob_norm, m->vid_glob, B, E);
-}
+/* ---- a call's inputs on the model's device ----------------------------------------- */
 
 /* The number of non-empty spans of each of B items' P masks (P,L) */
 static void count_phrases(int *count, const uint8_t *masks, int B, int P, int L)
@@ -500,155 +554,423 @@ static void count_phrases(int *count, const uint8_t *masks, int B, int P, int L)
     }
 }
 
-/* rows [from, from + n) of each item's node features (B,N,E) <-> a (B,n,E) buffer */
-static void copy_nodes(float *dst, int dst_n, int dst_from, const float *src, int src_n,
-                       int src_from, int n, int B, int E)
+/* node_roles (B,NV+NN) -> verb_roles (B,NV), noun_roles (B,NN) */
+static void split_roles(int *verb_roles, int *noun_roles, const int *node_roles, int B, int NV,
+                        int NN)
 {
-    for (int b = 0; b < B; b++)
-        memcpy(dst + ((size_t)b * dst_n + dst_from) * E, src + ((size_t)b * src_n + src_from) * E,
-               sizeof(float) * (size_t)n * E);
-}
-
-/* Text side: captions -> m->sent_n (B,E), m->verbs (B,NV,E), m->nouns (B,NN,E), n_verbs,
- * n_nouns. Dropout (words p_words, GCN p_gcn) from seed and step, the draws of captions
- * first .. first+B-1 of a data-parallel batch (else first 0). */
-static void caption_forward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p_words, float p_gcn,
-                            uint64_t seed, uint64_t step, int64_t first)
-{
-    const vtr_hgr_config *cf = &m->cfg;
-    int B = c->B, L = c->L, W = cf->word_dim, E = cf->embed_size;
-    int NV = cf->num_verbs, NN = cf->num_nouns, N = 1 + NV + NN;
-    vtr_embedding_forward_padded(m->word_emb, c->ids, m->embed_w, c->lengths, B, L, W);
-    vtr_dropout_forward(m->word_emb, m->word_emb, (size_t)B * L * W, p_words, seed,
-                        DROPOUT_SITES * step + SITE_WORDS, (uint64_t)first * L * W);
-    vtr_caption_bigru_forward(m->cap_feat, &m->bigru, m->word_emb, c->lengths, m->rnn, B, L, W, E);
-
-    // nodes (B,N,E) = [root, verbs, nouns]
-    pool_forward(m, &m->txt_pool, m->sent, m->cap_feat, c->lengths, B, L);
     for (int b = 0; b < B; b++) {
-        memcpy(m->verb_roles + (size_t)b * NV, c->node_roles + (size_t)b * (NV + NN),
-               sizeof(int) * NV);
-        memcpy(m->noun_roles + (size_t)b * NN, c->node_roles + (size_t)b * (NV + NN) + NV,
+        memcpy(verb_roles + (size_t)b * NV, node_roles + (size_t)b * (NV + NN), sizeof(int) * NV);
+        memcpy(noun_roles + (size_t)b * NN, node_roles + (size_t)b * (NV + NN) + NV,
                sizeof(int) * NN);
     }
-    vtr_role_span_pool_forward(m->verbs, m->verb_argmax, m->cap_feat, c->verb_masks, m->verb_roles,
-                               m->role_w, B, NV, L, E);
-    vtr_role_span_pool_forward(m->nouns, m->noun_argmax, m->cap_feat, c->noun_masks, m->noun_roles,
-                               m->role_w, B, NN, L, E);
-    copy_nodes(m->nodes, N, 0, m->sent, 1, 0, 1, B, E);
-    copy_nodes(m->nodes, N, 1, m->verbs, NV, 0, NV, B, E);
-    copy_nodes(m->nodes, N, 1 + NV, m->nouns, NN, 0, NN, B, E);
-
-    vtr_attn_gcn_forward(m->gcn_out, m->gcn_workspace, m->nodes, c->rel_edges, m->gcn, B, N, E,
-                         E / 2, p_gcn, seed, DROPOUT_SITES * step + SITE_GCN, first);
-    copy_nodes(m->sent, 1, 0, m->gcn_out, N, 0, 1, B, E);
-    copy_nodes(m->verbs, NV, 0, m->gcn_out, N, 1, NV, B, E);
-    copy_nodes(m->nouns, NN, 0, m->gcn_out, N, 1 + NV, NN, B, E);
-    vtr_l2norm_forward(m->sent_n, m->sent_norm, m->sent, B, E);
-    count_phrases(m->n_verbs, c->verb_masks, B, NV, L);
-    count_phrases(m->n_nouns, c->noun_masks, B, NN, L);
 }
+
+/* Where the ops read a call's inputs (the model's device), and the host copies the loops
+ * read. On the CPU: the caller's buffers, and the real frames packed, the roles split and
+ * the phrases counted into the arena; on the GPU all of it in the stage's slot. */
+typedef struct hgr_inputs {
+    const float *rows;        /* (n,F) the real frames, packed */
+    const int *frame_lengths; /* (B) */
+    vtr_hgr_captions c;       /* node_roles unused */
+    const int *roles[2];      /* verb_roles (B,NV), noun_roles (B,NN) */
+    const int *n[2];          /* n_verbs, n_nouns (B) */
+    const int *host_n[2];     /* the same on the host */
+    bool slot;                /* the GPU's slot, to release after the call's work */
+} hgr_inputs;
+
+/* Regions of the stage's slot, carved in order as vtr_arena_carve does (host NULL: only
+ * measures). */
+typedef struct slot_writer {
+    char *host;
+    size_t off;
+} slot_writer;
+
+static size_t slot_take(slot_writer *w, size_t bytes, void **at)
+{
+    size_t off = w->off;
+    vtr_arena_carve(NULL, &w->off, bytes);
+    *at = w->host ? w->host + off : NULL;
+    return off;
+}
+
+static size_t slot_put(slot_writer *w, const void *src, size_t bytes)
+{
+    void *at;
+    size_t off = slot_take(w, bytes, &at);
+    if (at && bytes)
+        memcpy(at, src, bytes);
+    return off;
+}
+
+/* The score block's inputs (vtr_hgr_score_block's encodings) in the slot; offsets in at. */
+static void put_encodings(const vtr_hgr_model *m, slot_writer *w, size_t *at, const float *global,
+                          const float *verb, const float *noun, const int *frame_lengths, int Bv,
+                          int T, const float *sent, const float *verbs, const float *nouns,
+                          const int *n_verbs, const int *n_nouns, int Bc)
+{
+    size_t E = (size_t)m->cfg.embed_size, NV = (size_t)m->cfg.num_verbs;
+    size_t NN = (size_t)m->cfg.num_nouns, f = sizeof(float), ni = sizeof(int);
+    size_t V = (size_t)Bv, C = (size_t)Bc;
+    at[0] = slot_put(w, global, f * V * E);
+    at[1] = slot_put(w, verb, f * V * T * E);
+    at[2] = slot_put(w, noun, f * V * T * E);
+    at[3] = slot_put(w, frame_lengths, ni * V);
+    at[4] = slot_put(w, sent, f * C * E);
+    at[5] = slot_put(w, verbs, f * C * NV * E);
+    at[6] = slot_put(w, nouns, f * C * NN * E);
+    at[7] = slot_put(w, n_verbs, ni * C);
+    at[8] = slot_put(w, n_nouns, ni * C);
+}
+
+/* A call's videos (frames NULL: none) and captions (c NULL: none) in the slot; offsets
+ * in at (rows, frame lengths, ids, lengths, verb and noun masks, rel_edges, verb and noun
+ * roles, n_verbs, n_nouns). With w->host NULL, the largest call's regions (measures). */
+static void put_inputs(const vtr_hgr_model *m, slot_writer *w, size_t *at, const float *frames,
+                       const int *fl, int B, int T, const vtr_hgr_captions *c)
+{
+    const vtr_hgr_config *cf = &m->cfg;
+    size_t F = (size_t)cf->feature_dim, NV = (size_t)cf->num_verbs, NN = (size_t)cf->num_nouns;
+    size_t N = 1 + NV + NN, f = sizeof(float), ni = sizeof(int);
+    bool measure = !w->host;
+    size_t Bv = measure ? (size_t)m->max_batch : (size_t)B;
+    size_t Bc = measure ? (size_t)m->max_batch : c ? (size_t)c->B : 0;
+    size_t L = measure ? (size_t)m->max_words : c ? (size_t)c->L : 0;
+    void *p;
+    if (frames || measure) {
+        size_t n = measure ? Bv * (size_t)m->max_frames : vtr_pack_count(fl, B);
+        at[0] = slot_take(w, f * n * F, &p);
+        if (p)
+            vtr_pack_rows(p, frames, fl, B, T, (int)F);
+        at[1] = slot_put(w, fl, ni * Bv);
+    }
+    if (c || measure) {
+        at[2] = slot_put(w, c ? c->ids : NULL, ni * Bc * L);
+        at[3] = slot_put(w, c ? c->lengths : NULL, ni * Bc);
+        at[4] = slot_put(w, c ? c->verb_masks : NULL, Bc * NV * L);
+        at[5] = slot_put(w, c ? c->noun_masks : NULL, Bc * NN * L);
+        at[6] = slot_put(w, c ? c->rel_edges : NULL, f * Bc * N * N);
+        void *q;
+        at[7] = slot_take(w, ni * Bc * NV, &p);
+        at[8] = slot_take(w, ni * Bc * NN, &q);
+        if (p)
+            split_roles(p, q, c->node_roles, (int)Bc, (int)NV, (int)NN);
+        at[9] = slot_take(w, ni * Bc, &p);
+        if (p)
+            count_phrases(p, c->verb_masks, (int)Bc, (int)NV, (int)L);
+        at[10] = slot_take(w, ni * Bc, &p);
+        if (p)
+            count_phrases(p, c->noun_masks, (int)Bc, (int)NN, (int)L);
+    }
+}
+
+/* Bytes of the stage's slot: the largest call's inputs, or a score block's. */
+static size_t slot_bytes(const vtr_hgr_model *m)
+{
+    size_t at[11];
+    slot_writer a = {NULL, 0}, b = {NULL, 0};
+    put_inputs(m, &a, at, NULL, NULL, 0, 0, NULL);
+    int Bm = m->max_batch;
+    put_encodings(m, &b, at, NULL, NULL, NULL, NULL, Bm, m->max_frames, NULL, NULL, NULL, NULL,
+                  NULL, Bm);
+    return max_size(a.off, b.off);
+}
+
+/* The GPU's slot, its host buffer ready for w (once its last copy has left it). */
+static vtr_status open_slot(vtr_hgr_model *m, slot_writer *w, vtr_error *err)
+{
+    void *h;
+    VTR_TRY(vtr_cuda_stage_host(m->stage, 0, &h, err));
+    *w = (slot_writer){h, 0};
+    return VTR_OK;
+}
+
+/* w's regions copied to the GPU; *dev the device buffer the work queued next reads. */
+static vtr_status send_slot(vtr_hgr_model *m, const slot_writer *w, char **dev, vtr_error *err)
+{
+    void *d;
+    VTR_TRY(vtr_cuda_stage_upload(m->stage, 0, w->off, err));
+    VTR_TRY(vtr_cuda_stage_take(m->stage, 0, &d, err));
+    *dev = d;
+    return VTR_OK;
+}
+
+/* After the work that reads the slot is queued; st: the call's status so far, returned
+ * unless it is VTR_OK and the release fails. */
+static vtr_status release_slot(vtr_hgr_model *m, bool slot, vtr_status st, vtr_error *err)
+{
+    if (!slot)
+        return st;
+    vtr_error ignored;
+    vtr_status rs = vtr_cuda_stage_release(m->stage, 0, st ? &ignored : err);
+    return st ? st : rs;
+}
+
+/* A call's videos (frames NULL: none) and captions (c NULL: none) where the ops read them
+ * (hgr_inputs); the GPU's slot is the call's until release_slot. */
+static vtr_status take_inputs(vtr_hgr_model *m, const float *frames, const int *fl, int B, int T,
+                              const vtr_hgr_captions *c, hgr_inputs *in, vtr_error *err)
+{
+    const vtr_hgr_config *cf = &m->cfg;
+    int NV = cf->num_verbs, NN = cf->num_nouns;
+    memset(in, 0, sizeof *in);
+    if (m->device == VTR_DEVICE_CPU) {
+        if (frames) {
+            vtr_pack_rows(m->vid_rows, frames, fl, B, T, cf->feature_dim);
+            in->rows = m->vid_rows;
+            in->frame_lengths = fl;
+        }
+        if (c) {
+            split_roles(m->verb_roles, m->noun_roles, c->node_roles, c->B, NV, NN);
+            count_phrases(m->n_verbs, c->verb_masks, c->B, NV, c->L);
+            count_phrases(m->n_nouns, c->noun_masks, c->B, NN, c->L);
+            in->c = *c;
+            in->roles[0] = m->verb_roles;
+            in->roles[1] = m->noun_roles;
+            in->n[0] = in->host_n[0] = m->n_verbs;
+            in->n[1] = in->host_n[1] = m->n_nouns;
+        }
+        return VTR_OK;
+    }
+    size_t at[11];
+    slot_writer w;
+    char *d;
+    VTR_TRY(open_slot(m, &w, err));
+    put_inputs(m, &w, at, frames, fl, B, T, c);
+    VTR_TRY(send_slot(m, &w, &d, err));
+    in->slot = true;
+    if (frames) {
+        in->rows = (const float *)(d + at[0]);
+        in->frame_lengths = (const int *)(d + at[1]);
+    }
+    if (c) {
+        in->c = (vtr_hgr_captions){.B = c->B,
+                                   .L = c->L,
+                                   .ids = (const int *)(d + at[2]),
+                                   .lengths = (const int *)(d + at[3]),
+                                   .verb_masks = (const uint8_t *)(d + at[4]),
+                                   .noun_masks = (const uint8_t *)(d + at[5]),
+                                   .rel_edges = (const float *)(d + at[6])};
+        for (int k = 0; k < 2; k++) {
+            in->roles[k] = (const int *)(d + at[7 + k]);
+            in->n[k] = (const int *)(d + at[9 + k]);
+            in->host_n[k] = (const int *)(w.host + at[9 + k]);
+        }
+    }
+    return VTR_OK;
+}
+
+/* ---- forward ------------------------------------------------------------------- */
+
+/* rows [from, from + n) of each item's node features (B,N,E) <-> a (B,n,E) buffer */
+static vtr_status copy_nodes(vtr_device dev, float *dst, int dst_n, int dst_from, const float *src,
+                             int src_n, int src_from, int n, int B, int E, vtr_error *err)
+{
+    size_t row = sizeof(float) * (size_t)E;
+    return vtr_dev_copy_2d(dev, dst + (size_t)dst_from * E, row * dst_n, src + (size_t)src_from * E,
+                           row * src_n, row * n, (size_t)B, err);
+}
+
+/* Video side: in's frames, hl their lengths on the host -> m->vid_level[0..2] (B,T,E),
+ * m->vid_glob_n (B,E). Dropout p with streams 8 * step + k when p > 0, the packed rows'
+ * draws from row row0 on (the real frames of the pairs before these in a data-parallel
+ * batch; else 0). */
+static vtr_status video_forward(vtr_hgr_model *m, const hgr_inputs *in, const int *hl, int B, int T,
+                                float p, uint64_t seed, uint64_t step, int64_t row0, vtr_error *err)
+{
+    vtr_device dev = m->device;
+    int F = m->cfg.feature_dim, E = m->cfg.embed_size;
+    // the Linear layers over the real frames only, packed (take_inputs): the padded frames
+    // (the reference's bias rows) are read by no later op
+    size_t n = vtr_pack_count(hl, B);
+    for (int k = 0; k < 3; k++) {
+        VTR_TRY(vtr_dev_linear_forward(dev, m->rows[0], in->rows, m->level_w[k], m->level_b[k],
+                                       (int)n, F, E, err));
+        VTR_TRY(vtr_dev_dropout_forward(dev, m->rows[0], m->rows[0], n * E, p, seed,
+                                        DROPOUT_SITES * step + SITE_LEVEL0 + k, (uint64_t)row0 * E,
+                                        err));
+        VTR_TRY(
+            vtr_dev_unpack_rows(dev, m->vid_level[k], m->rows[0], in->frame_lengths, B, T, E, err));
+    }
+    VTR_TRY(
+        pool_forward(m, &m->vid_pool, m->vid_glob, m->vid_level[0], in->frame_lengths, B, T, err));
+    return vtr_dev_l2norm_forward(dev, m->vid_glob_n, m->vid_glob_norm, m->vid_glob, B, E, err);
+}
+
+/* Text side: in's captions, hl their lengths on the host -> m->sent_n (B,E), m->verbs
+ * (B,NV,E), m->nouns (B,NN,E). Dropout (words p_words, GCN p_gcn) from seed and step, the
+ * draws of captions first .. first+B-1 of a data-parallel batch (else first 0). */
+static vtr_status caption_forward(vtr_hgr_model *m, const hgr_inputs *in, const int *hl,
+                                  float p_words, float p_gcn, uint64_t seed, uint64_t step,
+                                  int64_t first, vtr_error *err)
+{
+    vtr_device dev = m->device;
+    const vtr_hgr_config *cf = &m->cfg;
+    const vtr_hgr_captions *c = &in->c;
+    int B = c->B, L = c->L, W = cf->word_dim, E = cf->embed_size;
+    int NV = cf->num_verbs, NN = cf->num_nouns, N = 1 + NV + NN;
+    VTR_TRY(
+        vtr_dev_embedding_forward(dev, m->word_emb, c->ids, m->embed_w, c->lengths, B, L, W, err));
+    VTR_TRY(vtr_dev_dropout_forward(dev, m->word_emb, m->word_emb, (size_t)B * L * W, p_words, seed,
+                                    DROPOUT_SITES * step + SITE_WORDS, (uint64_t)first * L * W,
+                                    err));
+    VTR_TRY(vtr_dev_caption_bigru_forward(dev, m->cap_feat, &m->bigru, m->word_emb, c->lengths, hl,
+                                          m->rnn, B, L, W, E, err));
+
+    // nodes (B,N,E) = [root, verbs, nouns]
+    VTR_TRY(pool_forward(m, &m->txt_pool, m->sent, m->cap_feat, c->lengths, B, L, err));
+    VTR_TRY(vtr_dev_role_span_pool_forward(dev, m->verbs, m->verb_argmax, m->cap_feat,
+                                           c->verb_masks, in->roles[0], m->role_w, B, NV, L, E,
+                                           err));
+    VTR_TRY(vtr_dev_role_span_pool_forward(dev, m->nouns, m->noun_argmax, m->cap_feat,
+                                           c->noun_masks, in->roles[1], m->role_w, B, NN, L, E,
+                                           err));
+    VTR_TRY(copy_nodes(dev, m->nodes, N, 0, m->sent, 1, 0, 1, B, E, err));
+    VTR_TRY(copy_nodes(dev, m->nodes, N, 1, m->verbs, NV, 0, NV, B, E, err));
+    VTR_TRY(copy_nodes(dev, m->nodes, N, 1 + NV, m->nouns, NN, 0, NN, B, E, err));
+
+    VTR_TRY(vtr_dev_attn_gcn_forward(dev, m->gcn_out, m->gcn_workspace, m->nodes, c->rel_edges,
+                                     m->gcn, B, N, E, E / 2, p_gcn, seed,
+                                     DROPOUT_SITES * step + SITE_GCN, first, err));
+    VTR_TRY(copy_nodes(dev, m->sent, 1, 0, m->gcn_out, N, 0, 1, B, E, err));
+    VTR_TRY(copy_nodes(dev, m->verbs, NV, 0, m->gcn_out, N, 1, NV, B, E, err));
+    VTR_TRY(copy_nodes(dev, m->nouns, NN, 0, m->gcn_out, N, 1 + NV, NN, B, E, err));
+    return vtr_dev_l2norm_forward(dev, m->sent_n, m->sent_norm, m->sent, B, E, err);
+}
+
+/* The encodings a score reads, on the model's device, with the host copies of the counts
+ * the loops read. */
+typedef struct hgr_encodings {
+    const float *glob_n, *verb, *noun;   /* videos: (Bv,E), (Bv,T,E) x 2 */
+    const int *vlen, *host_vlen;         /* (Bv) */
+    const float *sent_n, *verbs, *nouns; /* captions: (Bc,E), (Bc,NV,E), (Bc,NN,E) */
+    const int *n[2], *host_n[2];         /* n_verbs, n_nouns (Bc) */
+} hgr_encodings;
 
 /* The three levels and the fused score of Bv videos x Bc captions into m->s_* (Bv,Bc);
  * the phrase attention's workspaces kept for backward. */
-static void scores_forward(vtr_hgr_model *m, const float *vglob_n, const float *vverb,
-                           const float *vnoun, const int *vlen, int Bv, int T, const float *sent_n,
-                           const float *verbs, const float *nouns, const int *n_verbs,
-                           const int *n_nouns, int Bc)
+static vtr_status scores_forward(vtr_hgr_model *m, const hgr_encodings *x, int Bv, int T, int Bc,
+                                 vtr_error *err)
 {
+    vtr_device dev = m->device;
     const vtr_hgr_config *c = &m->cfg;
     int E = c->embed_size;
-    vtr_cosine_similarity_forward(m->s_global, vglob_n, sent_n, Bv, Bc, E);
-    vtr_phrase_attention_score_forward(m->s_verb, m->pa_workspace[0], vverb, vlen, verbs, n_verbs,
-                                       Bv, Bc, T, c->num_verbs, E, c->sigma);
-    vtr_phrase_attention_score_forward(m->s_noun, m->pa_workspace[1], vnoun, vlen, nouns, n_nouns,
-                                       Bv, Bc, T, c->num_nouns, E, c->sigma);
-    vtr_hgr_fused_score_forward(m->s_fused, m->s_global, m->s_verb, m->s_noun, (size_t)Bv * Bc);
+    VTR_TRY(
+        vtr_dev_cosine_similarity_forward(dev, m->s_global, x->glob_n, x->sent_n, Bv, Bc, E, err));
+    VTR_TRY(vtr_dev_phrase_attention_score_forward(
+        dev, m->s_verb, m->pa_workspace[0], x->verb, x->vlen, x->host_vlen, x->verbs, x->n[0],
+        x->host_n[0], Bv, Bc, T, c->num_verbs, E, c->sigma, err));
+    VTR_TRY(vtr_dev_phrase_attention_score_forward(
+        dev, m->s_noun, m->pa_workspace[1], x->noun, x->vlen, x->host_vlen, x->nouns, x->n[1],
+        x->host_n[1], Bv, Bc, T, c->num_nouns, E, c->sigma, err));
+    return vtr_dev_hgr_fused_score_forward(dev, m->s_fused, m->s_global, m->s_verb, m->s_noun,
+                                           (size_t)Bv * Bc, err);
 }
 
 /* ---- backward ------------------------------------------------------------------ */
 
 /* m->ds_fused (B,B) -> the gradients of the encoders' outputs: dvid_glob_n, dvid_level[1..2]
- * (zeroed here, then accumulated), dsent_n, dverbs, dnouns. */
-static void scores_backward(vtr_hgr_model *m, const int *vlen, int B, int T)
+ * (zeroed here, then accumulated), dsent_n, dverbs, dnouns. x: what scores_forward read. */
+static vtr_status scores_backward(vtr_hgr_model *m, const hgr_encodings *x, int B, int T,
+                                  vtr_error *err)
 {
+    vtr_device dev = m->device;
     const vtr_hgr_config *c = &m->cfg;
     int E = c->embed_size, NV = c->num_verbs, NN = c->num_nouns;
-    size_t BB = (size_t)B * B, R = (size_t)B * T;
-    memset(m->ds_global, 0, sizeof(float) * BB);
-    memset(m->ds_verb, 0, sizeof(float) * BB);
-    memset(m->ds_noun, 0, sizeof(float) * BB);
-    vtr_hgr_fused_score_backward(m->ds_global, m->ds_verb, m->ds_noun, m->ds_fused, BB);
-    memset(m->dvid_glob_n, 0, sizeof(float) * B * E);
-    memset(m->dsent_n, 0, sizeof(float) * B * E);
-    vtr_cosine_similarity_backward(m->dvid_glob_n, m->dsent_n, m->ds_global, m->vid_glob_n,
-                                   m->sent_n, B, B, E);
+    size_t BB = (size_t)B * B, R = (size_t)B * T, f = sizeof(float);
+    VTR_TRY(vtr_dev_zero(dev, m->ds_global, f * BB, err));
+    VTR_TRY(vtr_dev_zero(dev, m->ds_verb, f * BB, err));
+    VTR_TRY(vtr_dev_zero(dev, m->ds_noun, f * BB, err));
+    VTR_TRY(vtr_dev_hgr_fused_score_backward(dev, m->ds_global, m->ds_verb, m->ds_noun, m->ds_fused,
+                                             BB, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dvid_glob_n, f * B * E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dsent_n, f * B * E, err));
+    VTR_TRY(vtr_dev_cosine_similarity_backward(dev, m->dvid_glob_n, m->dsent_n, m->ds_global,
+                                               m->vid_glob_n, m->sent_n, B, B, E, err));
     for (int k = 0; k < 3; k++)
-        memset(m->dvid_level[k], 0, sizeof(float) * R * E);
-    memset(m->dverbs, 0, sizeof(float) * B * NV * E);
-    memset(m->dnouns, 0, sizeof(float) * B * NN * E);
-    vtr_phrase_attention_score_backward(m->dvid_level[1], m->dverbs, m->scratch, m->ds_verb,
-                                        m->vid_level[1], vlen, m->verbs, m->n_verbs,
-                                        m->pa_workspace[0], B, B, T, NV, E, c->sigma);
-    vtr_phrase_attention_score_backward(m->dvid_level[2], m->dnouns, m->scratch, m->ds_noun,
-                                        m->vid_level[2], vlen, m->nouns, m->n_nouns,
-                                        m->pa_workspace[1], B, B, T, NN, E, c->sigma);
+        VTR_TRY(vtr_dev_zero(dev, m->dvid_level[k], f * R * E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dverbs, f * B * NV * E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dnouns, f * B * NN * E, err));
+    VTR_TRY(vtr_dev_phrase_attention_score_backward(
+        dev, m->dvid_level[1], m->dverbs, m->scratch, m->ds_verb, m->vid_level[1], x->vlen,
+        x->host_vlen, m->verbs, x->n[0], x->host_n[0], m->pa_workspace[0], B, B, T, NV, E, c->sigma,
+        err));
+    return vtr_dev_phrase_attention_score_backward(
+        dev, m->dvid_level[2], m->dnouns, m->scratch, m->ds_noun, m->vid_level[2], x->vlen,
+        x->host_vlen, m->nouns, x->n[1], x->host_n[1], m->pa_workspace[1], B, B, T, NN, E, c->sigma,
+        err);
 }
 
-static void video_backward(vtr_hgr_model *m, const int *lengths, int B, int T, float p,
-                           uint64_t seed, uint64_t step, int64_t row0)
+static vtr_status video_backward(vtr_hgr_model *m, const hgr_inputs *in, const int *hl, int B,
+                                 int T, float p, uint64_t seed, uint64_t step, int64_t row0,
+                                 vtr_error *err)
 {
+    vtr_device dev = m->device;
     int F = m->cfg.feature_dim, E = m->cfg.embed_size;
-    memset(m->dvid_glob, 0, sizeof(float) * B * E);
-    vtr_l2norm_backward(m->dvid_glob, m->dvid_glob_n, m->vid_glob, m->vid_glob_norm, B, E);
-    pool_backward(m, &m->vid_pool, m->dvid_level[0], m->dvid_glob, m->vid_level[0], lengths, B, T);
+    VTR_TRY(vtr_dev_zero(dev, m->dvid_glob, sizeof(float) * B * E, err));
+    VTR_TRY(vtr_dev_l2norm_backward(dev, m->dvid_glob, m->dvid_glob_n, m->vid_glob,
+                                    m->vid_glob_norm, B, E, err));
+    VTR_TRY(pool_backward(m, &m->vid_pool, m->dvid_level[0], m->dvid_glob, m->vid_level[0],
+                          in->frame_lengths, B, T, err));
+    size_t n = vtr_pack_count(hl, B);
     for (int k = 0; k < 3; k++) {
         // gather the real frames' gradients (packed), through dropout, into the Linear
-        size_t n = vtr_pack_rows(m->rows[0], m->dvid_level[k], lengths, B, T, E);
-        memset(m->rows[1], 0, sizeof(float) * n * E);
-        vtr_dropout_backward(m->rows[1], m->rows[0], n * E, p, seed,
-                             DROPOUT_SITES * step + SITE_LEVEL0 + k, (uint64_t)row0 * E);
-        vtr_linear_backward(NULL, m->level_dw[k], m->level_db[k], m->rows[1], m->vid_rows,
-                            m->level_w[k], (int)n, F, E);
+        VTR_TRY(
+            vtr_dev_pack_rows(dev, m->rows[0], m->dvid_level[k], in->frame_lengths, B, T, E, err));
+        VTR_TRY(vtr_dev_zero(dev, m->rows[1], sizeof(float) * n * E, err));
+        VTR_TRY(vtr_dev_dropout_backward(dev, m->rows[1], m->rows[0], n * E, p, seed,
+                                         DROPOUT_SITES * step + SITE_LEVEL0 + k, (uint64_t)row0 * E,
+                                         err));
+        VTR_TRY(vtr_dev_linear_backward(dev, NULL, m->level_dw[k], m->level_db[k], m->rows[1],
+                                        in->rows, m->level_w[k], (int)n, F, E, err));
     }
+    return VTR_OK;
 }
 
-static void caption_backward(vtr_hgr_model *m, const vtr_hgr_captions *c, float p_words,
-                             float p_gcn, uint64_t seed, uint64_t step, int64_t first)
+static vtr_status caption_backward(vtr_hgr_model *m, const hgr_inputs *in, const int *hl,
+                                   float p_words, float p_gcn, uint64_t seed, uint64_t step,
+                                   int64_t first, vtr_error *err)
 {
+    vtr_device dev = m->device;
     const vtr_hgr_config *cf = &m->cfg;
+    const vtr_hgr_captions *c = &in->c;
     int B = c->B, L = c->L, W = cf->word_dim, E = cf->embed_size;
     int NV = cf->num_verbs, NN = cf->num_nouns, N = 1 + NV + NN;
+    size_t f = sizeof(float);
     // the GCN's output gradient (B,N,E) = [dsent, dverbs, dnouns]
     float *dsent = m->dsent;
-    memset(dsent, 0, sizeof(float) * B * E);
-    vtr_l2norm_backward(dsent, m->dsent_n, m->sent, m->sent_norm, B, E);
-    copy_nodes(m->dgcn_out, N, 0, dsent, 1, 0, 1, B, E);
-    copy_nodes(m->dgcn_out, N, 1, m->dverbs, NV, 0, NV, B, E);
-    copy_nodes(m->dgcn_out, N, 1 + NV, m->dnouns, NN, 0, NN, B, E);
-    memset(m->dnodes, 0, sizeof(float) * B * N * E);
-    vtr_attn_gcn_backward(m->dnodes, m->dgcn, m->scratch, m->dgcn_out, m->nodes, m->gcn,
-                          m->gcn_workspace, B, N, E, E / 2, p_gcn, seed,
-                          DROPOUT_SITES * step + SITE_GCN, first);
+    VTR_TRY(vtr_dev_zero(dev, dsent, f * B * E, err));
+    VTR_TRY(vtr_dev_l2norm_backward(dev, dsent, m->dsent_n, m->sent, m->sent_norm, B, E, err));
+    VTR_TRY(copy_nodes(dev, m->dgcn_out, N, 0, dsent, 1, 0, 1, B, E, err));
+    VTR_TRY(copy_nodes(dev, m->dgcn_out, N, 1, m->dverbs, NV, 0, NV, B, E, err));
+    VTR_TRY(copy_nodes(dev, m->dgcn_out, N, 1 + NV, m->dnouns, NN, 0, NN, B, E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dnodes, f * B * N * E, err));
+    VTR_TRY(vtr_dev_attn_gcn_backward(dev, m->dnodes, m->dgcn, m->scratch, m->dgcn_out, m->nodes,
+                                      m->gcn, m->gcn_workspace, B, N, E, E / 2, p_gcn, seed,
+                                      DROPOUT_SITES * step + SITE_GCN, first, err));
     // nodes -> the word states
-    copy_nodes(dsent, 1, 0, m->dnodes, N, 0, 1, B, E);
-    copy_nodes(m->dverbs, NV, 0, m->dnodes, N, 1, NV, B, E);
-    copy_nodes(m->dnouns, NN, 0, m->dnodes, N, 1 + NV, NN, B, E);
-    memset(m->dcap_feat, 0, sizeof(float) * B * L * E);
-    pool_backward(m, &m->txt_pool, m->dcap_feat, dsent, m->cap_feat, c->lengths, B, L);
-    vtr_role_span_pool_backward(m->dcap_feat, m->drole_w, m->scratch, m->dverbs, m->cap_feat,
-                                m->verb_argmax, m->verb_roles, m->role_w, B, NV, L, E);
-    vtr_role_span_pool_backward(m->dcap_feat, m->drole_w, m->scratch, m->dnouns, m->cap_feat,
-                                m->noun_argmax, m->noun_roles, m->role_w, B, NN, L, E);
+    VTR_TRY(copy_nodes(dev, dsent, 1, 0, m->dnodes, N, 0, 1, B, E, err));
+    VTR_TRY(copy_nodes(dev, m->dverbs, NV, 0, m->dnodes, N, 1, NV, B, E, err));
+    VTR_TRY(copy_nodes(dev, m->dnouns, NN, 0, m->dnodes, N, 1 + NV, NN, B, E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dcap_feat, f * B * L * E, err));
+    VTR_TRY(
+        pool_backward(m, &m->txt_pool, m->dcap_feat, dsent, m->cap_feat, c->lengths, B, L, err));
+    VTR_TRY(vtr_dev_role_span_pool_backward(dev, m->dcap_feat, m->drole_w, m->scratch, m->dverbs,
+                                            m->cap_feat, m->verb_argmax, in->roles[0], m->role_w, B,
+                                            NV, L, E, err));
+    VTR_TRY(vtr_dev_role_span_pool_backward(dev, m->dcap_feat, m->drole_w, m->scratch, m->dnouns,
+                                            m->cap_feat, m->noun_argmax, in->roles[1], m->role_w, B,
+                                            NN, L, E, err));
     // the BiGRU, dropout, the embedding (items in order: a fixed order for repeated ids)
     size_t nw = (size_t)B * L * W;
-    memset(m->dword[0], 0, sizeof(float) * nw);
-    vtr_caption_bigru_backward(m->dword[0], m->drnn, &m->bigru, m->dcap_feat, m->word_emb,
-                               c->lengths, m->rnn, B, L, W, E);
-    memset(m->dword[1], 0, sizeof(float) * nw);
-    vtr_dropout_backward(m->dword[1], m->dword[0], nw, p_words, seed,
-                         DROPOUT_SITES * step + SITE_WORDS, (uint64_t)first * L * W);
-    vtr_embedding_backward_padded(m->embed_dw, m->dword[1], c->ids, c->lengths, B, L, W);
+    VTR_TRY(vtr_dev_zero(dev, m->dword[0], f * nw, err));
+    VTR_TRY(vtr_dev_caption_bigru_backward(dev, m->dword[0], m->drnn, &m->bigru, m->dcap_feat,
+                                           m->word_emb, c->lengths, hl, m->rnn, B, L, W, E, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dword[1], f * nw, err));
+    VTR_TRY(vtr_dev_dropout_backward(dev, m->dword[1], m->dword[0], nw, p_words, seed,
+                                     DROPOUT_SITES * step + SITE_WORDS, (uint64_t)first * L * W,
+                                     err));
+    return vtr_dev_embedding_backward(dev, m->embed_dw, m->dword[1], c->ids, c->lengths, B, L, W,
+                                      err);
 }
 
 /* ---- the public calls -------------------------------------------------------------- */
@@ -707,11 +1029,51 @@ static void own_gradients(vtr_hgr_model *m, const vtr_hgr_batch *dp)
         vtr_dist_own_rows(parts[i].buf, parts[i].row, dp->first, dp->B);
 }
 
+/* The step's work on in (take_inputs), queued on the GPU; the loss into m->loss. dp: the
+ * data-parallel batch (the CPU only) or NULL; lengths_g the frame lengths of the global
+ * batch of Bg pairs; row0 the real frames of the pairs before this rank's. */
+static vtr_status step_queued(vtr_hgr_model *m, const vtr_hgr_batch *batch, const vtr_hgr_batch *dp,
+                              const hgr_inputs *in, vtr_hinge_negatives negatives, uint64_t seed,
+                              uint64_t step, const int *lengths_g, int Bg, int64_t row0,
+                              vtr_error *err)
+{
+    vtr_device dev = m->device;
+    const vtr_hgr_config *c = &m->cfg;
+    int B = batch->B, T = batch->T, first = dp ? dp->first : 0;
+    const int *hl = batch->captions.lengths;
+    VTR_TRY(
+        video_forward(m, in, batch->frame_lengths, B, T, c->video_dropout, seed, step, row0, err));
+    VTR_TRY(caption_forward(m, in, hl, c->text_dropout, c->gcn_dropout, seed, step, first, err));
+    if (dp)
+        VTR_TRY(gather_encodings(m, dp, err));
+    hgr_encodings x = {.glob_n = m->vid_glob_n,
+                       .verb = m->vid_level[1],
+                       .noun = m->vid_level[2],
+                       .vlen = dp ? lengths_g : in->frame_lengths,
+                       .host_vlen = lengths_g,
+                       .sent_n = m->sent_n,
+                       .verbs = m->verbs,
+                       .nouns = m->nouns,
+                       .n = {in->n[0], in->n[1]},
+                       .host_n = {in->host_n[0], in->host_n[1]}};
+    VTR_TRY(scores_forward(m, &x, Bg, T, Bg, err));
+    VTR_TRY(vtr_dev_hinge_loss_forward(dev, m->loss, m->s_fused, Bg, c->margin, negatives,
+                                       VTR_REDUCE_MEAN, err));
+    VTR_TRY(vtr_dev_zero(dev, m->ds_fused, sizeof(float) * Bg * Bg, err));
+    VTR_TRY(vtr_dev_hinge_loss_backward(dev, m->ds_fused, 1.0f, m->s_fused, Bg, c->margin,
+                                        negatives, VTR_REDUCE_MEAN, err));
+    VTR_TRY(scores_backward(m, &x, Bg, T, err));
+    if (dp)
+        own_gradients(m, dp);
+    VTR_TRY(
+        video_backward(m, in, batch->frame_lengths, B, T, c->video_dropout, seed, step, row0, err));
+    return caption_backward(m, in, hl, c->text_dropout, c->gcn_dropout, seed, step, first, err);
+}
+
 vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch,
                               vtr_hinge_negatives negatives, uint64_t seed, uint64_t step,
                               float *loss, vtr_error *err)
 {
-    const vtr_hgr_config *c = &m->cfg;
     /* the data-parallel batch, when there is more than one rank */
     const vtr_hgr_batch *dp = batch->dist && batch->dist->size > 1 ? batch : NULL;
     int B = batch->B, T = batch->T, Bg = dp ? dp->B_global : B, first = dp ? dp->first : 0;
@@ -735,28 +1097,19 @@ vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch,
         (st = check_captions(m, &batch->captions, err)) ||
         (dp && (st = check_videos(m, lengths_g, Bg, T, err))))
         return st;
+    if (dp && m->device != VTR_DEVICE_CPU)
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "hgr model: data-parallel training runs on the CPU only: use --device cpu");
     int64_t row0 = 0; /* the real frames of the pairs before this rank's */
     for (int b = 0; b < first; b++)
         row0 += lengths_g[b];
 
-    video_forward(m, batch->frames, batch->frame_lengths, B, T, c->video_dropout, seed, step,
-                  row0);
-    caption_forward(m, &batch->captions, c->text_dropout, c->gcn_dropout, seed, step, first);
-    if (dp && (st = gather_encodings(m, dp, err)))
+    hgr_inputs in;
+    VTR_TRY(take_inputs(m, batch->frames, batch->frame_lengths, B, T, &batch->captions, &in, err));
+    st = step_queued(m, batch, dp, &in, negatives, seed, step, lengths_g, Bg, row0, err);
+    if ((st = release_slot(m, in.slot, st, err)))
         return st;
-    scores_forward(m, m->vid_glob_n, m->vid_level[1], m->vid_level[2], lengths_g, Bg, T,
-                   m->sent_n, m->verbs, m->nouns, m->n_verbs, m->n_nouns, Bg);
-    *loss = vtr_hinge_loss_forward(m->s_fused, Bg, c->margin, negatives, VTR_REDUCE_MEAN);
-
-    memset(m->ds_fused, 0, sizeof(float) * Bg * Bg);
-    vtr_hinge_loss_backward(m->ds_fused, 1.0f, m->s_fused, Bg, c->margin, negatives,
-                            VTR_REDUCE_MEAN);
-    scores_backward(m, lengths_g, Bg, T);
-    if (dp)
-        own_gradients(m, dp);
-    video_backward(m, batch->frame_lengths, B, T, c->video_dropout, seed, step, row0);
-    caption_backward(m, &batch->captions, c->text_dropout, c->gcn_dropout, seed, step, first);
-    return VTR_OK;
+    return vtr_dev_download(m->device, loss, m->loss, sizeof(float), err);
 }
 
 vtr_status vtr_hgr_encode_videos(vtr_hgr_model *m, float *global, float *verb, float *noun,
@@ -766,12 +1119,15 @@ vtr_status vtr_hgr_encode_videos(vtr_hgr_model *m, float *global, float *verb, f
     vtr_status st = check_videos(m, lengths, B, T, err);
     if (st)
         return st;
-    video_forward(m, frames, lengths, B, T, 0.0f, 0, 0, 0);
-    size_t E = (size_t)m->cfg.embed_size;
-    memcpy(global, m->vid_glob_n, sizeof(float) * B * E);
-    memcpy(verb, m->vid_level[1], sizeof(float) * B * T * E);
-    memcpy(noun, m->vid_level[2], sizeof(float) * B * T * E);
-    return VTR_OK;
+    hgr_inputs in;
+    VTR_TRY(take_inputs(m, frames, lengths, B, T, NULL, &in, err));
+    size_t E = (size_t)m->cfg.embed_size, f = sizeof(float);
+    vtr_device dev = m->device;
+    if ((st = video_forward(m, &in, lengths, B, T, 0.0f, 0, 0, 0, err)) == VTR_OK &&
+        (st = vtr_dev_download(dev, global, m->vid_glob_n, f * B * E, err)) == VTR_OK &&
+        (st = vtr_dev_download(dev, verb, m->vid_level[1], f * B * T * E, err)) == VTR_OK)
+        st = vtr_dev_download(dev, noun, m->vid_level[2], f * B * T * E, err);
+    return release_slot(m, in.slot, st, err);
 }
 
 vtr_status vtr_hgr_encode_captions(vtr_hgr_model *m, float *sent, float *verbs, float *nouns,
@@ -781,14 +1137,20 @@ vtr_status vtr_hgr_encode_captions(vtr_hgr_model *m, float *sent, float *verbs, 
     vtr_status st = check_captions(m, c, err);
     if (st)
         return st;
-    caption_forward(m, c, 0.0f, 0.0f, 0, 0, 0);
-    size_t E = (size_t)m->cfg.embed_size, B = (size_t)c->B;
-    memcpy(sent, m->sent_n, sizeof(float) * B * E);
-    memcpy(verbs, m->verbs, sizeof(float) * B * m->cfg.num_verbs * E);
-    memcpy(nouns, m->nouns, sizeof(float) * B * m->cfg.num_nouns * E);
-    memcpy(n_verbs, m->n_verbs, sizeof(int) * B);
-    memcpy(n_nouns, m->n_nouns, sizeof(int) * B);
-    return VTR_OK;
+    hgr_inputs in;
+    VTR_TRY(take_inputs(m, NULL, NULL, 0, 0, c, &in, err));
+    size_t E = (size_t)m->cfg.embed_size, B = (size_t)c->B, f = sizeof(float);
+    vtr_device dev = m->device;
+    if ((st = caption_forward(m, &in, c->lengths, 0.0f, 0.0f, 0, 0, 0, err)) == VTR_OK &&
+        (st = vtr_dev_download(dev, sent, m->sent_n, f * B * E, err)) == VTR_OK &&
+        (st = vtr_dev_download(dev, verbs, m->verbs, f * B * m->cfg.num_verbs * E, err)) ==
+            VTR_OK &&
+        (st = vtr_dev_download(dev, nouns, m->nouns, f * B * m->cfg.num_nouns * E, err)) ==
+            VTR_OK) {
+        memcpy(n_verbs, in.host_n[0], sizeof(int) * B);
+        memcpy(n_nouns, in.host_n[1], sizeof(int) * B);
+    }
+    return release_slot(m, in.slot, st, err);
 }
 
 vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, const float *global,
@@ -809,16 +1171,43 @@ vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, co
             return vtr_fail(err, VTR_ERR_INVALID,
                             "hgr model: caption %d has %d verbs and %d nouns (at most %d, %d)", b,
                             n_verbs[b], n_nouns[b], m->cfg.num_verbs, m->cfg.num_nouns);
-    scores_forward(m, global, verb, noun, frame_lengths, Bv, T, sent, verbs, nouns, n_verbs,
-                   n_nouns, Bc);
-    size_t n = (size_t)Bv * Bc;
-    memcpy(fused, m->s_fused, sizeof(float) * n);
-    if (levels) {
-        memcpy(levels, m->s_global, sizeof(float) * n);
-        memcpy(levels + n, m->s_verb, sizeof(float) * n);
-        memcpy(levels + 2 * n, m->s_noun, sizeof(float) * n);
+    hgr_encodings x = {.glob_n = global,
+                       .verb = verb,
+                       .noun = noun,
+                       .vlen = frame_lengths,
+                       .host_vlen = frame_lengths,
+                       .sent_n = sent,
+                       .verbs = verbs,
+                       .nouns = nouns,
+                       .n = {n_verbs, n_nouns},
+                       .host_n = {n_verbs, n_nouns}};
+    vtr_device dev = m->device;
+    bool slot = dev == VTR_DEVICE_CUDA;
+    if (slot) { /* the encodings, copied to the GPU for the block */
+        size_t at[9];
+        slot_writer w;
+        char *d;
+        VTR_TRY(open_slot(m, &w, err));
+        put_encodings(m, &w, at, global, verb, noun, frame_lengths, Bv, T, sent, verbs, nouns,
+                      n_verbs, n_nouns, Bc);
+        VTR_TRY(send_slot(m, &w, &d, err));
+        x.glob_n = (const float *)(d + at[0]);
+        x.verb = (const float *)(d + at[1]);
+        x.noun = (const float *)(d + at[2]);
+        x.vlen = (const int *)(d + at[3]);
+        x.sent_n = (const float *)(d + at[4]);
+        x.verbs = (const float *)(d + at[5]);
+        x.nouns = (const float *)(d + at[6]);
+        x.n[0] = (const int *)(d + at[7]);
+        x.n[1] = (const int *)(d + at[8]);
     }
-    return VTR_OK;
+    size_t n = (size_t)Bv * Bc, f = sizeof(float);
+    if ((st = scores_forward(m, &x, Bv, T, Bc, err)) == VTR_OK &&
+        (st = vtr_dev_download(dev, fused, m->s_fused, f * n, err)) == VTR_OK && levels &&
+        (st = vtr_dev_download(dev, levels, m->s_global, f * n, err)) == VTR_OK &&
+        (st = vtr_dev_download(dev, levels + n, m->s_verb, f * n, err)) == VTR_OK)
+        st = vtr_dev_download(dev, levels + 2 * n, m->s_noun, f * n, err);
+    return release_slot(m, slot, st, err);
 }
 
 /* ---- FLOP count ------------------------------------------------------------------- */

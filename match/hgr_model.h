@@ -58,10 +58,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/device.h"
 #include "lib/dist.h"
 #include "lib/error.h"
 #include "lib/nn.h"
 #include "lib/params.h"
+#include "lib/upload_stage.h"
 #include "match/caption_bigru.h"
 #include "match/hinge_loss.h"
 
@@ -148,12 +150,20 @@ typedef struct vtr_hgr_pool {
 } vtr_hgr_pool;
 
 /* A model. Callers read cfg, params and, after a training step on B pairs, the scores
- * (B,B) of that step: s_global, s_verb, s_noun, s_fused (row = video, column = caption).
- * The rest is the module's own. */
+ * (B,B) of that step: s_global, s_verb, s_noun, s_fused (row = video, column = caption; on
+ * the model's device). The rest is the module's own. */
 typedef struct vtr_hgr_model {
     vtr_hgr_config cfg;
     vtr_param_set params;
     int max_batch, max_frames, max_words;
+    vtr_device device; /* where the arena and the pointers below live, and the ops run */
+    /* VTR_DEVICE_CUDA: the set's values and gradients on the GPU, one allocation at
+     * dev_data (the pointers below point there); a call's inputs pass through the stage's
+     * one slot (lib/upload_stage.h); host_scratch is vtr_hgr_init_params's QR. NULL on the
+     * CPU, where the pointers point into params and the ops read the caller's buffers. */
+    float *dev_data, *dev_grad;
+    vtr_cuda_stage *stage;
+    double *host_scratch;
 
     float *level_w[3], *level_b[3], *level_dw[3], *level_db[3];
     float *embed_w, *embed_dw, *rnn, *drnn, *role_w, *drole_w, *gcn, *dgcn;
@@ -177,6 +187,7 @@ typedef struct vtr_hgr_model {
     float *verbs, *nouns;                        /* (B,NV,E), (B,NN,E) */
     int *n_verbs, *n_nouns;                      /* (B) */
     float *s_global, *s_verb, *s_noun, *s_fused; /* (B,B) */
+    float *loss;                                 /* (1) the last step's */
     void *pa_workspace[2];                       /* phrase attention: verb level, noun level */
     /* backward */
     float *ds_fused, *ds_global, *ds_verb, *ds_noun;
@@ -196,6 +207,20 @@ vtr_status vtr_hgr_model_add_params(vtr_param_set *ps, const vtr_hgr_config *cfg
  * VTR_ERR_NOMEM; on failure m is zeroed. Release with vtr_hgr_model_free. */
 vtr_status vtr_hgr_model_init(vtr_hgr_model *m, const vtr_hgr_config *cfg, int max_batch,
                               int max_frames, int max_words, vtr_error *err);
+
+/* The same on a device, as vtr_vse_model_init_on (match/vse_model.h): on VTR_DEVICE_CUDA
+ * (the current GPU, lib/device.h vtr_cuda_init) the arena, a copy of the parameters and
+ * their gradients live in GPU memory and every op runs there (match/model_ops.h). params
+ * stays the host's copy: vtr_hgr_params_to_device after changing it (init, a checkpoint),
+ * vtr_hgr_params_to_host before reading it. The data-parallel step runs on the CPU only.
+ * Fails as vtr_hgr_model_init, and with VTR_ERR_DEVICE without a GPU (one line saying what
+ * to do) or when GPU memory runs out. */
+vtr_status vtr_hgr_model_init_on(vtr_hgr_model *m, const vtr_hgr_config *cfg, vtr_device device,
+                                 int max_batch, int max_frames, int max_words, vtr_error *err);
+vtr_status vtr_hgr_params_to_device(vtr_hgr_model *m, vtr_error *err);
+vtr_status vtr_hgr_params_to_host(vtr_hgr_model *m, bool grads, vtr_error *err);
+/* Zeroes the gradients on the model's device. */
+vtr_status vtr_hgr_zero_grad(vtr_hgr_model *m, vtr_error *err);
 
 /* Frees the parameters and the arena; leaves m zeroed. Safe on a zeroed or freed model. */
 void vtr_hgr_model_free(vtr_hgr_model *m);

@@ -66,6 +66,55 @@ vtr_status vtr_dev_copy(vtr_device dev, void *dst, const void *src, size_t bytes
     return VTR_OK;
 }
 
+vtr_status vtr_dev_params_alloc(vtr_device dev, const vtr_param_set *ps, float **data, float **grad,
+                                const char *who, vtr_error *err)
+{
+    *data = *grad = NULL;
+    if (dev == VTR_DEVICE_CPU)
+        return VTR_OK;
+    size_t n_data = vtr_workspace_align(sizeof(float) * ps->n_data) / sizeof(float);
+    void *block;
+    VTR_TRY(vtr_dev_alloc(dev, &block, sizeof(float) * (n_data + ps->n_trainable), who, err));
+    *data = block;
+    *grad = *data + n_data;
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_params_upload(vtr_device dev, const vtr_param_set *ps, float *data,
+                                 vtr_error *err)
+{
+    return data ? vtr_dev_upload(dev, data, ps->data, sizeof(float) * ps->n_data, err) : VTR_OK;
+}
+
+vtr_status vtr_dev_params_download(vtr_device dev, vtr_param_set *ps, const float *data,
+                                   const float *grad, vtr_error *err)
+{
+    if (!data)
+        return VTR_OK;
+    VTR_TRY(vtr_dev_download(dev, ps->data, data, sizeof(float) * ps->n_data, err));
+    return grad ? vtr_dev_download(dev, ps->grad, grad, sizeof(float) * ps->n_trainable, err)
+                : VTR_OK;
+}
+
+vtr_status vtr_dev_params_zero_grad(vtr_device dev, vtr_param_set *ps, float *grad, vtr_error *err)
+{
+    if (!grad) {
+        vtr_param_set_zero_grad(ps);
+        return VTR_OK;
+    }
+    return vtr_dev_zero(dev, grad, sizeof(float) * ps->n_trainable, err);
+}
+
+vtr_status vtr_dev_copy_2d(vtr_device dev, void *dst, size_t dst_pitch, const void *src,
+                           size_t src_pitch, size_t width, size_t height, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_copy_2d(dst, dst_pitch, src, src_pitch, width, height, err);
+    for (size_t r = 0; r < height && width; r++)
+        memcpy((char *)dst + r * dst_pitch, (const char *)src + r * src_pitch, width);
+    return VTR_OK;
+}
+
 vtr_status vtr_dev_upload(vtr_device dev, void *dst, const void *src, size_t bytes, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CUDA)
@@ -129,6 +178,25 @@ vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout,
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_relu_backward(dinp, dout, inp, n, err);
     vtr_relu_backward(dinp, dout, inp, n);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_dropout_forward(vtr_device dev, float *out, const float *inp, size_t n, float p,
+                                   uint64_t seed, uint64_t stream, uint64_t first, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_dropout_forward(out, inp, n, p, seed, stream, first, err);
+    vtr_dropout_forward(out, inp, n, p, seed, stream, first);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_dropout_backward(vtr_device dev, float *dinp, const float *dout, size_t n,
+                                    float p, uint64_t seed, uint64_t stream, uint64_t first,
+                                    vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_dropout_backward(dinp, dout, n, p, seed, stream, first, err);
+    vtr_dropout_backward(dinp, dout, n, p, seed, stream, first);
     return VTR_OK;
 }
 
@@ -258,6 +326,31 @@ vtr_status vtr_dev_mean_pool_backward(vtr_device dev, float *dinp, const float *
     if (dev == VTR_DEVICE_CUDA)
         return vtr_cuda_mean_pool_backward(dinp, dout, lengths, B, T, D, err);
     vtr_mean_pool_backward(dinp, dout, lengths, B, T, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_attention_pool_forward(vtr_device dev, float *out, float *weights,
+                                          const float *inp, const float *score_weight,
+                                          const float *score_bias, const int *lengths, int B, int T,
+                                          int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_attention_pool_forward(out, weights, inp, score_weight, score_bias, lengths,
+                                               B, T, D, err);
+    vtr_attention_pool_forward(out, weights, inp, score_weight, score_bias, lengths, B, T, D);
+    return VTR_OK;
+}
+
+vtr_status vtr_dev_attention_pool_backward(vtr_device dev, float *dinp, float *dscore_weight,
+                                           float *dscore_bias, const float *dout, const float *inp,
+                                           const float *weights, const float *score_weight,
+                                           const int *lengths, int B, int T, int D, vtr_error *err)
+{
+    if (dev == VTR_DEVICE_CUDA)
+        return vtr_cuda_attention_pool_backward(dinp, dscore_weight, dscore_bias, dout, inp,
+                                                weights, score_weight, lengths, B, T, D, err);
+    vtr_attention_pool_backward(dinp, dscore_weight, dscore_bias, dout, inp, weights, score_weight,
+                                lengths, B, T, D);
     return VTR_OK;
 }
 

@@ -24,6 +24,7 @@
 #include "lib/gru.h"
 #include "lib/nn.h"
 #include "lib/optim.h"
+#include "lib/params.h"
 #include "match/caption_bigru.h"
 #include "match/hinge_loss.h"
 
@@ -42,6 +43,21 @@ vtr_status vtr_dev_copy(vtr_device dev, void *dst, const void *src, size_t bytes
 vtr_status vtr_dev_upload(vtr_device dev, void *dst, const void *src, size_t bytes, vtr_error *err);
 vtr_status vtr_dev_download(vtr_device dev, void *dst, const void *src, size_t bytes,
                             vtr_error *err);
+/* height rows of width bytes on dev, row r from src + r src_pitch to dst + r dst_pitch */
+vtr_status vtr_dev_copy_2d(vtr_device dev, void *dst, size_t dst_pitch, const void *src,
+                           size_t src_pitch, size_t width, size_t height, vtr_error *err);
+/* A model's parameter set ps on dev. On the GPU a copy of its values (n_data floats) and
+ * gradients (n_trainable), one allocation at *data (the gradients at *grad), zeroed; the
+ * CPU has none (*data and *grad NULL: the ops read ps itself). */
+vtr_status vtr_dev_params_alloc(vtr_device dev, const vtr_param_set *ps, float **data, float **grad,
+                                const char *who, vtr_error *err);
+/* ps's values -> data (nothing to do when data is NULL); data -> ps's values and, with grad
+ * not NULL, grad -> ps's gradients; the gradients zeroed (grad, else ps's own) */
+vtr_status vtr_dev_params_upload(vtr_device dev, const vtr_param_set *ps, float *data,
+                                 vtr_error *err);
+vtr_status vtr_dev_params_download(vtr_device dev, vtr_param_set *ps, const float *data,
+                                   const float *grad, vtr_error *err);
+vtr_status vtr_dev_params_zero_grad(vtr_device dev, vtr_param_set *ps, float *grad, vtr_error *err);
 /* y (n) += x (n) */
 vtr_status vtr_dev_add(vtr_device dev, float *y, const float *x, size_t n, vtr_error *err);
 
@@ -54,6 +70,12 @@ vtr_status vtr_dev_relu_forward(vtr_device dev, float *out, const float *inp, si
                                 vtr_error *err);
 vtr_status vtr_dev_relu_backward(vtr_device dev, float *dinp, const float *dout, const float *inp,
                                  size_t n, vtr_error *err);
+/* lib/activation.h's dropout: the same mask on both devices */
+vtr_status vtr_dev_dropout_forward(vtr_device dev, float *out, const float *inp, size_t n, float p,
+                                   uint64_t seed, uint64_t stream, uint64_t first, vtr_error *err);
+vtr_status vtr_dev_dropout_backward(vtr_device dev, float *dinp, const float *dout, size_t n,
+                                    float p, uint64_t seed, uint64_t stream, uint64_t first,
+                                    vtr_error *err);
 /* lib/pack.h: packed (N,D) <-> padded (B,T,D) (lengths on dev) */
 vtr_status vtr_dev_pack_rows(vtr_device dev, float *packed, const float *padded, const int *lengths,
                              int B, int T, int D, vtr_error *err);
@@ -91,6 +113,15 @@ vtr_status vtr_dev_mean_pool_forward(vtr_device dev, float *out, const float *in
                                      const int *lengths, int B, int T, int D, vtr_error *err);
 vtr_status vtr_dev_mean_pool_backward(vtr_device dev, float *dinp, const float *dout,
                                       const int *lengths, int B, int T, int D, vtr_error *err);
+/* aggregate/set_pooling.h's attention pooling (HGR's global branch) */
+vtr_status vtr_dev_attention_pool_forward(vtr_device dev, float *out, float *weights,
+                                          const float *inp, const float *score_weight,
+                                          const float *score_bias, const int *lengths, int B, int T,
+                                          int D, vtr_error *err);
+vtr_status vtr_dev_attention_pool_backward(vtr_device dev, float *dinp, float *dscore_weight,
+                                           float *dscore_bias, const float *dout, const float *inp,
+                                           const float *weights, const float *score_weight,
+                                           const int *lengths, int B, int T, int D, vtr_error *err);
 vtr_status vtr_dev_gpo_forward(vtr_device dev, float *out, float *weights, void *workspace,
                                const float *inp, const int *lengths, const float *params, int B,
                                int T, int D, int d_pe, int hidden, vtr_error *err);

@@ -14,12 +14,8 @@ vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
     memset(m, 0, sizeof *m);
     m->kind = o->kind;
     if (o->kind == VTR_MODEL_HGR) {
-        if (device != VTR_DEVICE_CPU)
-            return vtr_fail(err, VTR_ERR_INVALID,
-                            "hgr model: HGR runs on the CPU only (no CUDA kernels): use "
-                            "--device cpu");
         vtr_hgr_config c = vtr_train_hgr_config(o, vocab);
-        return vtr_hgr_model_init(&m->hgr, &c, max_batch, max_frames, max_words, err);
+        return vtr_hgr_model_init_on(&m->hgr, &c, device, max_batch, max_frames, max_words, err);
     }
     vtr_vse_config c = vtr_train_model_config(o, vocab);
     return vtr_vse_model_init_on(&m->vse, &c, device, max_batch, max_frames, max_words, err);
@@ -28,28 +24,29 @@ vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
 vtr_device vtr_run_model_device(vtr_run_model *m, float **data, float **grad)
 {
     vtr_param_set *ps = vtr_run_model_params(m);
-    bool gpu = m->kind == VTR_MODEL_VSE && m->vse.dev_data;
-    *data = gpu ? m->vse.dev_data : ps->data;
-    *grad = gpu ? m->vse.dev_grad : ps->grad;
-    return m->kind == VTR_MODEL_VSE ? m->vse.device : VTR_DEVICE_CPU;
+    bool hgr = m->kind == VTR_MODEL_HGR;
+    float *dev_data = hgr ? m->hgr.dev_data : m->vse.dev_data;
+    *data = dev_data ? dev_data : ps->data;
+    *grad = dev_data ? (hgr ? m->hgr.dev_grad : m->vse.dev_grad) : ps->grad;
+    return hgr ? m->hgr.device : m->vse.device;
 }
 
 vtr_status vtr_run_model_zero_grad(vtr_run_model *m, vtr_error *err)
 {
-    if (m->kind == VTR_MODEL_VSE)
-        return vtr_vse_zero_grad(&m->vse, err);
-    vtr_param_set_zero_grad(&m->hgr.params);
-    return VTR_OK;
+    return m->kind == VTR_MODEL_HGR ? vtr_hgr_zero_grad(&m->hgr, err)
+                                    : vtr_vse_zero_grad(&m->vse, err);
 }
 
 vtr_status vtr_run_model_params_to_device(vtr_run_model *m, vtr_error *err)
 {
-    return m->kind == VTR_MODEL_VSE ? vtr_vse_params_to_device(&m->vse, err) : VTR_OK;
+    return m->kind == VTR_MODEL_HGR ? vtr_hgr_params_to_device(&m->hgr, err)
+                                    : vtr_vse_params_to_device(&m->vse, err);
 }
 
 vtr_status vtr_run_model_params_to_host(vtr_run_model *m, vtr_error *err)
 {
-    return m->kind == VTR_MODEL_VSE ? vtr_vse_params_to_host(&m->vse, false, err) : VTR_OK;
+    return m->kind == VTR_MODEL_HGR ? vtr_hgr_params_to_host(&m->hgr, false, err)
+                                    : vtr_vse_params_to_host(&m->vse, false, err);
 }
 
 vtr_status vtr_run_model_add_params(vtr_param_set *ps, const vtr_train_options *o,
@@ -79,9 +76,10 @@ vtr_param_set *vtr_run_model_params(vtr_run_model *m)
 
 float *vtr_run_model_word_embedding(vtr_run_model *m)
 {
-    /* the host's values (on the GPU, m->vse.embed_w points at the device's copy) */
-    return m->kind == VTR_MODEL_HGR ? m->hgr.embed_w
-                                    : vtr_param_data(&m->vse.params, "txt_enc.embed.weight");
+    /* the host's values (on the GPU, the models' embed_w point at the device's copy) */
+    return m->kind == VTR_MODEL_HGR
+               ? vtr_param_data(&m->hgr.params, "text_encoder.embedding.we.weight")
+               : vtr_param_data(&m->vse.params, "txt_enc.embed.weight");
 }
 
 int vtr_run_model_feature_dim(const vtr_run_model *m)

@@ -106,9 +106,8 @@ const vtr_config_field vtr_train_schema[] = {
      "float32 weights, gradients and sums; CPUs with AVX512-BF16 or AMX, and GPUs), or tf32 "
      "(a GPU's tensor cores, train.device cuda)"},
     {"train.device", VTR_CONFIG_STRING, "cpu",
-     "where a step runs: cpu, cuda (GPU 0) or cuda:N; on a GPU, VSE models with one vector per "
-     "item (mean, GPO or ADPOOL poolers, hinge or ADOPT loss), any train.precision, one "
-     "process"},
+     "where a step runs: cpu, cuda (GPU 0) or cuda:N; on a GPU every model (VSE, VSE∞, "
+     "VSE+2AD, set embeddings, HGR, HGR∞), any train.precision, one process"},
     {"train.checkpoint_every", VTR_CONFIG_INT, "500",
      "save last.safetensors every N steps as well as after every epoch; 0: epochs only"},
 

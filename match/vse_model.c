@@ -407,13 +407,27 @@ static void resolve_params(vtr_vse_model *m)
     }
     if (!m->dev_data)
         return;
-    /* on the GPU: the same offsets into its copy (the set modules never run there) */
-    float **values[] = {&m->fc_w, &m->fc_b, &m->mlp0_w, &m->mlp0_b, &m->mlp1_w, &m->mlp1_b,
-                        &m->bn_w, &m->bn_b, &m->bn_running_mean, &m->bn_running_var,
-                        &m->embed_w, &m->rnn, &m->img_pool.params, &m->txt_pool.params};
-    float **grads[] = {&m->fc_dw, &m->fc_db, &m->mlp0_dw, &m->mlp0_db, &m->mlp1_dw, &m->mlp1_db,
-                       &m->bn_dw, &m->bn_db, &m->embed_dw, &m->drnn, &m->img_pool.grads,
-                       &m->txt_pool.grads};
+    /* on the GPU: the same offsets into its copy */
+    float **values[] = {&m->fc_w,
+                        &m->fc_b,
+                        &m->mlp0_w,
+                        &m->mlp0_b,
+                        &m->mlp1_w,
+                        &m->mlp1_b,
+                        &m->bn_w,
+                        &m->bn_b,
+                        &m->bn_running_mean,
+                        &m->bn_running_var,
+                        &m->embed_w,
+                        &m->rnn,
+                        &m->img_pool.params,
+                        &m->txt_pool.params,
+                        &m->spm_w[0],
+                        &m->spm_w[1]};
+    float **grads[] = {&m->fc_dw,     &m->fc_db,    &m->mlp0_dw,        &m->mlp0_db,
+                       &m->mlp1_dw,   &m->mlp1_db,  &m->bn_dw,          &m->bn_db,
+                       &m->embed_dw,  &m->drnn,     &m->img_pool.grads, &m->txt_pool.grads,
+                       &m->spm_dw[0], &m->spm_dw[1]};
     for (size_t i = 0; i < sizeof values / sizeof *values; i++)
         if (*values[i])
             *values[i] = m->dev_data + (*values[i] - ps->data);
@@ -561,33 +575,12 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
         size_t a = vtr_smooth_chamfer_scratch_size(m->max_batch, m->max_batch, c->set.K, c->set.K);
         size_t b = vtr_set_mmd_scratch_size((long)Bm * c->set.K, (long)Bm * c->set.K);
         m->sim_scratch = vtr_arena_carve(base, &off, a > b ? a : b);
+        m->set_loss = vtr_arena_carve(base, &off, f * 4);
     }
     return off;
 }
 
 /* What a model of cfg needs that has no CUDA kernels: a sentence for the error, or NULL. */
-static const char *cpu_only_part(const vtr_vse_config *cfg)
-{
-    if (cfg->set.K > 0)
-        return "set embeddings (model.set_size > 0)";
-    return NULL;
-}
-
-/* The GPU copy of the parameters (values, then gradients), zeroed. */
-static vtr_status alloc_device_params(vtr_vse_model *m, vtr_error *err)
-{
-    const vtr_param_set *ps = &m->params;
-    size_t n_data = vtr_workspace_align(sizeof(float) * ps->n_data) / sizeof(float);
-    void *block;
-    vtr_status st = vtr_dev_alloc(m->device, &block, sizeof(float) * (n_data + ps->n_trainable),
-                                  "vse model parameters", err);
-    if (st)
-        return st;
-    m->dev_data = block;
-    m->dev_grad = m->dev_data + n_data;
-    return VTR_OK;
-}
-
 vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int max_batch,
                               int max_frames, int max_words, vtr_error *err)
 {
@@ -614,11 +607,6 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
     memset(m, 0, sizeof *m);
     if ((st = vtr_vse_config_check(cfg, err)))
         return st;
-    const char *cpu_only = cpu_only_part(cfg);
-    if (device == VTR_DEVICE_CUDA && cpu_only)
-        return vtr_fail(err, VTR_ERR_INVALID,
-                        "vse model: %s runs on the CPU only (no CUDA kernels): use --device cpu",
-                        cpu_only);
     if (device == VTR_DEVICE_CUDA && !vtr_cuda_available()) {
         vtr_cuda_init(0, NULL, 0, err); /* fails, saying why and what to do */
         vtr_error_context(err, "vse model");
@@ -641,7 +629,8 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
     vtr_param_set_init(&m->params);
     if ((st = vtr_vse_model_add_params(&m->params, cfg, err)) ||
         (st = vtr_param_set_finalize(&m->params, err)) ||
-        (device == VTR_DEVICE_CUDA && (st = alloc_device_params(m, err))))
+        (st = vtr_dev_params_alloc(device, &m->params, &m->dev_data, &m->dev_grad,
+                                   "vse model parameters", err)))
         goto fail;
     resolve_params(m);
 
@@ -672,31 +661,18 @@ void vtr_vse_model_free(vtr_vse_model *m)
 
 vtr_status vtr_vse_params_to_device(vtr_vse_model *m, vtr_error *err)
 {
-    if (!m->dev_data)
-        return VTR_OK;
-    return vtr_dev_upload(m->device, m->dev_data, m->params.data,
-                          sizeof(float) * m->params.n_data, err);
+    return vtr_dev_params_upload(m->device, &m->params, m->dev_data, err);
 }
 
 vtr_status vtr_vse_params_to_host(vtr_vse_model *m, bool grads, vtr_error *err)
 {
-    if (!m->dev_data)
-        return VTR_OK;
-    VTR_TRY(vtr_dev_download(m->device, m->params.data, m->dev_data,
-                             sizeof(float) * m->params.n_data, err));
-    if (!grads)
-        return VTR_OK;
-    return vtr_dev_download(m->device, m->params.grad, m->dev_grad,
-                            sizeof(float) * m->params.n_trainable, err);
+    return vtr_dev_params_download(m->device, &m->params, m->dev_data, grads ? m->dev_grad : NULL,
+                                   err);
 }
 
 vtr_status vtr_vse_zero_grad(vtr_vse_model *m, vtr_error *err)
 {
-    if (!m->dev_data) {
-        vtr_param_set_zero_grad(&m->params);
-        return VTR_OK;
-    }
-    return vtr_dev_zero(m->device, m->dev_grad, sizeof(float) * m->params.n_trainable, err);
+    return vtr_dev_params_zero_grad(m->device, &m->params, m->dev_grad, err);
 }
 
 /* ---- argument checks (once per call, never inside the ops) ---------------------- */
@@ -899,6 +875,23 @@ static vtr_status caption_forward(vtr_vse_model *m, const int *ids, const int *l
     return vtr_dev_l2norm_forward(dev, m->cap_emb, m->cap_norm, m->cap_pooled, B, E, err);
 }
 
+/* After side's forward (0 visual, 1 text) on B items of n elements with lengths (on the
+ * device): its embeddings into host out, (B,E), or with set embeddings the sets (B,K,E). */
+static vtr_status encoder_output(vtr_vse_model *m, int side, float *out, const int *lengths, int B,
+                                 int n, vtr_error *err)
+{
+    vtr_device dev = m->device;
+    size_t E = (size_t)m->cfg.embed_size;
+    if (m->cfg.set.K == 0)
+        return vtr_dev_download(dev, out, side ? m->cap_emb : m->img_emb, sizeof(float) * B * E,
+                                err);
+    VTR_TRY(vtr_dev_set_prediction_forward(dev, m->set[side], m->slots_n[side],
+                                           m->spm_workspace[side], side ? m->cap_feat : m->img_feat,
+                                           lengths, side ? m->cap_pooled : m->img_pooled,
+                                           m->spm_w[side], &m->spm, B, n, 0.0f, 0, 0, 0, err));
+    return vtr_dev_download(dev, out, m->set[side], sizeof(float) * B * m->cfg.set.K * E, err);
+}
+
 vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *frames,
                                  const int *lengths, int B, int T, bool train, vtr_error *err)
 {
@@ -912,12 +905,8 @@ vtr_status vtr_vse_encode_images(vtr_vse_model *m, float *out, const float *fram
     vse_inputs in;
     VTR_TRY(take_inputs(m, 0, frames, lengths, B, T, NULL, NULL, 0, &in, err));
     st = image_forward(m, in.frames, in.lengths[0], lengths, B, T, train, NULL, err);
-    if (st == VTR_OK && m->cfg.set.K > 0) /* the CPU only */
-        vtr_set_prediction_forward(out, m->slots_n[0], m->spm_workspace[0], m->img_feat, lengths,
-                                   m->img_pooled, m->spm_w[0], &m->spm, B, T, 0.0f, 0, 0, 0);
-    else if (st == VTR_OK)
-        st = vtr_dev_download(m->device, out, m->img_emb,
-                              sizeof(float) * (size_t)B * m->cfg.embed_size, err);
+    if (st == VTR_OK)
+        st = encoder_output(m, 0, out, in.lengths[0], B, T, err);
     return release_inputs(m, &in, st, err);
 }
 
@@ -930,12 +919,8 @@ vtr_status vtr_vse_encode_captions(vtr_vse_model *m, float *out, const int *ids,
     vse_inputs in;
     VTR_TRY(take_inputs(m, 0, NULL, NULL, B, 0, ids, lengths, L, &in, err));
     st = caption_forward(m, in.ids, in.lengths[1], lengths, B, L, err);
-    if (st == VTR_OK && m->cfg.set.K > 0) /* the CPU only */
-        vtr_set_prediction_forward(out, m->slots_n[1], m->spm_workspace[1], m->cap_feat, lengths,
-                                   m->cap_pooled, m->spm_w[1], &m->spm, B, L, 0.0f, 0, 0, 0);
-    else if (st == VTR_OK)
-        st = vtr_dev_download(m->device, out, m->cap_emb,
-                              sizeof(float) * (size_t)B * m->cfg.embed_size, err);
+    if (st == VTR_OK)
+        st = encoder_output(m, 1, out, in.lengths[1], B, L, err);
     return release_inputs(m, &in, st, err);
 }
 
@@ -1035,64 +1020,68 @@ static void own_rows(const vtr_vse_batch *bt, float *buf, size_t row)
  * dcap_feat (the encoders' backward takes it from there). dp: a data-parallel batch (the
  * sets gathered for S and the loss) or NULL. */
 static vtr_status set_step(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_vse_batch *dp,
-                           vtr_hinge_negatives negatives, vtr_error *err)
+                           const vse_inputs *in, vtr_hinge_negatives negatives, vtr_error *err)
 {
+    vtr_device dev = m->device;
     const vtr_vse_config *c = &m->cfg;
     const vtr_vse_set_config *sc = &c->set;
     int B = bt->B, E = c->embed_size, K = sc->K, len[2] = {bt->T, bt->L};
     int Bg = dp ? dp->B_global : B, first = dp ? dp->first : 0;
-    const int *lengths[2] = {bt->frame_lengths, bt->caption_lengths};
     float *feat[2] = {m->img_feat, m->cap_feat}, *pooled[2] = {m->img_pooled, m->cap_pooled};
     float *dfeat[2] = {m->dimg_feat, m->dcap_feat}, *dpooled[2] = {m->dimg_pooled, m->dcap_pooled};
     uint64_t stream[2];
     vtr_status st;
     for (int side = 0; side < 2; side++) {
         stream[side] = ((uint64_t)bt->step * 2 + (uint64_t)side) * 256;
-        vtr_set_prediction_forward(m->set[side], m->slots_n[side], m->spm_workspace[side],
-                                   feat[side], lengths[side], pooled[side], m->spm_w[side],
-                                   &m->spm, B, len[side], sc->dropout, bt->seed, stream[side],
-                                   first);
+        VTR_TRY(vtr_dev_set_prediction_forward(
+            dev, m->set[side], m->slots_n[side], m->spm_workspace[side], feat[side],
+            in->lengths[side], pooled[side], m->spm_w[side], &m->spm, B, len[side], sc->dropout,
+            bt->seed, stream[side], first, err));
         if (dp && ((st = gather_rows(dp, m->set[side], (size_t)K * E, err)) ||
                    (st = gather_rows(dp, m->slots_n[side], (size_t)K * E, err))))
             return st;
     }
-    vtr_smooth_chamfer_forward(m->sim, Bg, m->sim_scratch, m->set[0], m->set[1], Bg, Bg, K, K, E,
-                               sc->alpha);
+    VTR_TRY(vtr_dev_smooth_chamfer_forward(dev, m->sim, Bg, m->sim_scratch, m->set[0], m->set[1],
+                                           Bg, Bg, K, K, E, sc->alpha, err));
     m->negatives = negatives == VTR_HINGE_ALL_NEGATIVES ? Bg - 1 : 1;
-    float hinge = vtr_hinge_loss_forward(m->sim, Bg, c->margin, negatives, c->reduction);
-    float div = vtr_set_diversity_forward(m->slots_n[0], Bg, K, E) +
-                vtr_set_diversity_forward(m->slots_n[1], Bg, K, E);
+    /* the loss's terms (set_loss: hinge, L_div of each side, L_mmd), summed after the step */
+    float *t = m->set_loss;
     long rows = (long)Bg * K;
-    float mmd = vtr_set_mmd_forward(m->sim_scratch, m->set[0], m->set[1], rows, rows, E,
-                                    VTR_SET_MMD_GAMMA);
-    *m->loss = hinge + sc->div_weight * div + sc->mmd_weight * mmd;
-    m->set_terms[0] = hinge, m->set_terms[1] = div, m->set_terms[2] = mmd;
+    VTR_TRY(vtr_dev_hinge_loss_forward(dev, &t[0], m->sim, Bg, c->margin, negatives, c->reduction,
+                                       err));
+    VTR_TRY(vtr_dev_set_diversity_forward(dev, &t[1], m->slots_n[0], Bg, K, E, err));
+    VTR_TRY(vtr_dev_set_diversity_forward(dev, &t[2], m->slots_n[1], Bg, K, E, err));
+    VTR_TRY(vtr_dev_set_mmd_forward(dev, &t[3], m->sim_scratch, m->set[0], m->set[1], rows, rows, E,
+                                    VTR_SET_MMD_GAMMA, err));
 
     // backward
     size_t n = sizeof(float) * (size_t)rows * E;
     for (int side = 0; side < 2; side++) {
-        memset(m->dset[side], 0, n);
-        memset(m->dslots_n[side], 0, n);
+        VTR_TRY(vtr_dev_zero(dev, m->dset[side], n, err));
+        VTR_TRY(vtr_dev_zero(dev, m->dslots_n[side], n, err));
     }
-    vtr_set_mmd_backward(m->dset[0], m->dset[1], sc->mmd_weight, m->sim_scratch, m->set[0],
-                         m->set[1], rows, rows, E, VTR_SET_MMD_GAMMA);
-    memset(m->dsim, 0, sizeof(float) * (size_t)Bg * Bg);
-    vtr_hinge_loss_backward(m->dsim, 1.0f, m->sim, Bg, c->margin, negatives, c->reduction);
-    vtr_smooth_chamfer_backward(m->dset[0], m->dset[1], m->sim_scratch, m->dsim, Bg, m->set[0],
-                                m->set[1], Bg, Bg, K, K, E, sc->alpha);
+    VTR_TRY(vtr_dev_set_mmd_backward(dev, m->dset[0], m->dset[1], sc->mmd_weight, m->sim_scratch,
+                                     m->set[0], m->set[1], rows, rows, E, VTR_SET_MMD_GAMMA, err));
+    VTR_TRY(vtr_dev_zero(dev, m->dsim, sizeof(float) * (size_t)Bg * Bg, err));
+    VTR_TRY(vtr_dev_hinge_loss_backward(dev, m->dsim, 1.0f, m->sim, Bg, c->margin, negatives,
+                                        c->reduction, err));
+    VTR_TRY(vtr_dev_smooth_chamfer_backward(dev, m->dset[0], m->dset[1], m->sim_scratch, m->dsim,
+                                            Bg, m->set[0], m->set[1], Bg, Bg, K, K, E, sc->alpha,
+                                            err));
     for (int side = 0; side < 2; side++) {
-        vtr_set_diversity_backward(m->dslots_n[side], sc->div_weight, m->slots_n[side], Bg, K, E);
+        VTR_TRY(vtr_dev_set_diversity_backward(dev, m->dslots_n[side], sc->div_weight,
+                                               m->slots_n[side], Bg, K, E, err));
         if (dp) {
             own_rows(dp, m->dset[side], (size_t)K * E);
             own_rows(dp, m->dslots_n[side], (size_t)K * E);
         }
-        memset(dfeat[side], 0, sizeof(float) * (size_t)B * len[side] * E);
-        memset(dpooled[side], 0, sizeof(float) * (size_t)B * E);
-        vtr_set_prediction_backward(dfeat[side], dpooled[side], m->spm_dw[side], m->scratch,
-                                    m->dset[side], m->dslots_n[side], m->spm_workspace[side],
-                                    feat[side], lengths[side], pooled[side], m->spm_w[side],
-                                    &m->spm, B, len[side], sc->dropout, bt->seed, stream[side],
-                                    first);
+        VTR_TRY(vtr_dev_zero(dev, dfeat[side], sizeof(float) * (size_t)B * len[side] * E, err));
+        VTR_TRY(vtr_dev_zero(dev, dpooled[side], sizeof(float) * (size_t)B * E, err));
+        VTR_TRY(vtr_dev_set_prediction_backward(
+            dev, dfeat[side], dpooled[side], m->spm_dw[side], m->scratch, m->dset[side],
+            m->dslots_n[side], m->spm_workspace[side], feat[side], in->lengths[side], pooled[side],
+            m->spm_w[side], &m->spm, B, len[side], sc->dropout, bt->seed, stream[side], first,
+            err));
     }
     return VTR_OK;
 }
@@ -1189,7 +1178,7 @@ static vtr_status step_queued(vtr_vse_model *m, const vtr_vse_batch *bt, const v
     const int *hl[2] = {bt->frame_lengths, bt->caption_lengths};
     VTR_TRY(image_forward(m, in->frames, in->lengths[0], hl[0], B, bt->T, true, dp, err));
     VTR_TRY(caption_forward(m, in->ids, in->lengths[1], hl[1], B, bt->L, err));
-    VTR_TRY(m->cfg.set.K > 0 ? set_step(m, bt, dp, negatives, err)
+    VTR_TRY(m->cfg.set.K > 0 ? set_step(m, bt, dp, in, negatives, err)
                              : single_vector_step(m, bt, dp, negatives, err));
     VTR_TRY(image_backward(m, in->frames, in->lengths[0], hl[0], B, bt->T, dp, err));
     return caption_backward(m, in->ids, in->lengths[1], hl[1], B, bt->L, err);
@@ -1230,6 +1219,15 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
     st = release_inputs(m, &in, st, err);
     if (st)
         return st;
+    if (m->cfg.set.K > 0) { /* the loss from its terms, as the reference sums them */
+        const vtr_vse_set_config *sc = &m->cfg.set;
+        float t[4];
+        VTR_TRY(vtr_dev_download(m->device, t, m->set_loss, sizeof t, err));
+        float div = t[1] + t[2];
+        *loss = t[0] + sc->div_weight * div + sc->mmd_weight * t[3];
+        m->set_terms[0] = t[0], m->set_terms[1] = div, m->set_terms[2] = t[3];
+        return VTR_OK;
+    }
     VTR_TRY(vtr_dev_download(m->device, loss, m->loss, sizeof(float), err));
     if (m->cfg.loss == VTR_VSE_LOSS_ADOPT)
         return vtr_dev_download(m->device, &m->negatives, m->adopt_k, sizeof(int), err);

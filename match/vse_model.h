@@ -242,6 +242,7 @@ typedef struct vtr_vse_model {
     float *set[2], *slots_n[2], *dset[2], *dslots_n[2];
     void *spm_workspace[2];
     void *sim_scratch;        /* smooth-Chamfer's and MMD's scratch */
+    float *set_loss;          /* (4) the step's hinge, L_div of each side and L_mmd */
     float set_terms[3];       /* the last step's hinge, L_div and L_mmd (unweighted) */
     int negatives;            /* negatives per query of the last training step: B-1 (all),
                                  1 (hardest), or ADOPT's K */
@@ -276,11 +277,10 @@ vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int m
  * keeps the arena and a copy of the parameters and their gradients on the GPU (the current
  * one: vtr_cuda_init), where every op of a call runs; m->params stays on the host, for
  * initialization, checkpoints and the host optimizer, and the two copies meet only in
- * vtr_vse_params_to_device and vtr_vse_params_to_host. On the GPU, a model has one vector
- * per item (no set embeddings), mean or GPO poolers and the hinge loss; the other
- * configurations fail with VTR_ERR_INVALID naming what runs on the CPU only, and
- * data-parallel steps (batch->dist with several ranks) likewise. No GPU, or too little
- * memory for the batch: VTR_ERR_DEVICE saying so. */
+ * vtr_vse_params_to_device and vtr_vse_params_to_host. Every configuration runs on the
+ * GPU; data-parallel steps (batch->dist with several ranks) fail there with VTR_ERR_INVALID
+ * naming what runs on the CPU only. No GPU, or too little memory for the batch:
+ * VTR_ERR_DEVICE saying so. */
 vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vtr_device device,
                                  int max_batch, int max_frames, int max_words, vtr_error *err);
 

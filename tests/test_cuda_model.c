@@ -2,9 +2,11 @@
  * the CPU: one training step's loss (mean, GPO or ADPOOL; hinge or ADOPT, with ADOPT's K),
  * similarities and every parameter gradient, the evaluation embeddings, a few hundred
  * steps of training with AdamW and clipping on both devices (match/model_ops.h's clipping
- * and AdamW step), two GPU runs giving the same bytes, and a step in tf32 and in bfloat16
- * against float32. Skipped where no GPU is present, or without CUDA; the refusals that need no GPU
- * are tested in test_vse_model.c. */
+ * and AdamW step), two GPU runs giving the same bytes, a step in tf32 and in bfloat16
+ * against float32, and a set-embedding step; and HGR and HGR∞ (match/hgr_model.h): a step,
+ * the encoders and a score block against the CPU, two GPU runs giving the same bytes.
+ * Skipped where no GPU is present, or without CUDA; the refusals that need no GPU are
+ * tested in test_vse_model.c and test_hgr_model.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include "check.h"
 #include "lib/device.h"
 #include "lib/rng.h"
+#include "match/hgr_model.h"
 #include "match/model_ops.h"
 #include "match/vse_model.h"
 
@@ -160,6 +163,40 @@ TEST(cuda_vse_step_matches_cpu)
     }
 }
 
+/* Set embeddings (K 4, dropout on: both devices draw the same masks) on GPO-pooled video
+ * and text: one step's loss and its three terms, every gradient, and the sets the encoders
+ * give, GPU against CPU. */
+TEST(cuda_vse_set_step_matches_cpu)
+{
+    test_need_cuda();
+    vtr_error err;
+    vtr_vse_config cfg = config(0, VTR_VSE_POOL_GPO);
+    cfg.set = vtr_vse_set_config_default(E);
+    cfg.set.Dh = 12;
+    enum { K = 4 };
+    vtr_vse_model cpu, gpu;
+    make_models(&cpu, &gpu, &cfg);
+    pairs p;
+    make_pairs(&p, 31);
+    p.batch.seed = 5, p.batch.step = 3;
+    float loss_cpu, loss_gpu;
+    CHECK_OK(vtr_vse_train_step(&cpu, &p.batch, VTR_HINGE_HARDEST_NEGATIVE, &loss_cpu, &err));
+    CHECK_OK(vtr_vse_train_step(&gpu, &p.batch, VTR_HINGE_HARDEST_NEGATIVE, &loss_gpu, &err));
+    CHECK(loss_cpu > 0.0f);
+    expect_close("set loss", &loss_gpu, &loss_cpu, 1, TOL_STEP);
+    expect_close("hinge, L_div, L_mmd", gpu.set_terms, cpu.set_terms, 3, TOL_STEP);
+    expect_same_params(&cpu, &gpu, TOL_STEP);
+    static float out_cpu[B * K * E], out_gpu[B * K * E];
+    CHECK_OK(vtr_vse_encode_images(&cpu, out_cpu, p.frames, p.frame_lengths, B, T, false, &err));
+    CHECK_OK(vtr_vse_encode_images(&gpu, out_gpu, p.frames, p.frame_lengths, B, T, false, &err));
+    expect_close("image sets", out_gpu, out_cpu, B * K * E, TOL_STEP);
+    CHECK_OK(vtr_vse_encode_captions(&cpu, out_cpu, p.ids, p.caption_lengths, B, L, &err));
+    CHECK_OK(vtr_vse_encode_captions(&gpu, out_gpu, p.ids, p.caption_lengths, B, L, &err));
+    expect_close("caption sets", out_gpu, out_cpu, B * K * E, TOL_STEP);
+    vtr_vse_model_free(&cpu);
+    vtr_vse_model_free(&gpu);
+}
+
 /* train.precision tf32 and bfloat16: one step's loss and gradients against float32's on
  * the same GPU, within TOL_TF32 and TOL_BF16; the measured differences are printed
  * (VTR_TEST_VERBOSE) as the bounds. */
@@ -294,4 +331,177 @@ TEST(cuda_vse_two_runs_give_the_same_bytes)
     CHECK(memcmp(a.params.grad, b.params.grad, sizeof(float) * a.params.n_trainable) == 0);
     vtr_vse_model_free(&a);
     vtr_vse_model_free(&b);
+}
+
+/* ---- HGR and HGR∞ (match/hgr_model.h) ------------------------------------------------ */
+
+enum { HB = 5, HT = 6, HL = 7, HF = 20, HE = 16, HV = 25, HW = 8 };
+enum { HNV = VTR_HGR_NUM_VERBS, HNN = VTR_HGR_NUM_NOUNS, HN = 1 + HNV + HNN };
+
+/* Ragged pairs with role graphs drawn from seed: some captions without verbs or nouns,
+ * spans inside the caption, edges from the root to the verbs and from verbs to nouns. */
+typedef struct hgr_pairs {
+    float frames[HB * HT * HF], rel_edges[HB * HN * HN];
+    int frame_lengths[HB], ids[HB * HL], lengths[HB], node_roles[HB * (HNV + HNN)];
+    uint8_t verb_masks[HB * HNV * HL], noun_masks[HB * HNN * HL];
+    vtr_hgr_batch batch;
+} hgr_pairs;
+
+static void make_hgr_pairs(hgr_pairs *p, uint64_t seed)
+{
+    vtr_rng rng;
+    vtr_rng_init(&rng, seed, 9);
+    memset(p, 0, sizeof *p);
+    for (int b = 0; b < HB; b++) {
+        p->frame_lengths[b] = 1 + (int)vtr_rng_below(&rng, HT);
+        int len = p->lengths[b] = 1 + (int)vtr_rng_below(&rng, HL);
+        for (int t = 0; t < p->frame_lengths[b] * HF; t++)
+            p->frames[b * HT * HF + t] = vtr_rng_normal(&rng);
+        for (int t = 0; t < len; t++)
+            p->ids[b * HL + t] = 1 + (int)vtr_rng_below(&rng, HV - 1);
+        int nv = (int)vtr_rng_below(&rng, HNV + 1), nn = (int)vtr_rng_below(&rng, HNN + 1);
+        float *rel = p->rel_edges + b * HN * HN;
+        for (int q = 0; q < HNV + HNN; q++) {
+            bool verb = q < HNV;
+            if ((verb && q >= nv) || (!verb && q - HNV >= nn))
+                continue;
+            int from = (int)vtr_rng_below(&rng, len), to = from + (int)vtr_rng_below(&rng, 3);
+            uint8_t *mask = verb ? p->verb_masks + (b * HNV + q) * HL
+                                 : p->noun_masks + (b * HNN + q - HNV) * HL;
+            for (int t = from; t <= to && t < len; t++)
+                mask[t] = 1;
+            p->node_roles[b * (HNV + HNN) + q] = (int)vtr_rng_below(&rng, VTR_HGR_NUM_ROLES);
+            int node = 1 + q;
+            if (verb)
+                rel[node] = 1.0f; /* root -> verb */
+            else if (nv > 0)
+                rel[(1 + (int)vtr_rng_below(&rng, nv)) * HN + node] = 1.0f; /* verb -> noun */
+        }
+    }
+    p->batch = (vtr_hgr_batch){.B = HB,
+                               .T = HT,
+                               .frames = p->frames,
+                               .frame_lengths = p->frame_lengths,
+                               .captions = {.B = HB,
+                                            .L = HL,
+                                            .ids = p->ids,
+                                            .lengths = p->lengths,
+                                            .verb_masks = p->verb_masks,
+                                            .noun_masks = p->noun_masks,
+                                            .node_roles = p->node_roles,
+                                            .rel_edges = p->rel_edges}};
+}
+
+static vtr_hgr_config hgr_config(vtr_hgr_global_pool pool)
+{
+    vtr_hgr_config cfg = vtr_hgr_config_default(HV, pool);
+    cfg.feature_dim = HF;
+    cfg.embed_size = HE;
+    cfg.word_dim = HW;
+    cfg.gpo_pe = 8;
+    cfg.gpo_hidden = 6;
+    return cfg; /* the released dropouts: both devices draw the same masks */
+}
+
+/* cpu and gpu HGR models of cfg with the same initial parameters */
+static void make_hgr_models(vtr_hgr_model *cpu, vtr_hgr_model *gpu, const vtr_hgr_config *cfg)
+{
+    vtr_error err;
+    CHECK_OK(vtr_hgr_model_init(cpu, cfg, HB, HT, HL, &err));
+    vtr_hgr_init_params(cpu, 3);
+    CHECK_OK(vtr_hgr_model_init_on(gpu, cfg, VTR_DEVICE_CUDA, HB, HT, HL, &err));
+    vtr_hgr_init_params(gpu, 3);
+    CHECK_OK(vtr_hgr_params_to_device(gpu, &err));
+    CHECK_OK(vtr_hgr_zero_grad(gpu, &err));
+}
+
+static void expect_same_hgr_grads(const vtr_hgr_model *cpu, vtr_hgr_model *gpu, double tol)
+{
+    vtr_error err;
+    CHECK_OK(vtr_hgr_params_to_host(gpu, true, &err));
+    const vtr_param_set *a = &gpu->params, *b = &cpu->params;
+    for (size_t i = 0; i < b->count; i++) {
+        const vtr_param_entry *e = &b->entries[i];
+        char what[128];
+        snprintf(what, sizeof what, "gradient %s", e->name);
+        expect_close(what, a->grad + e->offset, b->grad + e->offset, e->numel, tol);
+    }
+}
+
+/* One HGR and one HGR∞ training step (dropout on, all and hardest negatives): the loss,
+ * every gradient, then the encoders' outputs and a score block, GPU against CPU. */
+TEST(cuda_hgr_step_matches_cpu)
+{
+    test_need_cuda();
+    vtr_hgr_global_pool pools[] = {VTR_HGR_POOL_ATTENTION, VTR_HGR_POOL_GPO};
+    for (int k = 0; k < 2; k++)
+        for (int hardest = 0; hardest < 2; hardest++) {
+            vtr_error err;
+            vtr_hgr_config cfg = hgr_config(pools[k]);
+            vtr_hgr_model cpu, gpu;
+            make_hgr_models(&cpu, &gpu, &cfg);
+            hgr_pairs p;
+            make_hgr_pairs(&p, 20 + (uint64_t)k);
+            vtr_hinge_negatives neg =
+                hardest ? VTR_HINGE_HARDEST_NEGATIVE : VTR_HINGE_ALL_NEGATIVES;
+            float loss_cpu, loss_gpu;
+            CHECK_OK(vtr_hgr_train_step(&cpu, &p.batch, neg, 5, 7, &loss_cpu, &err));
+            CHECK_OK(vtr_hgr_train_step(&gpu, &p.batch, neg, 5, 7, &loss_gpu, &err));
+            CHECK(loss_cpu > 0.0f);
+            expect_close("hgr loss", &loss_gpu, &loss_cpu, 1, TOL_STEP);
+            expect_same_hgr_grads(&cpu, &gpu, TOL_STEP);
+
+            static float g[2][HB * HE], v[2][HB * HT * HE], n[2][HB * HT * HE];
+            static float s[2][HB * HE], sv[2][HB * HNV * HE], sn[2][HB * HNN * HE];
+            static int nv[2][HB], nn[2][HB];
+            vtr_hgr_model *m[2] = {&cpu, &gpu};
+            for (int d = 0; d < 2; d++) {
+                CHECK_OK(vtr_hgr_encode_videos(m[d], g[d], v[d], n[d], p.frames, p.frame_lengths,
+                                               HB, HT, &err));
+                CHECK_OK(vtr_hgr_encode_captions(m[d], s[d], sv[d], sn[d], nv[d], nn[d],
+                                                 &p.batch.captions, &err));
+            }
+            expect_close("video global", g[1], g[0], HB * HE, TOL_STEP);
+            expect_close("video verb level", v[1], v[0], HB * HT * HE, TOL_STEP);
+            expect_close("sentences", s[1], s[0], HB * HE, TOL_STEP);
+            expect_close("noun phrases", sn[1], sn[0], HB * HNN * HE, TOL_STEP);
+            CHECK(memcmp(nv[1], nv[0], sizeof nv[0]) == 0 &&
+                  memcmp(nn[1], nn[0], sizeof nn[0]) == 0);
+            float fused[2][HB * HB], levels[2][3 * HB * HB];
+            for (int d = 0; d < 2; d++)
+                CHECK_OK(vtr_hgr_score_block(m[d], fused[d], levels[d], g[0], v[0], n[0],
+                                             p.frame_lengths, HB, HT, s[0], sv[0], sn[0], nv[0],
+                                             nn[0], HB, &err));
+            expect_close("fused scores", fused[1], fused[0], HB * HB, TOL_STEP);
+            expect_close("level scores", levels[1], levels[0], 3 * HB * HB, TOL_STEP);
+            vtr_hgr_model_free(&cpu);
+            vtr_hgr_model_free(&gpu);
+        }
+}
+
+/* Two GPU runs of HGR∞ steps (dropout on) give the same bytes. */
+TEST(cuda_hgr_two_runs_give_the_same_bytes)
+{
+    test_need_cuda();
+    vtr_error err;
+    vtr_hgr_config cfg = hgr_config(VTR_HGR_POOL_GPO);
+    vtr_hgr_model a, b, *m[2] = {&a, &b};
+    float loss[2][10];
+    for (int r = 0; r < 2; r++) {
+        CHECK_OK(vtr_hgr_model_init_on(m[r], &cfg, VTR_DEVICE_CUDA, HB, HT, HL, &err));
+        vtr_hgr_init_params(m[r], 3);
+        CHECK_OK(vtr_hgr_params_to_device(m[r], &err));
+        for (int i = 0; i < 10; i++) {
+            hgr_pairs p;
+            make_hgr_pairs(&p, 100 + (uint64_t)i);
+            CHECK_OK(vtr_hgr_zero_grad(m[r], &err));
+            CHECK_OK(vtr_hgr_train_step(m[r], &p.batch, VTR_HINGE_HARDEST_NEGATIVE, 5, (uint64_t)i,
+                                        &loss[r][i], &err));
+        }
+        CHECK_OK(vtr_hgr_params_to_host(m[r], true, &err));
+    }
+    CHECK(memcmp(loss[0], loss[1], sizeof loss[0]) == 0);
+    CHECK(memcmp(a.params.grad, b.params.grad, sizeof(float) * a.params.n_trainable) == 0);
+    vtr_hgr_model_free(&a);
+    vtr_hgr_model_free(&b);
 }

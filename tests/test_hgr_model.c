@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "gradcheck.h"
+#include "lib/device.h"
 #include "lib/optim.h"
 #include "match/hgr_model.h"
 #include "match/model_params.h"
@@ -702,6 +703,31 @@ TEST(hgr_config_and_argument_errors)
     CHECK_FAILS(vtr_hgr_train_step(&m, &f.batch, VTR_HINGE_HARDEST_NEGATIVE, 0, 0, &loss, &err),
                 VTR_ERR_INVALID, "caption 0");
     free_batch(&f);
+    vtr_hgr_model_free(&m);
+}
+
+/* On the GPU (tests/test_cuda_model.c runs it there): a missing GPU is one line saying what
+ * to do; on the CPU the device calls change nothing or zero the gradients. */
+TEST(hgr_model_on_cuda_without_a_gpu_says_what_to_do)
+{
+    vtr_error err;
+    vtr_hgr_config cfg = small_config(VTR_HGR_POOL_GPO, 0.0f);
+    vtr_hgr_model m;
+    if (!vtr_cuda_available()) {
+        CHECK_FAILS(vtr_hgr_model_init_on(&m, &cfg, VTR_DEVICE_CUDA, PB, PT, PL, &err),
+                    VTR_ERR_DEVICE, "run on the CPU (--device cpu)");
+        CHECK(m.arena == NULL && m.params.count == 0);
+    }
+    CHECK_OK(vtr_hgr_model_init_on(&m, &cfg, VTR_DEVICE_CPU, PB, PT, PL, &err));
+    CHECK(m.device == VTR_DEVICE_CPU && m.dev_data == NULL && m.stage == NULL);
+    vtr_hgr_init_params(&m, 4);
+    float first = m.params.data[0];
+    CHECK_OK(vtr_hgr_params_to_device(&m, &err));
+    m.params.grad[3] = 1.0f;
+    CHECK_OK(vtr_hgr_params_to_host(&m, true, &err));
+    CHECK(m.params.data[0] == first && m.params.grad[3] == 1.0f);
+    CHECK_OK(vtr_hgr_zero_grad(&m, &err));
+    CHECK(m.params.grad[3] == 0.0f);
     vtr_hgr_model_free(&m);
 }
 

@@ -46,7 +46,8 @@ LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c li
             features/conv.c features/extractor.c features/preprocess.c \
             lib/cuda_loader.c lib/cuda_entries.c features/cuda_entries.c \
             aggregate/cuda_entries.c match/cuda_entries.c index/cuda_entries.c \
-            lib/graph_attention.c aggregate/span_pool.c match/phrase_attention.c match/hgr_score.c
+            match/hgr_model.c lib/graph_attention.c aggregate/span_pool.c \
+            match/phrase_attention.c match/hgr_score.c
 CUDA_SRCS = $(wildcard $(addsuffix /*.cu,lib decode features text import aggregate match index tools))
 
 WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
