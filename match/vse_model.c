@@ -1015,10 +1015,11 @@ static void own_rows(const vtr_vse_batch *bt, float *buf, size_t row)
     vtr_dist_own_rows(buf, sizeof(float) * row, bt->first, bt->B);
 }
 
-/* Set embeddings (the CPU only), after both encoders' forward: the set modules, S =
- * smooth-Chamfer, the loss (vse_model.h; in m->loss) and the backward down to m->dimg_pooled, dimg_feat, dcap_pooled and
- * dcap_feat (the encoders' backward takes it from there). dp: a data-parallel batch (the
- * sets gathered for S and the loss) or NULL. */
+/* Set embeddings, after both encoders' forward (in: their inputs): the set modules, S =
+ * smooth-Chamfer, the loss's terms (vse_model.h; in m->set_loss, summed by the step) and
+ * the backward down to m->dimg_pooled, dimg_feat, dcap_pooled and dcap_feat (the encoders'
+ * backward takes it from there). dp: a data-parallel batch (the sets gathered for S and the
+ * loss; the CPU only) or NULL. */
 static vtr_status set_step(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_vse_batch *dp,
                            const vse_inputs *in, vtr_hinge_negatives negatives, vtr_error *err)
 {
