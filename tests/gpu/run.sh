@@ -15,9 +15,10 @@
 #   build   make -f tests/gpu/gpu.mk: build-gpu/unit-tests (the parity tests),
 #           build-gpu/op-timing, train-step, features-bench and search-timing, for the
 #           GPU's architecture, then every library they load resolved (ldd)       150 s
-#   tests   build-gpu/unit-tests cuda: tests/test_cuda.c, tests/test_cuda_nn.c (the ops
-#           and the optimizer), tests/test_cuda_model.c (a VSE training step, 300 steps
-#           of training and two GPU runs, each against the CPU),
+#   tests   build-gpu/unit-tests cuda: tests/test_cuda.c (with the upload stage),
+#           tests/test_cuda_nn.c (the ops and the optimizer), tests/test_cuda_model.c (a
+#           VSE training step, 300 steps of training, two GPU runs, a set-embedding step,
+#           HGR and HGR∞ steps, encoders and score blocks, each against the CPU),
 #           test_topk.c:cuda_topk_matches_cpu (the search),
 #           test_retrieval_metrics.c:cuda_scoring_gives_the_cpu_bytes (evaluation) and
 #           test_backbone.c:backbone_cuda_matches_cpu, relative errors printed; on a GPU
