@@ -453,7 +453,8 @@ vtr_status vtr_hgr_model_init_on(vtr_hgr_model *m, const vtr_hgr_config *cfg, vt
             goto fail;
         }
         if ((st = vtr_cuda_stage_new(&m->stage, 1, slot_bytes(m), err))) {
-            vtr_error_context(err, "hgr model");
+            vtr_error_context(
+                err, "hgr model: the inputs of a batch (a smaller batch, or --device cpu)");
             goto fail;
         }
     }

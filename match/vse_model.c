@@ -639,7 +639,8 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
         goto fail;
     layout_arena(m, m->arena);
     if (device == VTR_DEVICE_CUDA && (st = new_stage(m, err))) {
-        vtr_error_context(err, "vse model");
+        vtr_error_context(err,
+                          "vse model: the inputs of a batch (a smaller batch, or --device cpu)");
         goto fail;
     }
     return VTR_OK;
