@@ -603,24 +603,59 @@ static size_t slot_put(slot_writer *w, const void *src, size_t bytes)
     return off;
 }
 
-/* The score block's inputs (vtr_hgr_score_block's encodings) in the slot; offsets in at. */
-static void put_encodings(const vtr_hgr_model *m, slot_writer *w, size_t *at, const float *global,
-                          const float *verb, const float *noun, const int *frame_lengths, int Bv,
-                          int T, const float *sent, const float *verbs, const float *nouns,
-                          const int *n_verbs, const int *n_nouns, int Bc)
+/* The regions of n encoded videos of v from row first on: global, verb, noun, lengths
+ * (sources NULL where v's are). */
+static void video_regions(const vtr_hgr_model *m, const vtr_hgr_encoded_videos *v, int first, int n,
+                          const void *src[4], size_t bytes[4])
+{
+    size_t E = (size_t)m->cfg.embed_size, T = (size_t)v->T, i = (size_t)first, f = sizeof(float);
+    src[0] = v->global ? v->global + i * E : NULL;
+    src[1] = v->verb ? v->verb + i * T * E : NULL;
+    src[2] = v->noun ? v->noun + i * T * E : NULL;
+    src[3] = v->lengths ? v->lengths + i : NULL;
+    bytes[0] = f * (size_t)n * E;
+    bytes[1] = bytes[2] = f * (size_t)n * T * E;
+    bytes[3] = sizeof(int) * (size_t)n;
+}
+
+/* The regions of n encoded captions of c from row first on: sent, verbs, nouns, n_verbs,
+ * n_nouns (sources NULL where c's are). */
+static void caption_regions(const vtr_hgr_model *m, const vtr_hgr_encoded_captions *c, int first,
+                            int n, const void *src[5], size_t bytes[5])
 {
     size_t E = (size_t)m->cfg.embed_size, NV = (size_t)m->cfg.num_verbs;
-    size_t NN = (size_t)m->cfg.num_nouns, f = sizeof(float), ni = sizeof(int);
-    size_t V = (size_t)Bv, C = (size_t)Bc;
-    at[0] = slot_put(w, global, f * V * E);
-    at[1] = slot_put(w, verb, f * V * T * E);
-    at[2] = slot_put(w, noun, f * V * T * E);
-    at[3] = slot_put(w, frame_lengths, ni * V);
-    at[4] = slot_put(w, sent, f * C * E);
-    at[5] = slot_put(w, verbs, f * C * NV * E);
-    at[6] = slot_put(w, nouns, f * C * NN * E);
-    at[7] = slot_put(w, n_verbs, ni * C);
-    at[8] = slot_put(w, n_nouns, ni * C);
+    size_t NN = (size_t)m->cfg.num_nouns, i = (size_t)first, f = sizeof(float);
+    src[0] = c->sent ? c->sent + i * E : NULL;
+    src[1] = c->verbs ? c->verbs + i * NV * E : NULL;
+    src[2] = c->nouns ? c->nouns + i * NN * E : NULL;
+    src[3] = c->n_verbs ? c->n_verbs + i : NULL;
+    src[4] = c->n_nouns ? c->n_nouns + i : NULL;
+    bytes[0] = f * (size_t)n * E;
+    bytes[1] = f * (size_t)n * NV * E;
+    bytes[2] = f * (size_t)n * NN * E;
+    bytes[3] = bytes[4] = sizeof(int) * (size_t)n;
+}
+
+/* n videos of v from row first on in the slot; their offsets in at (4). */
+static void put_videos(const vtr_hgr_model *m, slot_writer *w, size_t *at,
+                       const vtr_hgr_encoded_videos *v, int first, int n)
+{
+    const void *src[4];
+    size_t bytes[4];
+    video_regions(m, v, first, n, src, bytes);
+    for (int k = 0; k < 4; k++)
+        at[k] = slot_put(w, src[k], bytes[k]);
+}
+
+/* n captions of c from row first on in the slot; their offsets in at (5). */
+static void put_captions(const vtr_hgr_model *m, slot_writer *w, size_t *at,
+                         const vtr_hgr_encoded_captions *c, int first, int n)
+{
+    const void *src[5];
+    size_t bytes[5];
+    caption_regions(m, c, first, n, src, bytes);
+    for (int k = 0; k < 5; k++)
+        at[k] = slot_put(w, src[k], bytes[k]);
 }
 
 /* A call's videos (frames NULL: none) and captions (c NULL: none) in the slot; offsets
@@ -671,8 +706,10 @@ static size_t slot_bytes(const vtr_hgr_model *m)
     slot_writer a = {NULL, 0}, b = {NULL, 0};
     put_inputs(m, &a, at, NULL, NULL, 0, 0, NULL);
     int Bm = m->max_batch;
-    put_encodings(m, &b, at, NULL, NULL, NULL, NULL, Bm, m->max_frames, NULL, NULL, NULL, NULL,
-                  NULL, Bm);
+    vtr_hgr_encoded_videos v = {.T = m->max_frames};
+    vtr_hgr_encoded_captions c = {0};
+    put_videos(m, &b, at, &v, 0, Bm);
+    put_captions(m, &b, at + 4, &c, 0, Bm);
     return max_size(a.off, b.off);
 }
 
@@ -1154,6 +1191,89 @@ vtr_status vtr_hgr_encode_captions(vtr_hgr_model *m, float *sent, float *verbs, 
     return release_slot(m, in.slot, st, err);
 }
 
+/* Phrase counts of Bc encoded captions within the model's. */
+static vtr_status check_phrase_counts(const vtr_hgr_model *m, const int *n_verbs,
+                                      const int *n_nouns, int Bc, vtr_error *err)
+{
+    for (int b = 0; b < Bc; b++)
+        if (n_verbs[b] < 0 || n_verbs[b] > m->cfg.num_verbs || n_nouns[b] < 0 ||
+            n_nouns[b] > m->cfg.num_nouns)
+            return vtr_fail(err, VTR_ERR_INVALID,
+                            "hgr model: caption %d has %d verbs and %d nouns (at most %d, %d)", b,
+                            n_verbs[b], n_nouns[b], m->cfg.num_verbs, m->cfg.num_nouns);
+    return VTR_OK;
+}
+
+/* x's videos: v's (on the model's device) from row first on; host_lengths: their lengths
+ * on the host (from row first on). */
+static void videos_at(const vtr_hgr_model *m, hgr_encodings *x, const vtr_hgr_encoded_videos *v,
+                      int first, const int *host_lengths)
+{
+    const void *at[4];
+    size_t bytes[4];
+    video_regions(m, v, first, 0, at, bytes);
+    x->glob_n = at[0];
+    x->verb = at[1];
+    x->noun = at[2];
+    x->vlen = at[3];
+    x->host_vlen = host_lengths;
+}
+
+/* x's captions: c's (on the model's device) from row first on; host_n: their phrase counts
+ * on the host (from row first on). */
+static void captions_at(const vtr_hgr_model *m, hgr_encodings *x, const vtr_hgr_encoded_captions *c,
+                        int first, const int *const host_n[2])
+{
+    const void *at[5];
+    size_t bytes[5];
+    caption_regions(m, c, first, 0, at, bytes);
+    x->sent_n = at[0];
+    x->verbs = at[1];
+    x->nouns = at[2];
+    x->n[0] = at[3];
+    x->n[1] = at[4];
+    x->host_n[0] = host_n[0];
+    x->host_n[1] = host_n[1];
+}
+
+/* The slot's videos (put_videos's offsets at) and captions (put_captions's). */
+static vtr_hgr_encoded_videos slot_videos(const char *d, const size_t *at, int n, int T)
+{
+    return (vtr_hgr_encoded_videos){(const float *)(d + at[0]),
+                                    (const float *)(d + at[1]),
+                                    (const float *)(d + at[2]),
+                                    (const int *)(d + at[3]),
+                                    n,
+                                    T};
+}
+
+static vtr_hgr_encoded_captions slot_captions(const char *d, const size_t *at, int n)
+{
+    return (vtr_hgr_encoded_captions){(const float *)(d + at[0]), (const float *)(d + at[1]),
+                                      (const float *)(d + at[2]), (const int *)(d + at[3]),
+                                      (const int *)(d + at[4]),   n};
+}
+
+/* The scores of x's Bv videos x Bc captions into out (vtr_hgr_score_all's, rows at ld);
+ * buf: host room for Bv Bc floats, used when ld != Bc. */
+static vtr_status score_into(vtr_hgr_model *m, const hgr_encodings *x, int Bv, int T, int Bc,
+                             float *const out[4], size_t ld, float *buf, vtr_error *err)
+{
+    const float *scores[4] = {m->s_fused, m->s_global, m->s_verb, m->s_noun};
+    size_t n = (size_t)Bv * Bc, row = sizeof(float) * (size_t)Bc;
+    VTR_TRY(scores_forward(m, x, Bv, T, Bc, err));
+    for (int k = 0; k < 4; k++) {
+        if (!out[k])
+            continue;
+        bool rows = ld == (size_t)Bc;
+        VTR_TRY(
+            vtr_dev_download(m->device, rows ? out[k] : buf, scores[k], sizeof(float) * n, err));
+        for (int a = 0; !rows && a < Bv; a++)
+            memcpy(out[k] + (size_t)a * ld, buf + (size_t)a * Bc, row);
+    }
+    return VTR_OK;
+}
+
 vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, const float *global,
                                const float *verb, const float *noun, const int *frame_lengths,
                                int Bv, int T, const float *sent, const float *verbs,
@@ -1166,49 +1286,138 @@ vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, co
     if (Bc < 1 || Bc > m->max_batch)
         return vtr_fail(err, VTR_ERR_INVALID, "hgr model: block of %d captions outside 1..%d", Bc,
                         m->max_batch);
-    for (int b = 0; b < Bc; b++)
-        if (n_verbs[b] < 0 || n_verbs[b] > m->cfg.num_verbs || n_nouns[b] < 0 ||
-            n_nouns[b] > m->cfg.num_nouns)
-            return vtr_fail(err, VTR_ERR_INVALID,
-                            "hgr model: caption %d has %d verbs and %d nouns (at most %d, %d)", b,
-                            n_verbs[b], n_nouns[b], m->cfg.num_verbs, m->cfg.num_nouns);
-    hgr_encodings x = {.glob_n = global,
-                       .verb = verb,
-                       .noun = noun,
-                       .vlen = frame_lengths,
-                       .host_vlen = frame_lengths,
-                       .sent_n = sent,
-                       .verbs = verbs,
-                       .nouns = nouns,
-                       .n = {n_verbs, n_nouns},
-                       .host_n = {n_verbs, n_nouns}};
-    vtr_device dev = m->device;
-    bool slot = dev == VTR_DEVICE_CUDA;
+    VTR_TRY(check_phrase_counts(m, n_verbs, n_nouns, Bc, err));
+    size_t n = (size_t)Bv * Bc;
+    float *const out[4] = {fused, levels, levels ? levels + n : NULL,
+                           levels ? levels + 2 * n : NULL};
+    vtr_hgr_encoded_videos v = {global, verb, noun, frame_lengths, Bv, T};
+    vtr_hgr_encoded_captions c = {sent, verbs, nouns, n_verbs, n_nouns, Bc};
+    bool slot = m->device == VTR_DEVICE_CUDA;
     if (slot) { /* the encodings, copied to the GPU for the block */
         size_t at[9];
         slot_writer w;
         char *d;
         VTR_TRY(open_slot(m, &w, err));
-        put_encodings(m, &w, at, global, verb, noun, frame_lengths, Bv, T, sent, verbs, nouns,
-                      n_verbs, n_nouns, Bc);
+        put_videos(m, &w, at, &v, 0, Bv);
+        put_captions(m, &w, at + 4, &c, 0, Bc);
         VTR_TRY(send_slot(m, &w, &d, err));
-        x.glob_n = (const float *)(d + at[0]);
-        x.verb = (const float *)(d + at[1]);
-        x.noun = (const float *)(d + at[2]);
-        x.vlen = (const int *)(d + at[3]);
-        x.sent_n = (const float *)(d + at[4]);
-        x.verbs = (const float *)(d + at[5]);
-        x.nouns = (const float *)(d + at[6]);
-        x.n[0] = (const int *)(d + at[7]);
-        x.n[1] = (const int *)(d + at[8]);
+        v = slot_videos(d, at, Bv, T);
+        c = slot_captions(d, at + 4, Bc);
     }
-    size_t n = (size_t)Bv * Bc, f = sizeof(float);
-    if ((st = scores_forward(m, &x, Bv, T, Bc, err)) == VTR_OK &&
-        (st = vtr_dev_download(dev, fused, m->s_fused, f * n, err)) == VTR_OK && levels &&
-        (st = vtr_dev_download(dev, levels, m->s_global, f * n, err)) == VTR_OK &&
-        (st = vtr_dev_download(dev, levels + n, m->s_verb, f * n, err)) == VTR_OK)
-        st = vtr_dev_download(dev, levels + 2 * n, m->s_noun, f * n, err);
+    hgr_encodings x;
+    const int *const host_n[2] = {n_verbs, n_nouns};
+    videos_at(m, &x, &v, 0, frame_lengths);
+    captions_at(m, &x, &c, 0, host_n);
+    st = score_into(m, &x, Bv, T, Bc, out, (size_t)Bc, NULL, err);
     return release_slot(m, slot, st, err);
+}
+/* Videos [first, first + n) of v copied to dev (put_videos's layout); *on: them there. */
+static vtr_status upload_videos(vtr_hgr_model *m, char *dev, const vtr_hgr_encoded_videos *v,
+                                int first, int n, vtr_hgr_encoded_videos *on, vtr_error *err)
+{
+    const void *src[4];
+    size_t bytes[4], at[4];
+    slot_writer w = {NULL, 0};
+    vtr_hgr_encoded_videos none = {.T = v->T};
+    put_videos(m, &w, at, &none, 0, n);
+    video_regions(m, v, first, n, src, bytes);
+    for (int k = 0; k < 4; k++)
+        VTR_TRY(vtr_dev_upload(m->device, dev + at[k], src[k], bytes[k], err));
+    *on = slot_videos(dev, at, n, v->T);
+    return VTR_OK;
+}
+
+/* The scores of v's videos [v0, v0 + nv) (held on the model's device as on, from row 0)
+ * x every caption of c, into out's rows from v0 on; buf as score_into's. */
+static vtr_status score_chunk(vtr_hgr_model *m, const vtr_hgr_encoded_videos *v,
+                              const vtr_hgr_encoded_videos *on, int v0, int nv,
+                              const vtr_hgr_encoded_captions *c, float *const out[4], size_t ld,
+                              float *buf, vtr_error *err)
+{
+    int mb = m->max_batch;
+    bool slot = m->device == VTR_DEVICE_CUDA;
+    for (int c0 = 0; c0 < c->n; c0 += mb) {
+        int Bc = c->n - c0 < mb ? c->n - c0 : mb;
+        vtr_hgr_encoded_captions cd = *c; /* where the block's captions are, from row cf */
+        int cf = c0;
+        if (slot) {
+            size_t at[5];
+            slot_writer w;
+            char *d;
+            VTR_TRY(open_slot(m, &w, err));
+            put_captions(m, &w, at, c, c0, Bc);
+            VTR_TRY(send_slot(m, &w, &d, err));
+            cd = slot_captions(d, at, Bc);
+            cf = 0;
+        }
+        vtr_status st = VTR_OK;
+        const int *const host_n[2] = {c->n_verbs + c0, c->n_nouns + c0};
+        for (int b0 = 0; b0 < nv && st == VTR_OK; b0 += mb) {
+            int Bv = nv - b0 < mb ? nv - b0 : mb;
+            size_t row = (size_t)(v0 + b0) * ld + (size_t)c0;
+            float *const at[4] = {out[0] ? out[0] + row : NULL, out[1] ? out[1] + row : NULL,
+                                  out[2] ? out[2] + row : NULL, out[3] ? out[3] + row : NULL};
+            hgr_encodings x;
+            videos_at(m, &x, on, b0, v->lengths + v0 + b0);
+            captions_at(m, &x, &cd, cf, host_n);
+            st = score_into(m, &x, Bv, v->T, Bc, at, ld, buf, err);
+        }
+        VTR_TRY(release_slot(m, slot, st, err));
+    }
+    return VTR_OK;
+}
+
+vtr_status vtr_hgr_score_all(vtr_hgr_model *m, const vtr_hgr_encoded_videos *v,
+                             const vtr_hgr_encoded_captions *c, float *const out[4], size_t ld,
+                             size_t chunk_bytes, vtr_error *err)
+{
+    int mb = m->max_batch, T = v->T;
+    if (v->n < 1 || c->n < 1 || ld < (size_t)c->n)
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "hgr model: scores of %d videos x %d captions in rows of %zu", v->n, c->n,
+                        ld);
+    if (T < 1 || T > m->max_frames)
+        return vtr_fail(err, VTR_ERR_INVALID, "hgr model: %d frames outside 1..%d", T,
+                        m->max_frames);
+    vtr_status st = vtr_nn_check_lengths(v->lengths, v->n, T, err);
+    if (st) {
+        vtr_error_context(err, "hgr model: videos");
+        return st;
+    }
+    VTR_TRY(check_phrase_counts(m, c->n_verbs, c->n_nouns, c->n, err));
+    float *buf = malloc(sizeof(float) * (size_t)mb * (size_t)mb);
+    if (!buf)
+        return vtr_fail(err, VTR_ERR_NOMEM, "hgr model: out of memory for a block of scores");
+    if (m->device == VTR_DEVICE_CPU) { /* the videos are where the ops read them */
+        st = score_chunk(m, v, v, 0, v->n, c, out, ld, buf, err);
+        free(buf);
+        return st;
+    }
+    size_t per_video =
+        sizeof(float) * (size_t)m->cfg.embed_size * (1 + 2 * (size_t)T) + sizeof(int);
+    size_t blocks = (chunk_bytes ? chunk_bytes : (size_t)1 << 30) / (per_video * (size_t)mb);
+    size_t most = (blocks ? blocks : 1) * (size_t)mb;
+    int chunk = most < (size_t)v->n ? (int)most : v->n;
+    void *dev = NULL;
+    for (;;) { /* a GPU short of memory takes the videos in smaller chunks, down to a block */
+        size_t at[4];
+        slot_writer layout = {NULL, 0};
+        vtr_hgr_encoded_videos none = {.T = T};
+        put_videos(m, &layout, at, &none, 0, chunk);
+        st = vtr_dev_alloc(m->device, &dev, layout.off, "the videos of hgr scores", err);
+        if (st == VTR_OK || chunk <= mb)
+            break;
+        chunk = (chunk / 2 + mb - 1) / mb * mb;
+    }
+    for (int v0 = 0; v0 < v->n && st == VTR_OK; v0 += chunk) {
+        int nv = v->n - v0 < chunk ? v->n - v0 : chunk;
+        vtr_hgr_encoded_videos on;
+        if ((st = upload_videos(m, dev, v, v0, nv, &on, err)) == VTR_OK)
+            st = score_chunk(m, v, &on, v0, nv, c, out, ld, buf, err);
+    }
+    vtr_dev_free(m->device, dev);
+    free(buf);
+    return st;
 }
 
 /* ---- FLOP count ------------------------------------------------------------------- */

@@ -287,6 +287,34 @@ vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, co
                                const float *nouns, const int *n_verbs, const int *n_nouns, int Bc,
                                vtr_error *err);
 
+/* Many videos and captions, as the encoders above give them (host memory). */
+typedef struct vtr_hgr_encoded_videos {
+    const float *global;      /* (n,E) */
+    const float *verb, *noun; /* (n,T,E) each */
+    const int *lengths;       /* (n) */
+    int n, T;
+} vtr_hgr_encoded_videos;
+
+typedef struct vtr_hgr_encoded_captions {
+    const float *sent;            /* (n,E) */
+    const float *verbs, *nouns;   /* (n,NV,E), (n,NN,E) */
+    const int *n_verbs, *n_nouns; /* (n) */
+    int n;
+} vtr_hgr_encoded_captions;
+
+/* The scores of every video of v x every caption of c (an evaluation's whole matrix, or a
+ * rank's rows of it), vtr_hgr_score_block's over blocks of max_batch a side: out[0] the
+ * fused score, out[1 + k] level k (global, verb, noun), each (v->n, c->n) with row a at
+ * out[.] + a * ld; an out that is NULL is not written. On the CPU the same bytes as the
+ * blocks. On the GPU the videos' encodings are copied there once, in chunks of at most
+ * chunk_bytes (0: 1 GiB; at least one block), and each block of captions once per chunk:
+ * at MSR-VTT's sizes about 0.5 GB and 2.7 GB in all, where a copy of both per block would
+ * be about 230 GB. Fails with VTR_ERR_INVALID on bad sizes, lengths or phrase counts
+ * (naming the video or caption), VTR_ERR_DEVICE when the GPU's chunk cannot be had. */
+vtr_status vtr_hgr_score_all(vtr_hgr_model *m, const vtr_hgr_encoded_videos *v,
+                             const vtr_hgr_encoded_captions *c, float *const out[4], size_t ld,
+                             size_t chunk_bytes, vtr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -130,7 +130,7 @@ vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_
 
 /* ---- HGR evaluation --------------------------------------------------------------- */
 
-/* A split encoded by an HGR model, and the block scorer's buffers. */
+/* A split encoded by an HGR model. */
 typedef struct hgr_encoded {
     vtr_hgr_model *m;
     const vtr_split *s;
@@ -139,17 +139,12 @@ typedef struct hgr_encoded {
     int *frame_lengths;          /* (n_items) */
     float *sent, *verbs, *nouns; /* (n_caps, E), (n_caps, NV, E), (n_caps, NN, E) */
     int *n_verbs, *n_nouns;      /* (n_caps) */
-    /* a block's captions gathered, and its scores (max_batch each side) */
-    float *g_sent, *g_verbs, *g_nouns;
-    int *g_nv, *g_nn;
-    float *fused, *levels;
 } hgr_encoded;
 
 static void hgr_encoded_free(hgr_encoded *h)
 {
-    void *p[] = {h->global, h->verb, h->noun, h->frame_lengths, h->sent, h->verbs,
-                 h->nouns, h->n_verbs, h->n_nouns, h->g_sent, h->g_verbs, h->g_nouns,
-                 h->g_nv, h->g_nn, h->fused, h->levels};
+    void *p[] = {h->global, h->verb,  h->noun,    h->frame_lengths, h->sent,
+                 h->verbs,  h->nouns, h->n_verbs, h->n_nouns};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     memset(h, 0, sizeof *h);
@@ -174,7 +169,7 @@ static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, vtr_dist *d, hgr_
                              vtr_error *err)
 {
     const vtr_split *s = b->split;
-    size_t I = (size_t)s->n_items, C = (size_t)s->n_caps, mb = (size_t)m->max_batch;
+    size_t I = (size_t)s->n_items, C = (size_t)s->n_caps;
     memset(h, 0, sizeof *h);
     h->m = m;
     h->s = s;
@@ -200,16 +195,8 @@ static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, vtr_dist *d, hgr_
     h->nouns = malloc(C * NN * E * sizeof(float));
     h->n_verbs = malloc(C * sizeof(int));
     h->n_nouns = malloc(C * sizeof(int));
-    h->g_sent = malloc(mb * E * sizeof(float));
-    h->g_verbs = malloc(mb * NV * E * sizeof(float));
-    h->g_nouns = malloc(mb * NN * E * sizeof(float));
-    h->g_nv = malloc(mb * sizeof(int));
-    h->g_nn = malloc(mb * sizeof(int));
-    h->fused = malloc(mb * mb * sizeof(float));
-    h->levels = malloc(3 * mb * mb * sizeof(float));
     if (!h->global || !h->verb || !h->noun || !h->frame_lengths || !h->sent || !h->verbs ||
-        !h->nouns || !h->n_verbs || !h->n_nouns || !h->g_sent || !h->g_verbs || !h->g_nouns ||
-        !h->g_nv || !h->g_nn || !h->fused || !h->levels)
+        !h->nouns || !h->n_verbs || !h->n_nouns)
         return vtr_dist_agree(d, vtr_fail(err, VTR_ERR_NOMEM, "out of memory encoding split "
                                           "'%s'", s->name), err);
     vtr_status st = VTR_OK;
@@ -258,47 +245,6 @@ static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, vtr_dist *d, hgr_
     return gather_arrays(d, caps, cap_rows, 5, j0, nj, err);
 }
 
-/* Scores of items item0 .. item0+n_items-1 x captions caps[0 .. n_caps-1], blockwise:
- * out[0] the fused score, out[1 + k] level k (global, verb, noun); an out that is NULL is
- * not written. Row a of a matrix starts at out[.] + a * ld. */
-static vtr_status score_tiles(hgr_encoded *h, int item0, int n_items, const int *caps,
-                              int n_caps, float *const out[4], size_t ld, vtr_error *err)
-{
-    int mb = h->m->max_batch;
-    size_t T = h->T, E = h->E, NV = h->NV, NN = h->NN;
-    bool levels = out[1] || out[2] || out[3];
-    for (int c0 = 0; c0 < n_caps; c0 += mb) {
-        int Bc = n_caps - c0 < mb ? n_caps - c0 : mb;
-        for (int c = 0; c < Bc; c++) {
-            size_t j = (size_t)caps[c0 + c];
-            memcpy(h->g_sent + (size_t)c * E, h->sent + j * E, E * sizeof(float));
-            memcpy(h->g_verbs + (size_t)c * NV * E, h->verbs + j * NV * E,
-                   NV * E * sizeof(float));
-            memcpy(h->g_nouns + (size_t)c * NN * E, h->nouns + j * NN * E,
-                   NN * E * sizeof(float));
-            h->g_nv[c] = h->n_verbs[j];
-            h->g_nn[c] = h->n_nouns[j];
-        }
-        for (int v0 = 0; v0 < n_items; v0 += mb) {
-            int Bv = n_items - v0 < mb ? n_items - v0 : mb;
-            size_t v = (size_t)item0 + (size_t)v0, n = (size_t)Bv * (size_t)Bc;
-            vtr_status st = vtr_hgr_score_block(
-                h->m, h->fused, levels ? h->levels : NULL, h->global + v * E,
-                h->verb + v * T * E, h->noun + v * T * E, h->frame_lengths + v, Bv, (int)T,
-                h->g_sent, h->g_verbs, h->g_nouns, h->g_nv, h->g_nn, Bc, err);
-            if (st != VTR_OK)
-                return st;
-            for (int k = 0; k < 4; k++) {
-                const float *src = k == 0 ? h->fused : h->levels + (size_t)(k - 1) * n;
-                for (int a = 0; out[k] && a < Bv; a++)
-                    memcpy(out[k] + (size_t)(v0 + a) * ld + (size_t)c0,
-                           src + (size_t)a * (size_t)Bc, (size_t)Bc * sizeof(float));
-            }
-        }
-    }
-    return VTR_OK;
-}
-
 /* The fused score and, when levels is not NULL, the three levels: each a whole (n_items,
  * n_caps) matrix computed in one pass over the blocks (items and captions in split order,
  * max_batch at a time; each rank its share of the item blocks, then gathered), then
@@ -311,23 +257,28 @@ static vtr_status evaluate_scores(hgr_encoded *h, vtr_dist *d, const vtr_retriev
     size_t n = (size_t)s->n_items * (size_t)s->n_caps;
     int n_mats = levels ? 4 : 1;
     float *all = malloc((size_t)n_mats * n * sizeof(float));
-    int *caps = malloc((size_t)s->n_caps * sizeof *caps);
     vtr_status st = VTR_OK;
-    if (!all || !caps)
+    if (!all)
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory for the %d x %d scores of split '%s'",
                       s->n_items, s->n_caps, s->name);
-    for (int j = 0; st == VTR_OK && j < s->n_caps; j++)
-        caps[j] = j;
-    float *const mats[4] = {all, levels ? all + n : NULL, levels ? all + 2 * n : NULL,
-                            levels ? all + 3 * n : NULL};
+    if ((st = vtr_dist_agree(d, st, err)))
+        return st;
+    float *mats[4] = {all, NULL, NULL, NULL}, *mine[4] = {NULL, NULL, NULL, NULL};
     int i0, ni;
     vtr_dist_share_blocks(d, s->n_items, h->m->max_batch, &i0, &ni);
-    float *const mine[4] = {mats[0] ? mats[0] + (size_t)i0 * s->n_caps : NULL,
-                            mats[1] ? mats[1] + (size_t)i0 * s->n_caps : NULL,
-                            mats[2] ? mats[2] + (size_t)i0 * s->n_caps : NULL,
-                            mats[3] ? mats[3] + (size_t)i0 * s->n_caps : NULL};
-    if (st == VTR_OK && ni > 0)
-        st = score_tiles(h, i0, ni, caps, s->n_caps, mine, (size_t)s->n_caps, err);
+    for (int k = 0; k < n_mats; k++) {
+        mats[k] = all + (size_t)k * n;
+        mine[k] = mats[k] + (size_t)i0 * s->n_caps;
+    }
+    vtr_hgr_encoded_videos v = {h->global + (size_t)i0 * h->E,
+                                h->verb + (size_t)i0 * h->T * h->E,
+                                h->noun + (size_t)i0 * h->T * h->E,
+                                h->frame_lengths + i0,
+                                ni,
+                                (int)h->T};
+    vtr_hgr_encoded_captions c = {h->sent, h->verbs, h->nouns, h->n_verbs, h->n_nouns, s->n_caps};
+    if (ni > 0)
+        st = vtr_hgr_score_all(h->m, &v, &c, mine, (size_t)s->n_caps, 0, err);
     const size_t rows[4] = {sizeof(float) * s->n_caps, sizeof(float) * s->n_caps,
                             sizeof(float) * s->n_caps, sizeof(float) * s->n_caps};
     if ((st = vtr_dist_agree(d, st, err)) == VTR_OK)
@@ -338,7 +289,6 @@ static vtr_status evaluate_scores(hgr_encoded *h, vtr_dist *d, const vtr_retriev
                                     s->cap_item, opt, k == 0 ? out : &levels[k - 1], NULL, err);
     }
     free(all);
-    free(caps);
     return st;
 }
 

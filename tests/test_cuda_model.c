@@ -515,6 +515,55 @@ TEST(cuda_hgr_step_matches_cpu)
         }
 }
 
+/* vtr_hgr_score_all of 15 encoded videos x 15 captions (three batches' worth; blocks of
+ * 5) on the GPU, in one chunk and in chunks of one block, against the CPU's; the columns
+ * past the captions untouched. */
+TEST(cuda_hgr_score_all_matches_cpu)
+{
+    test_need_cuda();
+    enum { N = 3 * HB, LD = N + 1 };
+    vtr_error err;
+    vtr_hgr_config cfg = hgr_config(VTR_HGR_POOL_GPO);
+    vtr_hgr_model cpu, gpu;
+    make_hgr_models(&cpu, &gpu, &cfg);
+    static float g[N * HE], v[N * HT * HE], n[N * HT * HE];
+    static float s[N * HE], sv[N * HNV * HE], sn[N * HNN * HE];
+    static int len[N], nv[N], nn[N];
+    for (int r = 0; r < 3; r++) {
+        hgr_pairs p;
+        make_hgr_pairs(&p, 60 + (uint64_t)r);
+        size_t i = (size_t)r * HB;
+        CHECK_OK(vtr_hgr_encode_videos(&cpu, g + i * HE, v + i * HT * HE, n + i * HT * HE, p.frames,
+                                       p.frame_lengths, HB, HT, &err));
+        CHECK_OK(vtr_hgr_encode_captions(&cpu, s + i * HE, sv + i * HNV * HE, sn + i * HNN * HE,
+                                         nv + i, nn + i, &p.batch.captions, &err));
+        memcpy(len + i, p.frame_lengths, sizeof p.frame_lengths);
+    }
+    vtr_hgr_encoded_videos videos = {g, v, n, len, N, HT};
+    vtr_hgr_encoded_captions caps = {s, sv, sn, nv, nn, N};
+    static float want[4][N * LD], got[4][N * LD];
+    float *const on_cpu[4] = {want[0], want[1], want[2], want[3]};
+    float *const on_gpu[4] = {got[0], got[1], got[2], got[3]};
+    CHECK_OK(vtr_hgr_score_all(&cpu, &videos, &caps, on_cpu, LD, 0, &err));
+    size_t block = sizeof(float) * HB * (HE * (1 + 2 * HT) + 1);
+    const size_t chunks[2] = {0, block}; /* one chunk; three of one block each */
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < N * LD; i++)
+            got[0][i] = got[1][i] = got[2][i] = got[3][i] = -7.0f;
+        CHECK_OK(vtr_hgr_score_all(&gpu, &videos, &caps, on_gpu, LD, chunks[k], &err));
+        for (int a = 0; a < N; a++) {
+            char what[64];
+            snprintf(what, sizeof what, "scores of video %d (chunk %zu)", a, chunks[k]);
+            for (int l = 0; l < 4; l++) {
+                expect_close(what, got[l] + a * LD, want[l] + a * LD, N, TOL_STEP);
+                CHECK(got[l][a * LD + N] == -7.0f);
+            }
+        }
+    }
+    vtr_hgr_model_free(&cpu);
+    vtr_hgr_model_free(&gpu);
+}
+
 /* Two GPU runs of HGR∞ steps (dropout on) give the same bytes. */
 TEST(cuda_hgr_two_runs_give_the_same_bytes)
 {

@@ -706,6 +706,80 @@ TEST(hgr_config_and_argument_errors)
     vtr_hgr_model_free(&m);
 }
 
+/* vtr_hgr_score_all over 7 videos x 8 captions in blocks of 3: vtr_hgr_score_block's bytes
+ * on every block, at their places in rows of ld > 8; an out that is NULL and the columns
+ * past the captions untouched; bad lengths, phrase counts and sizes named. */
+TEST(hgr_score_all_is_the_blocks_scores)
+{
+    enum { AV = 7, AC = 8, AB = 3, LD = AC + 2 };
+    vtr_error err;
+    vtr_hgr_config cfg = small_config(VTR_HGR_POOL_ATTENTION, 0.0f);
+    vtr_hgr_model m;
+    CHECK_OK(vtr_hgr_model_init(&m, &cfg, AB, PT, PL, &err));
+    vtr_hgr_init_params(&m, 5);
+    static float global[AV * PE], verb[AV * PT * PE], noun[AV * PT * PE];
+    static float sent[AC * PE], verbs[AC * NV * PE], nouns[AC * NN * PE];
+    int lengths[AV], nv[AC], nn[AC];
+    vtr_rng rng;
+    vtr_rng_init(&rng, 77, 0);
+    for (int i = 0; i < AV; i++) {
+        lengths[i] = 1 + (int)vtr_rng_below(&rng, PT);
+        for (int k = 0; k < PE; k++)
+            global[i * PE + k] = vtr_rng_normal(&rng);
+        for (int k = 0; k < lengths[i] * PE; k++) { /* 0 past the length, as encoded */
+            verb[i * PT * PE + k] = vtr_rng_normal(&rng);
+            noun[i * PT * PE + k] = vtr_rng_normal(&rng);
+        }
+    }
+    for (int j = 0; j < AC; j++) {
+        nv[j] = (int)vtr_rng_below(&rng, NV + 1);
+        nn[j] = (int)vtr_rng_below(&rng, NN + 1);
+    }
+    for (size_t k = 0; k < sizeof sent / sizeof *sent; k++)
+        sent[k] = vtr_rng_normal(&rng);
+    for (size_t k = 0; k < sizeof verbs / sizeof *verbs; k++)
+        verbs[k] = vtr_rng_normal(&rng);
+    for (size_t k = 0; k < sizeof nouns / sizeof *nouns; k++)
+        nouns[k] = vtr_rng_normal(&rng);
+    vtr_hgr_encoded_videos v = {global, verb, noun, lengths, AV, PT};
+    vtr_hgr_encoded_captions c = {sent, verbs, nouns, nv, nn, AC};
+    static float all[4][AV * LD];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < AV * LD; i++)
+            all[k][i] = -7.0f;
+    float *const out[4] = {all[0], NULL, all[2], all[3]}; /* no global level */
+    CHECK_OK(vtr_hgr_score_all(&m, &v, &c, out, LD, 0, &err));
+    for (int v0 = 0; v0 < AV; v0 += AB)
+        for (int c0 = 0; c0 < AC; c0 += AB) {
+            int bv = AV - v0 < AB ? AV - v0 : AB, bc = AC - c0 < AB ? AC - c0 : AB;
+            float fused[AB * AB], levels[3 * AB * AB];
+            CHECK_OK(vtr_hgr_score_block(&m, fused, levels, global + v0 * PE, verb + v0 * PT * PE,
+                                         noun + v0 * PT * PE, lengths + v0, bv, PT, sent + c0 * PE,
+                                         verbs + c0 * NV * PE, nouns + c0 * NN * PE, nv + c0,
+                                         nn + c0, bc, &err));
+            for (int a = 0; a < bv; a++)
+                for (int b = 0; b < bc; b++) {
+                    size_t at = (size_t)(v0 + a) * LD + (size_t)(c0 + b), in = (size_t)a * bc + b;
+                    CHECK(memcmp(&all[0][at], &fused[in], sizeof(float)) == 0);
+                    CHECK(memcmp(&all[2][at], &levels[bv * bc + in], sizeof(float)) == 0);
+                    CHECK(memcmp(&all[3][at], &levels[2 * bv * bc + in], sizeof(float)) == 0);
+                }
+        }
+    for (int i = 0; i < AV * LD; i++) {
+        CHECK(all[1][i] == -7.0f);
+        if (i % LD >= AC)
+            CHECK(all[0][i] == -7.0f && all[2][i] == -7.0f && all[3][i] == -7.0f);
+    }
+    CHECK_FAILS(vtr_hgr_score_all(&m, &v, &c, out, AC - 1, 0, &err), VTR_ERR_INVALID,
+                "in rows of 7");
+    nn[5] = NN + 1;
+    CHECK_FAILS(vtr_hgr_score_all(&m, &v, &c, out, LD, 0, &err), VTR_ERR_INVALID, "caption 5");
+    nn[5] = 0;
+    lengths[4] = 0;
+    CHECK_FAILS(vtr_hgr_score_all(&m, &v, &c, out, LD, 0, &err), VTR_ERR_INVALID, "item 4");
+    vtr_hgr_model_free(&m);
+}
+
 /* On the GPU (tests/test_cuda_model.c runs it there): a missing GPU is one line saying what
  * to do; on the CPU the device calls change nothing or zero the gradients. */
 TEST(hgr_model_on_cuda_without_a_gpu_says_what_to_do)
