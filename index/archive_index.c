@@ -631,7 +631,7 @@ static vtr_status open_all(indexer *ix, vtr_error *err)
     if ((o->device == VTR_DEVICE_CUDA &&
          (st = vtr_cuda_init(o->device_index, NULL, 0, err)) != VTR_OK) ||
         (st = vtr_backbone_load(weights, arch, o->device, &ix->backbone, err)) != VTR_OK ||
-        (o->device == VTR_DEVICE_CUDA && vtr_embedder_text_vectors(ix->embedder) == 1 &&
+        (o->device == VTR_DEVICE_CUDA &&
          (st = vtr_embedder_use_device(ix->embedder, o->device, err)) != VTR_OK) ||
         (o->bf16 && (st = vtr_backbone_set_bf16(ix->backbone, true, err)) != VTR_OK))
         goto end;

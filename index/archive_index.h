@@ -108,8 +108,7 @@ typedef struct vtr_archive_options {
     const char *arch;       /* backbone architecture; NULL: recorded, or the weights' */
     const char *weights;    /* backbone weights (safetensors); NULL: the recorded ones
                              * (required for a new index) */
-    vtr_device device;      /* the backbone's, and a VSE model's of one vector per item
-                             * (other models stay on the CPU) */
+    vtr_device device;      /* the backbone's and the model's */
     int device_index;       /* which GPU, with VTR_DEVICE_CUDA (cuda:N) */
     bool bf16;              /* the backbone in bfloat16 (vtr_backbone_set_bf16: a CPU with
                              * AVX512-BF16 or AMX, else the run fails) */

@@ -472,15 +472,16 @@ static vtr_status open_approx(vtr_text_searcher *s, const char *dir, vtr_error *
     return VTR_OK;
 }
 
-/* The index's rows on GPU o->device_index (a VSE model's: one vector per item). */
+/* GPU o->device_index: a VSE model's index rows copied there (one vector per item, the
+ * search exact there); an HGR model run there (its query encoders and score blocks; the
+ * items ranked on the CPU from their scores). */
 static vtr_status open_gpu(const vtr_text_searcher_options *o, vtr_text_searcher *s,
                            vtr_error *err)
 {
-    vtr_status st;
-    if (vtr_embedder_text_vectors(s->e) > 1)
-        st = vtr_fail(err, VTR_ERR_INVALID, "an HGR model's search runs on the CPU only: use "
-                      "--device cpu");
-    else if ((st = vtr_cuda_init(o->device_index, NULL, 0, err)) == VTR_OK)
+    vtr_status st = vtr_cuda_init(o->device_index, NULL, 0, err);
+    if (st == VTR_OK && vtr_embedder_text_vectors(s->e) > 1)
+        st = vtr_embedder_use_device(s->e, VTR_DEVICE_CUDA, err);
+    else if (st == VTR_OK)
         st = vtr_topk_cuda_new(vtr_embedding_index_matrix(s->ix), &s->gpu, err);
     if (st)
         vtr_error_context(err, "index %s", o->index);

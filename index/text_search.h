@@ -87,8 +87,10 @@ typedef struct vtr_text_searcher_options {
                           * not used */
     vtr_approx_mode approx;
     int64_t approx_min_rows; /* VTR_APPROX_AUTO's threshold; 0: VTR_APPROX_MIN_ROWS */
-    /* VTR_DEVICE_CUDA: the index's rows are copied to GPU device_index once, and the search
-     * is exact there (vtr_topk_cuda_search; no approximate index); VSE models only */
+    /* VTR_DEVICE_CUDA, GPU device_index: a VSE model's index rows are copied there once,
+     * and the search is exact there (vtr_topk_cuda_search; no approximate index); an HGR
+     * model runs there (the queries' encoders, the score blocks), its items ranked on the
+     * CPU */
     vtr_device device;
     int device_index;
 } vtr_text_searcher_options;

@@ -3,7 +3,8 @@
  * the model's own encoders; the embedder's scores are vtr_hgr_score_block's; an index of
  * those vectors (unit rows and their norms) searched by text gives each item's fused score
  * to float16 precision, ranks by it, and reports the levels; a query's role graph adds
- * the verb and noun levels; wrong vector counts are refused naming the item. */
+ * the verb and noun levels; wrong vector counts are refused naming the item; a searcher
+ * on the GPU runs the model there (one line without a GPU). */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 
@@ -16,6 +17,7 @@
 #include "index/embedding_index.h"
 #include "index/text_search.h"
 #include "lib/checkpoint.h"
+#include "lib/device.h"
 #include "lib/rng.h"
 #include "match/run_dir.h"
 #include "match/run_model.h"
@@ -203,7 +205,9 @@ TEST(hgr_index_search_ranks_items_by_the_fused_score)
     CHECK_OK(vtr_embedder_embed_sets(e, N, counts, rows, vec, &err));
     char dir[400];
     snprintf(dir, sizeof dir, "%s/hgr-index", test_tmpdir());
-    vtr_embedding_index_options io = {.dim = E, .model = "hgr-test"};
+    char *model = vtr_index_model_text("test", vtr_embedder_model_id(e), ckpt);
+    CHECK(model != NULL);
+    vtr_embedding_index_options io = {.dim = E, .model = model};
     vtr_embedding_index_writer *w;
     CHECK_OK(vtr_embedding_index_writer_open(dir, &io, &w, &err));
     const float *at = vec;
@@ -295,8 +299,32 @@ TEST(hgr_index_search_ranks_items_by_the_fused_score)
     CHECK_EQ_INT(found[0], N);
     CHECK(all[N].row == -1 && all[N].key == NULL);
     vtr_search_results_free(all, N + 5);
+
+    /* --device cuda: the model on the GPU (the queries' encoders, the score blocks), the
+     * CPU's hits to float32 rounding; without a GPU, one line that says to use the CPU */
+    vtr_text_searcher_options so = {
+        .index = dir, .model = ckpt, .threads = 1, .device = VTR_DEVICE_CUDA};
+    vtr_text_searcher ts;
+    if (!vtr_cuda_available()) {
+        CHECK_FAILS(vtr_text_searcher_open(&so, &ts, &err), VTR_ERR_DEVICE, "--device cpu");
+    } else {
+        CHECK_OK(vtr_text_searcher_open(&so, &ts, &err));
+        CHECK(ts.gpu == NULL && ts.approx == NULL);
+        vtr_search_result on_gpu[4 * K];
+        CHECK_OK(vtr_text_search(ts.e, ts.ix, NULL, NULL, NULL, -1, 4, texts, graphs, K, 0, on_gpu,
+                                 found, got_ph, &err));
+        CHECK(memcmp(got_ph, ph, sizeof ph) == 0);
+        for (int j = 0; j < 4 * K; j++)
+            CHECK_MSG(fabsf(on_gpu[j].score - res[j].score) < 1e-4f,
+                      "hit %d: %g on the GPU, "
+                      "%g on the CPU",
+                      j, on_gpu[j].score, res[j].score);
+        vtr_search_results_free(on_gpu, 4 * K);
+        vtr_text_searcher_close(&ts);
+    }
     vtr_search_results_free(res, 4 * K);
     vtr_embedding_index_close(ix);
+    free(model);
     free(vec);
     free(rows);
     vtr_embedder_close(e);
