@@ -308,9 +308,10 @@ typedef struct vtr_hgr_encoded_captions {
  * out[.] + a * ld; an out that is NULL is not written. On the CPU the same bytes as the
  * blocks. On the GPU the videos' encodings are copied there once, in chunks of at most
  * chunk_bytes (0: 1 GiB; at least one block), and each block of captions once per chunk:
- * at MSR-VTT's sizes about 0.5 GB and 2.7 GB in all, where a copy of both per block would
- * be about 230 GB. Fails with VTR_ERR_INVALID on bad sizes, lengths or phrase counts
- * (naming the video or caption), VTR_ERR_DEVICE when the GPU's chunk cannot be had. */
+ * at MSR-VTT's test sizes (2,990 x 59,800, blocks of 128) about 0.5 GB and 2.7 GB in all,
+ * where a copy of both per block would be about 300 GB. Fails with VTR_ERR_INVALID on bad
+ * sizes, lengths or phrase counts (naming the video or caption), VTR_ERR_DEVICE when the
+ * GPU's chunk cannot be had. */
 vtr_status vtr_hgr_score_all(vtr_hgr_model *m, const vtr_hgr_encoded_videos *v,
                              const vtr_hgr_encoded_captions *c, float *const out[4], size_t ld,
                              size_t chunk_bytes, vtr_error *err);
