@@ -47,6 +47,11 @@ VTR_CUDA_ENTRY(vtr_similarity_cuda_block,
 
 VTR_CUDA_FREE_ENTRY(vtr_similarity_cuda_free, vtr_similarity_cuda)
 
+VTR_CUDA_ENTRY(vtr_similarity_cuda_count,
+               (vtr_similarity_cuda * g, int item0, const int *caps, int tile_items, int tile_caps,
+                const vtr_rank_lists *rows, const vtr_rank_lists *cols, vtr_error *err),
+               (g, item0, caps, tile_items, tile_caps, rows, cols, err))
+
 VTR_CUDA_ENTRY(vtr_cuda_smooth_chamfer_forward,
                (float *S, long ldS, void *scratch, const float *a, const float *b, int Na, int Nb,
                 int Ka, int Kb, int D, float alpha, vtr_error *err),

@@ -276,6 +276,8 @@ end:
 typedef struct tiling {
     vtr_similarity_block_fn fn;
     void *ctx;
+    vtr_similarity_cuda *gpu; /* not NULL: fn is vtr_similarity_cuda_block, ctx gpu, and
+                                 phase 2 counts on the GPU */
     int tile_rows, tile_cols, n_rt, n_ct;
     size_t cache_bytes, cached_bytes;
     float **cache; /* (n_rt * n_ct) tiles kept from phase 1, or NULL */
@@ -498,6 +500,39 @@ end:
     return st;
 }
 
+/* Phase 2 on the GPU: the tiles stay there (vtr_similarity_cuda_count). */
+static vtr_status count_positions_cuda(eval_task *t, const tiling *tl, vtr_error *err)
+{
+    vtr_status st = VTR_OK;
+    size_t n = (size_t)(t->n_pairs ? t->n_pairs : 1);
+    int *idx[2] = {malloc(n * sizeof(int)), malloc(n * sizeof(int))};
+    float *score[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    int64_t *pos[2] = {calloc(n, sizeof(int64_t)), calloc(n, sizeof(int64_t))};
+    const rel_entry *lists[2] = {t->row_rel, t->col_rel};
+    if (!idx[0] || !idx[1] || !score[0] || !score[1] || !pos[0] || !pos[1])
+        st = vtr_fail(err, VTR_ERR_NOMEM, "relevance lists of %d items", t->n_rows);
+    for (int k = 0; k < 2 && st == VTR_OK; k++)
+        for (int64_t e = 0; e < t->n_pairs; e++) {
+            idx[k][e] = lists[k][e].idx;
+            score[k][e] = lists[k][e].score;
+        }
+    vtr_rank_lists rows = {t->row_off, idx[0], score[0], pos[0], t->n_rows};
+    vtr_rank_lists cols = {t->col_off, idx[1], score[1], pos[1], t->n_cols};
+    if (st == VTR_OK &&
+        (st = vtr_similarity_cuda_count(tl->gpu, t->item0, t->col_cap, tl->tile_rows, tl->tile_cols,
+                                        &rows, &cols, err)) == VTR_OK)
+        for (int64_t e = 0; e < t->n_pairs; e++) {
+            t->row_rel[e].pos += pos[0][e];
+            t->col_rel[e].pos += pos[1][e];
+        }
+    for (int k = 0; k < 2; k++) {
+        free(idx[k]);
+        free(score[k]);
+        free(pos[k]);
+    }
+    return st;
+}
+
 /* ---- metrics ---- */
 
 typedef struct query_result {
@@ -614,7 +649,7 @@ static vtr_status evaluate_task(eval_task *t, tiling *tl, const vtr_retrieval_op
     }
     st = read_relevant_scores(t, tl, err);
     if (st == VTR_OK)
-        st = count_positions(t, tl, err);
+        st = tl->gpu ? count_positions_cuda(t, tl, err) : count_positions(t, tl, err);
     for (size_t k = 0; k < (size_t)tl->n_rt * (size_t)tl->n_ct; k++)
         free(tl->cache[k]);
     free(tl->cache);
@@ -711,10 +746,11 @@ static vtr_status check_inputs(int n_items, int n_caps, const int *cap_item,
     return VTR_OK;
 }
 
-vtr_status vtr_retrieval_evaluate(vtr_similarity_block_fn fn, void *ctx, int n_items, int n_caps,
-                                  const int *cap_item, const vtr_retrieval_options *opt,
-                                  vtr_retrieval_metrics *out, vtr_retrieval_per_query *per_query,
-                                  vtr_error *err)
+/* vtr_retrieval_evaluate, counting on the GPU when gpu is not NULL (fn and ctx its). */
+static vtr_status evaluate(vtr_similarity_block_fn fn, void *ctx, vtr_similarity_cuda *gpu,
+                           int n_items, int n_caps, const int *cap_item,
+                           const vtr_retrieval_options *opt, vtr_retrieval_metrics *out,
+                           vtr_retrieval_per_query *per_query, vtr_error *err)
 {
     static const vtr_retrieval_options defaults;
     const vtr_retrieval_options *o = opt ? opt : &defaults;
@@ -730,11 +766,14 @@ vtr_status vtr_retrieval_evaluate(vtr_similarity_block_fn fn, void *ctx, int n_i
     int n_folds = n_items / fold_items;
     tiling tl = {fn,
                  ctx,
+                 gpu,
                  o->tile_items ? o->tile_items : DEFAULT_TILE_ITEMS,
                  o->tile_caps ? o->tile_caps : DEFAULT_TILE_CAPS,
                  0,
                  0,
-                 o->cache_bytes ? o->cache_bytes : DEFAULT_CACHE_BYTES,
+                 gpu              ? 1
+                 : o->cache_bytes ? o->cache_bytes
+                                  : DEFAULT_CACHE_BYTES,
                  0,
                  NULL,
                  NULL};
@@ -780,6 +819,14 @@ end:
     return st;
 }
 
+vtr_status vtr_retrieval_evaluate(vtr_similarity_block_fn fn, void *ctx, int n_items, int n_caps,
+                                  const int *cap_item, const vtr_retrieval_options *opt,
+                                  vtr_retrieval_metrics *out, vtr_retrieval_per_query *per_query,
+                                  vtr_error *err)
+{
+    return evaluate(fn, ctx, NULL, n_items, n_caps, cap_item, opt, out, per_query, err);
+}
+
 vtr_status vtr_retrieval_evaluate_embeddings(const vtr_embedding_model *models, int n_models,
                                              int n_items, int n_caps, const int *cap_item,
                                              const vtr_retrieval_options *opt,
@@ -802,8 +849,8 @@ vtr_status vtr_retrieval_evaluate_embeddings(const vtr_embedding_model *models, 
     vtr_similarity_cuda *gpu = NULL;
     vtr_status st = vtr_similarity_cuda_new(&ensemble, n_items, n_caps, &gpu, err);
     if (st == VTR_OK)
-        st = vtr_retrieval_evaluate(vtr_similarity_cuda_block, gpu, n_items, n_caps, cap_item, opt,
-                                    out, per_query, err);
+        st = evaluate(vtr_similarity_cuda_block, gpu, gpu, n_items, n_caps, cap_item, opt, out,
+                      per_query, err);
     vtr_similarity_cuda_free(gpu);
     return st;
 }

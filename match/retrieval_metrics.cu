@@ -122,10 +122,11 @@ __global__ static void divide_kernel(float *S, size_t n, float d)
         S[i] /= d;
 }
 
-extern "C" vtr_status vtr_similarity_cuda_block(void *ctx, int item0, int n_items, const int *caps,
-                                                int n_caps, float *S, vtr_error *err)
+// g->tile (n_items, n_caps) = the scores of items item0 .. x captions caps, as the CPU's
+// block function computes them.
+static vtr_status compute_tile(vtr_similarity_cuda *g, int item0, int n_items, const int *caps,
+                               int n_caps, vtr_error *err)
 {
-    vtr_similarity_cuda *g = (vtr_similarity_cuda *)ctx;
     size_t total = (size_t)n_items * (size_t)n_caps;
     bool contiguous = true;
     for (int b = 1; b < n_caps && contiguous; b++)
@@ -156,5 +157,149 @@ extern "C" vtr_status vtr_similarity_cuda_block(void *ctx, int item0, int n_item
                                                                     (float)g->n_models);
         VTR_TRY(vtr_cuda_launched("ensemble mean", err));
     }
-    return vtr_cuda_to_host(S, g->tile, sizeof(float) * total, err);
+    return VTR_OK;
+}
+
+extern "C" vtr_status vtr_similarity_cuda_block(void *ctx, int item0, int n_items, const int *caps,
+                                                int n_caps, float *S, vtr_error *err)
+{
+    vtr_similarity_cuda *g = (vtr_similarity_cuda *)ctx;
+    VTR_TRY(compute_tile(g, item0, n_items, caps, n_caps, err));
+    return vtr_cuda_to_host(S, g->tile, sizeof(float) * (size_t)n_items * (size_t)n_caps, err);
+}
+
+// ---- counting (phase 2 of the evaluation) ----
+
+// A vtr_rank_lists on the GPU.
+struct rank_lists_dev {
+    int64_t *off, *pos;
+    int *idx;
+    float *score;
+};
+
+static void rank_lists_free(rank_lists_dev *d)
+{
+    vtr_cuda_free(d->off);
+    vtr_cuda_free(d->pos);
+    vtr_cuda_free(d->idx);
+    vtr_cuda_free(d->score);
+}
+
+// l's offsets, indices and scores copied to d, its positions zeroed there.
+static vtr_status rank_lists_upload(rank_lists_dev *d, const vtr_rank_lists *l, vtr_error *err)
+{
+    size_t n = (size_t)l->off[l->n], room = n ? n : 1, offs = sizeof(int64_t) * ((size_t)l->n + 1);
+    *d = rank_lists_dev{};
+    vtr_status st;
+    if ((st = vtr_cuda_malloc((void **)&d->off, offs, err)) ||
+        (st = vtr_cuda_malloc((void **)&d->pos, sizeof(int64_t) * room, err)) ||
+        (st = vtr_cuda_malloc((void **)&d->idx, sizeof(int) * room, err)) ||
+        (st = vtr_cuda_malloc((void **)&d->score, sizeof(float) * room, err)) ||
+        (st = vtr_cuda_to_device(d->off, l->off, offs, err)) ||
+        (n && (st = vtr_cuda_to_device(d->idx, l->idx, sizeof(int) * n, err))) ||
+        (n && (st = vtr_cuda_to_device(d->score, l->score, sizeof(float) * n, err))) ||
+        (st = vtr_cuda_zero(d->pos, sizeof(int64_t) * room, err)))
+        rank_lists_free(d);
+    return st;
+}
+
+// Item queries: block a takes row r0 + a of the tile S (nr x nc, its columns c0 ..), and
+// adds to each entry p of the row the candidates before it: a higher score, or an equal
+// score at a lower column (the entry itself is not before itself). Integer sums: the
+// same counts in any order.
+__global__ static void count_rows_kernel(const float *S, int nc, int r0, int c0, const int64_t *off,
+                                         const int *idx, const float *score, int64_t *pos)
+{
+    __shared__ int partial[VTR_CUDA_THREADS];
+    int a = blockIdx.x, r = r0 + a;
+    const float *x = S + (size_t)a * (size_t)nc;
+    for (int64_t p = off[r]; p < off[r + 1]; p++) {
+        float t = score[p];
+        int split = idx[p] - c0;
+        split = split < 0 ? 0 : split > nc ? nc : split;
+        int count = 0;
+        for (int k = threadIdx.x; k < nc; k += blockDim.x)
+            count += k < split ? x[k] >= t : x[k] > t;
+        partial[threadIdx.x] = count;
+        __syncthreads();
+        for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+            if (threadIdx.x < s)
+                partial[threadIdx.x] += partial[threadIdx.x + s];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0)
+            pos[p] += partial[0];
+        __syncthreads(); // partial is the next entry's
+    }
+}
+
+// Caption queries: thread c takes column c0 + c of the tile S (nr x nc, its rows r0 ..)
+// and adds to each entry of the column the candidates before it: a higher score, or an
+// equal score at a lower row.
+__global__ static void count_cols_kernel(const float *S, int nr, int nc, int r0, int c0,
+                                         const int64_t *off, const int *idx, const float *score,
+                                         int64_t *pos)
+{
+    for (size_t c = vtr_cuda_first(); c < (size_t)nc; c += vtr_cuda_stride())
+        for (int64_t e = off[c0 + c]; e < off[c0 + c + 1]; e++) {
+            float t = score[e];
+            int at = idx[e];
+            int64_t count = 0;
+            for (int a = 0; a < nr; a++) {
+                float x = S[(size_t)a * (size_t)nc + c];
+                count += x > t || (x == t && r0 + a < at);
+            }
+            pos[e] += count;
+        }
+}
+
+// The positions on the GPU added to l's.
+static vtr_status rank_lists_download(const rank_lists_dev *d, const vtr_rank_lists *l,
+                                      vtr_error *err)
+{
+    size_t n = (size_t)l->off[l->n];
+    if (n == 0)
+        return VTR_OK;
+    int64_t *pos = (int64_t *)malloc(sizeof(int64_t) * n);
+    if (!pos)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for %zu positions", n);
+    vtr_status st = vtr_cuda_to_host(pos, d->pos, sizeof(int64_t) * n, err);
+    for (size_t e = 0; st == VTR_OK && e < n; e++)
+        l->pos[e] += pos[e];
+    free(pos);
+    return st;
+}
+
+extern "C" vtr_status vtr_similarity_cuda_count(vtr_similarity_cuda *g, int item0, const int *caps,
+                                                int tile_items, int tile_caps,
+                                                const vtr_rank_lists *rows,
+                                                const vtr_rank_lists *cols, vtr_error *err)
+{
+    rank_lists_dev r, c;
+    VTR_TRY(rank_lists_upload(&r, rows, err));
+    vtr_status st = rank_lists_upload(&c, cols, err);
+    if (st) {
+        rank_lists_free(&r);
+        return st;
+    }
+    for (int r0 = 0; st == VTR_OK && r0 < rows->n; r0 += tile_items) {
+        int nr = rows->n - r0 < tile_items ? rows->n - r0 : tile_items;
+        for (int c0 = 0; st == VTR_OK && c0 < cols->n; c0 += tile_caps) {
+            int nc = cols->n - c0 < tile_caps ? cols->n - c0 : tile_caps;
+            if ((st = compute_tile(g, item0 + r0, nr, caps + c0, nc, err)))
+                break;
+            count_rows_kernel<<<nr, VTR_CUDA_THREADS>>>(g->tile, nc, r0, c0, r.off, r.idx, r.score,
+                                                        r.pos);
+            if ((st = vtr_cuda_launched("rank counting (items)", err)))
+                break;
+            count_cols_kernel<<<vtr_cuda_blocks((size_t)nc), VTR_CUDA_THREADS>>>(
+                g->tile, nr, nc, r0, c0, c.off, c.idx, c.score, c.pos);
+            st = vtr_cuda_launched("rank counting (captions)", err);
+        }
+    }
+    if (st == VTR_OK && (st = rank_lists_download(&r, rows, err)) == VTR_OK)
+        st = rank_lists_download(&c, cols, err);
+    rank_lists_free(&r);
+    rank_lists_free(&c);
+    return st;
 }

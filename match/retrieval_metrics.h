@@ -141,6 +141,29 @@ vtr_status vtr_similarity_cuda_block(void *ctx, int item0, int n_items, const in
                                      float *S, vtr_error *err);
 void vtr_similarity_cuda_free(vtr_similarity_cuda *g);
 
+/* The relevant entries of n queries, each query's in ranking order: query q's are
+ * [off[q], off[q + 1]), each a candidate's index (a caption column for an item query, an
+ * item row for a caption query, both counted from the evaluation's first) and its score;
+ * pos (off[n] of them) is added the number of candidates ranked before each entry. */
+typedef struct vtr_rank_lists {
+    const int64_t *off; /* (n + 1) */
+    const int *idx;     /* (off[n]) */
+    const float *score; /* (off[n]) */
+    int64_t *pos;       /* (off[n]) */
+    int n;
+} vtr_rank_lists;
+
+/* The counting of vtr_retrieval_evaluate on the GPU (its phase 2), for
+ * vtr_retrieval_evaluate_embeddings: items item0 .. item0 + rows->n - 1 (the queries of
+ * rows) against the captions caps[0 .. cols->n) (the queries of cols), tile_items x
+ * tile_caps at a time, each tile vtr_similarity_cuda_block's bytes, left on the GPU and
+ * counted there by the rule of "Ties" above (a NaN candidate before no entry); the lists
+ * are copied there once and their positions back at the end. Fails with VTR_ERR_DEVICE
+ * (a launch, or memory). */
+vtr_status vtr_similarity_cuda_count(vtr_similarity_cuda *g, int item0, const int *caps,
+                                     int tile_items, int tile_caps, const vtr_rank_lists *rows,
+                                     const vtr_rank_lists *cols, vtr_error *err);
+
 /* Evaluation options. A zeroed struct (or NULL) gives the defaults: the whole set, one
  * query per caption, nDCG over the whole ranking, VSE's median rank, default tiling. */
 typedef struct vtr_retrieval_options {
@@ -163,9 +186,11 @@ typedef struct vtr_retrieval_options {
     int tile_items;
     int tile_caps;
     size_t cache_bytes;
-    /* Where vtr_retrieval_evaluate_embeddings computes the products: VTR_DEVICE_CPU (the
-     * zero value), or VTR_DEVICE_CUDA, the current GPU (vtr_similarity_cuda; the counting
-     * stays on the CPU). vtr_retrieval_evaluate leaves it to its block function. */
+    /* Where vtr_retrieval_evaluate_embeddings computes the products and counts the
+     * positions: VTR_DEVICE_CPU (the zero value), or VTR_DEVICE_CUDA, the current GPU
+     * (vtr_similarity_cuda, vtr_similarity_cuda_count; no cache there: a tile costs less to
+     * compute again than to keep). vtr_retrieval_evaluate leaves it to its block function
+     * and counts on the CPU. */
     vtr_device device;
 } vtr_retrieval_options;
 
@@ -215,8 +240,9 @@ vtr_status vtr_retrieval_evaluate(vtr_similarity_block_fn fn, void *ctx, int n_i
                                   vtr_error *err);
 
 /* vtr_retrieval_evaluate over the ensemble of n_models models (1 for a single model):
- * each model's items (n_items, dim) and captions (n_caps, dim), its products on opt's
- * device (vtr_similarity_ensemble_block, or vtr_similarity_cuda_block). Also fails with
+ * each model's items (n_items, dim) and captions (n_caps, dim), its products and counting
+ * on opt's device (vtr_similarity_ensemble_block, or vtr_similarity_cuda_block and
+ * vtr_similarity_cuda_count). Also fails with
  * VTR_ERR_INVALID for n_models < 1, a dim < 1 or a NULL embedding pointer, and on the GPU
  * with vtr_similarity_cuda_new's errors. */
 vtr_status vtr_retrieval_evaluate_embeddings(const vtr_embedding_model *models, int n_models,

@@ -547,34 +547,40 @@ TEST(coco_1k_folds_and_5k_vs_numpy)
     dataset_free(&d);
 }
 
+/* 60 items with 1 to 6 captions in shuffled order and de-duplicated texts: a fifth of the
+ * captions repeat an earlier caption's text (of any item, sometimes their own), text ids
+ * not in caption order; one model of dim 5, exact scores (ties). */
+static void make_dedup(dataset *d)
+{
+    vtr_rng rng;
+    vtr_rng_init(&rng, 14, 0);
+    *d = (dataset){.n_items = 60};
+    make_captions(d, -6, 1, &rng);
+    d->cap_text = malloc((size_t)d->n_caps * sizeof *d->cap_text);
+    int n_texts = 0;
+    for (int j = 0; j < d->n_caps; j++)
+        d->cap_text[j] = j > 0 && vtr_rng_below(&rng, 5) == 0
+                             ? d->cap_text[vtr_rng_below(&rng, (uint32_t)j)]
+                             : n_texts++;
+    for (int j = 0; j < d->n_caps; j++)
+        d->cap_text[j] = n_texts - 1 - d->cap_text[j];
+    d->n_texts = n_texts;
+    int dims[1] = {5};
+    make_models(d, 1, dims, 2, &rng);
+    /* identical texts embed identically: copy the representative's row */
+    for (int j = 0; j < d->n_caps; j++)
+        for (int k = 0; k < j; k++)
+            if (d->cap_text[k] == d->cap_text[j]) {
+                memcpy(d->caps[0] + (size_t)j * 5, d->caps[0] + (size_t)k * 5, 5 * sizeof(float));
+                break;
+            }
+}
+
 TEST(hgr_dedup_vs_numpy)
 {
     need_numpy();
-    vtr_rng rng;
-    vtr_rng_init(&rng, 14, 0);
-    dataset d = {0};
-    d.n_items = 60;
-    make_captions(&d, -6, 1, &rng);
-    /* texts: a fifth of the captions repeat an earlier caption's text (of any item,
-     * sometimes their own), and text ids are not in caption order */
-    d.cap_text = malloc((size_t)d.n_caps * sizeof *d.cap_text);
-    int n_texts = 0;
-    for (int j = 0; j < d.n_caps; j++)
-        d.cap_text[j] = j > 0 && vtr_rng_below(&rng, 5) == 0
-                            ? d.cap_text[vtr_rng_below(&rng, (uint32_t)j)]
-                            : n_texts++;
-    for (int j = 0; j < d.n_caps; j++)
-        d.cap_text[j] = n_texts - 1 - d.cap_text[j];
-    d.n_texts = n_texts;
-    int dims[1] = {5};
-    make_models(&d, 1, dims, 2, &rng);
-    /* identical texts embed identically: copy the representative's row */
-    for (int j = 0; j < d.n_caps; j++)
-        for (int k = 0; k < j; k++)
-            if (d.cap_text[k] == d.cap_text[j]) {
-                memcpy(d.caps[0] + (size_t)j * 5, d.caps[0] + (size_t)k * 5, 5 * sizeof(float));
-                break;
-            }
+    dataset d;
+    make_dedup(&d);
     vtr_retrieval_options o = {0};
     o.cap_text = d.cap_text;
     o.n_texts = d.n_texts;
@@ -699,6 +705,28 @@ TEST(cuda_scoring_gives_the_cpu_bytes)
             outputs_free(&cpu);
             outputs_free(&gpu);
         }
+    /* de-duplicated texts (several relevant items per text query), in folds and whole */
+    dataset dd;
+    make_dedup(&dd);
+    for (int folds = 0; folds < 2; folds++) {
+        vtr_retrieval_options o = {.cap_text = dd.cap_text,
+                                   .n_texts = dd.n_texts,
+                                   .fold_items = folds ? 20 : 0,
+                                   .tile_items = 16,
+                                   .tile_caps = 32};
+        outputs cpu, gpu;
+        outputs_alloc(&cpu, &dd);
+        outputs_alloc(&gpu, &dd);
+        evaluate(&dd, &o, &cpu);
+        o.device = VTR_DEVICE_CUDA;
+        evaluate(&dd, &o, &gpu);
+        CHECK_MSG(memcmp(&gpu.m, &cpu.m, sizeof gpu.m) == 0, "de-duplicated, folds %d", folds);
+        CHECK(memcmp(gpu.t2v_rank, cpu.t2v_rank, (size_t)dd.n_caps * sizeof(int64_t)) == 0);
+        CHECK(memcmp(gpu.t2v_ap, cpu.t2v_ap, (size_t)dd.n_caps * sizeof(double)) == 0);
+        outputs_free(&cpu);
+        outputs_free(&gpu);
+    }
+    dataset_free(&dd);
 
     /* one tile asked for directly, captions in no order */
     vtr_error err;
