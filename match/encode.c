@@ -78,9 +78,7 @@ vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, vtr_dist *dist,
         goto end;
     vtr_embedding_model em = vtr_vse_embedding_model(&m->cfg, items, captions);
     vtr_retrieval_options o = opt ? *opt : (vtr_retrieval_options){0};
-    /* the products on the model's device; set embeddings' smooth-Chamfer scores on the CPU
-     * (match/retrieval_metrics.h) */
-    o.device = m->cfg.set.K > 0 ? VTR_DEVICE_CPU : m->device;
+    o.device = m->device; /* the scores and their counting where the model is */
     st = vtr_retrieval_evaluate_embeddings(&em, 1, s->n_items, s->n_caps, s->cap_item, &o, out,
                                            NULL, err);
 end:

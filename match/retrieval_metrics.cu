@@ -5,18 +5,25 @@
 
 #include "lib/cuda_launch.h"
 #include "match/retrieval_metrics.h"
+#include "match/set_similarity.h"
 
 struct vtr_similarity_cuda {
     int n_models, n_items, n_caps;
     int *dims;        // (n_models)
-    float **items;    // (n_models) device (n_items, dim)
-    float **captions; // (n_models) device (n_caps, dim)
+    int *sets;        // (n_models) K: vectors per item and caption (1: one vector)
+    float *alphas;    // (n_models) smooth-Chamfer's alpha of a set model
+    float **items;    // (n_models) device (n_items, K, dim)
+    float **captions; // (n_models) device (n_caps, K, dim)
     float *tile;      // device, tile_floats
     size_t tile_floats;
     float *gathered; // device, gathered_floats: non-contiguous captions of one model
     size_t gathered_floats;
     int *caps; // device, caps_len ints: the tile's caption indices
     size_t caps_len;
+    void *scratch; // device, scratch_bytes: a set model's smooth-Chamfer workspace
+    size_t scratch_bytes;
+    float *scores; // device, scores_floats: a set model's scores, to add to the tile
+    size_t scores_floats;
 };
 
 extern "C" void vtr_similarity_cuda_free(vtr_similarity_cuda *g)
@@ -32,7 +39,11 @@ extern "C" void vtr_similarity_cuda_free(vtr_similarity_cuda *g)
     vtr_cuda_free(g->tile);
     vtr_cuda_free(g->gathered);
     vtr_cuda_free(g->caps);
+    vtr_cuda_free(g->scratch);
+    vtr_cuda_free(g->scores);
     free(g->dims);
+    free(g->sets);
+    free(g->alphas);
     free(g->items);
     free(g->captions);
     free(g);
@@ -56,12 +67,6 @@ extern "C" vtr_status vtr_similarity_cuda_new(const vtr_similarity_ensemble *e, 
                                               int n_caps, vtr_similarity_cuda **out, vtr_error *err)
 {
     *out = NULL;
-    for (int m = 0; m < e->n_models; m++)
-        if (e->models[m].set_size > 1)
-            return vtr_fail(err, VTR_ERR_INVALID,
-                            "model %d: set embeddings are scored on the "
-                            "CPU only: use --device cpu",
-                            m);
     if (!vtr_cuda_cublas())
         return vtr_fail(err, VTR_ERR_DEVICE, "GPU scoring before vtr_cuda_init");
     vtr_similarity_cuda *g = (vtr_similarity_cuda *)calloc(1, sizeof *g);
@@ -71,19 +76,24 @@ extern "C" vtr_status vtr_similarity_cuda_new(const vtr_similarity_ensemble *e, 
     g->n_items = n_items;
     g->n_caps = n_caps;
     g->dims = (int *)calloc((size_t)e->n_models, sizeof *g->dims);
+    g->sets = (int *)calloc((size_t)e->n_models, sizeof *g->sets);
+    g->alphas = (float *)calloc((size_t)e->n_models, sizeof *g->alphas);
     g->items = (float **)calloc((size_t)e->n_models, sizeof *g->items);
     g->captions = (float **)calloc((size_t)e->n_models, sizeof *g->captions);
-    if (!g->dims || !g->items || !g->captions) {
+    if (!g->dims || !g->sets || !g->alphas || !g->items || !g->captions) {
         vtr_similarity_cuda_free(g);
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     }
     for (int m = 0; m < e->n_models; m++) {
         const vtr_embedding_model *model = &e->models[m];
+        int K = model->set_size > 1 ? model->set_size : 1;
         g->dims[m] = model->dim;
+        g->sets[m] = K;
+        g->alphas[m] = model->set_alpha;
         vtr_status st;
-        if ((st = upload(&g->items[m], model->items, n_items, model->dim, "item", m, err)) ||
-            (st =
-                 upload(&g->captions[m], model->captions, n_caps, model->dim, "caption", m, err))) {
+        if ((st = upload(&g->items[m], model->items, n_items, K * model->dim, "item", m, err)) ||
+            (st = upload(&g->captions[m], model->captions, n_caps, K * model->dim, "caption", m,
+                         err))) {
             vtr_similarity_cuda_free(g);
             return st;
         }
@@ -115,6 +125,37 @@ __global__ static void gather_rows_kernel(float *out, const float *src, const in
         out[i] = src[(size_t)caps[i / (size_t)dim] * (size_t)dim + i % (size_t)dim];
 }
 
+// S (n) += x (n)
+__global__ static void add_kernel(float *S, const float *x, size_t n)
+{
+    for (size_t i = vtr_cuda_first(); i < n; i += vtr_cuda_stride())
+        S[i] += x[i];
+}
+
+// A set model's smooth-Chamfer scores of items item0 .. (n_items) x the captions B
+// (n_caps, K, dim) into g->tile: = them for the first model, += after (the CPU's order).
+static vtr_status set_tile(vtr_similarity_cuda *g, int m, int item0, int n_items, const float *B,
+                           int n_caps, vtr_error *err)
+{
+    int K = g->sets[m], dim = g->dims[m];
+    size_t total = (size_t)n_items * (size_t)n_caps;
+    VTR_TRY(reserve(&g->scratch, &g->scratch_bytes,
+                    vtr_smooth_chamfer_scratch_size(n_items, n_caps, K, K), 1, err));
+    float *S = g->tile;
+    if (m > 0) {
+        VTR_TRY(reserve((void **)&g->scores, &g->scores_floats, total, sizeof(float), err));
+        S = g->scores;
+    }
+    VTR_TRY(vtr_cuda_smooth_chamfer_forward(S, n_caps, g->scratch,
+                                            g->items[m] + (size_t)item0 * K * (size_t)dim, B,
+                                            n_items, n_caps, K, K, dim, g->alphas[m], err));
+    if (m > 0) {
+        add_kernel<<<vtr_cuda_blocks(total), VTR_CUDA_THREADS>>>(g->tile, S, total);
+        VTR_TRY(vtr_cuda_launched("ensemble sum", err));
+    }
+    return VTR_OK;
+}
+
 // S (n) /= d, element by element (the CPU divides, too: no multiplication by 1/d)
 __global__ static void divide_kernel(float *S, size_t n, float d)
 {
@@ -137,15 +178,19 @@ static vtr_status compute_tile(vtr_similarity_cuda *g, int item0, int n_items, c
         VTR_TRY(vtr_cuda_to_device(g->caps, caps, sizeof(int) * (size_t)n_caps, err));
     }
     for (int m = 0; m < g->n_models; m++) {
-        int dim = g->dims[m];
-        const float *B = g->captions[m] + (size_t)caps[0] * (size_t)dim;
+        int dim = g->dims[m], row = g->sets[m] * dim; // a caption's floats
+        const float *B = g->captions[m] + (size_t)caps[0] * (size_t)row;
         if (!contiguous) {
-            size_t n = (size_t)n_caps * (size_t)dim;
+            size_t n = (size_t)n_caps * (size_t)row;
             VTR_TRY(reserve((void **)&g->gathered, &g->gathered_floats, n, sizeof(float), err));
             gather_rows_kernel<<<vtr_cuda_blocks(n), VTR_CUDA_THREADS>>>(
-                g->gathered, g->captions[m], g->caps, n_caps, dim);
+                g->gathered, g->captions[m], g->caps, n_caps, row);
             VTR_TRY(vtr_cuda_launched("caption gather", err));
             B = g->gathered;
+        }
+        if (g->sets[m] > 1) {
+            VTR_TRY(set_tile(g, m, item0, n_items, B, n_caps, err));
+            continue;
         }
         // tile (n_items, n_caps) (+)= items[item0 ..] (n_items, dim) · B (n_caps, dim)ᵀ
         VTR_TRY(vtr_cuda_sgemm(false, true, n_items, n_caps, dim, 1.0f,

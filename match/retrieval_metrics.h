@@ -124,16 +124,17 @@ typedef struct vtr_similarity_ensemble {
 vtr_status vtr_similarity_ensemble_block(void *ctx, int item0, int n_items, const int *caps,
                                          int n_caps, float *S, vtr_error *err);
 
-/* The same ensemble's products on the GPU (the current one, lib/device.h vtr_cuda_init),
- * for single-vector models: vtr_similarity_cuda_new copies every model's embeddings there
- * once (n_items and n_caps rows); vtr_similarity_cuda_block (a vtr_similarity_block_fn
- * over the vtr_similarity_cuda, ctx) computes each tile there as the CPU does (one cuBLAS
- * sgemm per model, beta 0 then 1, then the division by n_models), gathers captions that
- * are not one contiguous run there, and copies the tile into S, which is host memory.
- * Scores equal the CPU's to float32 rounding (sums in another order), and the same
- * arguments give the same bytes on the same GPU. _new fails with VTR_ERR_INVALID for a
- * set model, VTR_ERR_DEVICE without a GPU or when its memory runs out (the message says
- * how much). In libvtr-cuda.so (lib/cuda_loader.h). */
+/* The same ensemble's scores on the GPU (the current one, lib/device.h vtr_cuda_init):
+ * vtr_similarity_cuda_new copies every model's embeddings there once (n_items and n_caps
+ * rows, or sets of K); vtr_similarity_cuda_block (a vtr_similarity_block_fn over the
+ * vtr_similarity_cuda, ctx) computes each tile there as the CPU does (one cuBLAS sgemm
+ * per single-vector model, beta 0 then 1; a set model's smooth-Chamfer scores,
+ * vtr_cuda_smooth_chamfer_forward, written by the first model and added after; then the
+ * division by n_models), gathers captions that are not one contiguous run there, and
+ * copies the tile into S, which is host memory. Scores equal the CPU's to float32
+ * rounding (sums in another order), and the same arguments give the same bytes on the
+ * same GPU. _new fails with VTR_ERR_DEVICE without a GPU or when its memory runs out (the
+ * message says how much). In libvtr-cuda.so (lib/cuda_loader.h). */
 typedef struct vtr_similarity_cuda vtr_similarity_cuda;
 vtr_status vtr_similarity_cuda_new(const vtr_similarity_ensemble *e, int n_items, int n_caps,
                                    vtr_similarity_cuda **out, vtr_error *err);

@@ -60,8 +60,8 @@ static const char usage_text[] =
     "      --ndcg-at K        nDCG over the first K candidates [whole ranking]\n"
     "      --batch-size N     items or captions per encoding batch [128]\n"
     "      --threads N        OpenMP and BLAS threads [OpenMP's default]\n"
-    "      --device DEV       where the models encode, and single-vector models' similarities\n"
-    "                         are computed: cpu, cuda or cuda:N [cpu]\n"
+    "      --device DEV       where the models encode and the similarities are computed\n"
+    "                         and ranked: cpu, cuda or cuda:N [cpu]\n"
     "      --json             print the metrics as one JSON object\n"
     "      --save-embeddings DIR  also write the model's embeddings: DIR/items.npy\n"
     "                         (items, E) and DIR/captions.npy (captions, E), float32, in\n"
@@ -480,9 +480,6 @@ int main(int argc, char **argv)
                                 .ndcg_cutoff = ndcg_at,
                                 .median_no_floor = hgr,
                                 .device = src.device};
-    for (int i = 0; i < n_ckpts && st == VTR_OK && !hgr_model; i++)
-        if (em[i].set_size > 1) /* smooth-Chamfer scores: the CPU's (retrieval_metrics.h) */
-            ro.device = VTR_DEVICE_CPU;
     if (st == VTR_OK && coco_1k && s->n_items % 1000 != 0)
         st = vtr_fail(&err, VTR_ERR_INVALID, "--coco-1k: split '%s' has %d items, not a "
                       "multiple of 1000", src.split, s->n_items);

@@ -746,25 +746,63 @@ TEST(cuda_scoring_gives_the_cpu_bytes)
     dataset_free(&d);
 }
 
-/* Set embeddings are scored on the CPU: the GPU refuses them before touching a GPU. */
-TEST(gpu_scoring_refuses_set_models)
+/* Set embeddings scored on the GPU (smooth-Chamfer tiles there), alone and in an ensemble
+ * with a single-vector model: the tiles are the CPU's to float32 rounding, and the GPU's
+ * evaluation (one tile) counts exactly the scores of that tile, copied back. */
+TEST(cuda_scoring_scores_sets_like_the_cpu)
 {
+    test_need_cuda();
+    enum { K = 3, D = 8 };
     vtr_error err;
-    float x[2 * 2 * 4] = {0};
-    vtr_embedding_model set = {
-        .items = x, .captions = x, .dim = 4, .set_size = 2, .set_alpha = 16.0f};
-    vtr_similarity_ensemble e = {&set, 1};
-    vtr_similarity_cuda *g = NULL;
-#ifdef VTR_HAVE_CUDA
-    CHECK_FAILS(vtr_similarity_cuda_new(&e, 2, 2, &g, &err), VTR_ERR_INVALID,
-                "model 0: set embeddings are scored on the CPU only: use --device cpu");
-#else
-    CHECK_FAILS(vtr_similarity_cuda_new(&e, 2, 2, &g, &err), VTR_ERR_DEVICE, "built without CUDA");
-#endif
-    CHECK(g == NULL);
+    vtr_rng rng;
+    vtr_rng_init(&rng, 23, 0);
+    dataset d = {0};
+    d.n_items = 37;
+    make_captions(&d, -4, 1, &rng);
+    int dims[1] = {6};
+    make_models(&d, 1, dims, 0, &rng);
+    size_t n = (size_t)d.n_items * (size_t)d.n_caps;
+    float *set_items = malloc((size_t)d.n_items * K * D * sizeof(float));
+    float *set_caps = malloc((size_t)d.n_caps * K * D * sizeof(float));
+    float *S_cpu = malloc(n * sizeof(float)), *S_gpu = malloc(n * sizeof(float));
+    int *caps = malloc((size_t)d.n_caps * sizeof(int));
+    CHECK(set_items && set_caps && S_cpu && S_gpu && caps);
+    fill_normalized(set_items, d.n_items * K, D, &rng);
+    fill_normalized(set_caps, d.n_caps * K, D, &rng);
+    for (int j = 0; j < d.n_caps; j++)
+        caps[j] = j;
+    vtr_embedding_model models[2] = {
+        {.items = set_items, .captions = set_caps, .dim = D, .set_size = K, .set_alpha = 16.0f},
+        {.items = d.items[0], .captions = d.caps[0], .dim = dims[0]}};
+    for (int n_models = 1; n_models <= 2; n_models++) {
+        vtr_similarity_ensemble e = {models, n_models};
+        vtr_similarity_cuda *g = NULL;
+        CHECK_OK(vtr_similarity_cuda_new(&e, d.n_items, d.n_caps, &g, &err));
+        CHECK_OK(vtr_similarity_ensemble_block(&e, 0, d.n_items, caps, d.n_caps, S_cpu, &err));
+        CHECK_OK(vtr_similarity_cuda_block(g, 0, d.n_items, caps, d.n_caps, S_gpu, &err));
+        vtr_similarity_cuda_free(g);
+        for (size_t k = 0; k < n; k++)
+            CHECK_MSG(fabsf(S_gpu[k] - S_cpu[k]) <= 1e-5f * (1.0f + fabsf(S_cpu[k])),
+                      "%d models, score %zu: %g on the GPU, %g on the CPU", n_models, k,
+                      (double)S_gpu[k], (double)S_cpu[k]);
+        vtr_retrieval_options o = {.tile_items = d.n_items, .tile_caps = d.n_caps};
+        vtr_retrieval_metrics counted, on_gpu;
+        vtr_similarity_matrix sm = {S_gpu, d.n_caps};
+        CHECK_OK(vtr_retrieval_evaluate(vtr_similarity_matrix_block, &sm, d.n_items, d.n_caps,
+                                        d.cap_item, &o, &counted, NULL, &err));
+        o.device = VTR_DEVICE_CUDA;
+        CHECK_OK(vtr_retrieval_evaluate_embeddings(models, n_models, d.n_items, d.n_caps,
+                                                   d.cap_item, &o, &on_gpu, NULL, &err));
+        CHECK(memcmp(&on_gpu, &counted, sizeof on_gpu) == 0);
+    }
+    free(set_items);
+    free(set_caps);
+    free(S_cpu);
+    free(S_gpu);
+    free(caps);
+    dataset_free(&d);
 }
 
-/* A NaN score ranks after every number unless it belongs to a relevant pair. */
 TEST(nan_scores)
 {
     vtr_error err;
