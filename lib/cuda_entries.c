@@ -214,7 +214,8 @@ VTR_CUDA_ENTRY(vtr_cuda_stage_new,
 
 VTR_CUDA_FREE_ENTRY(vtr_cuda_stage_free, vtr_cuda_stage)
 
-VTR_CUDA_ENTRY(vtr_cuda_stage_release, (vtr_cuda_stage * s, int k, vtr_error *err), (s, k, err))
+VTR_CUDA_ENTRY(vtr_cuda_stage_release, (vtr_cuda_stage * s, int k, vtr_status st, vtr_error *err),
+               (s, k, st, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_stage_take, (vtr_cuda_stage * s, int k, void **dev, vtr_error *err),
                (s, k, dev, err))

@@ -123,9 +123,14 @@ extern "C" vtr_status vtr_cuda_stage_take(vtr_cuda_stage *s, int slot, void **de
     return VTR_OK;
 }
 
-extern "C" vtr_status vtr_cuda_stage_release(vtr_cuda_stage *s, int slot, vtr_error *err)
+extern "C" vtr_status vtr_cuda_stage_release(vtr_cuda_stage *s, int slot, vtr_status st,
+                                             vtr_error *err)
 {
-    VTR_TRY(select_slot(s, slot, "release", err));
-    cudaError_t rc = cudaEventRecord(s->slot[slot].released, 0);
-    return rc == cudaSuccess ? VTR_OK : vtr_cuda_fail(err, rc, "upload stage: release");
+    vtr_error ignored;
+    vtr_error *e = st ? &ignored : err; // the call's own error comes first
+    vtr_status rs = select_slot(s, slot, "release", e);
+    cudaError_t rc = rs ? cudaSuccess : cudaEventRecord(s->slot[slot].released, 0);
+    if (rc != cudaSuccess)
+        rs = vtr_cuda_fail(e, rc, "upload stage: release");
+    return st ? st : rs;
 }

@@ -14,7 +14,7 @@
  *   vtr_cuda_stage_take(s, k, &d, err)         work queued on the default stream from now
  *                                              on runs after that copy; d: the device buffer
  *   ... queue the work that reads d ...
- *   vtr_cuda_stage_release(s, k, err)          the work queued so far is the last to read d
+ *   vtr_cuda_stage_release(s, k, st, err)      the work queued so far is the last to read d
  *                                              before the slot's next copy
  *
  * Only _host waits, and only for the slot's own copy; the rest queue and return. The copy
@@ -49,7 +49,9 @@ void vtr_cuda_stage_free(vtr_cuda_stage *s);
 vtr_status vtr_cuda_stage_host(vtr_cuda_stage *s, int slot, void **host, vtr_error *err);
 vtr_status vtr_cuda_stage_upload(vtr_cuda_stage *s, int slot, size_t bytes, vtr_error *err);
 vtr_status vtr_cuda_stage_take(vtr_cuda_stage *s, int slot, void **dev, vtr_error *err);
-vtr_status vtr_cuda_stage_release(vtr_cuda_stage *s, int slot, vtr_error *err);
+/* st: the status so far of the call whose work read the slot; returned unless it is
+ * VTR_OK (err then untouched), else the release's own. */
+vtr_status vtr_cuda_stage_release(vtr_cuda_stage *s, int slot, vtr_status st, vtr_error *err);
 
 #ifdef __cplusplus
 }

@@ -736,11 +736,7 @@ static vtr_status send_slot(vtr_hgr_model *m, const slot_writer *w, char **dev, 
  * unless it is VTR_OK and the release fails. */
 static vtr_status release_slot(vtr_hgr_model *m, bool slot, vtr_status st, vtr_error *err)
 {
-    if (!slot)
-        return st;
-    vtr_error ignored;
-    vtr_status rs = vtr_cuda_stage_release(m->stage, 0, st ? &ignored : err);
-    return st ? st : rs;
+    return slot ? vtr_cuda_stage_release(m->stage, 0, st, err) : st;
 }
 
 /* A call's videos (frames NULL: none) and captions (c NULL: none) where the ops read them

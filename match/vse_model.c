@@ -790,11 +790,7 @@ static vtr_status take_inputs(vtr_vse_model *m, int staged, const float *frames,
 static vtr_status release_inputs(vtr_vse_model *m, const vse_inputs *in, vtr_status st,
                                  vtr_error *err)
 {
-    if (in->slot < 0)
-        return st;
-    vtr_error ignored;
-    vtr_status rs = vtr_cuda_stage_release(m->stage, in->slot, st ? &ignored : err);
-    return st ? st : rs;
+    return in->slot < 0 ? st : vtr_cuda_stage_release(m->stage, in->slot, st, err);
 }
 
 /* ---- forward ------------------------------------------------------------------- */

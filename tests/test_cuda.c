@@ -87,7 +87,7 @@ TEST(cuda_upload_stage_orders_copies_and_kernels)
             CHECK_OK(vtr_cuda_add(busy, busy + busy_n / 2, busy_n / 2, &err));
         CHECK_OK(vtr_cuda_stage_take(s, k, (void **)&d, &err));
         CHECK_OK(vtr_cuda_copy(out[r], d, n * sizeof(float), &err));
-        CHECK_OK(vtr_cuda_stage_release(s, k, &err));
+        CHECK_OK(vtr_cuda_stage_release(s, k, VTR_OK, &err));
     }
     float *back = malloc(n * sizeof(float));
     for (int r = 0; r < ROUNDS; r++) {
