@@ -1,0 +1,173 @@
+// tests/gpu/emulate/launch.cc: kernel launches for the CPU emulation (emu_launch, the
+// rewrite of kernel<<<grid, block, shared_bytes>>>, include/cuda_runtime.h).
+//
+// A launch runs at once, on the calling host thread: its blocks one after another, and each
+// block's threads as fibers, coroutines with stacks of their own switched by a few lines of
+// x86-64 assembly (switch_stack). Thread 0 runs until its first __syncthreads or its end,
+// then thread 1, and so on; once all have, the next round resumes each; so every write before
+// a barrier is seen after it, and a block where some threads end while others wait at a
+// barrier stops with an error. Not emulated: warps (no warp intrinsics, no lockstep, so
+// index/topk.cu is left out), threads running at the same time (a race between threads of a
+// block, or of two blocks, gives the result of this one order), atomics, and whether the
+// threads' barriers are the same __syncthreads call. Grids and blocks are one-dimensional.
+#include "emulation.h"
+
+#include <memory>
+#include <vector>
+
+EMU_THREAD_LOCAL emu_dim3 threadIdx;
+EMU_THREAD_LOCAL emu_dim3 blockIdx;
+EMU_THREAD_LOCAL emu_dim3 blockDim;
+EMU_THREAD_LOCAL emu_dim3 gridDim;
+EMU_THREAD_LOCAL void *emu_dynamic_shared;
+
+// a GPU's limits (compute capability 9.0): threads per block, blocks, shared memory per block
+// without opting in
+static const unsigned max_block_threads = 1024;
+static const unsigned max_grid_blocks = 2147483647u;
+static const size_t max_shared_bytes = 48 * 1024;
+
+// switch_stack(save, load): saves the callee-saved registers on the current stack and its
+// stack pointer in *save, then switches to the stack at load and pops that stack's registers;
+// its `ret` resumes wherever load's owner called switch_stack (or fiber_start, for a new
+// fiber).
+extern "C" void emu_switch_stack(void **save, void *load);
+asm(R"(
+.text
+.globl emu_switch_stack
+.hidden emu_switch_stack
+.type emu_switch_stack, @function
+emu_switch_stack:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+)");
+
+struct fiber {
+    void *stack_pointer; // where switch_stack saved it; NULL before the thread starts
+    unsigned stack_area; // which of the areas its stack is in, once started
+    bool finished;
+};
+
+static const size_t fiber_stack_bytes = 256 * 1024;
+static const int saved_registers = 6;
+
+static EMU_THREAD_LOCAL void *scheduler_stack_pointer;
+static EMU_THREAD_LOCAL fiber *running_fiber;
+static EMU_THREAD_LOCAL const std::function<void()> *running_body;
+
+// Where a new fiber starts: runs the kernel thread to its end, then hands back for good.
+static void fiber_start(void)
+{
+    (*running_body)();
+    running_fiber->finished = true;
+    emu_switch_stack(&running_fiber->stack_pointer, scheduler_stack_pointer);
+    abort(); // a finished fiber is never resumed
+}
+
+void __syncthreads(void)
+{
+    emu_switch_stack(&running_fiber->stack_pointer, scheduler_stack_pointer);
+}
+
+void emu_poison_shared(void *variable, size_t bytes)
+{
+    if (threadIdx.x == 0)
+        memset(variable, 0xFF, bytes);
+}
+
+// A new fiber's stack at the top of its area (16-byte aligned): the registers that
+// switch_stack pops (zeros), then fiber_start as its return address, then a slot for
+// fiber_start's own return address, so that fiber_start begins with the stack aligned as the
+// x86-64 ABI has it at a call.
+static void *new_fiber_stack(char *area_end)
+{
+    void **top = (void **)((uintptr_t)area_end & ~(uintptr_t)15);
+    *--top = NULL;
+    *--top = (void *)fiber_start;
+    for (int r = 0; r < saved_registers; r++)
+        *--top = NULL;
+    return top;
+}
+
+// Runs block blockIdx's threads (block of them) as fibers, round after round, until all have
+// ended. A thread takes a stack area as it starts and gives it back as it ends, so that a
+// kernel without __syncthreads runs every thread on one area, warm in the cache.
+static void run_block(unsigned block)
+{
+    static EMU_THREAD_LOCAL std::vector<fiber> fibers;
+    static EMU_THREAD_LOCAL std::unique_ptr<char[]> stacks; // not filled: pages taken as touched
+    static EMU_THREAD_LOCAL std::vector<unsigned> free_areas;
+    if (fibers.size() < block) {
+        fibers.resize(block);
+        stacks.reset(new char[block * fiber_stack_bytes]);
+    }
+    free_areas.clear();
+    for (unsigned area = block; area-- > 0;)
+        free_areas.push_back(area);
+    for (unsigned t = 0; t < block; t++) {
+        fibers[t].stack_pointer = NULL;
+        fibers[t].finished = false;
+    }
+    for (;;) {
+        unsigned finished = 0;
+        for (unsigned t = 0; t < block; t++) {
+            fiber *thread = &fibers[t];
+            if (thread->finished) {
+                finished++;
+                continue;
+            }
+            if (!thread->stack_pointer) {
+                thread->stack_area = free_areas.back();
+                free_areas.pop_back();
+                thread->stack_pointer =
+                    new_fiber_stack(&stacks[(thread->stack_area + 1) * fiber_stack_bytes]);
+            }
+            threadIdx = {t, 0, 0};
+            running_fiber = thread;
+            emu_switch_stack(&scheduler_stack_pointer, thread->stack_pointer);
+            if (thread->finished) {
+                free_areas.push_back(thread->stack_area);
+                finished++;
+            }
+        }
+        if (finished == block)
+            return;
+        if (finished)
+            emu_fail("block %u: %u of its %u threads wait at __syncthreads, the others have "
+                     "ended",
+                     blockIdx.x, block - finished, block);
+    }
+}
+
+void emu_launch(unsigned grid, unsigned block, size_t shared_bytes,
+                const std::function<void()> &thread_body)
+{
+    if (grid == 0 || grid > max_grid_blocks || block == 0 || block > max_block_threads ||
+        shared_bytes > max_shared_bytes) {
+        emu_set_last_error(cudaErrorInvalidConfiguration);
+        return;
+    }
+    std::vector<double> dynamic_shared((shared_bytes + sizeof(double) - 1) / sizeof(double));
+    gridDim = {grid, 1, 1};
+    blockDim = {block, 1, 1};
+    emu_dynamic_shared = dynamic_shared.data();
+    running_body = &thread_body;
+    for (unsigned b = 0; b < grid; b++) {
+        blockIdx = {b, 0, 0};
+        memset(dynamic_shared.data(), 0xFF, dynamic_shared.size() * sizeof(double));
+        run_block(block);
+    }
+}

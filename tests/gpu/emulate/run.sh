@@ -1,0 +1,67 @@
+#!/bin/sh
+# tests/gpu/emulate/run.sh: the GPU parity tests (unit-tests cuda: tests/test_cuda.c,
+# test_cuda_nn.c, test_cuda_model.c, test_retrieval_metrics.c's) on the CPU, against an
+# emulation of CUDA, where no GPU is (CI). From the top of the tree or anywhere:
+#
+#   sh tests/gpu/emulate/run.sh [--asan] [--copies late|early] [FILTER...]
+#
+# Builds build-emu/ (emulate.mk: tests/gpu/gpu.mk's sources, each .cu rewritten by
+# cu_to_cc.py and compiled by g++ against include/; incremental), then runs
+# build-emu/emu/unit-tests FILTER... (default: cuda) with VTR_CUDA_LIBRARY set to the emulated
+# backend, once with another stream's copies run as late as a GPU may run them and once as
+# early (EMU_COPIES), or only in the order --copies gives. --asan: built with AddressSanitizer
+# into build-emu/asan/ (a kernel's loads and stores out of an allocation then stop the test).
+# Exit 0 when every run passed.
+#
+# What the emulation checks: the .cu files' kernels, run thread by thread, give the CPU's
+# results within the tests' tolerances; every copy, memset and cuBLAS operand lies inside one
+# device allocation; device memory starts as 0xFF bytes (NaN), as do shared memory at each
+# block's start and pinned host memory, so a value read before it is written shows; a stream's
+# copy read before its wait shows; a block whose threads do not all reach a __syncthreads
+# stops; launch configurations over a GPU's limits fail as on one.
+# What it cannot: threads, blocks, streams and the host never run at the same time, so races
+# give one order's result and the default stream never overlaps a copy stream; no warps (warp
+# intrinsics: index/topk.cu and tests/test_topk.c are left out), no atomics, no cuDNN
+# (features/conv.cu and tests/test_backbone.c are left out); cuBLAS sums in another order than
+# a GPU's; a kernel's own out-of-bounds access is caught only with --asan. x86-64 only (the
+# fibers switch stacks in x86-64 assembly).
+set -u
+cd "$(dirname "$0")/../../.." || exit 1
+
+B=build-emu
+sanitize=
+orders="late early"
+while [ $# -gt 0 ]; do
+    case $1 in
+    --asan) B=build-emu/asan sanitize=-fsanitize=address ;;
+    --copies) orders=${2:-}; shift ;;
+    -*) echo "usage: sh tests/gpu/emulate/run.sh [--asan] [--copies late|early] [FILTER...]" >&2
+        exit 1 ;;
+    *) break ;;
+    esac
+    shift
+done
+case $orders in
+"late early" | late | early) ;;
+*) echo "run.sh: --copies takes late or early" >&2; exit 1 ;;
+esac
+[ $# -gt 0 ] || set -- cuda
+
+start=$(date +%s)
+make -s -f tests/gpu/emulate/emulate.mk -j"$(nproc)" B="$B" SANITIZE="$sanitize" || exit 1
+echo "emulate: built $B/emu in $(($(date +%s) - start))s"
+
+VTR_CUDA_LIBRARY=$(pwd)/$B/emu/libvtr-cuda.so
+export VTR_CUDA_LIBRARY
+failed=
+for order in $orders; do
+    echo "== unit-tests $*, another stream's copies run $order (EMU_COPIES=$order)"
+    start=$(date +%s)
+    EMU_COPIES=$order "$B/emu/unit-tests" "$@" || failed="$failed $order"
+    echo "== copies $order: $(($(date +%s) - start))s"
+done
+if [ -n "$failed" ]; then
+    echo "emulate: FAILED with copies run:$failed"
+    exit 1
+fi
+echo "emulate: PASSED"
