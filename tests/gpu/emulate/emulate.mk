@@ -20,10 +20,11 @@ SANITIZE   =
 OPENBLAS   = /usr/lib/x86_64-linux-gnu/openblas-openmp
 DEP_CFLAGS = -I/usr/include/x86_64-linux-gnu/openblas-openmp
 LIBS       = -L$(OPENBLAS) -Wl,-rpath,$(OPENBLAS) -lopenblas -ljansson -ldnnl
+WERROR     = yes
 CFLAGS    += $(SANITIZE)
 # the CUDA compiler, for gpu.mk's $(B)/flags: g++ on rewritten .cu files
 NVCC       = g++
-NVCCFLAGS  = -std=c++20 -O2 -g -fno-math-errno -ffp-contract=off -fPIC -Wall \
+NVCCFLAGS  = -std=c++20 -O2 -g -fno-math-errno -ffp-contract=off -fPIC -Wall -Werror \
              -Wno-unused-parameter -Wno-unused-function -DVTR_HAVE_CUDA=1 -I. -I$(EMU)/include \
              -include cuda_runtime.h $(DEP_CFLAGS) $(SANITIZE)
 
