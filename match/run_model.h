@@ -42,7 +42,7 @@ typedef struct vtr_run_model {
 } vtr_run_model;
 
 /* Makes the model of o's kind (vtr_train_model_config / vtr_train_hgr_config with the
- * vocabulary's size) on device (vtr_vse_model_init_on; HGR: the CPU only) for batches of
+ * vocabulary's size) on device (vtr_vse_model_init_on, vtr_hgr_model_init_on) for batches of
  * max_batch pairs, max_frames frames and max_words words; parameters zero. The model's
  * errors; on failure m is zeroed. */
 vtr_status vtr_run_model_init(vtr_run_model *m, const vtr_train_options *o,
