@@ -1307,6 +1307,7 @@ vtr_status vtr_hgr_score_block(vtr_hgr_model *m, float *fused, float *levels, co
     st = score_into(m, &x, Bv, T, Bc, out, (size_t)Bc, NULL, err);
     return release_slot(m, slot, st, err);
 }
+
 /* Videos [first, first + n) of v copied to dev (put_videos's layout); *on: them there. */
 static vtr_status upload_videos(vtr_hgr_model *m, char *dev, const vtr_hgr_encoded_videos *v,
                                 int first, int n, vtr_hgr_encoded_videos *on, vtr_error *err)
@@ -1389,16 +1390,16 @@ vtr_status vtr_hgr_score_all(vtr_hgr_model *m, const vtr_hgr_encoded_videos *v,
         free(buf);
         return st;
     }
-    size_t per_video =
-        sizeof(float) * (size_t)m->cfg.embed_size * (1 + 2 * (size_t)T) + sizeof(int);
-    size_t blocks = (chunk_bytes ? chunk_bytes : (size_t)1 << 30) / (per_video * (size_t)mb);
+    size_t at[4];
+    vtr_hgr_encoded_videos none = {.T = T};
+    slot_writer block = {NULL, 0}; /* the bytes of one block of videos */
+    put_videos(m, &block, at, &none, 0, mb);
+    size_t blocks = (chunk_bytes ? chunk_bytes : (size_t)1 << 30) / block.off;
     size_t most = (blocks ? blocks : 1) * (size_t)mb;
     int chunk = most < (size_t)v->n ? (int)most : v->n;
     void *dev = NULL;
     for (;;) { /* a GPU short of memory takes the videos in smaller chunks, down to a block */
-        size_t at[4];
         slot_writer layout = {NULL, 0};
-        vtr_hgr_encoded_videos none = {.T = T};
         put_videos(m, &layout, at, &none, 0, chunk);
         st = vtr_dev_alloc(m->device, &dev, layout.off, "the videos of hgr scores", err);
         if (st == VTR_OK || chunk <= mb)

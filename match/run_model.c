@@ -134,7 +134,7 @@ vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_
 typedef struct hgr_encoded {
     vtr_hgr_model *m;
     const vtr_split *s;
-    size_t T, E, NV, NN; /* T: the split's longest set */
+    size_t T, E;                 /* T: the split's longest set */
     float *global, *verb, *noun; /* (n_items, E), (n_items, T, E) x 2 */
     int *frame_lengths;          /* (n_items) */
     float *sent, *verbs, *nouns; /* (n_caps, E), (n_caps, NV, E), (n_caps, NN, E) */
@@ -175,9 +175,7 @@ static vtr_status hgr_encode(vtr_hgr_model *m, vtr_batcher *b, vtr_dist *d, hgr_
     h->s = s;
     h->T = (size_t)s->max_frames;
     h->E = (size_t)m->cfg.embed_size;
-    h->NV = (size_t)m->cfg.num_verbs;
-    h->NN = (size_t)m->cfg.num_nouns;
-    size_t T = h->T, E = h->E, NV = h->NV, NN = h->NN;
+    size_t T = h->T, E = h->E, NV = (size_t)m->cfg.num_verbs, NN = (size_t)m->cfg.num_nouns;
     if (!s->verb_masks)
         return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has no role graphs", s->name);
     if (b->max_batch > m->max_batch || s->max_frames > m->max_frames ||
