@@ -7,13 +7,19 @@
 #include "lib/upload_stage.h"
 #include "lib/cuda_loader.h"
 
-bool vtr_cuda_available(void)
+int vtr_cuda_device_count(void)
 {
     static vtr_cuda_slot slot;
     vtr_cuda_fn fn;
     vtr_error err;
-    return vtr_cuda_entry("vtr_cuda_available", &slot, &fn, &err) == VTR_OK &&
-           ((bool (*)(void))fn)();
+    return vtr_cuda_entry("vtr_cuda_device_count", &slot, &fn, &err) == VTR_OK
+               ? ((int (*)(void))fn)()
+               : 0;
+}
+
+bool vtr_cuda_available(void)
+{
+    return vtr_cuda_device_count() > 0;
 }
 
 VTR_CUDA_FREE_ENTRY(vtr_cuda_free, void)
@@ -45,6 +51,21 @@ VTR_CUDA_ENTRY(vtr_cuda_batchnorm_forward,
                 float momentum, float eps, vtr_error *err),
                (out, mean, rstd, running_mean, running_var, inp, weight, bias, N, C, momentum, eps,
                 err))
+
+VTR_CUDA_ENTRY(vtr_cuda_batchnorm_grad_sums,
+               (double *sdy, double *sdyx, float *dweight, float *dbias, const float *dout,
+                const float *inp, const float *mean, const float *rstd, int N, int C,
+                vtr_error *err),
+               (sdy, sdyx, dweight, dbias, dout, inp, mean, rstd, N, C, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_batchnorm_normalize,
+               (float *out, const float *inp, const float *mean, const float *rstd,
+                const float *weight, const float *bias, int N, int C, vtr_error *err),
+               (out, inp, mean, rstd, weight, bias, N, C, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_batchnorm_sums,
+               (double *sums, const float *inp, const float *center, int N, int C, vtr_error *err),
+               (sums, inp, center, N, C, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_batchnorm_forward_eval,
                (float *out, const float *inp, const float *weight, const float *bias,
@@ -222,6 +243,12 @@ VTR_CUDA_ENTRY(vtr_cuda_stage_take, (vtr_cuda_stage * s, int k, void **dev, vtr_
 
 VTR_CUDA_ENTRY(vtr_cuda_stage_upload, (vtr_cuda_stage * s, int k, size_t bytes, vtr_error *err),
                (s, k, bytes, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_sync_batchnorm_dinput,
+               (float *dinp, const float *dout, const float *inp, const float *weight,
+                const float *mean, const float *rstd, const double *sdy, const double *sdyx,
+                int64_t N_global, int N, int C, vtr_error *err),
+               (dinp, dout, inp, weight, mean, rstd, sdy, sdyx, N_global, N, C, err))
 
 VTR_CUDA_ENTRY(vtr_cuda_tanh_backward,
                (float *dinp, const float *dout, const float *out, size_t n, vtr_error *err),

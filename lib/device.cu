@@ -22,10 +22,10 @@ vtr_status vtr_cuda_fail(vtr_error *err, cudaError_t rc, const char *what)
     return vtr_fail(err, VTR_ERR_DEVICE, "CUDA %s: %s", what, cudaGetErrorString(rc));
 }
 
-extern "C" bool vtr_cuda_available(void)
+extern "C" int vtr_cuda_device_count(void)
 {
     int count = 0;
-    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
 extern "C" vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vtr_error *err)

@@ -37,8 +37,10 @@ typedef enum vtr_device {
  * hardware: vtr_cuda_init does. */
 vtr_status vtr_device_parse(const char *name, vtr_device *out, int *index, vtr_error *err);
 
-/* True when vtr was built with CUDA and a GPU is visible. Never fails. */
+/* True when vtr was built with CUDA and a GPU is visible; how many are (0 without CUDA).
+ * Never fail. */
 bool vtr_cuda_available(void);
+int vtr_cuda_device_count(void);
 
 /* Selects GPU `device`, creates the cuBLAS and cuDNN handles (once per process) and
  * writes a description ("NVIDIA H100 80GB HBM3, 79.1 GiB, cc 9.0") into name. Fails with

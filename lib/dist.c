@@ -95,6 +95,12 @@ vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err)
     MPI_TRY(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &d->rank));
     MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &d->size));
+    MPI_Comm node; /* the ranks that share this machine's memory */
+    MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    int code = MPI_Comm_rank(node, &d->local_rank);
+    MPI_Comm_free(&node);
+    if (code != MPI_SUCCESS)
+        return mpi_fail(err, "MPI_Comm_rank", code);
     return VTR_OK;
 }
 
@@ -103,6 +109,7 @@ void vtr_dist_finalize(vtr_dist *d)
     if (d->mpi)
         MPI_Finalize();
     free(d->scratch);
+    free(d->staging);
     memset(d, 0, sizeof *d);
     d->size = 1;
 }
@@ -254,6 +261,7 @@ vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err)
 void vtr_dist_finalize(vtr_dist *d)
 {
     free(d->scratch);
+    free(d->staging);
     memset(d, 0, sizeof *d);
     d->size = 1;
 }

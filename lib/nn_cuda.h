@@ -94,6 +94,22 @@ vtr_status vtr_cuda_batchnorm_forward(float *out, float *mean, float *rstd, floa
 vtr_status vtr_cuda_batchnorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                        const float *inp, const float *weight, const float *mean,
                                        const float *rstd, int N, int C, vtr_error *err);
+/* lib/sync_batchnorm.h's steps: vtr_batchnorm_normalize; the per-rank column sums
+ * (vtr_batchnorm_sums_columns: sums (C) doubles); the backward's sums (sdy, sdyx (C)
+ * doubles) with dweight and dbias +=; dinp (N,C) += the input gradients from the global
+ * sums. */
+vtr_status vtr_cuda_batchnorm_normalize(float *out, const float *inp, const float *mean,
+                                        const float *rstd, const float *weight, const float *bias,
+                                        int N, int C, vtr_error *err);
+vtr_status vtr_cuda_batchnorm_sums(double *sums, const float *inp, const float *center, int N,
+                                   int C, vtr_error *err);
+vtr_status vtr_cuda_batchnorm_grad_sums(double *sdy, double *sdyx, float *dweight, float *dbias,
+                                        const float *dout, const float *inp, const float *mean,
+                                        const float *rstd, int N, int C, vtr_error *err);
+vtr_status vtr_cuda_sync_batchnorm_dinput(float *dinp, const float *dout, const float *inp,
+                                          const float *weight, const float *mean, const float *rstd,
+                                          const double *sdy, const double *sdyx, int64_t N_global,
+                                          int N, int C, vtr_error *err);
 vtr_status vtr_cuda_batchnorm_forward_eval(float *out, const float *inp, const float *weight,
                                            const float *bias, const float *running_mean,
                                            const float *running_var, int N, int C, float eps,

@@ -37,6 +37,37 @@ __global__ static void batchnorm_backward_kernel(float *dinp, float *dweight, fl
                                        (int)c, 1);
 }
 
+__global__ static void batchnorm_sums_kernel(double *sums, const float *inp, const float *center,
+                                             int N, int C)
+{
+    for (size_t c = vtr_cuda_first(); c < (size_t)C; c += vtr_cuda_stride())
+        vtr_batchnorm_sums_columns(sums, inp, center, N, C, (int)c, 1);
+}
+
+__global__ static void batchnorm_grad_sums_kernel(double *sdy, double *sdyx, float *dweight,
+                                                  float *dbias, const float *dout, const float *inp,
+                                                  const float *mean, const float *rstd, int N,
+                                                  int C)
+{
+    for (size_t c = vtr_cuda_first(); c < (size_t)C; c += vtr_cuda_stride())
+        vtr_batchnorm_grad_sums_columns(sdy, sdyx, dweight, dbias, dout, inp, mean, rstd, N, C,
+                                        (int)c, 1);
+}
+
+__global__ static void sync_batchnorm_dinput_kernel(float *dinp, const float *dout,
+                                                    const float *inp, const float *weight,
+                                                    const float *mean, const float *rstd,
+                                                    const double *sdy, const double *sdyx,
+                                                    int64_t N_global, int N, int C)
+{
+    size_t total = (size_t)N * C;
+    for (size_t i = vtr_cuda_first(); i < total; i += vtr_cuda_stride()) {
+        size_t c = i % (size_t)C;
+        dinp[i] += vtr_sync_batchnorm_dinput_at(dout[i], inp[i], weight[c], mean[c], rstd[c],
+                                                sdy[c], sdyx[c], N_global);
+    }
+}
+
 __global__ static void batchnorm_eval_kernel(float *out, const float *inp, const float *weight,
                                              const float *bias, const float *running_mean,
                                              const float *running_var, int N, int C, float eps)
@@ -122,6 +153,44 @@ extern "C" vtr_status vtr_cuda_batchnorm_forward_eval(float *out, const float *i
     batchnorm_eval_kernel<<<vtr_cuda_blocks((size_t)N * C), VTR_CUDA_THREADS>>>(
         out, inp, weight, bias, running_mean, running_var, N, C, eps);
     return vtr_cuda_launched("batchnorm eval forward", err);
+}
+
+extern "C" vtr_status vtr_cuda_batchnorm_normalize(float *out, const float *inp, const float *mean,
+                                                   const float *rstd, const float *weight,
+                                                   const float *bias, int N, int C, vtr_error *err)
+{
+    batchnorm_apply_kernel<<<vtr_cuda_blocks((size_t)N * C), VTR_CUDA_THREADS>>>(
+        out, inp, weight, bias, mean, rstd, N, C);
+    return vtr_cuda_launched("batchnorm normalize", err);
+}
+
+extern "C" vtr_status vtr_cuda_batchnorm_sums(double *sums, const float *inp, const float *center,
+                                              int N, int C, vtr_error *err)
+{
+    batchnorm_sums_kernel<<<vtr_cuda_blocks((size_t)C), VTR_CUDA_THREADS>>>(sums, inp, center, N,
+                                                                            C);
+    return vtr_cuda_launched("batchnorm column sums", err);
+}
+
+extern "C" vtr_status vtr_cuda_batchnorm_grad_sums(double *sdy, double *sdyx, float *dweight,
+                                                   float *dbias, const float *dout,
+                                                   const float *inp, const float *mean,
+                                                   const float *rstd, int N, int C, vtr_error *err)
+{
+    batchnorm_grad_sums_kernel<<<vtr_cuda_blocks((size_t)C), VTR_CUDA_THREADS>>>(
+        sdy, sdyx, dweight, dbias, dout, inp, mean, rstd, N, C);
+    return vtr_cuda_launched("batchnorm gradient sums", err);
+}
+
+extern "C" vtr_status vtr_cuda_sync_batchnorm_dinput(float *dinp, const float *dout,
+                                                     const float *inp, const float *weight,
+                                                     const float *mean, const float *rstd,
+                                                     const double *sdy, const double *sdyx,
+                                                     int64_t N_global, int N, int C, vtr_error *err)
+{
+    sync_batchnorm_dinput_kernel<<<vtr_cuda_blocks((size_t)N * C), VTR_CUDA_THREADS>>>(
+        dinp, dout, inp, weight, mean, rstd, sdy, sdyx, N_global, N, C);
+    return vtr_cuda_launched("sync batchnorm input gradient", err);
 }
 
 extern "C" vtr_status vtr_cuda_layernorm_forward(float *out, float *mean, float *rstd,

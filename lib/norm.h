@@ -8,6 +8,7 @@
 #define VTR_NORM_H
 
 #include <math.h>
+#include <stdint.h>
 
 #include "hostdevice.h"
 #include "nn.h"
@@ -94,6 +95,50 @@ static VTR_HD void vtr_norm_column_sums(double *sdy, double *sdyx, const float *
             sdyx[c] += (double)dy[c] * ((x[c] - mean[k]) * rstd[k]);
         }
     }
+}
+
+/* SyncBatchNorm's per-rank sums of the columns c0 .. c0+nc-1 (nc <= VTR_COLUMN_BLOCK) of
+ * inp (N,C), rows in order, in double: sums[c] = the sum of the column (center NULL) or of
+ * its squared deviations from center[c] (lib/sync_batchnorm.h). */
+static VTR_HD void vtr_batchnorm_sums_columns(double *sums, const float *inp, const float *center,
+                                              int N, int C, int c0, int nc)
+{
+    double acc[VTR_COLUMN_BLOCK] = {0};
+    for (int n = 0; n < N; n++) {
+        const float *row = inp + (size_t)n * C + c0;
+        for (int c = 0; c < nc; c++) {
+            double v = center ? (double)(row[c] - center[c0 + c]) : (double)row[c];
+            acc[c] += center ? v * v : v;
+        }
+    }
+    for (int c = 0; c < nc; c++)
+        sums[c0 + c] = acc[c];
+}
+
+/* SyncBatchNorm backward's per-rank sums of the columns c0 .. c0+nc-1: sdy and sdyx as
+ * vtr_norm_column_sums writes them (at c0 .. c0+nc-1 here), and this rank's share of the
+ * weight and bias gradients (dweight, dbias +=). */
+static VTR_HD void vtr_batchnorm_grad_sums_columns(double *sdy, double *sdyx, float *dweight,
+                                                   float *dbias, const float *dout,
+                                                   const float *inp, const float *mean,
+                                                   const float *rstd, int N, int C, int c0, int nc)
+{
+    vtr_norm_column_sums(sdy + c0, sdyx + c0, dout, inp, mean, rstd, 0, N, C, c0, nc);
+    for (int c = c0; c < c0 + nc; c++) {
+        dbias[c] += (float)sdy[c];
+        dweight[c] += (float)sdyx[c];
+    }
+}
+
+/* SyncBatchNorm's gradient of one input x (column c) from the global sums sdy and sdyx of
+ * its column over N_global rows. */
+static VTR_HD float vtr_sync_batchnorm_dinput_at(float dy, float x, float weight, float mean,
+                                                 float rstd, double sdy, double sdyx,
+                                                 int64_t N_global)
+{
+    float mean_dxhat = (float)(sdy * weight / (double)N_global);
+    float mean_dxhat_xhat = (float)(sdyx * weight / (double)N_global);
+    return vtr_norm_dinput(dy * weight, (x - mean) * rstd, rstd, mean_dxhat, mean_dxhat_xhat);
 }
 
 /* BatchNorm backward of the columns c0 .. c0+nc-1 (nc <= VTR_COLUMN_BLOCK): their weight

@@ -10,6 +10,7 @@
 #include "aggregate/set_pooling.h"
 #include "aggregate/span_pool.h"
 #include "lib/activation.h"
+#include "lib/dist_device.h"
 #include "lib/embedding.h"
 #include "lib/graph_attention.h"
 #include "lib/gru.h"
@@ -364,6 +365,7 @@ static size_t layout_arena(vtr_hgr_model *m, char *base)
     m->nouns = vtr_arena_carve(base, &off, f * Bm * NN * E);
     m->n_verbs = vtr_arena_carve(base, &off, cpu * ni * Bm);
     m->n_nouns = vtr_arena_carve(base, &off, cpu * ni * Bm);
+    m->global_counts = vtr_arena_carve(base, &off, (1 - cpu) * ni * 3 * Bm);
     m->loss = vtr_arena_carve(base, &off, f);
     m->s_global = vtr_arena_carve(base, &off, f * Bm * Bm);
     m->s_verb = vtr_arena_carve(base, &off, f * Bm * Bm);
@@ -1039,19 +1041,45 @@ static vtr_status gather_encodings(vtr_hgr_model *m, const vtr_hgr_batch *dp, vt
 {
     size_t E = (size_t)m->cfg.embed_size, T = (size_t)dp->T, f = sizeof(float);
     size_t NV = (size_t)m->cfg.num_verbs, NN = (size_t)m->cfg.num_nouns;
-    struct { void *buf; size_t row; } parts[] = {
+    struct {
+        void *buf;
+        size_t row;
+    } parts[] = {
         {m->vid_glob_n, f * E}, {m->vid_level[1], f * T * E}, {m->vid_level[2], f * T * E},
         {m->sent_n, f * E},     {m->verbs, f * NV * E},       {m->nouns, f * NN * E},
-        {m->n_verbs, sizeof(int)}, {m->n_nouns, sizeof(int)},
     };
     vtr_status st = VTR_OK;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0] && st == VTR_OK; i++)
-        st = vtr_dist_gather_rows(dp->dist, parts[i].buf, parts[i].row, dp->first, dp->B, err);
+        st = vtr_dist_gather_rows_on(dp->dist, m->device, parts[i].buf, parts[i].row, dp->first,
+                                     dp->B, dp->B_global, err);
     return st;
 }
 
+/* Data parallel: every rank's phrase counts, gathered in rank order into host (2 Bg), and
+ * with the global batch's frame lengths where x's scores read them (on a GPU, copies in
+ * m->global_counts). */
+static vtr_status global_counts(vtr_hgr_model *m, const vtr_hgr_batch *dp, const hgr_inputs *in,
+                                const int *lengths_g, int *host, hgr_encodings *x, vtr_error *err)
+{
+    size_t Bg = (size_t)dp->B_global, ni = sizeof(int);
+    for (int k = 0; k < 2; k++) {
+        int *all = host + (size_t)k * Bg;
+        memcpy(all + dp->first, in->host_n[k], ni * (size_t)dp->B);
+        VTR_TRY(vtr_dist_gather(dp->dist, all + dp->first, ni * (size_t)dp->B, all, err));
+        x->host_n[k] = x->n[k] = all;
+    }
+    x->host_vlen = x->vlen = lengths_g;
+    if (m->device == VTR_DEVICE_CPU)
+        return VTR_OK;
+    int *d = m->global_counts;
+    VTR_TRY(vtr_dev_upload(m->device, d, lengths_g, ni * Bg, err));
+    VTR_TRY(vtr_dev_upload(m->device, d + Bg, host, ni * 2 * Bg, err));
+    x->vlen = d, x->n[0] = d + Bg, x->n[1] = d + 2 * Bg;
+    return VTR_OK;
+}
+
 /* Data parallel: this rank's rows of the global gradients of the encodings. */
-static void own_gradients(vtr_hgr_model *m, const vtr_hgr_batch *dp)
+static vtr_status own_gradients(vtr_hgr_model *m, const vtr_hgr_batch *dp, vtr_error *err)
 {
     size_t E = (size_t)m->cfg.embed_size, T = (size_t)dp->T, f = sizeof(float);
     size_t NV = (size_t)m->cfg.num_verbs, NN = (size_t)m->cfg.num_nouns;
@@ -1059,17 +1087,20 @@ static void own_gradients(vtr_hgr_model *m, const vtr_hgr_batch *dp)
         {m->dvid_glob_n, f * E}, {m->dvid_level[1], f * T * E}, {m->dvid_level[2], f * T * E},
         {m->dsent_n, f * E},     {m->dverbs, f * NV * E},       {m->dnouns, f * NN * E},
     };
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        vtr_dist_own_rows(parts[i].buf, parts[i].row, dp->first, dp->B);
+    vtr_status st = VTR_OK;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0] && st == VTR_OK; i++)
+        st = vtr_dist_own_rows_on(m->device, parts[i].buf, parts[i].row, dp->first, dp->B, err);
+    return st;
 }
 
 /* The step's work on in (take_inputs), queued on the GPU; the loss into m->loss. dp: the
- * data-parallel batch (the CPU only) or NULL; lengths_g the frame lengths of the global
- * batch of Bg pairs; row0 the real frames of the pairs before this rank's. */
+ * data-parallel batch or NULL; lengths_g the frame lengths of the global batch of Bg
+ * pairs (host), counts_g room for its phrase counts (2 Bg, host; dp only); row0 the real frames of
+ * the pairs before this rank's. */
 static vtr_status step_queued(vtr_hgr_model *m, const vtr_hgr_batch *batch, const vtr_hgr_batch *dp,
                               const hgr_inputs *in, vtr_hinge_negatives negatives, uint64_t seed,
-                              uint64_t step, const int *lengths_g, int Bg, int64_t row0,
-                              vtr_error *err)
+                              uint64_t step, const int *lengths_g, int *counts_g, int Bg,
+                              int64_t row0, vtr_error *err)
 {
     vtr_device dev = m->device;
     const vtr_hgr_config *c = &m->cfg;
@@ -1078,18 +1109,20 @@ static vtr_status step_queued(vtr_hgr_model *m, const vtr_hgr_batch *batch, cons
     VTR_TRY(
         video_forward(m, in, batch->frame_lengths, B, T, c->video_dropout, seed, step, row0, err));
     VTR_TRY(caption_forward(m, in, hl, c->text_dropout, c->gcn_dropout, seed, step, first, err));
-    if (dp)
-        VTR_TRY(gather_encodings(m, dp, err));
     hgr_encodings x = {.glob_n = m->vid_glob_n,
                        .verb = m->vid_level[1],
                        .noun = m->vid_level[2],
-                       .vlen = dp ? lengths_g : in->frame_lengths,
+                       .vlen = in->frame_lengths,
                        .host_vlen = lengths_g,
                        .sent_n = m->sent_n,
                        .verbs = m->verbs,
                        .nouns = m->nouns,
                        .n = {in->n[0], in->n[1]},
                        .host_n = {in->host_n[0], in->host_n[1]}};
+    if (dp) {
+        VTR_TRY(gather_encodings(m, dp, err));
+        VTR_TRY(global_counts(m, dp, in, lengths_g, counts_g, &x, err));
+    }
     VTR_TRY(scores_forward(m, &x, Bg, T, Bg, err));
     VTR_TRY(vtr_dev_hinge_loss_forward(dev, m->loss, m->s_fused, Bg, c->margin, negatives,
                                        VTR_REDUCE_MEAN, err));
@@ -1098,7 +1131,7 @@ static vtr_status step_queued(vtr_hgr_model *m, const vtr_hgr_batch *batch, cons
                                         negatives, VTR_REDUCE_MEAN, err));
     VTR_TRY(scores_backward(m, &x, Bg, T, err));
     if (dp)
-        own_gradients(m, dp);
+        VTR_TRY(own_gradients(m, dp, err));
     VTR_TRY(
         video_backward(m, in, batch->frame_lengths, B, T, c->video_dropout, seed, step, row0, err));
     return caption_backward(m, in, hl, c->text_dropout, c->gcn_dropout, seed, step, first, err);
@@ -1131,17 +1164,22 @@ vtr_status vtr_hgr_train_step(vtr_hgr_model *m, const vtr_hgr_batch *batch,
         (st = check_captions(m, &batch->captions, err)) ||
         (dp && (st = check_videos(m, lengths_g, Bg, T, err))))
         return st;
-    if (dp && m->device != VTR_DEVICE_CPU)
-        return vtr_fail(err, VTR_ERR_INVALID,
-                        "hgr model: data-parallel training runs on the CPU only: use --device cpu");
     int64_t row0 = 0; /* the real frames of the pairs before this rank's */
     for (int b = 0; b < first; b++)
         row0 += lengths_g[b];
 
+    int *counts_g = NULL; /* data parallel: the global batch's phrase counts */
+    if (dp && !(counts_g = malloc(sizeof(int) * 2 * (size_t)Bg)))
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory");
     hgr_inputs in;
-    VTR_TRY(take_inputs(m, batch->frames, batch->frame_lengths, B, T, &batch->captions, &in, err));
-    st = step_queued(m, batch, dp, &in, negatives, seed, step, lengths_g, Bg, row0, err);
-    if ((st = release_slot(m, in.slot, st, err)))
+    if ((st = take_inputs(m, batch->frames, batch->frame_lengths, B, T, &batch->captions, &in,
+                          err)) == VTR_OK) {
+        st = step_queued(m, batch, dp, &in, negatives, seed, step, lengths_g, counts_g, Bg, row0,
+                         err);
+        st = release_slot(m, in.slot, st, err);
+    }
+    free(counts_g);
+    if (st)
         return st;
     return vtr_dev_download(m->device, loss, m->loss, sizeof(float), err);
 }

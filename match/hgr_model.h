@@ -186,6 +186,7 @@ typedef struct vtr_hgr_model {
     float *sent, *sent_n, *sent_norm;            /* (B,E), (B,E), (B) */
     float *verbs, *nouns;                        /* (B,NV,E), (B,NN,E) */
     int *n_verbs, *n_nouns;                      /* (B) */
+    int *global_counts; /* GPU, data parallel: the global batch's frame lengths, n_verbs, n_nouns */
     float *s_global, *s_verb, *s_noun, *s_fused; /* (B,B) */
     float *loss;                                 /* (1) the last step's */
     void *pa_workspace[2];                       /* phrase attention: verb level, noun level */
@@ -212,7 +213,7 @@ vtr_status vtr_hgr_model_init(vtr_hgr_model *m, const vtr_hgr_config *cfg, int m
  * (the current GPU, lib/device.h vtr_cuda_init) the arena, a copy of the parameters and
  * their gradients live in GPU memory and every op runs there (match/model_ops.h). params
  * stays the host's copy: vtr_hgr_params_to_device after changing it (init, a checkpoint),
- * vtr_hgr_params_to_host before reading it. The data-parallel step runs on the CPU only.
+ * vtr_hgr_params_to_host before reading it. Data-parallel steps run there too (lib/dist_device.h).
  * Fails as vtr_hgr_model_init, and with VTR_ERR_DEVICE without a GPU (one line saying what
  * to do) or when GPU memory runs out. */
 vtr_status vtr_hgr_model_init_on(vtr_hgr_model *m, const vtr_hgr_config *cfg, vtr_device device,

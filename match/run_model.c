@@ -95,11 +95,18 @@ void vtr_run_model_init_params(vtr_run_model *m, uint64_t seed)
         vtr_vse_init_params(&m->vse, seed);
 }
 
-vtr_status vtr_run_model_stage(vtr_run_model *m, int k, vtr_batcher *b, vtr_error *err)
+vtr_status vtr_run_model_stage(vtr_run_model *m, int k, vtr_batcher *b, vtr_dist *dist,
+                               vtr_error *err)
 {
     if (m->kind == VTR_MODEL_HGR || m->vse.device == VTR_DEVICE_CPU)
         return VTR_OK;
-    return vtr_vse_stage_batch(&m->vse, k, &b->batch, err);
+    if (!dist || dist->size == 1)
+        return vtr_vse_stage_batch(&m->vse, k, &b->batch, err);
+    /* this rank's pairs, which vtr_run_model_step's share of b's batch then reads there */
+    vtr_vse_batch share = vtr_vse_batch_share(&m->vse, &b->batch, dist);
+    VTR_TRY(vtr_vse_stage_batch(&m->vse, k, &share, err));
+    b->batch.staged = share.staged;
+    return VTR_OK;
 }
 
 vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_negatives neg,

@@ -95,9 +95,11 @@ vtr_status vtr_run_model_step(vtr_run_model *m, const vtr_batcher *b, vtr_hinge_
 
 /* Starts copying b's last batch to the model's GPU into stage slot k (0 or 1; vse_model.h
  * vtr_vse_stage_batch), for the step that takes b to read there: the trainer's batch
- * thread calls it while the previous step runs (match/batch_ahead.h). Nothing to do on
- * the CPU and for HGR. */
-vtr_status vtr_run_model_stage(vtr_run_model *m, int k, vtr_batcher *b, vtr_error *err);
+ * thread calls it while the previous step runs (match/batch_ahead.h). dist: NULL, or the
+ * data-parallel job whose step will take this rank's share of the batch (only that share
+ * is copied). Nothing to do on the CPU and for HGR. */
+vtr_status vtr_run_model_stage(vtr_run_model *m, int k, vtr_batcher *b, vtr_dist *dist,
+                               vtr_error *err);
 
 /* Retrieval metrics of b's split (VSE: vtr_evaluate_split; HGR: the fused score, see the
  * top). levels: NULL, or (3) the metrics of HGR's global, verb and noun levels alone

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "lib/checkpoint.h"
+#include "lib/dist_device.h"
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/lines.h"
@@ -348,9 +349,10 @@ static void request_batch(trainer *t, int64_t iteration, const vtr_augment *aug)
 }
 
 /* vtr_batch_ahead_stage_fn: batch n+1's copy to the GPU, queued during step n */
-static vtr_status stage_batch(void *model, int k, vtr_batcher *b, vtr_error *err)
+static vtr_status stage_batch(void *trainer_, int k, vtr_batcher *b, vtr_error *err)
 {
-    return vtr_run_model_stage(model, k, b, err);
+    trainer *t = trainer_;
+    return vtr_run_model_stage(&t->m, k, b, t->dist, err);
 }
 
 static void trainer_free(trainer *t)
@@ -366,6 +368,15 @@ static void trainer_free(trainer *t)
     free(t->last_path);
     free(t->best_path);
     free(t->metrics_path);
+}
+
+/* The GPU of this rank: cuda:index alone; in a data-parallel job, the ranks on one
+ * machine take the visible GPUs from cuda:index on, in turn (local rank 0 on index, 1 on
+ * index + 1, ...), wrapping around when there are more ranks than GPUs. */
+static int rank_gpu(const vtr_dist *d, int index)
+{
+    int gpus = vtr_cuda_device_count();
+    return d->size > 1 && index >= 0 && index < gpus ? (index + d->local_rank) % gpus : index;
 }
 
 static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_error *err)
@@ -398,11 +409,9 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     int max_frames = tr->max_frames > va->max_frames ? tr->max_frames : va->max_frames;
     int max_words = tr->max_words > va->max_words ? tr->max_words : va->max_words;
     snprintf(t->device_name, sizeof t->device_name, "cpu");
-    if (o->device == VTR_DEVICE_CUDA && ranks > 1)
-        return vtr_fail(err, VTR_ERR_INVALID, "train.device cuda: data-parallel training runs "
-                        "on the CPU only (no NCCL between GPUs): use --device cpu");
     if (o->device == VTR_DEVICE_CUDA &&
-        (st = vtr_cuda_init(o->device_index, t->device_name, sizeof t->device_name, err))) {
+        (st = vtr_cuda_init(rank_gpu(t->dist, o->device_index), t->device_name,
+                            sizeof t->device_name, err))) {
         vtr_error_context(err, "train.device cuda:%d", o->device_index);
         return st;
     }
@@ -417,8 +426,7 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
           (st = vtr_dev_alloc(t->dev, &t->scratch, VTR_DEV_STEP_SCRATCH, "gradient clipping",
                               err)))) ||
         (st = vtr_optimizer_init(&t->optim, vtr_run_model_params(&t->m), &o->optim, err)) ||
-        (st =
-             vtr_batch_ahead_init(&t->train_b, tr, o->batch_size, true, stage_batch, &t->m, err)) ||
+        (st = vtr_batch_ahead_init(&t->train_b, tr, o->batch_size, true, stage_batch, t, err)) ||
         (st = vtr_batcher_init(&t->val_b, va, o->val_batch_size, err)) ||
         (st = vtr_config_dump_string(su->config, &t->config_text, err)))
         return st;
@@ -548,7 +556,7 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
             }
             /* data parallel: every rank learns a failure of any, then the summed gradients */
             if ((st = vtr_dist_agree(t.dist, st, err)) ||
-                (st = vtr_dist_sum(t.dist, params->grad, params->n_trainable, err)))
+                (st = vtr_dist_sum_on(t.dist, t.dev, t.dev_grad, params->n_trainable, err)))
                 goto end;
             if (!isfinite(loss)) {
                 st = vtr_fail(err, VTR_ERR_INVALID, "loss is %g at epoch %d, step %lld",

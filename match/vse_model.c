@@ -19,6 +19,7 @@
 #include "lib/rng.h"
 #include "lib/similarity.h"
 #include "lib/sync_batchnorm.h"
+#include "lib/dist_device.h"
 #include "match/adopt_loss.h"
 #include "match/caption_bigru.h"
 #include "match/model_arena.h"
@@ -798,7 +799,7 @@ static vtr_status release_inputs(vtr_vse_model *m, const vse_inputs *in, vtr_sta
 /* Visual side: x (take_inputs's frames: (B,T,F) padded with an MLP, else the real rows
  * packed), lengths (B) on the device and hl on the host -> m->img_emb (B,E). Leaves in the arena
  * what image_backward reads. dp: NULL, or a data-parallel training batch (BatchNorm over the global
- * batch's rows; dist's errors; the CPU only). */
+ * batch's rows; dist's errors). */
 static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *lengths,
                                 const int *hl, int B, int T, bool train, const vtr_vse_batch *dp,
                                 vtr_error *err)
@@ -813,7 +814,7 @@ static vtr_status image_forward(vtr_vse_model *m, const float *x, const int *len
         VTR_TRY(vtr_dev_linear_forward(dev, m->mlp_a0, x, m->mlp0_w, m->mlp0_b, R, F, M, err));
         if (train && dp) {
             VTR_TRY(vtr_sync_batchnorm_forward(
-                dp->dist, m->mlp_a1, m->bn_mean, m->bn_rstd, m->bn_running_mean,
+                dp->dist, dev, m->mlp_a1, m->bn_mean, m->bn_rstd, m->bn_running_mean,
                 m->bn_running_var, m->mlp_a0, m->bn_w, m->bn_b, R, M, (int64_t)dp->B_global * T,
                 VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS, m->bn_sums, err));
             (*m->bn_batches_tracked)++;
@@ -965,7 +966,7 @@ static vtr_status image_backward(vtr_vse_model *m, const float *x, const int *le
         VTR_TRY(vtr_dev_zero(dev, m->dmlp[0], n, err));
         if (dp)
             VTR_TRY(vtr_sync_batchnorm_backward(
-                dp->dist, m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1], m->mlp_a0, m->bn_w,
+                dp->dist, dev, m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1], m->mlp_a0, m->bn_w,
                 m->bn_mean, m->bn_rstd, R, M, (int64_t)dp->B_global * T, m->bn_sums, err));
         else
             VTR_TRY(vtr_dev_batchnorm_backward(dev, m->dmlp[0], m->bn_dw, m->bn_db, m->dmlp[1],
@@ -1002,21 +1003,24 @@ static vtr_status caption_backward(vtr_vse_model *m, const int *ids, const int *
 
 /* Data parallel: this rank's B rows of `row` floats at the start of buf -> the global
  * batch's, and this rank's rows of a global gradient back to the start. */
-static vtr_status gather_rows(const vtr_vse_batch *bt, float *buf, size_t row, vtr_error *err)
+static vtr_status gather_rows(const vtr_vse_model *m, const vtr_vse_batch *bt, float *buf,
+                              size_t row, vtr_error *err)
 {
-    return vtr_dist_gather_rows(bt->dist, buf, sizeof(float) * row, bt->first, bt->B, err);
+    return vtr_dist_gather_rows_on(bt->dist, m->device, buf, sizeof(float) * row, bt->first, bt->B,
+                                   bt->B_global, err);
 }
 
-static void own_rows(const vtr_vse_batch *bt, float *buf, size_t row)
+static vtr_status own_rows(const vtr_vse_model *m, const vtr_vse_batch *bt, float *buf, size_t row,
+                           vtr_error *err)
 {
-    vtr_dist_own_rows(buf, sizeof(float) * row, bt->first, bt->B);
+    return vtr_dist_own_rows_on(m->device, buf, sizeof(float) * row, bt->first, bt->B, err);
 }
 
 /* Set embeddings, after both encoders' forward (in: their inputs): the set modules, S =
  * smooth-Chamfer, the loss's terms (vse_model.h; in m->set_loss, summed by the step) and
  * the backward down to m->dimg_pooled, dimg_feat, dcap_pooled and dcap_feat (the encoders'
  * backward takes it from there). dp: a data-parallel batch (the sets gathered for S and the
- * loss; the CPU only) or NULL. */
+ * loss) or NULL. */
 static vtr_status set_step(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_vse_batch *dp,
                            const vse_inputs *in, vtr_hinge_negatives negatives, vtr_error *err)
 {
@@ -1035,8 +1039,8 @@ static vtr_status set_step(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_
             dev, m->set[side], m->slots_n[side], m->spm_workspace[side], feat[side],
             in->lengths[side], pooled[side], m->spm_w[side], &m->spm, B, len[side], sc->dropout,
             bt->seed, stream[side], first, err));
-        if (dp && ((st = gather_rows(dp, m->set[side], (size_t)K * E, err)) ||
-                   (st = gather_rows(dp, m->slots_n[side], (size_t)K * E, err))))
+        if (dp && ((st = gather_rows(m, dp, m->set[side], (size_t)K * E, err)) ||
+                   (st = gather_rows(m, dp, m->slots_n[side], (size_t)K * E, err))))
             return st;
     }
     VTR_TRY(vtr_dev_smooth_chamfer_forward(dev, m->sim, Bg, m->sim_scratch, m->set[0], m->set[1],
@@ -1069,10 +1073,9 @@ static vtr_status set_step(vtr_vse_model *m, const vtr_vse_batch *bt, const vtr_
     for (int side = 0; side < 2; side++) {
         VTR_TRY(vtr_dev_set_diversity_backward(dev, m->dslots_n[side], sc->div_weight,
                                                m->slots_n[side], Bg, K, E, err));
-        if (dp) {
-            own_rows(dp, m->dset[side], (size_t)K * E);
-            own_rows(dp, m->dslots_n[side], (size_t)K * E);
-        }
+        if (dp && ((st = own_rows(m, dp, m->dset[side], (size_t)K * E, err)) ||
+                   (st = own_rows(m, dp, m->dslots_n[side], (size_t)K * E, err))))
+            return st;
         VTR_TRY(vtr_dev_zero(dev, dfeat[side], sizeof(float) * (size_t)B * len[side] * E, err));
         VTR_TRY(vtr_dev_zero(dev, dpooled[side], sizeof(float) * (size_t)B * E, err));
         VTR_TRY(vtr_dev_set_prediction_backward(
@@ -1094,8 +1097,8 @@ static vtr_status single_vector_step(vtr_vse_model *m, const vtr_vse_batch *bt,
     const vtr_vse_config *c = &m->cfg;
     int B = bt->B, E = c->embed_size, Bg = dp ? dp->B_global : B;
     vtr_status st;
-    if (dp && ((st = gather_rows(dp, m->img_emb, (size_t)E, err)) ||
-               (st = gather_rows(dp, m->cap_emb, (size_t)E, err))))
+    if (dp && ((st = gather_rows(m, dp, m->img_emb, (size_t)E, err)) ||
+               (st = gather_rows(m, dp, m->cap_emb, (size_t)E, err))))
         return st;
     VTR_TRY(vtr_dev_cosine_similarity_forward(dev, m->sim, m->img_emb, m->cap_emb, Bg, Bg, E, err));
     VTR_TRY(vtr_dev_zero(dev, m->dsim, sizeof(float) * (size_t)Bg * Bg, err));
@@ -1125,10 +1128,9 @@ static vtr_status single_vector_step(vtr_vse_model *m, const vtr_vse_batch *bt,
     VTR_TRY(vtr_dev_zero(dev, m->dcap_emb, sizeof(float) * (size_t)Bg * E, err));
     VTR_TRY(vtr_dev_cosine_similarity_backward(dev, m->dimg_emb, m->dcap_emb, m->dsim, m->img_emb,
                                                m->cap_emb, Bg, Bg, E, err));
-    if (dp) {
-        own_rows(dp, m->dimg_emb, (size_t)E);
-        own_rows(dp, m->dcap_emb, (size_t)E);
-    }
+    if (dp && ((st = own_rows(m, dp, m->dimg_emb, (size_t)E, err)) ||
+               (st = own_rows(m, dp, m->dcap_emb, (size_t)E, err))))
+        return st;
     return single_vector_backward(m, B, bt->T, bt->L, err);
 }
 
@@ -1203,10 +1205,6 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
     if (negatives != VTR_HINGE_ALL_NEGATIVES && negatives != VTR_HINGE_HARDEST_NEGATIVE)
         return vtr_fail(err, VTR_ERR_INVALID, "vse model: negatives = %d is no hinge mode",
                         (int)negatives);
-    if (dp && m->device != VTR_DEVICE_CPU)
-        return vtr_fail(err, VTR_ERR_INVALID,
-                        "vse model: data-parallel training runs on the CPU only: use --device cpu");
-
     if (bt->staged < 0 || bt->staged > 2)
         return vtr_fail(err, VTR_ERR_INVALID, "vse model: staged = %d outside 0..2", bt->staged);
     const int *hl[2] = {bt->frame_lengths, bt->caption_lengths};

@@ -278,8 +278,7 @@ vtr_status vtr_vse_model_init(vtr_vse_model *m, const vtr_vse_config *cfg, int m
  * one: vtr_cuda_init), where every op of a call runs; m->params stays on the host, for
  * initialization, checkpoints and the host optimizer, and the two copies meet only in
  * vtr_vse_params_to_device and vtr_vse_params_to_host. Every configuration runs on the
- * GPU; data-parallel steps (batch->dist with several ranks) fail there with VTR_ERR_INVALID
- * naming what runs on the CPU only. No GPU, or too little memory for the batch:
+ * GPU, data-parallel steps too (lib/dist_device.h). No GPU, or too little memory for the batch:
  * VTR_ERR_DEVICE saying so. */
 vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vtr_device device,
                                  int max_batch, int max_frames, int max_words, vtr_error *err);
@@ -343,7 +342,8 @@ typedef struct vtr_vse_batch {
      * embeddings of all ranks, computes it whole, and takes its rows' gradients), dropout
      * draws what one process would for these pairs, and BatchNorm's statistics are the
      * global batch's (lib/sync_batchnorm.h). The parameter gradients accumulated are this
-     * rank's share: summed over the ranks (vtr_dist_sum) they are one process's. */
+     * rank's share: summed over the ranks (vtr_dist_sum_on) they are one process's. On a GPU
+     * the exchanges go through host memory (lib/dist_device.h). */
     vtr_dist *dist;
     int first, B_global;
     /* 0, or k + 1 when vtr_vse_stage_batch has copied this batch's inputs into slot k: the

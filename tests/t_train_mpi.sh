@@ -30,60 +30,14 @@ for n in 2 3 4; do
 done
 
 # ---- data: 32 items of 3 random 64-d frames, 5 captions each ---------------------------
-$PY tests/fixtures/make_precomp_fixture.py "$dir/pre" 32 8 64 || fail "precomp fixture"
-vtr-import precomp "$dir/pre" --catalog "$dir/train.db" --dataset synth --store "$dir/store" \
-    --captions-per-image 5 2>"$dir/err" || fail "vtr-import: $(cat "$dir/err")"
+. tests/train_runs.sh
 # VSE∞ with the region branch's MLP (BatchNorm over the global batch): 20 steps an epoch
-cat >"$dir/cfg.yaml" <<EOF
-data: {catalog: $dir/train.db, dataset: synth, features: $dir/store, vocab_threshold: 1}
-model: {feature_dim: 64, embed_size: 16, mlp_hidden: 8, word_dim: 8, gpo_pe: 8, gpo_hidden: 8}
-train: {epochs: 10, batch_size: 8, checkpoint_every: 5}
-val: {batch_size: 8}
-EOF
+precomp_run "epochs: 10, batch_size: 8, checkpoint_every: 5"
 train() { # RANKS OUT [vtr-train arguments]
     n=$1 out=$2
     shift 2
     $MPIRUN -np "$n" vtr-train "$dir/cfg.yaml" -o "$dir/$out" --threads 1 "$@" \
         >"$dir/$out.log" 2>&1 || fail "$n ranks, $out: $(cat "$dir/$out.log")"
-}
-
-# Tensors of two checkpoints: the largest difference, and "same" when the bytes agree.
-cat >"$dir/compare.py" <<'EOF'
-import json, struct, sys
-import numpy as np
-def tensors(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    out = {}
-    for k, v in json.loads(b[8:8 + n]).items():
-        if k != "__metadata__":
-            s, e = v["data_offsets"]
-            out[k] = np.frombuffer(b[8 + n + s:8 + n + e], dtype={"F32": np.float32, "I64": np.int64}[v["dtype"]])
-    return out
-a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
-assert a.keys() == b.keys(), (sorted(a), sorted(b))
-same = all(a[k].tobytes() == b[k].tobytes() for k in a)
-worst = max(float(np.max(np.abs(a[k].astype(np.float64) - b[k]), initial=0)) for k in a)
-print("same" if same else "%.3g" % worst)
-EOF
-# the per-epoch losses of two runs agree to 1e-5 (relative)
-same_losses() {
-    $PY - "$1" "$2" <<'EOF' || fail "losses of $1 and $2 differ"
-import json, sys
-a = [json.loads(l)["loss"] for l in open(sys.argv[1])]
-b = [json.loads(l)["loss"] for l in open(sys.argv[2])]
-assert len(a) == len(b) > 0, (a, b)
-for x, y in zip(a, b):
-    assert abs(x - y) <= 1e-5 * abs(x), (a, b)
-EOF
-}
-# weights within tol (AdamW turns gradient rounding into steps of up to lr on parameters
-# whose gradients are near zero: 200 steps of lr 5e-4 move them by at most 0.1)
-close() { # A B TOL
-    d=$($PY "$dir/compare.py" "$1" "$2") || fail "compare $1 $2"
-    [ "$d" = same ] || $PY -c "import sys; sys.exit(0 if float('$d') <= $3 else 1)" ||
-        fail "$1 and $2 differ by $d (> $3)"
-    echo "$d"
 }
 
 # ---- the same model on 1, 2 and 4 ranks -------------------------------------------------

@@ -31,6 +31,7 @@
 #include "lib/params.h"
 #include "lib/similarity.h"
 #include "lib/softmax.h"
+#include "lib/sync_batchnorm.h"
 #include "match/adopt_loss.h"
 #include "match/hgr_score.h"
 #include "match/hinge_loss.h"
@@ -411,6 +412,55 @@ TEST(cuda_nn_batchnorm)
     expect_close("batchnorm.out (no running)", d_out, out, nc, TOL_PRODUCT);
     expect_close("batchnorm.dweight (no dinp)", d_dw, dw, C, TOL_PRODUCT);
     expect_close("batchnorm.dbias (no dinp)", d_db, db, C, TOL_PRODUCT);
+    release_all();
+}
+
+/* lib/sync_batchnorm.h on the GPU, one process: the CPU's statistics (the same sums, up to
+ * the GPU's contractions, and the same host arithmetic), output and gradients, for the
+ * rows of a global batch of 2 N (the statistics divide by N_global). */
+TEST(cuda_nn_sync_batchnorm)
+{
+    start_on_gpu();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 16, 0);
+    int N = 29, C = 140;
+    int64_t Ng = 2 * N;
+    size_t nc = (size_t)N * C;
+    vtr_dist one = {.size = 1};
+    float *x = random_floats(nc, -2, 3, &rng), *w = random_floats(C, 0.5f, 1.5f, &rng);
+    float *b = random_floats(C, -1, 1, &rng), *g = random_floats(nc, -1, 1, &rng);
+    float *rm = random_floats(C, -1, 1, &rng), *rv = random_floats(C, 0.5f, 2, &rng);
+    float *dx = random_floats(nc, -1, 1, &rng), *dw = random_floats(C, -1, 1, &rng);
+    float *db = random_floats(C, -1, 1, &rng);
+    float *d_x = device_floats(x, nc), *d_w = device_floats(w, C), *d_b = device_floats(b, C);
+    float *d_g = device_floats(g, nc), *d_rm = device_floats(rm, C), *d_rv = device_floats(rv, C);
+    float *d_dx = device_floats(dx, nc), *d_dw = device_floats(dw, C);
+    float *d_db = device_floats(db, C), *d_out = device_alloc(sizeof(float) * nc);
+    float *d_mean = device_alloc(sizeof(float) * C), *d_rstd = device_alloc(sizeof(float) * C);
+    double *d_scratch = device_alloc(sizeof(double) * 2 * C);
+
+    float *out = host_alloc(sizeof(float) * nc), *mean = host_alloc(sizeof(float) * C);
+    float *rstd = host_alloc(sizeof(float) * C);
+    double *scratch = host_alloc(sizeof(double) * 2 * C);
+    CHECK_OK(vtr_sync_batchnorm_forward(&one, VTR_DEVICE_CPU, out, mean, rstd, rm, rv, x, w, b, N,
+                                        C, Ng, VTR_BATCHNORM_MOMENTUM, VTR_BATCHNORM_EPS, scratch,
+                                        &err));
+    CHECK_OK(vtr_sync_batchnorm_backward(&one, VTR_DEVICE_CPU, dx, dw, db, g, x, w, mean, rstd, N,
+                                         C, Ng, scratch, &err));
+    CHECK_OK(vtr_sync_batchnorm_forward(&one, VTR_DEVICE_CUDA, d_out, d_mean, d_rstd, d_rm, d_rv,
+                                        d_x, d_w, d_b, N, C, Ng, VTR_BATCHNORM_MOMENTUM,
+                                        VTR_BATCHNORM_EPS, d_scratch, &err));
+    CHECK_OK(vtr_sync_batchnorm_backward(&one, VTR_DEVICE_CUDA, d_dx, d_dw, d_db, d_g, d_x, d_w,
+                                         d_mean, d_rstd, N, C, Ng, d_scratch, &err));
+    expect_close("sync_batchnorm.mean", d_mean, mean, C, TOL_ELEMENTWISE);
+    expect_close("sync_batchnorm.rstd", d_rstd, rstd, C, TOL_ELEMENTWISE);
+    expect_close("sync_batchnorm.running_mean", d_rm, rm, C, TOL_ELEMENTWISE);
+    expect_close("sync_batchnorm.running_var", d_rv, rv, C, TOL_ELEMENTWISE);
+    expect_close("sync_batchnorm.out", d_out, out, nc, TOL_ELEMENTWISE);
+    expect_close("sync_batchnorm.dweight", d_dw, dw, C, TOL_ELEMENTWISE);
+    expect_close("sync_batchnorm.dbias", d_db, db, C, TOL_ELEMENTWISE);
+    expect_close("sync_batchnorm.dinp", d_dx, dx, nc, TOL_ELEMENTWISE);
     release_all();
 }
 

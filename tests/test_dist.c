@@ -52,10 +52,10 @@ static void check_sync_batchnorm(vtr_dist *d)
     double scratch[2 * C];
     for (int c = 0; c < C; c++)
         srm[c] = 0.0f, srv[c] = 1.0f;
-    CHECK_OK(vtr_sync_batchnorm_forward(d, sy, smean, srstd, srm, srv, x + o, w, bias, (int)n, C,
-                                        R, 0.1f, 1e-5f, scratch, &err));
-    CHECK_OK(vtr_sync_batchnorm_backward(d, sdx, sdw, sdb, dy + o, x + o, w, smean, srstd, (int)n,
-                                         C, R, scratch, &err));
+    CHECK_OK(vtr_sync_batchnorm_forward(d, VTR_DEVICE_CPU, sy, smean, srstd, srm, srv, x + o, w,
+                                        bias, (int)n, C, R, 0.1f, 1e-5f, scratch, &err));
+    CHECK_OK(vtr_sync_batchnorm_backward(d, VTR_DEVICE_CPU, sdx, sdw, sdb, dy + o, x + o, w, smean,
+                                         srstd, (int)n, C, R, scratch, &err));
     CHECK_OK(vtr_dist_sum(d, sdw, C, &err));
     CHECK_OK(vtr_dist_sum(d, sdb, C, &err));
     for (int c = 0; c < C; c++) {

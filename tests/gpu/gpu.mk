@@ -37,7 +37,7 @@ LIB_SRCS  = lib/activation.c lib/embedding.c lib/error.c lib/file.c lib/gru.c li
             lib/matmul.c lib/precision.c \
             lib/norm.c lib/npy.c lib/pack.c lib/pth.c lib/rng.c lib/safetensors.c lib/similarity.c \
             lib/softmax.c lib/tensor_file.c lib/zip.c \
-            lib/tensor.c lib/args.c lib/optim.c lib/params.c lib/dist.c lib/sync_batchnorm.c \
+            lib/tensor.c lib/args.c lib/optim.c lib/params.c lib/dist.c lib/dist_device.c lib/sync_batchnorm.c \
             lib/blas_threads.c aggregate/gpo.c aggregate/set_pooling.c aggregate/adpool.c \
             aggregate/set_prediction.c match/hinge_loss.c match/vse_model.c match/model_ops.c \
             match/caption_bigru.c match/model_arena.c match/model_params.c match/set_similarity.c \

@@ -11,6 +11,8 @@
 # backend, once with another stream's copies run as late as a GPU may run them and once as
 # early (EMU_COPIES), or only in the order --copies gives. --asan: built with AddressSanitizer
 # into build-emu/asan/ (a kernel's loads and stores out of an allocation then stop the test).
+# With the default filter and no --asan it then runs tests/gpu/train_mpi.sh (bin/vtr-train's
+# data-parallel training on the emulated GPU under mpirun; skipped without MPI), copies late.
 # Exit 0 when every run passed.
 #
 # What the emulation checks: the .cu files' kernels, run thread by thread, give the CPU's
@@ -45,7 +47,8 @@ case $orders in
 "late early" | late | early) ;;
 *) echo "run.sh: --copies takes late or early" >&2; exit 1 ;;
 esac
-[ $# -gt 0 ] || set -- cuda
+training=
+[ $# -gt 0 ] || { set -- cuda; training=yes; }
 
 start=$(date +%s)
 make -s -f tests/gpu/emulate/emulate.mk -j"$(nproc)" B="$B" SANITIZE="$sanitize" || exit 1
@@ -60,8 +63,20 @@ for order in $orders; do
     EMU_COPIES=$order "$B/emu/unit-tests" "$@" || failed="$failed $order"
     echo "== copies $order: $(($(date +%s) - start))s"
 done
+# data-parallel training on the emulated GPU (with the default filter; bin/ built with MPI)
+if [ -n "$training" ] && [ -z "$sanitize" ]; then
+    echo "== tests/gpu/train_mpi.sh, copies late"
+    start=$(date +%s)
+    EMU_COPIES=late sh tests/gpu/train_mpi.sh
+    case $? in
+    0) ;;
+    77) echo "(skipped)" ;;
+    *) failed="$failed train_mpi.sh" ;;
+    esac
+    echo "== train_mpi.sh: $(($(date +%s) - start))s"
+fi
 if [ -n "$failed" ]; then
-    echo "emulate: FAILED with copies run:$failed"
+    echo "emulate: FAILED:$failed"
     exit 1
 fi
 echo "emulate: PASSED"

@@ -1,0 +1,68 @@
+#!/bin/sh
+# Data-parallel training on GPUs under mpirun (lib/dist_device.h): the ranks' gathers,
+# gradient sums and SyncBatchNorm go through host memory. With the CUDA backend that
+# VTR_CUDA_LIBRARY names (tests/gpu/emulate/run.sh passes its emulation; on a GPU the real
+# one) and bin/'s programs built with MPI, on the fixtures of tests/t_train_mpi.sh:
+# - VSE∞ with the region MLP's BatchNorm: 1 rank at batch 8 and 2 ranks at 4 pairs each
+#   train the same model on the GPU (losses, weights), and what 2 ranks on the CPU train;
+#   the same 2-rank run twice gives the same bytes;
+# - set embeddings and HGR (dropout, the fused score over the gathered encodings): 1 and
+#   2 ranks on the GPU train the same model.
+#
+#   VTR_CUDA_LIBRARY=... sh tests/gpu/train_mpi.sh      (exit 0 passed, 1 failed, 77 skipped)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/mpi.sh
+PATH=$(pwd)/bin:$PATH
+for p in vtr-train vtr-import; do
+    command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
+done
+PY=/usr/bin/python3
+$PY -c 'import numpy, h5py' 2>/dev/null || { echo "$PY with numpy and h5py is not available"; exit 77; }
+[ -n "${VTR_CUDA_LIBRARY:-}" ] || { echo "set VTR_CUDA_LIBRARY to the CUDA backend"; exit 77; }
+MPIRUN="$MPIRUN -x VTR_CUDA_LIBRARY -x EMU_COPIES"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() {
+    echo "FAIL: $*"
+    exit 1
+}
+. tests/train_runs.sh
+precomp_run "epochs: 3, batch_size: 8"
+train() { # RANKS DEVICE OUT [vtr-train arguments]
+    n=$1 device=$2 out=$3
+    shift 3
+    $MPIRUN -np "$n" vtr-train "$dir/cfg.yaml" -o "$dir/$out" --threads 1 --device "$device" "$@" \
+        >"$dir/$out.log" 2>&1 || fail "$n ranks on $device, $out: $(cat "$dir/$out.log")"
+}
+
+train 1 cuda g1
+train 2 cuda g2
+train 2 cpu c2
+same_losses "$dir/g1/metrics.jsonl" "$dir/g2/metrics.jsonl"
+echo "VSE∞ on the GPU, 1 vs 2 ranks: $(close "$dir/g1/last.safetensors" "$dir/g2/last.safetensors" 0.01)"
+same_losses "$dir/c2/metrics.jsonl" "$dir/g2/metrics.jsonl"
+echo "VSE∞ on 2 ranks, CPU vs GPU: $(close "$dir/c2/last.safetensors" "$dir/g2/last.safetensors" 0.01)"
+grep -q "data parallel: 2 ranks, 4 pairs each per batch of 8" "$dir/g2.log" || fail "no rank line: $(cat "$dir/g2.log")"
+train 2 cuda g2again
+[ "$($PY "$dir/compare.py" "$dir/g2/last.safetensors" "$dir/g2again/last.safetensors")" = same ] ||
+    fail "two 2-rank GPU runs differ"
+
+S="--set model.set_size=2 --set model.set_attention_dim=16 --set model.set_iterations=2 --set train.epochs=2"
+train 1 cuda k1 $S
+train 2 cuda k2 $S
+same_losses "$dir/k1/metrics.jsonl" "$dir/k2/metrics.jsonl"
+echo "set embeddings on the GPU, 1 vs 2 ranks: $(close "$dir/k1/last.safetensors" "$dir/k2/last.safetensors" 0.01)"
+
+top=$(pwd)
+$PY tests/interop/import_fixtures.py hgr "$dir/hgr" || fail "hgr fixture"
+(cd "$dir" && vtr-import hgr hgr -c vtr.db -d msrvtt --store stores/msrvtt-resnet152 >/dev/null 2>&1) ||
+    fail "import hgr"
+for n in 1 2; do
+    (cd "$dir" && $MPIRUN -np $n vtr-train "$top/configs/msrvtt-hgr.yaml" -o "h$n" --threads 1 \
+        --device cuda --set model.feature_dim=8 --set train.batch_size=4 --set train.epochs=5 \
+        --set data.vocab_threshold=1 >"h$n.log" 2>&1) || fail "HGR on $n ranks: $(cat "$dir/h$n.log")"
+done
+same_losses "$dir/h1/metrics.jsonl" "$dir/h2/metrics.jsonl"
+echo "HGR on the GPU, 1 vs 2 ranks: $(close "$dir/h1/last.safetensors" "$dir/h2/last.safetensors" 0.01)"
+exit 0
