@@ -2,6 +2,7 @@
  * lib/upload_stage.h): each loads the CUDA backend on first use and calls its function of
  * the same name (lib/cuda_loader.h). */
 #include "lib/device.h"
+#include "lib/dist_device.h"
 #include "lib/nn_cuda.h"
 #include "lib/optim.h"
 #include "lib/upload_stage.h"
@@ -198,6 +199,24 @@ VTR_CUDA_ENTRY(vtr_cuda_masked_softmax_forward,
 VTR_CUDA_ENTRY(vtr_cuda_matmul,
                (const float *a, const float *b, float *c, int m, int n, int k, vtr_error *err),
                (a, b, c, m, n, k, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_nccl_gather_rows,
+               (vtr_nccl * c, void *buf, size_t row_bytes, int64_t total, vtr_error *err),
+               (c, buf, row_bytes, total, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_nccl_id, (char *id, vtr_error *err), (id, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_nccl_init,
+               (vtr_nccl * *out, const char *id, int rank, int size, vtr_error *err),
+               (out, id, rank, size, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_nccl_load, (char *name, size_t name_size, vtr_error *err),
+               (name, name_size, err))
+
+VTR_CUDA_ENTRY(vtr_cuda_nccl_sum, (vtr_nccl * c, float *buf, size_t n, vtr_error *err),
+               (c, buf, n, err))
+
+VTR_CUDA_FREE_ENTRY(vtr_cuda_nccl_free, vtr_nccl)
 
 VTR_CUDA_ENTRY(vtr_cuda_optimizer_step,
                (vtr_optimizer *opt, const vtr_param_set *ps, float *data, const float *grad,

@@ -1,6 +1,7 @@
 /* The processes of one job (dist.h): Open MPI when built with it, else one process. */
 #define _POSIX_C_SOURCE 200809L
 #include "dist.h"
+#include "dist_device.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -106,6 +107,7 @@ vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err)
 
 void vtr_dist_finalize(vtr_dist *d)
 {
+    vtr_cuda_nccl_free(d->nccl);
     if (d->mpi)
         MPI_Finalize();
     free(d->scratch);
@@ -262,6 +264,7 @@ void vtr_dist_finalize(vtr_dist *d)
 {
     free(d->scratch);
     free(d->staging);
+    vtr_cuda_nccl_free(d->nccl);
     memset(d, 0, sizeof *d);
     d->size = 1;
 }

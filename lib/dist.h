@@ -33,12 +33,13 @@ extern "C" {
 
 typedef struct vtr_dist {
     int rank, size;
-    int local_rank;  /* this rank among the job's ranks on its machine (0 .. ) */
-    bool mpi;        /* MPI is initialised (and must be finalised) */
-    void *scratch;   /* the reductions' receive buffer, grown as needed */
+    int local_rank; /* this rank among the job's ranks on its machine (0 .. ) */
+    bool mpi;       /* MPI is initialised (and must be finalised) */
+    void *scratch;  /* the reductions' receive buffer, grown as needed */
     size_t scratch_size;
-    void *staging; /* host copies of device arrays (lib/dist_device.h), grown as needed */
+    void *staging; /* host copies of device arrays (lib/dist_device.h), grown */
     size_t staging_size;
+    struct vtr_nccl *nccl; /* the GPUs' communicator, or NULL (lib/dist_device.h) */
 } vtr_dist;
 
 /* Whether the environment says an MPI launcher started this process (Open MPI's mpirun,
@@ -51,7 +52,8 @@ bool vtr_dist_launched(void);
  * models by mistake. Fails with VTR_ERR_IO when MPI does. */
 vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err);
 
-/* Leaves the job (MPI_Finalize) and frees the scratch and staging; safe on a rank-0-of-1 or zeroed
+/* Leaves the job (MPI_Finalize) and frees the scratch, staging and GPUs' communicator;
+ * safe on a rank-0-of-1 or zeroed
  * d. */
 void vtr_dist_finalize(vtr_dist *d);
 

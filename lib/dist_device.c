@@ -1,6 +1,7 @@
 /* Data-parallel collectives on device arrays (dist_device.h). */
 #include "dist_device.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* *out = d's host staging area, grown to at least `bytes`. */
@@ -18,12 +19,51 @@ static vtr_status staging(vtr_dist *d, size_t bytes, void **out, vtr_error *err)
     return VTR_OK;
 }
 
+vtr_status vtr_dist_device_init(vtr_dist *d, vtr_device dev, char *how, size_t how_size,
+                                vtr_error *err)
+{
+    snprintf(how, how_size, "%s", dev == VTR_DEVICE_CPU ? "MPI" : "host memory");
+    if (dev == VTR_DEVICE_CPU || d->size == 1 || d->nccl)
+        return VTR_OK;
+    /* every rank loads NCCL, or the lowest failing rank's reason is every rank's */
+    char name[64];
+    vtr_error e, job;
+    vtr_status st = vtr_cuda_nccl_load(name, sizeof name, &e);
+    job = e;
+    if (vtr_dist_agree(d, st, &job) == VTR_OK) {
+        /* rank 0's id of the communicator (with its status), then every rank joins */
+        struct {
+            int status;
+            char id[VTR_NCCL_ID_BYTES];
+        } id = {VTR_OK, {0}};
+        if (d->rank == 0)
+            id.status = vtr_cuda_nccl_id(id.id, &e);
+        VTR_TRY(vtr_dist_broadcast(d, &id, sizeof id, 0, err));
+        st = id.status;
+        if (st == VTR_OK)
+            st = vtr_cuda_nccl_init(&d->nccl, id.id, d->rank, d->size, &e);
+        else if (d->rank > 0)
+            vtr_fail(&e, st, "rank 0 could not make the communicator's id");
+        job = e;
+        if (vtr_dist_agree(d, st, &job) == VTR_OK) {
+            snprintf(how, how_size, "%s", name);
+            return VTR_OK;
+        }
+        vtr_cuda_nccl_free(d->nccl);
+        d->nccl = NULL;
+    }
+    snprintf(how, how_size, "host memory (NCCL: %s)", job.msg);
+    return VTR_OK;
+}
+
 vtr_status vtr_dist_sum_on(vtr_dist *d, vtr_device dev, float *buf, size_t n, vtr_error *err)
 {
     if (dev == VTR_DEVICE_CPU)
         return vtr_dist_sum(d, buf, n, err);
     if (d->size == 1)
         return VTR_OK;
+    if (d->nccl)
+        return vtr_cuda_nccl_sum(d->nccl, buf, n, err);
     size_t bytes = sizeof(float) * n;
     void *host = NULL;
     VTR_TRY(staging(d, bytes, &host, err));
@@ -39,6 +79,16 @@ vtr_status vtr_dist_gather_rows_on(vtr_dist *d, vtr_device dev, void *buf, size_
         return vtr_dist_gather_rows(d, buf, row_bytes, first, count, err);
     if (d->size == 1)
         return VTR_OK;
+    int64_t f, k;
+    vtr_dist_share(total, d->rank, d->size, &f, &k);
+    if (d->nccl && (f != first || k != count))
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "rows %lld .. %lld of %lld are not rank %d's "
+                        "share",
+                        (long long)first, (long long)(first + count - 1), (long long)total,
+                        d->rank);
+    if (d->nccl)
+        return vtr_cuda_nccl_gather_rows(d->nccl, buf, row_bytes, total, err);
     void *all = NULL;
     VTR_TRY(staging(d, row_bytes * (size_t)total, &all, err));
     char *host = all;

@@ -36,7 +36,7 @@ typedef struct trainer {
     vtr_device dev;
     float *dev_data, *dev_grad;
     void *moments, *scratch;
-    char device_name[256];
+    char device_name[1024];
     vtr_batch_ahead train_b; /* training batches, one step ahead */
     vtr_batcher val_b;
     int64_t *order;        /* (n_caps) this epoch's caption order */
@@ -409,11 +409,20 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     int max_frames = tr->max_frames > va->max_frames ? tr->max_frames : va->max_frames;
     int max_words = tr->max_words > va->max_words ? tr->max_words : va->max_words;
     snprintf(t->device_name, sizeof t->device_name, "cpu");
-    if (o->device == VTR_DEVICE_CUDA &&
-        (st = vtr_cuda_init(rank_gpu(t->dist, o->device_index), t->device_name,
-                            sizeof t->device_name, err))) {
-        vtr_error_context(err, "train.device cuda:%d", o->device_index);
-        return st;
+    if (o->device == VTR_DEVICE_CUDA) {
+        if ((st = vtr_cuda_init(rank_gpu(t->dist, o->device_index), t->device_name,
+                                sizeof t->device_name, err)))
+            vtr_error_context(err, "train.device cuda:%d", o->device_index);
+        /* every rank has its GPU before they choose how the GPUs exchange */
+        char how[sizeof err->msg + 32];
+        if ((st = vtr_dist_agree(t->dist, st, err)) ||
+            (st = vtr_dist_device_init(t->dist, o->device, how, sizeof how, err)))
+            return st;
+        if (ranks > 1) {
+            size_t len = strlen(t->device_name);
+            snprintf(t->device_name + len, sizeof t->device_name - len,
+                     "; the ranks exchange through %s", how);
+        }
     }
     if ((st = vtr_run_model_init(&t->m, o, su->vocab, o->device, max_batch, max_frames,
                                  max_words, err)))

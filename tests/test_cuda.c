@@ -1,10 +1,13 @@
 /* The CUDA backend against the CPU. Skipped where no GPU is present (or without CUDA). */
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "lib/device.h"
+#include "lib/dist_device.h"
 #include "lib/rng.h"
 #include "lib/upload_stage.h"
 
@@ -127,4 +130,37 @@ TEST(cuda_unavailable_is_a_clear_error_or_works)
 #endif
         CHECK(strstr(err.msg, "(--device cpu)"));
     }
+}
+
+/* lib/dist_nccl.cu with the NCCL that VTR_NCCL_LIBRARY (or libnccl.so.2) names, alone (a
+ * communicator of one rank, as one GPU allows): it loads and names its version; the sum of
+ * one rank is its array, and the gather its rows, both through the GPU's own copies.
+ * Skipped where NCCL does not load. */
+TEST(cuda_nccl_alone)
+{
+    test_need_cuda();
+    vtr_error err;
+    char name[64], id[VTR_NCCL_ID_BYTES];
+    if (vtr_cuda_nccl_load(name, sizeof name, &err) != VTR_OK) {
+        char why[sizeof err.msg + 8];
+        snprintf(why, sizeof why, "NCCL: %s", err.msg);
+        test_skip(why);
+    }
+    CHECK_MSG(strncmp(name, "NCCL 2.", 7) == 0, "name '%s'", name);
+    vtr_nccl *c = NULL;
+    CHECK_OK(vtr_cuda_nccl_id(id, &err));
+    CHECK_OK(vtr_cuda_nccl_init(&c, id, 0, 1, &err));
+    enum { N = 1000, ROWS = 7, ROW = 12 };
+    float host[N], back[N];
+    for (int i = 0; i < N; i++)
+        host[i] = (float)i * 0.25f - 3.0f;
+    float *dev = NULL;
+    CHECK_OK(vtr_cuda_malloc((void **)&dev, sizeof host, &err));
+    CHECK_OK(vtr_cuda_to_device(dev, host, sizeof host, &err));
+    CHECK_OK(vtr_cuda_nccl_sum(c, dev, N, &err));
+    CHECK_OK(vtr_cuda_nccl_gather_rows(c, dev, ROW, ROWS, &err));
+    CHECK_OK(vtr_cuda_to_host(back, dev, sizeof back, &err));
+    CHECK(memcmp(host, back, sizeof host) == 0);
+    vtr_cuda_free(dev);
+    vtr_cuda_nccl_free(c);
 }

@@ -104,7 +104,7 @@ $(B)/libvtr-gpu.a: $(LIB_OBJS)
 # beside them ($ORIGIN)
 $(B)/libvtr-cuda.so: $(CUDA_OBJS) $(B)/libvtr-gpu.a
 	$(CC) -shared -fopenmp -Wl,-soname,libvtr-cuda.so -Wl,-Bsymbolic -Wl,--no-undefined \
-	    $(CUDA_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -lm -o $@
+	    $(CUDA_OBJS) $(B)/libvtr-gpu.a $(LIBS) -lstdc++ -ldl -lm -o $@
 
 PROGRAM_LDFLAGS = -fopenmp -Wl,--as-needed -Wl,-rpath,'$$ORIGIN'
 $(B)/unit-tests: $(TEST_OBJS) $(B)/libvtr-gpu.a | $(B)/libvtr-cuda.so

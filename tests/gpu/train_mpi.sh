@@ -1,15 +1,19 @@
 #!/bin/sh
-# Data-parallel training on GPUs under mpirun (lib/dist_device.h): the ranks' gathers,
-# gradient sums and SyncBatchNorm go through host memory. With the CUDA backend that
-# VTR_CUDA_LIBRARY names (tests/gpu/emulate/run.sh passes its emulation; on a GPU the real
-# one) and bin/'s programs built with MPI, on the fixtures of tests/t_train_mpi.sh:
+# Data-parallel training on GPUs under mpirun (lib/dist_device.h), with the CUDA backend that
+# VTR_CUDA_LIBRARY names (tests/gpu/emulate/run.sh passes its emulation) and bin/'s programs
+# built with MPI, on the fixtures of tests/t_train_mpi.sh. The ranks exchange through NCCL
+# (build-emu/emu/libnccl.so.2, the emulation's stand-in over MPI, or NCCL_LIBRARY) or
+# through host memory:
 # - VSE∞ with the region MLP's BatchNorm: 1 rank at batch 8 and 2 ranks at 4 pairs each
 #   train the same model on the GPU (losses, weights), and what 2 ranks on the CPU train;
-#   the same 2-rank run twice gives the same bytes;
+#   the same 2-rank run twice gives the same bytes, and so do the exchange through host
+#   memory (VTR_NCCL_LIBRARY=none) and through it after NCCL refused the ranks
+#   (EMU_NCCL_REFUSE=1), which the log says;
 # - set embeddings and HGR (dropout, the fused score over the gathered encodings): 1 and
 #   2 ranks on the GPU train the same model.
 #
-#   VTR_CUDA_LIBRARY=... sh tests/gpu/train_mpi.sh      (exit 0 passed, 1 failed, 77 skipped)
+#   VTR_CUDA_LIBRARY=... [NCCL_LIBRARY=...] sh tests/gpu/train_mpi.sh
+#                                               (exit 0 passed, 1 failed, 77 skipped)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/mpi.sh
@@ -20,7 +24,11 @@ done
 PY=/usr/bin/python3
 $PY -c 'import numpy, h5py' 2>/dev/null || { echo "$PY with numpy and h5py is not available"; exit 77; }
 [ -n "${VTR_CUDA_LIBRARY:-}" ] || { echo "set VTR_CUDA_LIBRARY to the CUDA backend"; exit 77; }
-MPIRUN="$MPIRUN -x VTR_CUDA_LIBRARY -x EMU_COPIES"
+nccl=${NCCL_LIBRARY:-$(dirname "$VTR_CUDA_LIBRARY")/libnccl.so.2}
+[ -f "$nccl" ] || { echo "no NCCL at $nccl (set NCCL_LIBRARY)"; exit 77; }
+VTR_NCCL_LIBRARY=$nccl EMU_NCCL_REFUSE=0 EMU_COPIES=${EMU_COPIES:-late}
+export VTR_NCCL_LIBRARY EMU_NCCL_REFUSE EMU_COPIES
+MPIRUN="$MPIRUN -x VTR_CUDA_LIBRARY -x EMU_COPIES -x VTR_NCCL_LIBRARY -x EMU_NCCL_REFUSE"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() {
@@ -44,9 +52,25 @@ echo "VSE∞ on the GPU, 1 vs 2 ranks: $(close "$dir/g1/last.safetensors" "$dir/
 same_losses "$dir/c2/metrics.jsonl" "$dir/g2/metrics.jsonl"
 echo "VSE∞ on 2 ranks, CPU vs GPU: $(close "$dir/c2/last.safetensors" "$dir/g2/last.safetensors" 0.01)"
 grep -q "data parallel: 2 ranks, 4 pairs each per batch of 8" "$dir/g2.log" || fail "no rank line: $(cat "$dir/g2.log")"
+grep -q "training on .*; the ranks exchange through NCCL 2.28.0$" "$dir/g2.log" || fail "no NCCL: $(cat "$dir/g2.log")"
+same_bytes() { # RUN: its weights are g2's bytes
+    [ "$($PY "$dir/compare.py" "$dir/g2/last.safetensors" "$dir/$1/last.safetensors")" = same ] ||
+        fail "$1 differs from g2"
+}
 train 2 cuda g2again
-[ "$($PY "$dir/compare.py" "$dir/g2/last.safetensors" "$dir/g2again/last.safetensors")" = same ] ||
-    fail "two 2-rank GPU runs differ"
+same_bytes g2again
+VTR_NCCL_LIBRARY=none
+train 2 cuda host
+same_bytes host
+grep -q "; the ranks exchange through host memory (NCCL: VTR_NCCL_LIBRARY=none)$" "$dir/host.log" ||
+    fail "no host exchange: $(cat "$dir/host.log")"
+VTR_NCCL_LIBRARY=$nccl EMU_NCCL_REFUSE=1
+train 2 cuda refused
+same_bytes refused
+grep -q "; the ranks exchange through host memory (NCCL: NCCL communicator: invalid usage" "$dir/refused.log" ||
+    fail "no fallback: $(cat "$dir/refused.log")"
+EMU_NCCL_REFUSE=0
+echo "VSE∞ on 2 GPUs: NCCL, host memory, and host memory after NCCL refused give the same bytes"
 
 S="--set model.set_size=2 --set model.set_attention_dim=16 --set model.set_iterations=2 --set train.epochs=2"
 train 1 cuda k1 $S

@@ -5,8 +5,9 @@
 #
 #   make -f tests/gpu/emulate/emulate.mk [B=build-emu] [SANITIZE=-fsanitize=address]
 #
-# Outputs: $(B)/emu/libvtr-cuda.so (the emulated backend) and $(B)/emu/unit-tests (the parity
-# tests, which load it from beside themselves or from VTR_CUDA_LIBRARY). Left out, as the
+# Outputs: $(B)/emu/libvtr-cuda.so (the emulated backend), $(B)/emu/unit-tests (the parity
+# tests, which load it from beside themselves or from VTR_CUDA_LIBRARY) and, with Open MPI,
+# $(B)/emu/libnccl.so.2 (nccl.cc: NCCL's calls over MPI, for VTR_NCCL_LIBRARY). Left out, as the
 # emulation cannot run them: features/conv.cu (cuDNN's convolutions) with
 # tests/test_backbone.c, and index/topk.cu (warp intrinsics) with tests/test_topk.c. Against
 # Debian's OpenBLAS (its OpenMP build, as ./configure picks it), jansson and oneDNN.
@@ -36,9 +37,18 @@ EMU_CUDA_OBJS    = $(patsubst %.cu,$(B)/emu/%.o,$(EMU_CUDA_SRCS))
 EMU_RUNTIME_OBJS = $(patsubst %.cc,$(B)/%.o,$(EMU_RUNTIME))
 EMU_TEST_OBJS    = $(patsubst %.c,$(B)/%.o,$(EMU_TEST_SRCS))
 
+# the stand-in for NCCL over MPI (nccl.cc), where Open MPI is installed
+MPI_FLAGS := $(shell pkg-config --cflags --libs ompi-c 2>/dev/null)
+EMU_NCCL   = $(if $(MPI_FLAGS),$(B)/emu/libnccl.so.2)
+
 .DEFAULT_GOAL := emulation
 .PHONY: emulation
-emulation: $(B)/emu/libvtr-cuda.so $(B)/emu/unit-tests
+emulation: $(B)/emu/libvtr-cuda.so $(B)/emu/unit-tests $(EMU_NCCL)
+
+$(B)/emu/libnccl.so.2: $(EMU)/nccl.cc
+	@mkdir -p $(@D)
+	$(NVCC) -std=c++17 -O2 -g -fPIC -Wall -Werror -Wno-unused-parameter -DOMPI_SKIP_MPICXX -shared \
+	    -Wl,-soname,libnccl.so.2 $< $(MPI_FLAGS) -o $@
 
 $(B)/emu/%.cc: %.cu $(EMU)/cu_to_cc.py
 	@mkdir -p $(@D)

@@ -55,7 +55,8 @@ make -s -f tests/gpu/emulate/emulate.mk -j"$(nproc)" B="$B" SANITIZE="$sanitize"
 echo "emulate: built $B/emu in $(($(date +%s) - start))s"
 
 VTR_CUDA_LIBRARY=$(pwd)/$B/emu/libvtr-cuda.so
-export VTR_CUDA_LIBRARY
+VTR_NCCL_LIBRARY=$(pwd)/$B/emu/libnccl.so.2 # where Open MPI is (emulate.mk)
+export VTR_CUDA_LIBRARY VTR_NCCL_LIBRARY
 failed=
 for order in $orders; do
     echo "== unit-tests $*, another stream's copies run $order (EMU_COPIES=$order)"
