@@ -29,7 +29,8 @@ per task (a build with MPI: ./configure --with-mpi), and submits it.
       --no-submit        write the script and print the sbatch command only
   -h, --help             this text
 
-Example: slurm-train.sh -N 2 -n 4 -t 24:00:00 -p gpu configs/msrvtt-vse-inf.yaml -o runs/a
+Example: slurm-train.sh -N 2 -n 4 -t 24:00:00 -p gpu configs/msrvtt-vse-inf.yaml -o runs/a \
+             --device cuda     (a rank per GPU; NCCL between them where it loads)
 Exit status: 0 submitted (or written); 1 bad usage or a failed sbatch.
 USAGE
 }
