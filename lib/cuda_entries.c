@@ -2,7 +2,6 @@
  * lib/upload_stage.h): each loads the CUDA backend on first use and calls its function of
  * the same name (lib/cuda_loader.h). */
 #include "lib/device.h"
-#include "lib/dist_device.h"
 #include "lib/nn_cuda.h"
 #include "lib/optim.h"
 #include "lib/upload_stage.h"

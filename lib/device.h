@@ -80,6 +80,21 @@ vtr_status vtr_cuda_uniform(float *out, size_t n, uint64_t seed, uint64_t stream
 vtr_status vtr_cuda_matmul(const float *a, const float *b, float *c, int m, int n, int k,
                            vtr_error *err);
 
+/* NCCL between the GPUs of a data-parallel job (lib/dist_device.h uses them;
+ * lib/dist_nccl.cu): NCCL loaded, its name ("NCCL 2.28.9") in name, else
+ * VTR_ERR_UNSUPPORTED with the reason; rank 0's id of a new communicator
+ * (VTR_NCCL_ID_BYTES); this rank's communicator (collective over the ranks); its release;
+ * vtr_dist_sum_on and _gather_rows_on over it. */
+#define VTR_NCCL_ID_BYTES 128
+typedef struct vtr_nccl vtr_nccl;
+vtr_status vtr_cuda_nccl_load(char *name, size_t name_size, vtr_error *err);
+vtr_status vtr_cuda_nccl_id(char *id, vtr_error *err);
+vtr_status vtr_cuda_nccl_init(vtr_nccl **out, const char *id, int rank, int size, vtr_error *err);
+void vtr_cuda_nccl_free(vtr_nccl *c);
+vtr_status vtr_cuda_nccl_sum(vtr_nccl *c, float *buf, size_t n, vtr_error *err);
+vtr_status vtr_cuda_nccl_gather_rows(vtr_nccl *c, void *buf, size_t row_bytes, int64_t total,
+                                     vtr_error *err);
+
 #ifdef __cplusplus
 }
 #endif

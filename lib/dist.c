@@ -1,7 +1,7 @@
 /* The processes of one job (dist.h): Open MPI when built with it, else one process. */
 #define _POSIX_C_SOURCE 200809L
 #include "dist.h"
-#include "dist_device.h"
+#include "device.h"
 
 #include <limits.h>
 #include <stdio.h>

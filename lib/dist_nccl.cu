@@ -12,7 +12,6 @@
 
 #include "lib/cuda_launch.h"
 #include "lib/dist.h"
-#include "lib/dist_device.h"
 
 // The part of nccl.h's ABI (NCCL 2.x) used here, declared so that the build needs no NCCL.
 typedef struct nccl_comm *ncclComm_t;

@@ -7,7 +7,6 @@
 
 #include "check.h"
 #include "lib/device.h"
-#include "lib/dist_device.h"
 #include "lib/rng.h"
 #include "lib/upload_stage.h"
 
