@@ -53,8 +53,7 @@ bool vtr_dist_launched(void);
 vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err);
 
 /* Leaves the job (MPI_Finalize) and frees the scratch, staging and GPUs' communicator;
- * safe on a rank-0-of-1 or zeroed
- * d. */
+ * safe on a rank-0-of-1 or zeroed d. */
 void vtr_dist_finalize(vtr_dist *d);
 
 /* Ends every rank of the job at once with exit status code (MPI_Abort), for a failure

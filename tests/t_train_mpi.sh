@@ -73,15 +73,9 @@ echo "set embeddings, 1 vs 2 ranks: $(close "$dir/k1/last.safetensors" "$dir/k2/
 # encodings) on the release-layout fixture of tests/interop/import_fixtures.py: 7 training
 # captions, batches of 4 and a rest of 3 (20 epochs, 40 steps)
 $PY -c 'import h5py' 2>/dev/null || { echo "$PY without h5py: HGR not tested"; exit 1; }
-top=$(pwd)
-$PY tests/interop/import_fixtures.py hgr "$dir/hgr" || fail "hgr fixture"
-(cd "$dir" && vtr-import hgr hgr -c vtr.db -d msrvtt --store stores/msrvtt-resnet152 >/dev/null 2>&1) ||
-    fail "import hgr"
-for n in 1 2; do
-    (cd "$dir" && $MPIRUN -np $n vtr-train "$top/configs/msrvtt-hgr.yaml" -o "h$n" --threads 1 \
-        --set model.feature_dim=8 --set train.batch_size=4 --set train.epochs=20 \
-        --set data.vocab_threshold=1 >"h$n.log" 2>&1) || fail "HGR on $n ranks: $(cat "$dir/h$n.log")"
-done
+hgr_import
+hgr_train 1 h1 --set train.epochs=20
+hgr_train 2 h2 --set train.epochs=20
 same_losses "$dir/h1/metrics.jsonl" "$dir/h2/metrics.jsonl"
 echo "HGR, 1 vs 2 ranks: $(close "$dir/h1/last.safetensors" "$dir/h2/last.safetensors" 0.01)"
 
@@ -100,10 +94,8 @@ done
 cmp -s "$dir/v1.val" "$dir/v2.val" && cmp -s "$dir/v1.val" "$dir/v3.val" ||
     fail "validation on 1, 2, 3 ranks differs: $(cat "$dir/v1.val" "$dir/v2.val" "$dir/v3.val")"
 for n in 1 2; do
-    (cd "$dir" && $MPIRUN -np $n vtr-train "$top/configs/msrvtt-hgr.yaml" -o "hv$n" --threads 1 \
-        --set model.feature_dim=8 --set train.batch_size=4 --set train.epochs=1 \
-        --set train.lr=1e-30 --set val.batch_size=1 --set data.vocab_threshold=1 \
-        --set data.val_split=test >"hv$n.log" 2>&1) || fail "HGR validation on $n ranks: $(cat "$dir/hv$n.log")"
+    hgr_train $n hv$n --set train.epochs=1 --set train.lr=1e-30 --set val.batch_size=1 \
+        --set data.val_split=test
     val_json "$dir/hv$n/metrics.jsonl" >"$dir/hv$n.val"
 done
 cmp -s "$dir/hv1.val" "$dir/hv2.val" || fail "HGR validation on 1 and 2 ranks differs"

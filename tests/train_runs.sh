@@ -3,6 +3,9 @@
 # precomp_run TRAIN: 32 items of 3 random 64-d frames with 5 captions each, imported into
 # $dir/train.db and $dir/store, and $dir/cfg.yaml training VSE∞ with the region MLP
 # (BatchNorm) on them, its train: keys TRAIN ("epochs: 3, batch_size: 8");
+# hgr_import: tests/interop/import_fixtures.py's HGR release-layout fixture, imported in $dir
+# (vtr.db, stores/); hgr_train RANKS OUT [VTR-TRAIN-ARGUMENT]...: configs/msrvtt-hgr.yaml on
+# it (8-d features, batches of 4) under $MPIRUN, into $dir/OUT, its log $dir/OUT.log;
 # same_losses A B: the per-epoch losses of two metrics.jsonl agree to 1e-5 (relative);
 # close A B TOL: the tensors of two checkpoints differ by at most TOL (prints the largest
 # difference, or "same" when the bytes agree).
@@ -56,4 +59,18 @@ model: {feature_dim: 64, embed_size: 16, mlp_hidden: 8, word_dim: 8, gpo_pe: 8, 
 train: {$1}
 val: {batch_size: 8}
 EOF
+}
+
+hgr_import() {
+    $PY tests/interop/import_fixtures.py hgr "$dir/hgr" || fail "hgr fixture"
+    (cd "$dir" && vtr-import hgr hgr -c vtr.db -d msrvtt --store stores/msrvtt-resnet152 \
+        >/dev/null 2>&1) || fail "import hgr"
+}
+
+hgr_train() {
+    n=$1 out=$2 top=$(pwd)
+    shift 2
+    (cd "$dir" && $MPIRUN -np "$n" vtr-train "$top/configs/msrvtt-hgr.yaml" -o "$out" --threads 1 \
+        --set model.feature_dim=8 --set train.batch_size=4 --set data.vocab_threshold=1 "$@" \
+        >"$out.log" 2>&1) || fail "HGR on $n ranks, $out: $(cat "$dir/$out.log")"
 }

@@ -78,15 +78,9 @@ train 2 cuda k2 $S
 same_losses "$dir/k1/metrics.jsonl" "$dir/k2/metrics.jsonl"
 echo "set embeddings on the GPU, 1 vs 2 ranks: $(close "$dir/k1/last.safetensors" "$dir/k2/last.safetensors" 0.01)"
 
-top=$(pwd)
-$PY tests/interop/import_fixtures.py hgr "$dir/hgr" || fail "hgr fixture"
-(cd "$dir" && vtr-import hgr hgr -c vtr.db -d msrvtt --store stores/msrvtt-resnet152 >/dev/null 2>&1) ||
-    fail "import hgr"
-for n in 1 2; do
-    (cd "$dir" && $MPIRUN -np $n vtr-train "$top/configs/msrvtt-hgr.yaml" -o "h$n" --threads 1 \
-        --device cuda --set model.feature_dim=8 --set train.batch_size=4 --set train.epochs=5 \
-        --set data.vocab_threshold=1 >"h$n.log" 2>&1) || fail "HGR on $n ranks: $(cat "$dir/h$n.log")"
-done
+hgr_import
+hgr_train 1 h1 --device cuda --set train.epochs=5
+hgr_train 2 h2 --device cuda --set train.epochs=5
 same_losses "$dir/h1/metrics.jsonl" "$dir/h2/metrics.jsonl"
 echo "HGR on the GPU, 1 vs 2 ranks: $(close "$dir/h1/last.safetensors" "$dir/h2/last.safetensors" 0.01)"
 exit 0
