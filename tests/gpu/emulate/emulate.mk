@@ -8,8 +8,7 @@
 # Outputs: $(B)/emu/libvtr-cuda.so (the emulated backend), $(B)/emu/unit-tests (the parity
 # tests, which load it from beside themselves or from VTR_CUDA_LIBRARY) and, with Open MPI,
 # $(B)/emu/libnccl.so.2 (nccl.cc: NCCL's calls over MPI, for VTR_NCCL_LIBRARY). Left out, as the
-# emulation cannot run them: features/conv.cu (cuDNN's convolutions) with
-# tests/test_backbone.c, and index/topk.cu (warp intrinsics) with tests/test_topk.c. Against
+# emulation cannot run it: index/topk.cu (warp intrinsics) with tests/test_topk.c. Against
 # Debian's OpenBLAS (its OpenMP build, as ./configure picks it), jansson and oneDNN.
 
 # gpu.mk's default folder is the real build's: the emulation's is build-emu unless B= is given
@@ -29,9 +28,9 @@ NVCCFLAGS  = -std=c++20 -O2 -g -fno-math-errno -ffp-contract=off -fPIC -Wall -We
              -Wno-unused-parameter -Wno-unused-function -DVTR_HAVE_CUDA=1 -I. -I$(EMU)/include \
              -include cuda_runtime.h $(DEP_CFLAGS) $(SANITIZE)
 
-EMU_CUDA_SRCS = $(filter-out features/conv.cu index/topk.cu,$(CUDA_SRCS))
-EMU_TEST_SRCS = $(filter-out tests/test_backbone.c tests/test_topk.c,$(TEST_SRCS))
-EMU_RUNTIME   = $(EMU)/runtime.cc $(EMU)/launch.cc $(EMU)/libraries.cc
+EMU_CUDA_SRCS = $(filter-out index/topk.cu,$(CUDA_SRCS))
+EMU_TEST_SRCS = $(filter-out tests/test_topk.c,$(TEST_SRCS))
+EMU_RUNTIME   = $(EMU)/runtime.cc $(EMU)/launch.cc $(EMU)/cublas.cc $(EMU)/cudnn.cc
 
 EMU_CUDA_OBJS    = $(patsubst %.cu,$(B)/emu/%.o,$(EMU_CUDA_SRCS))
 EMU_RUNTIME_OBJS = $(patsubst %.cc,$(B)/%.o,$(EMU_RUNTIME))

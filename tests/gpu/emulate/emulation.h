@@ -1,5 +1,5 @@
 // tests/gpu/emulate/emulation.h: what the CPU emulation's own files share (runtime.cc,
-// launch.cc, libraries.cc); the .cu files see only include/.
+// launch.cc, cublas.cc, cudnn.cc); the .cu files see only include/.
 #pragma once
 
 #include <stddef.h>
@@ -16,3 +16,7 @@ void emu_check_device(const void *ptr, size_t bytes, const char *what);
 
 // What the next cudaGetLastError returns.
 void emu_set_last_error(cudaError_t error);
+
+// x rounded to `kept` of float32's 23 mantissa bits (TF32: 10, bfloat16: 7), to nearest, ties
+// to even; infinities and NaNs as they are (cublas.cc).
+float emu_round_mantissa(float x, int kept);

@@ -1,5 +1,5 @@
 // tests/gpu/emulate/include/cublas_v2.h: the two cuBLAS calls that vtr's .cu files make
-// (float32 GEMMs, plain and strided-batched), as the CPU emulation gives them (libraries.cc).
+// (float32 GEMMs, plain and strided-batched), as the CPU emulation gives them (cublas.cc).
 // Column-major, the host pointer mode, every operand float32 (CUDA_R_32F).
 #pragma once
 

@@ -1,5 +1,5 @@
-// tests/gpu/emulate/libraries.cc: the cuBLAS and cuDNN calls of vtr's .cu files for the CPU
-// emulation (include/cublas_v2.h, include/cudnn.h).
+// tests/gpu/emulate/cublas.cc: the cuBLAS calls of vtr's .cu files for the CPU emulation
+// (include/cublas_v2.h).
 //
 // cublasGemmEx and cublasGemmStridedBatchedEx: float32 column-major GEMMs, C = alpha op(A)
 // op(B) + beta C, checked as cuBLAS checks its arguments, with every operand's span checked to
@@ -7,21 +7,15 @@
 // then gives no NaN). The TF32 and BF16 compute types round each A and B element to 10 and 7
 // mantissa bits (nearest, ties to even) before the product; every product is summed in
 // float32 over k in order, so a result differs from cuBLAS's (another order, fused
-// multiply-adds, split k) in its last bits: the parity tests' tolerances cover that. cuDNN: a
-// handle only; its convolutions (features/conv.cu) are not emulated.
+// multiply-adds, split k) in its last bits: the parity tests' tolerances cover that.
 #include "emulation.h"
 
 #include "cublas_v2.h"
-#include "cudnn.h"
 
 struct emu_cublas {
     int unused;
 };
-struct emu_cudnn {
-    int unused;
-};
 static emu_cublas the_cublas;
-static emu_cudnn the_cudnn;
 
 cublasStatus_t cublasCreate(cublasHandle_t *handle)
 {
@@ -39,20 +33,7 @@ const char *cublasGetStatusString(cublasStatus_t status)
     }
 }
 
-cudnnStatus_t cudnnCreate(cudnnHandle_t *handle)
-{
-    *handle = &the_cudnn;
-    return CUDNN_STATUS_SUCCESS;
-}
-
-const char *cudnnGetErrorString(cudnnStatus_t status)
-{
-    return status == CUDNN_STATUS_SUCCESS ? "CUDNN_STATUS_SUCCESS" : "CUDNN_STATUS_UNKNOWN";
-}
-
-// x rounded to `kept` of float32's 23 mantissa bits, to nearest, ties to even; infinities and
-// NaNs as they are.
-static float round_mantissa(float x, int kept)
+float emu_round_mantissa(float x, int kept)
 {
     uint32_t bits;
     memcpy(&bits, &x, sizeof bits);
@@ -129,8 +110,8 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, int transa, int transb, int m
                 float a_ip = transa ? a[p + (size_t)i * lda] : a[i + (size_t)p * lda];
                 float b_pj = transb ? b[j + (size_t)p * ldb] : b[p + (size_t)j * ldb];
                 if (kept < 23) {
-                    a_ip = round_mantissa(a_ip, kept);
-                    b_pj = round_mantissa(b_pj, kept);
+                    a_ip = emu_round_mantissa(a_ip, kept);
+                    b_pj = emu_round_mantissa(b_pj, kept);
                 }
                 sum += a_ip * b_pj;
             }
