@@ -447,10 +447,7 @@ void vtr_backbone_preprocess(const vtr_backbone *b, vtr_preprocess_options *opt)
 
 vtr_status vtr_backbone_bf16_check(vtr_device device, vtr_error *err)
 {
-    if (device != VTR_DEVICE_CPU)
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "bfloat16 features are a CPU option "
-                        "(AVX512-BF16 or AMX): the CUDA engine runs float32");
-    if (!vtr_matmul_have_bf16())
+    if (device == VTR_DEVICE_CPU && !vtr_matmul_have_bf16())
         return vtr_fail(err, VTR_ERR_UNSUPPORTED, "this CPU has no AVX512-BF16 or AMX");
     return VTR_OK;
 }
@@ -458,9 +455,10 @@ vtr_status vtr_backbone_bf16_check(vtr_device device, vtr_error *err)
 vtr_status vtr_backbone_set_bf16(vtr_backbone *b, bool bf16, vtr_error *err)
 {
     vtr_status st = bf16 ? vtr_backbone_bf16_check(b->device, err) : VTR_OK;
-    if (st != VTR_OK || b->device != VTR_DEVICE_CPU)
+    if (st != VTR_OK)
         return st;
-    st = vtr_conv_cpu_set_bf16(b->cpu, bf16, err);
+    st = b->device == VTR_DEVICE_CPU ? vtr_conv_cpu_set_bf16(b->cpu, bf16, err)
+                                     : vtr_conv_cuda_set_bf16(b->cuda, bf16, err);
     if (st == VTR_OK)
         b->bf16 = bf16;
     return st;

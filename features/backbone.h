@@ -118,15 +118,16 @@ vtr_status vtr_backbone_load(const char *path, vtr_backbone_arch arch,
 
 void vtr_backbone_free(vtr_backbone *b);
 
-/* Whether a backbone on device can run in bfloat16: VTR_OK, or VTR_ERR_UNSUPPORTED saying
- * why not (CUDA, whose engine is float32; a CPU without AVX512-BF16 or AMX). */
+/* Whether a backbone on device can run in bfloat16, as far as is known before a GPU is
+ * chosen: VTR_OK, or VTR_ERR_UNSUPPORTED saying why not (a CPU without AVX512-BF16 or AMX).
+ * On CUDA, vtr_backbone_set_bf16 checks the GPU. */
 vtr_status vtr_backbone_bf16_check(vtr_device device, vtr_error *err);
 
 /* Runs the convolutions in bfloat16 (bf16 true) or float32 (the default): see
- * vtr_conv_cpu_set_bf16 (features/conv.h). Features stay float32; their cosine to the
- * float32 ones is about 0.9999 for a ResNet (tests/test_backbone.c, bench/features).
- * VTR_ERR_UNSUPPORTED, with b unchanged (float32), on a CPU without AVX512-BF16 or AMX,
- * and on CUDA, whose engine is float32. */
+ * vtr_conv_cpu_set_bf16 and vtr_conv_cuda_set_bf16 (features/conv.h). Features stay
+ * float32; their cosine to the float32 ones is about 0.9999 for a ResNet
+ * (tests/test_backbone.c, bench/features). VTR_ERR_UNSUPPORTED, with b unchanged (float32),
+ * on a CPU without AVX512-BF16 or AMX and on a GPU before compute capability 8.0. */
 vtr_status vtr_backbone_set_bf16(vtr_backbone *b, bool bf16, vtr_error *err);
 
 /* Whether b runs in bfloat16. */

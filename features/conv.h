@@ -183,7 +183,8 @@ vtr_status vtr_conv_cpu_run(vtr_conv_cpu *c, const float *in, int n, int h, int 
  * one strided copy per source. Activations are NCHW float32 on the GPU; the algorithm of
  * each conv is the fastest that cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7)
  * rank for the batch shape with the math type CUDNN_FMA_MATH (strict float32, no TF32), so
- * features agree with the CPU engine to float32 rounding.
+ * features agree with the CPU engine to float32 rounding. With bf16
+ * (vtr_conv_cuda_set_bf16) they are NHWC bfloat16 on tensor cores instead.
  *
  * In libvtr-cuda.so, reached through features/cuda_entries.c (lib/cuda_loader.h); in a
  * build without CUDA they fail with VTR_WITHOUT_CUDA.
@@ -198,6 +199,14 @@ typedef struct vtr_conv_cuda vtr_conv_cuda;
 vtr_status vtr_conv_cuda_new(const vtr_conv_net *net, vtr_conv_cuda **out, vtr_error *err);
 
 void vtr_conv_cuda_free(vtr_conv_cuda *c);
+
+/* Mixed precision (off by default): with bf16, activations, weights and biases are bfloat16
+ * NHWC (each weight and bias rounded once, here, from the net's float32), products accumulate
+ * in float32 on tensor cores (CUDNN_TENSOR_OP_MATH), the input is rounded to bfloat16 on the
+ * GPU and the output map widened back to float32 NHWC. Replans at the next run.
+ * VTR_ERR_UNSUPPORTED, with the engine unchanged, on a GPU before compute capability 8.0
+ * (Ampere); VTR_ERR_DEVICE with CUDA's or cuDNN's message. */
+vtr_status vtr_conv_cuda_set_bf16(vtr_conv_cuda *c, bool bf16, vtr_error *err);
 
 /* Runs the net on a batch held in host memory: in (n, in_channels, h, w) float32 NCHW,
  * out (n, oh, ow, out_channels) float32 NHWC (vtr_conv_net_output_size). Copies the

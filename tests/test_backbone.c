@@ -729,21 +729,24 @@ TEST(conv_net_check_rejects_bad_new_ops)
     vtr_conv_net_free(&net);
 }
 
+/* the programs above */
+static const net_builder new_op_programs[] = {
+    depthwise_net, depthwise_multiplier_net, rectangular_net, grouped_net,
+    avgpool_net,   maxpool_asymmetric_net,   concat_net,      inception_net,
+    mobilenet_net};
+#define N_NEW_OP_PROGRAMS (sizeof new_op_programs / sizeof new_op_programs[0])
+
 /* The cuDNN engine against the references on every program above: where a GPU is. A pool
  * padded on one side only is refused, naming the op. */
 TEST(conv_cuda_matches_direct_on_new_ops)
 {
     test_need_cuda();
     vtr_error err;
-    static const net_builder builders[] = {depthwise_net, depthwise_multiplier_net,
-                                           rectangular_net, grouped_net, avgpool_net,
-                                           maxpool_asymmetric_net, concat_net, inception_net,
-                                           mobilenet_net};
     vtr_rng rng;
     vtr_rng_init(&rng, 31, 0);
-    for (size_t b = 0; b < sizeof builders / sizeof builders[0]; b++) {
+    for (size_t b = 0; b < N_NEW_OP_PROGRAMS; b++) {
         vtr_conv_net net;
-        builders[b](&rng, &net);
+        new_op_programs[b](&rng, &net);
         vtr_conv_cuda *gpu = NULL;
         CHECK_OK(vtr_conv_cuda_new(&net, &gpu, &err));
         for (int n = 1; n <= 3; n += 2) {
@@ -752,7 +755,7 @@ TEST(conv_cuda_matches_direct_on_new_ops)
             float *want = direct_net(&net, x, n, h, w, &oh, &ow);
             size_t no = (size_t)n * oh * ow * net.out_channels;
             float *got = malloc(no * sizeof *got);
-            if (builders[b] == maxpool_asymmetric_net) {
+            if (new_op_programs[b] == maxpool_asymmetric_net) {
                 CHECK_FAILS(vtr_conv_cuda_run(gpu, x, n, h, w, got, &err), VTR_ERR_UNSUPPORTED,
                             "op 0");
             } else {
@@ -762,6 +765,95 @@ TEST(conv_cuda_matches_direct_on_new_ops)
             }
             free(x), free(want), free(got);
         }
+        vtr_conv_cuda_free(gpu);
+        vtr_conv_net_free(&net);
+    }
+}
+
+/* f rounded to bfloat16, to nearest, ties to even (finite f) */
+static float bf16_round(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    b = (b + 0x7fffu + (b >> 16 & 1u)) & 0xffff0000u;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+/* In bfloat16, an identity 1x1 conv gives each input rounded to bfloat16, to nearest, ties to
+ * even: 1 + 2^-8 (a tie) to 1, 1 + 3 * 2^-9 up to 1 + 2^-7, and random values. */
+TEST(conv_cuda_bf16_rounds_to_nearest_even)
+{
+    test_need_cuda();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 33, 0);
+    enum { C = 3, N = 2, H = 5, W = 7 };
+    vtr_conv_layer L = random_pointwise(&rng, C, C);
+    for (int o = 0; o < C; o++) {
+        L.bias[o] = 0.0f;
+        for (int i = 0; i < C; i++)
+            L.weight[o * C + i] = o == i;
+    }
+    vtr_conv_op op = CONV(0, 1, 0, NONE);
+    vtr_conv_net net;
+    make_net(&net, C, 2, 1, C, &L, 1, &op, 1);
+    float *x = random_floats(&rng, (size_t)N * C * H * W, 4.0f), got[N * H * W * C];
+    x[0] = 1.0f + 0x1p-8f;
+    x[1] = 1.0f + 3 * 0x1p-9f;
+    vtr_conv_cuda *gpu = NULL;
+    CHECK_OK(vtr_conv_cuda_new(&net, &gpu, &err));
+    CHECK_OK(vtr_conv_cuda_set_bf16(gpu, true, &err));
+    CHECK_OK(vtr_conv_cuda_run(gpu, x, N, H, W, got, &err));
+    CHECK(got[0] == 1.0f && got[C] == 1.0f + 0x1p-7f);
+    for (int n = 0; n < N; n++) /* got is NHWC, x NCHW */
+        for (int c = 0; c < C; c++)
+            for (int p = 0; p < H * W; p++) {
+                float want = bf16_round(x[((size_t)n * C + c) * H * W + p]);
+                CHECK_MSG(got[((size_t)n * H * W + p) * C + c] == want,
+                          "image %d channel %d cell %d: %.9g, want %.9g", n, c, p,
+                          got[((size_t)n * H * W + p) * C + c], want);
+            }
+    free(x);
+    vtr_conv_cuda_free(gpu);
+    vtr_conv_net_free(&net);
+}
+
+/* The cuDNN engine in bfloat16 NHWC (vtr_conv_cuda_set_bf16) on the same programs: within
+ * bfloat16's rounding of the references (each layer rounds its input, weights and output to
+ * 8 significant bits: 0.3% to 2.4% here, the most for the deepest, MobileNet's), not
+ * float32's bytes (it really ran in bfloat16); back to float32,
+ * float32's accuracy again. */
+TEST(conv_cuda_bf16_close_to_direct)
+{
+    test_need_cuda();
+    vtr_error err;
+    vtr_rng rng;
+    vtr_rng_init(&rng, 32, 0);
+    for (size_t b = 0; b < N_NEW_OP_PROGRAMS; b++) {
+        if (new_op_programs[b] == maxpool_asymmetric_net) /* refused by cuDNN (above) */
+            continue;
+        vtr_conv_net net;
+        new_op_programs[b](&rng, &net);
+        vtr_conv_cuda *gpu = NULL;
+        CHECK_OK(vtr_conv_cuda_new(&net, &gpu, &err));
+        int n = 3, h = 17, w = 23, oh, ow;
+        float *x = random_floats(&rng, (size_t)n * net.in_channels * h * w, 4.0f);
+        float *want = direct_net(&net, x, n, h, w, &oh, &ow);
+        size_t no = (size_t)n * oh * ow * net.out_channels;
+        float *got = malloc(no * sizeof *got);
+        for (int bf16 = 1; bf16 >= 0; bf16--) {
+            CHECK_OK(vtr_conv_cuda_set_bf16(gpu, bf16, &err));
+            CHECK_OK(vtr_conv_cuda_run(gpu, x, n, h, w, got, &err));
+            double e = test_rel_error(got, want, no);
+            printf("    program %zu, %s: relative error %.2e\n", b, bf16 ? "bfloat16" : "float32",
+                   e);
+            if (bf16)
+                CHECK_MSG(e > 1e-5 && e < 5e-2, "program %zu in bfloat16: relative error %g", b, e);
+            else
+                CHECK_MSG(e < 1e-5, "program %zu back in float32: relative error %g", b, e);
+        }
+        free(x), free(want), free(got);
         vtr_conv_cuda_free(gpu);
         vtr_conv_net_free(&net);
     }
@@ -874,11 +966,12 @@ TEST(resnet50_matches_torchvision_at_224)
     check_parity(dir, "resnet50");
 }
 
-/* bfloat16 convolutions (vtr_backbone_set_bf16) stay close to torchvision's float32
- * features, per image: a cosine of at least 0.999 (the target of bench/features), or,
- * where PyTorch's own bfloat16 inference on these weights does not reach that either (the
- * random deep nets of the fixtures amplify rounding: PyTorch 0.997 for ResNet-152), no
- * further from float32 than PyTorch's. They really run in bfloat16 (not bit for bit
+/* bfloat16 convolutions (vtr_backbone_set_bf16), on the CPU and on a GPU, stay close to
+ * torchvision's float32 features, per image: a cosine of at least 0.999 (the target of
+ * bench/features), or, where PyTorch's own bfloat16 inference on these weights does not reach that
+ * either (the random deep nets of the fixtures amplify rounding: PyTorch 0.997 for ResNet-152), no
+ * further from float32 than PyTorch's (on a GPU, whose engine rounds the biases to bfloat16
+ * as well, at most 1.5 times as far: 1 - cosine). They really run in bfloat16 (not bit for bit
  * float32's); back to float32, the features are float32's again. A CPU without
  * AVX512-BF16 or AMX refuses, and stays float32. */
 static double cosine(const float *a, const float *b, int n)
@@ -889,15 +982,15 @@ static double cosine(const float *a, const float *b, int n)
     return dot / sqrt(na * nb);
 }
 
-static void check_bf16(const char *arch_name)
+static void check_bf16(const char *arch_name, vtr_device device)
 {
     vtr_error err;
     char path[1024];
     const char *dir = parity_dir();
     vtr_backbone *b = NULL;
     snprintf(path, sizeof path, "%s/%s.safetensors", dir, arch_name);
-    CHECK_OK(vtr_backbone_load(path, VTR_BACKBONE_ARCH_INFER, VTR_DEVICE_CPU, &b, &err));
-    if (!vtr_matmul_have_bf16()) {
+    CHECK_OK(vtr_backbone_load(path, VTR_BACKBONE_ARCH_INFER, device, &b, &err));
+    if (device == VTR_DEVICE_CPU && !vtr_matmul_have_bf16()) {
         CHECK_FAILS(vtr_backbone_set_bf16(b, true, &err), VTR_ERR_UNSUPPORTED,
                     "need a CPU with AVX512-BF16 or AMX");
         CHECK(!vtr_backbone_bf16(b));
@@ -927,8 +1020,9 @@ static void check_bf16(const char *arch_name)
         double torchs = cosine(torch_bf16 + (size_t)i * D, f, D);
         printf("    %s image %d: cosine to torchvision's float32 features: vtr bfloat16 %.6f, "
                "PyTorch bfloat16 %.6f\n", arch_name, i, mine, torchs);
-        CHECK_MSG(mine >= 0.999 || mine >= torchs, "%s image %d: cosine %f (PyTorch's %f)",
-                  arch_name, i, mine, torchs);
+        double slack = device == VTR_DEVICE_CPU ? 1.0 : 1.5;
+        CHECK_MSG(mine >= 0.999 || 1 - mine <= slack * (1 - torchs),
+                  "%s image %d: cosine %f (PyTorch's %f)", arch_name, i, mine, torchs);
     }
     CHECK_OK(vtr_backbone_set_bf16(b, false, &err));
     CHECK_OK(vtr_backbone_forward(b, x, n, h, w, false, bf, &err));
@@ -939,9 +1033,30 @@ static void check_bf16(const char *arch_name)
     vtr_backbone_free(b);
 }
 
-TEST(resnet18_bf16_close_to_float32) { check_bf16("resnet18"); }
-TEST(resnet50_bf16_close_to_float32) { check_bf16("resnet50"); }
-TEST(resnet152_bf16_close_to_float32) { check_bf16("resnet152"); }
+TEST(resnet18_bf16_close_to_float32)
+{
+    check_bf16("resnet18", VTR_DEVICE_CPU);
+}
+TEST(resnet50_bf16_close_to_float32)
+{
+    check_bf16("resnet50", VTR_DEVICE_CPU);
+}
+TEST(resnet152_bf16_close_to_float32)
+{
+    check_bf16("resnet152", VTR_DEVICE_CPU);
+}
+
+TEST(resnet18_cuda_bf16_close_to_float32)
+{
+    test_need_cuda();
+    check_bf16("resnet18", VTR_DEVICE_CUDA);
+}
+
+TEST(resnet152_cuda_bf16_close_to_float32)
+{
+    test_need_cuda();
+    check_bf16("resnet152", VTR_DEVICE_CUDA);
+}
 
 /* ---- weights files ---------------------------------------------------------------- */
 

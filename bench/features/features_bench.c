@@ -2,7 +2,7 @@
  * measures the machine's float32 peak the same run (OpenBLAS sgemm and oneDNN's best
  * ResNet convolution), for bench/features/run.sh.
  *
- *   features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16 | --device cuda]
+ *   features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16] [--device cuda]
  *
  * Prints one JSON object: seconds per batch (warm-up runs first), the model's GFLOP per
  * 224x224 image (2 * multiply-adds of every convolution, counted from the folded net),
@@ -10,9 +10,9 @@
  * With --bf16 (bench/features/bf16.sh): the convolutions in bfloat16
  * (vtr_backbone_set_bf16), no peaks, and the cosine of each image's bfloat16 features to
  * its float32 ones (one untimed float32 batch first): "cosine_min", "cosine_mean".
- * With --device cuda (tests/gpu/run.sh): the cuDNN engine on GPU 0, float32; a timed batch
- * includes the copy of the images to the GPU and of the features back, as the program's
- * does; no peaks; "device" names the GPU.
+ * With --device cuda (tests/gpu/run.sh): the cuDNN engine on GPU 0 (with --bf16 too: in
+ * bfloat16, and the cosines); a timed batch includes the copy of the images to the GPU and
+ * of the features back, as the program's does; no peaks; "device" names the GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -141,11 +141,18 @@ static double conv_peak(void)
 
 int main(int argc, char **argv)
 {
-    bool bf16 = argc == 7 && strcmp(argv[6], "--bf16") == 0;
-    bool cuda = argc == 8 && strcmp(argv[6], "--device") == 0 && strcmp(argv[7], "cuda") == 0;
-    if (argc != 6 && !bf16 && !cuda) {
+    bool bf16 = false, cuda = false, usage = argc < 6;
+    for (int a = 6; a < argc; a++) {
+        if (strcmp(argv[a], "--bf16") == 0)
+            bf16 = true;
+        else if (strcmp(argv[a], "--device") == 0 && a + 1 < argc && !strcmp(argv[a + 1], "cuda"))
+            cuda = true, a++;
+        else
+            usage = true;
+    }
+    if (usage) {
         fprintf(stderr,
-                "usage: features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16 | --device cuda]\n");
+                "usage: features_bench WEIGHTS ARCH BATCH RUNS WARMUP [--bf16] [--device cuda]\n");
         return 1;
     }
     vtr_error err;
@@ -198,8 +205,10 @@ int main(int argc, char **argv)
     printf("{\"side\": \"%s\", \"arch\": \"%s\", \"batch\": %d, \"threads\": %d, "
            "\"warmup\": %d, \"load_s\": %.3f, \"gflop_per_image\": %.4f, \"max_rss_mb\": %.0f, "
            "\"checksum\": %.6g, \"isa\": \"%s\", ",
-           bf16 ? "vtr-bf16" : cuda ? "vtr-cuda" : "vtr", argv[2], batch, omp_get_max_threads(),
-           warmup, t_load, gflop, ru.ru_maxrss / 1024.0,
+           cuda   ? (bf16 ? "vtr-cuda-bf16" : "vtr-cuda")
+           : bf16 ? "vtr-bf16"
+                  : "vtr",
+           argv[2], batch, omp_get_max_threads(), warmup, t_load, gflop, ru.ru_maxrss / 1024.0,
            (double)out[0] + out[(size_t)batch * D - 1], cuda ? "cuDNN" : vtr_conv_cpu_report());
     if (bf16) {
         double lo = 2, sum = 0;
@@ -214,9 +223,10 @@ int main(int argc, char **argv)
             sum += c;
         }
         printf("\"cosine_min\": %.6f, \"cosine_mean\": %.6f, ", lo, sum / batch);
-    } else if (cuda) {
+    }
+    if (cuda) {
         printf("\"device\": \"%s\", ", gpu);
-    } else {
+    } else if (!bf16) {
         printf("\"sgemm_peak_gflops\": %.1f, \"conv_peak_gflops\": %.1f, ", sgemm_peak(),
                conv_peak());
     }

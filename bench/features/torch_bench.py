@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench/features: torchvision's side, for bench/features/run.sh.
 
-  torch_bench.py WEIGHTS ARCH BATCH RUNS WARMUP THREADS [--frozen | --bf16 | --cuda [--tf32]]
+  torch_bench.py WEIGHTS ARCH BATCH RUNS WARMUP THREADS [--frozen | --bf16 | --cuda]
 
 Loads the same safetensors weights as vtr into torchvision's model (strict: every name
 must match), drops the classifier (fc -> Identity: the pooled features, as vtr computes),
@@ -10,10 +10,13 @@ input: the plain torchvision forward that feature-extraction scripts run. With -
 the model is first compiled with torch.jit.optimize_for_inference(torch.jit.script(m))
 (batch norm folded, oneDNN layouts kept between layers): PyTorch's own best CPU path. With --bf16 (bench/features/bf16.sh), PyTorch's bfloat16
 inference on a CPU: model and input in channels_last, model(x) under
-torch.autocast("cpu", dtype=torch.bfloat16). With --cuda (tests/gpu/run.sh), on GPU 0 in
-float32 (TF32 off unless --tf32; cudnn.benchmark on), each timed batch copied from host
-memory and its features back, as vtr's cuDNN engine does.
-Prints one JSON object.
+torch.autocast("cpu", dtype=torch.bfloat16). Prints one JSON object.
+With --cuda (tests/gpu/run.sh), on GPU 0, cudnn.benchmark on, each timed batch copied from
+host memory and its features back, as vtr's cuDNN engine does, three runs in turn, a JSON
+object each: float32 (TF32 off), float32 with TF32 (PyTorch's default for convolutions),
+and bfloat16 (model and batch cast to bfloat16 and channels_last on the GPU, features
+widened back to float32: PyTorch's fastest eager bfloat16 inference), with the cosine of
+each image's bfloat16 features to its float32 ones ("cosine_min", "cosine_mean").
 """
 import json
 import resource
@@ -49,18 +52,17 @@ def main(argv):
     frozen = "--frozen" in argv[6:]
     bf16 = "--bf16" in argv[6:]
     cuda = "--cuda" in argv[6:]
-    tf32 = "--tf32" in argv[6:]
     torch.set_num_threads(threads)
     model = getattr(torchvision.models, arch)(weights=None)
     model.load_state_dict(load_safetensors(weights), strict=True)
     model.fc = torch.nn.Identity()
     model.eval()
     x = torch.randn(batch, 3, 224, 224)
+    meta = {"arch": arch, "batch": batch, "threads": torch.get_num_threads(), "warmup": warmup,
+            "torch": torch.__version__, "torchvision": torchvision.__version__}
     if cuda:
-        # as vtr's cuDNN engine: float32, images from and features to host memory per batch
-        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.benchmark = True
-        model = model.cuda()
+        cuda_runs(model.cuda(), x, runs, warmup, meta)
+        return
     if bf16:
         model = model.to(memory_format=torch.channels_last)
         x = x.to(memory_format=torch.channels_last)
@@ -70,16 +72,52 @@ def main(argv):
         times = []
         for _ in range(warmup + runs):
             t = time.perf_counter()
-            out = model(x.cuda()).cpu() if cuda else model(x)
+            out = model(x)
             times.append(time.perf_counter() - t)
-    print(json.dumps({
-        "side": ("torch-frozen" if frozen else "torch-bf16" if bf16 else "torch") +
-        ("-cuda" + ("-tf32" if tf32 else "") if cuda else ""),
-        "arch": arch, "batch": batch,
-        "threads": torch.get_num_threads(), "warmup": warmup, "torch": torch.__version__,
-        "torchvision": torchvision.__version__, "dim": int(out.shape[1]),
-        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-        "times": [round(t, 4) for t in times]}))
+    print(json.dumps(dict(meta, side="torch-frozen" if frozen else "torch-bf16" if bf16 else "torch",
+                          dim=int(out.shape[1]), max_rss_mb=max_rss_mb(),
+                          times=[round(t, 4) for t in times])))
+
+
+def max_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def cosines(a, b):
+    a, b = a.double(), b.double()
+    return (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1))
+
+
+def cuda_runs(model, x, runs, warmup, meta):
+    """float32, TF32 and bfloat16 on GPU 0, one JSON line each"""
+    torch.backends.cudnn.benchmark = True
+    ref = None
+    for side in ("torch-cuda", "torch-cuda-tf32", "torch-cuda-bf16"):
+        tf32 = side.endswith("tf32")
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = tf32
+        if side.endswith("bf16"):
+            model = model.to(dtype=torch.bfloat16, memory_format=torch.channels_last)
+
+            def run(h):
+                return model(h.cuda().to(dtype=torch.bfloat16,
+                                         memory_format=torch.channels_last)).float().cpu()
+        else:
+            def run(h):
+                return model(h.cuda()).cpu()
+        times = []
+        with torch.no_grad():
+            for _ in range(warmup + runs):
+                t = time.perf_counter()
+                out = run(x)
+                times.append(time.perf_counter() - t)
+        result = dict(meta, side=side, dim=int(out.shape[1]), max_rss_mb=max_rss_mb(),
+                      times=[round(t, 4) for t in times])
+        if side == "torch-cuda":
+            ref = out
+        elif side.endswith("bf16"):
+            c = cosines(out, ref)
+            result.update(cosine_min=round(float(c.min()), 6), cosine_mean=round(float(c.mean()), 6))
+        print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,15 @@
 #           build-gpu/deps: OpenBLAS, jansson, oneDNN, and make where none is here   30 s
 #   build   make -f tests/gpu/gpu.mk: build-gpu/unit-tests (the parity tests),
 #           build-gpu/op-timing, train-step, features-bench and search-timing, for the
-#           GPU's architecture, then every library they load resolved (ldd)       150 s
+#           GPU's architecture, then every library they load resolved (ldd)       140 s
 #   tests   build-gpu/unit-tests cuda: tests/test_cuda.c (with the upload stage),
 #           tests/test_cuda_nn.c (the ops and the optimizer), tests/test_cuda_model.c (a
 #           VSE training step, 300 steps of training, two GPU runs, a set-embedding step,
 #           HGR and HGR∞ steps, encoders and score blocks, each against the CPU),
 #           test_topk.c:cuda_topk_matches_cpu (the search),
 #           test_retrieval_metrics.c:cuda_scoring_gives_the_cpu_bytes (evaluation) and
-#           test_backbone.c:backbone_cuda_matches_cpu, relative errors printed, and
+#           test_backbone.c's cuDNN engine against the CPU's, float32 and bfloat16,
+#           relative errors printed, and
 #           test_cuda.c:cuda_nccl_alone (NCCL, one rank: PyTorch's libnccl where found); on
 #           a GPU each must pass (a skip fails the check, except NCCL's where none is
 #           found); after a crash or a failure, each
@@ -31,8 +32,9 @@
 #   bench   bench/train_step's VSE∞ step at MSR-VTT sizes: vtr on the GPU against
 #           PyTorch on the same GPU, eager and torch.compile, and vtr's step in tf32
 #           and bfloat16 against its float32 one (bench.log)                       120 s
-#   features  bench/features' ResNet-152 at batch 32: vtr's cuDNN engine against
-#           torchvision on the same GPU, float32, TF32 off and on (features.log)    80 s
+#   features  bench/features' ResNet-152 at batch 32: vtr's cuDNN engine, float32 and
+#           bfloat16, against torchvision on the same GPU, float32 with TF32 off and on,
+#           and bfloat16 (features.log)                                             90 s
 #   search  build-gpu/search-timing: one query's top 10 over 10^7 x 1024 float16 rows
 #           against the GPU's memory-bandwidth floor                                50 s
 # then summary.txt.
@@ -227,10 +229,10 @@ for name in ("torch.json", "torch--compile.json"):
 PY
 }
 
-# bench/features at batch 32 on 224 x 224: vtr's cuDNN engine (FEATURES_DEVICE cuda) against
-# torchvision on the same GPU, float32 with TF32 off and on, random weights of
-# FEATURES_ARCH with torchvision's names (written by a python3 that has numpy); on the CPU
-# (the dry run), vtr's side alone.
+# bench/features at batch 32 on 224 x 224: vtr's cuDNN engine (FEATURES_DEVICE cuda), float32
+# and bfloat16, against torchvision on the same GPU, float32 with TF32 off and on, and
+# bfloat16, random weights of FEATURES_ARCH with torchvision's names (written by a python3
+# that has numpy); on the CPU (the dry run), vtr's float32 side alone.
 step_features() {
     py=python3
     LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH $py -c 'import numpy' 2>/dev/null || py=/usr/bin/python3
@@ -241,32 +243,47 @@ step_features() {
         "$B/features-bench" "$w" "$FEATURES_ARCH" 2 1 0
         return
     fi
-    "$B/features-bench" "$w" "$FEATURES_ARCH" 32 10 3 --device cuda | tee "$B/features-vtr.json"
-    [ -s "$B/features-vtr.json" ] || return 1
-    for tf32 in '' --tf32; do
-        # shellcheck disable=SC2086 # $tf32 is one word or none
-        LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH timeout 60 python3 bench/features/torch_bench.py \
-            "$w" "$FEATURES_ARCH" 32 10 3 "$(nproc)" --cuda $tf32 | tee "$B/features-torch$tf32.json"
+    rm -f "$B"/features-*.json
+    for bf16 in '' --bf16; do
+        # shellcheck disable=SC2086 # $bf16 is one word or none
+        "$B/features-bench" "$w" "$FEATURES_ARCH" 32 10 3 --device cuda $bf16 |
+            tee "$B/features-vtr$bf16.json"
     done
+    LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH timeout 60 python3 bench/features/torch_bench.py \
+        "$w" "$FEATURES_ARCH" 32 10 3 "$(nproc)" --cuda | tee "$B/features-torch.json"
     python3 - "$B" <<'PY'
 import json, os, sys
-def median(times, warmup):
-    t = sorted(times[warmup:])
+def median(r):
+    t = sorted(r["times"][r["warmup"]:])
     return t[len(t) // 2] if len(t) % 2 else 0.5 * (t[len(t) // 2 - 1] + t[len(t) // 2])
-d = sys.argv[1]
-vtr = json.load(open(os.path.join(d, "features-vtr.json")))
-v = median(vtr["times"], vtr["warmup"])
-print("vtr on %s: %.1f images/s (%.1f ms per batch of %d)" % (vtr["device"], vtr["batch"] / v,
-      1e3 * v, vtr["batch"]))
-for name in ("features-torch.json", "features-torch--tf32.json"):
+def load(name):
     try:
-        t = json.load(open(os.path.join(d, name)))
+        return [json.loads(line) for line in open(os.path.join(sys.argv[1], name)) if line.strip()]
     except (OSError, ValueError):
-        print("%s: no result" % name)
+        return []
+runs = {r["side"]: r for name in ("features-vtr.json", "features-vtr--bf16.json",
+                                  "features-torch.json") for r in load(name)}
+def cosine(r):
+    return ", cosine to its float32 %.6f (min %.6f)" % (r["cosine_mean"], r["cosine_min"]) \
+        if "cosine_min" in r else ""
+failed = False
+for mine, theirs in (("vtr-cuda", ("torch-cuda", "torch-cuda-tf32")),
+                     ("vtr-cuda-bf16", ("torch-cuda-bf16",))):
+    if mine not in runs:
+        print("%s: no result" % mine)
+        failed = True
         continue
-    m = median(t["times"], t["warmup"])
-    print("%s (torchvision %s): %.1f images/s; vtr is %.2fx as fast" % (
-        t["side"], t["torchvision"], t["batch"] / m, m / v))
+    v = runs[mine]
+    print("%s on %s: %.1f images/s (%.1f ms per batch of %d)%s" % (
+        mine, v["device"], v["batch"] / median(v), 1e3 * median(v), v["batch"], cosine(v)))
+    for side in theirs:
+        if side not in runs:
+            print("  %s: no result" % side)
+            continue
+        t = runs[side]
+        print("  %s (torchvision %s): %.1f images/s%s; vtr is %.2fx as fast" % (
+            side, t["torchvision"], t["batch"] / median(t), cosine(t), median(t) / median(v)))
+sys.exit(1 if failed else 0)
 PY
 }
 
@@ -451,7 +468,7 @@ mkdir -p "$B"
 self=tests/gpu/run.sh
 step env 30 sh $self __step env
 step deps 30 sh $self __step deps
-[ -z "$failed" ] && step build 150 sh $self __step build
+[ -z "$failed" ] && step build 140 sh $self __step build
 
 if [ -z "$failed" ]; then
     if [ $gpu = yes ]; then
@@ -467,7 +484,7 @@ if [ -z "$failed" ]; then
         fi
         step timing 30 "$B/op-timing" 20
         step bench 120 env BENCH_DEVICE=cuda sh $self __step bench
-        step features 80 env FEATURES_DEVICE=cuda FEATURES_ARCH=resnet152 sh $self __step features
+        step features 90 env FEATURES_DEVICE=cuda FEATURES_ARCH=resnet152 sh $self __step features
         step search 50 "$B/search-timing" 10000000
     else
         step tests 120 env CUDA_VISIBLE_DEVICES= "$B/unit-tests" cuda
