@@ -137,6 +137,23 @@ VTR_CUDA_ENTRY(vtr_cuda_gelu_backward,
 VTR_CUDA_ENTRY(vtr_cuda_gelu_forward, (float *out, const float *inp, size_t n, vtr_error *err),
                (out, inp, n, err))
 
+VTR_CUDA_FREE_ENTRY(vtr_cudnn_gru_free, vtr_cudnn_gru)
+
+VTR_CUDA_ENTRY(vtr_cudnn_gru_new,
+               (int D, int H, int num_directions, vtr_cudnn_gru **out, vtr_error *err),
+               (D, H, num_directions, out, err))
+
+VTR_CUDA_ENTRY(vtr_cudnn_gru_forward,
+               (vtr_cudnn_gru * g, float *out, const float *inp, const int *lengths,
+                const int *dev_lengths, const float *params, int B, int T, vtr_gru_merge merge,
+                vtr_error *err),
+               (g, out, inp, lengths, dev_lengths, params, B, T, merge, err))
+
+VTR_CUDA_ENTRY(vtr_cudnn_gru_backward,
+               (vtr_cudnn_gru * g, float *dinp, float *dparams, const float *dout, const float *inp,
+                const int *dev_lengths, int B, int T, vtr_gru_merge merge, vtr_error *err),
+               (g, dinp, dparams, dout, inp, dev_lengths, B, T, merge, err))
+
 VTR_CUDA_ENTRY(vtr_cuda_gru_backward,
                (float *dinp, float *dparams, void *scratch, const float *dout, const float *inp,
                 const int *lengths, const float *params, const void *workspace, int B, int T, int D,

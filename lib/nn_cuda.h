@@ -153,6 +153,24 @@ vtr_status vtr_cuda_gru_backward(float *dinp, float *dparams, void *scratch, con
                                  const void *workspace, int B, int T, int D, int H,
                                  int num_directions, vtr_gru_merge merge, vtr_error *err);
 
+/* cuDNN's RNN as a second engine of the same GRU (lib/gru_cudnn.cu), to time against the
+ * one above (tests/gpu/op_timing.c): forward and backward as vtr_cuda_gru_forward and
+ * _backward give them, within float32 rounding (tests/test_cuda_nn.c). The engine, made for
+ * (D, H, num_directions), keeps cuDNN's descriptors, its weight space and the forward's
+ * output and reserve space for backward, so one forward's backward comes before the next
+ * forward. lengths (host) and dev_lengths (device) are the same B lengths, each 1 .. T.
+ * VTR_ERR_INVALID for bad sizes or lengths, VTR_ERR_DEVICE with cuDNN's or CUDA's message,
+ * VTR_ERR_NOMEM. */
+typedef struct vtr_cudnn_gru vtr_cudnn_gru;
+vtr_status vtr_cudnn_gru_new(int D, int H, int num_directions, vtr_cudnn_gru **out, vtr_error *err);
+void vtr_cudnn_gru_free(vtr_cudnn_gru *g);
+vtr_status vtr_cudnn_gru_forward(vtr_cudnn_gru *g, float *out, const float *inp, const int *lengths,
+                                 const int *dev_lengths, const float *params, int B, int T,
+                                 vtr_gru_merge merge, vtr_error *err);
+vtr_status vtr_cudnn_gru_backward(vtr_cudnn_gru *g, float *dinp, float *dparams, const float *dout,
+                                  const float *inp, const int *dev_lengths, int B, int T,
+                                  vtr_gru_merge merge, vtr_error *err);
+
 /* lib/graph_attention.h. The workspace and scratch (device) have the CPU's sizes and
  * layouts; the Linears run over all B*N rows (the CPU packs the rows with edges: the same
  * numbers), so the packing buffers and row lists there are not filled. The dropout masks are

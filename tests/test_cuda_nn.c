@@ -573,7 +573,10 @@ TEST(cuda_nn_cosine_similarity)
     release_all();
 }
 
-TEST(cuda_nn_gru_one_and_two_directions_ragged)
+/* The GRU on the GPU against the CPU, with vtr's own kernels or cuDNN's RNN (cudnn): one
+ * direction, two averaged, two concatenated, over ragged lengths; the input and parameter
+ * gradients added to what the buffers held. */
+static void check_gru(bool cudnn)
 {
     start_on_gpu();
     vtr_error err;
@@ -609,14 +612,59 @@ TEST(cuda_nn_gru_one_and_two_directions_ragged)
         float *d_out = device_alloc(sizeof(float) * bt * OH);
         float *d_dx = device_floats(dx0, bt * D), *d_dp = device_floats(dp0, np);
         void *d_ws = device_alloc(wsize), *d_sc = device_alloc(ssize);
-        CHECK_OK(vtr_cuda_gru_forward(d_out, d_ws, d_x, d_len, d_params, B, T, D, H, dirs,
-                                      cases[c].merge, &err));
-        CHECK_OK(vtr_cuda_gru_backward(d_dx, d_dp, d_sc, d_g, d_x, d_len, d_params, d_ws, B, T, D,
-                                       H, dirs, cases[c].merge, &err));
+        if (cudnn) {
+            vtr_cudnn_gru *engine = NULL;
+            CHECK_OK(vtr_cudnn_gru_new(D, H, dirs, &engine, &err));
+            CHECK_OK(vtr_cudnn_gru_forward(engine, d_out, d_x, lengths, d_len, d_params, B, T,
+                                           cases[c].merge, &err));
+            CHECK_OK(vtr_cudnn_gru_backward(engine, d_dx, d_dp, d_g, d_x, d_len, B, T,
+                                            cases[c].merge, &err));
+            vtr_cudnn_gru_free(engine);
+        } else {
+            CHECK_OK(vtr_cuda_gru_forward(d_out, d_ws, d_x, d_len, d_params, B, T, D, H, dirs,
+                                          cases[c].merge, &err));
+            CHECK_OK(vtr_cuda_gru_backward(d_dx, d_dp, d_sc, d_g, d_x, d_len, d_params, d_ws, B, T,
+                                           D, H, dirs, cases[c].merge, &err));
+        }
         expect_close("gru.out", d_out, out, bt * OH, TOL_PRODUCT);
         expect_close("gru.dinp", d_dx, dx, bt * D, TOL_PRODUCT);
         expect_close("gru.dparams", d_dp, dp, np, TOL_PRODUCT);
     }
+    release_all();
+}
+
+TEST(cuda_nn_gru_one_and_two_directions_ragged)
+{
+    check_gru(false);
+}
+
+TEST(cuda_nn_cudnn_gru_one_and_two_directions_ragged)
+{
+    check_gru(true);
+}
+
+/* cuDNN's GRU refuses a length outside 1 .. T, and a backward of another shape than its
+ * forward's, each in one line. */
+TEST(cuda_nn_cudnn_gru_refuses_bad_shapes)
+{
+    start_on_gpu();
+    vtr_error err;
+    int B = 2, T = 3, D = 4, H = 5, lengths[2] = {3, 0};
+    vtr_cudnn_gru *engine = NULL;
+    CHECK_FAILS(vtr_cudnn_gru_new(D, H, 3, &engine, &err), VTR_ERR_INVALID, "3 directions");
+    CHECK(engine == NULL);
+    CHECK_OK(vtr_cudnn_gru_new(D, H, 2, &engine, &err));
+    float *d_x = device_alloc(sizeof(float) * B * T * D);
+    float *d_out = device_alloc(sizeof(float) * B * T * H);
+    float *d_params = device_alloc(sizeof(float) * vtr_gru_param_count(D, H, 2));
+    int *d_len = device_ints(lengths, B);
+    CHECK_FAILS(vtr_cudnn_gru_forward(engine, d_out, d_x, lengths, d_len, d_params, B, T,
+                                      VTR_GRU_AVERAGE, &err),
+                VTR_ERR_INVALID, "item 1 has length 0 of 3");
+    CHECK_FAILS(vtr_cudnn_gru_backward(engine, d_x, d_params, d_out, d_x, d_len, B, T,
+                                       VTR_GRU_AVERAGE, &err),
+                VTR_ERR_INVALID, "backward of (2, 3) after a forward of (0, 0)");
+    vtr_cudnn_gru_free(engine);
     release_all();
 }
 

@@ -7,6 +7,9 @@
  *
  * Usage: op-timing [REPEATS]   (REPEATS timed calls per op after 3 warm-ups; default 20)
  *
+ * The caption BiGRU runs twice: on vtr's own kernels (lib/gru.cu) and on cuDNN's RNN
+ * (lib/gru_cudnn.cu), the trial of which is faster.
+ *
  * Prints the GPU's name, then one line per op: milliseconds per call (forward + backward)
  * and, for the ops made of matrix products, GFLOP/s and the fraction of the sgemm rate.
  * Timed on the wall clock around the calls, ended by a copy back, which waits for every
@@ -82,7 +85,11 @@ typedef struct op {
     float *f[12];
     void *ws, *scratch;
     const int *lengths;
+    vtr_cudnn_gru *gru; /* the cuDNN engine's op */
 } op;
+
+/* the caption lengths, every item full length */
+static int word_lengths[B];
 
 static vtr_status call_sgemm(const op *o, vtr_error *err)
 {
@@ -111,6 +118,19 @@ static vtr_status call_bigru(const op *o, vtr_error *err)
     if (st == VTR_OK)
         st = vtr_cuda_gru_backward(dinp, dparams, o->scratch, dout, inp, o->lengths, params, o->ws,
                                    B, WORDS, WORD_DIM, EMBED, 2, VTR_GRU_AVERAGE, err);
+    return st;
+}
+
+/* the same on cuDNN's RNN */
+static vtr_status call_bigru_cudnn(const op *o, vtr_error *err)
+{
+    float *out = o->f[0], *inp = o->f[1], *params = o->f[2], *dout = o->f[3];
+    float *dinp = o->f[4], *dparams = o->f[5];
+    vtr_status st = vtr_cudnn_gru_forward(o->gru, out, inp, word_lengths, o->lengths, params, B,
+                                          WORDS, VTR_GRU_AVERAGE, err);
+    if (st == VTR_OK)
+        st = vtr_cudnn_gru_backward(o->gru, dinp, dparams, dout, inp, o->lengths, B, WORDS,
+                                    VTR_GRU_AVERAGE, err);
     return st;
 }
 
@@ -185,6 +205,7 @@ int main(int argc, char **argv)
     vtr_error_clear(&err);
     int status = 1;
     char name[256];
+    vtr_cudnn_gru *cudnn_gru = NULL;
     if (!vtr_cuda_available()) {
         fprintf(stderr, "op-timing: no CUDA GPU visible\n");
         return 1;
@@ -203,27 +224,49 @@ int main(int argc, char **argv)
     snprintf(s_gpo, sizeof s_gpo, "(%d,%d,%d)", B, FRAMES, EMBED);
     snprintf(s_loss, sizeof s_loss, "(%d,%d) x (%d,%d)", B, EMBED, B, EMBED);
     op ops[] = {
-        {.name = "sgemm (cuBLAS, float32)", .shape = s_sgemm,
-         .flops = 2.0 * SGEMM_N * SGEMM_N * SGEMM_N, .call = call_sgemm},
-        {.name = "frame linear fwd+bwd", .shape = s_linear,
-         .flops = 4.0 * bf * FEAT * EMBED, .call = call_linear},
-        {.name = "caption BiGRU fwd+bwd", .shape = s_bigru,
+        {.name = "sgemm (cuBLAS, float32)",
+         .shape = s_sgemm,
+         .flops = 2.0 * SGEMM_N * SGEMM_N * SGEMM_N,
+         .call = call_sgemm},
+        {.name = "frame linear fwd+bwd",
+         .shape = s_linear,
+         .flops = 4.0 * bf * FEAT * EMBED,
+         .call = call_linear},
+        {.name = "caption BiGRU fwd+bwd",
+         .shape = s_bigru,
          .flops = vtr_gru_train_flops((double)bw, B, WORD_DIM, EMBED, 2, true),
          .call = call_bigru},
         {.name = "frame GPO fwd+bwd", .shape = s_gpo, .call = call_gpo},
-        {.name = "similarity+hinge fwd+bwd", .shape = s_loss, .flops = 6.0 * B * B * EMBED,
+        {.name = "caption BiGRU, cuDNN RNN",
+         .shape = s_bigru,
+         .flops = vtr_gru_train_flops((double)bw, B, WORD_DIM, EMBED, 2, true),
+         .call = call_bigru_cudnn},
+        {.name = "similarity+hinge fwd+bwd",
+         .shape = s_loss,
+         .flops = 6.0 * B * B * EMBED,
          .call = call_loss},
     };
     size_t sgemm_n = (size_t)SGEMM_N * SGEMM_N;
     if (take_floats(&ops[0], (size_t[]){sgemm_n, sgemm_n, sgemm_n, 0}, &err) ||
-        take_floats(&ops[1], (size_t[]){bf * EMBED, bf * FEAT, (size_t)EMBED * FEAT, EMBED,
-                                        bf * EMBED, (size_t)EMBED * FEAT, EMBED, 0}, &err) ||
-        take_floats(&ops[2], (size_t[]){bw * EMBED, bw * WORD_DIM, n_gru, bw * EMBED,
-                                        bw * WORD_DIM, n_gru, 0}, &err) ||
-        take_floats(&ops[3], (size_t[]){(size_t)B * EMBED, bf, bf * EMBED, n_gpo,
-                                        (size_t)B * EMBED, bf * EMBED, n_gpo, 0}, &err) ||
-        take_floats(&ops[4], (size_t[]){(size_t)B * B, (size_t)B * EMBED, (size_t)B * EMBED, 1,
-                                        (size_t)B * B, (size_t)B * EMBED, (size_t)B * EMBED, 0},
+        take_floats(&ops[1],
+                    (size_t[]){bf * EMBED, bf * FEAT, (size_t)EMBED * FEAT, EMBED, bf * EMBED,
+                               (size_t)EMBED * FEAT, EMBED, 0},
+                    &err) ||
+        take_floats(
+            &ops[2],
+            (size_t[]){bw * EMBED, bw * WORD_DIM, n_gru, bw * EMBED, bw * WORD_DIM, n_gru, 0},
+            &err) ||
+        take_floats(&ops[3],
+                    (size_t[]){(size_t)B * EMBED, bf, bf * EMBED, n_gpo, (size_t)B * EMBED,
+                               bf * EMBED, n_gpo, 0},
+                    &err) ||
+        take_floats(
+            &ops[4],
+            (size_t[]){bw * EMBED, bw * WORD_DIM, n_gru, bw * EMBED, bw * WORD_DIM, n_gru, 0},
+            &err) ||
+        take_floats(&ops[5],
+                    (size_t[]){(size_t)B * B, (size_t)B * EMBED, (size_t)B * EMBED, 1,
+                               (size_t)B * B, (size_t)B * EMBED, (size_t)B * EMBED, 0},
                     &err))
         goto end;
     size_t ws_bytes[] = {0, 0, vtr_gru_workspace_size(B, WORDS, WORD_DIM, EMBED, 2),
@@ -237,6 +280,12 @@ int main(int argc, char **argv)
             !(ops[i].lengths = device_lengths(i == 2 ? WORDS : FRAMES, &err)))
             goto end;
     }
+    for (int i = 0; i < B; i++)
+        word_lengths[i] = WORDS;
+    ops[4].lengths = ops[2].lengths;
+    if (vtr_cudnn_gru_new(WORD_DIM, EMBED, 2, &cudnn_gru, &err) != VTR_OK)
+        goto end;
+    ops[4].gru = cudnn_gru;
 
     printf("%-26s %-28s %9s %9s %9s\n", "op", "shape", "ms", "GFLOP/s", "of sgemm");
     double sgemm_rate = 0;
@@ -257,6 +306,7 @@ int main(int argc, char **argv)
 end:
     if (status)
         fprintf(stderr, "op-timing: %s\n", err.msg);
+    vtr_cudnn_gru_free(cudnn_gru);
     for (int i = 0; i < n_buffers; i++)
         vtr_cuda_free(buffers[i]);
     return status;

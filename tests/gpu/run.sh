@@ -16,7 +16,8 @@
 #           build-gpu/op-timing, train-step, features-bench and search-timing, for the
 #           GPU's architecture, then every library they load resolved (ldd)       140 s
 #   tests   build-gpu/unit-tests cuda: tests/test_cuda.c (with the upload stage),
-#           tests/test_cuda_nn.c (the ops and the optimizer), tests/test_cuda_model.c (a
+#           tests/test_cuda_nn.c (the ops, cuDNN's GRU and the optimizer),
+#           tests/test_cuda_model.c (a
 #           VSE training step, 300 steps of training, two GPU runs, a set-embedding step,
 #           HGR and HGR∞ steps, encoders and score blocks, each against the CPU),
 #           test_topk.c:cuda_topk_matches_cpu (the search),
@@ -28,7 +29,8 @@
 #           found); after a crash or a failure, each
 #           test not passed runs again alone, the first failing one under
 #           compute-sanitizer too (step_tests)                                      100 s
-#   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU   30 s
+#   timing  build-gpu/op-timing: the ops of a VSE∞ step at MSR-VTT sizes on the GPU,
+#           the caption BiGRU on vtr's kernels and on cuDNN's RNN                   30 s
 #   bench   bench/train_step's VSE∞ step at MSR-VTT sizes: vtr on the GPU against
 #           PyTorch on the same GPU, eager and torch.compile, and vtr's step in tf32
 #           and bfloat16 against its float32 one (bench.log)                       120 s

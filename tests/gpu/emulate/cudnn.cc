@@ -37,7 +37,8 @@ struct emu_cudnn_filter {
 };
 struct emu_cudnn_convolution {
     bool set;
-    int pad_h, pad_w, u, v, dil_h, dil_w, groups;
+    int pad_h, pad_w, u, v, dil_h, dil_w;
+    int groups = 1;
     cudnnDataType_t compute;
     cudnnMathType_t math;
 };
@@ -75,47 +76,13 @@ const char *cudnnGetErrorString(cudnnStatus_t status)
     }
 }
 
-// ---- descriptors: created zeroed, set once or more, destroyed once
+// ---- descriptors: created zeroed (a convolution's groups 1), set once or more, destroyed once
 
-template <class T> static cudnnStatus_t create(T **desc)
-{
-    *desc = (T *)calloc(1, sizeof(T));
-    return *desc ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_INITIALIZED;
-}
-
-template <class T> static cudnnStatus_t destroy(T *desc)
-{
-    free(desc);
-    return CUDNN_STATUS_SUCCESS;
-}
-
-// cudnnCreateNAME and cudnnDestroyNAME for a descriptor type
-#define DESCRIPTOR_CALLS(NAME, TYPE)                                                               \
-    cudnnStatus_t cudnnCreate##NAME(TYPE *d)                                                       \
-    {                                                                                              \
-        return create(d);                                                                          \
-    }                                                                                              \
-    cudnnStatus_t cudnnDestroy##NAME(TYPE d)                                                       \
-    {                                                                                              \
-        return destroy(d);                                                                         \
-    }
-DESCRIPTOR_CALLS(TensorDescriptor, cudnnTensorDescriptor_t)
-DESCRIPTOR_CALLS(FilterDescriptor, cudnnFilterDescriptor_t)
-DESCRIPTOR_CALLS(ActivationDescriptor, cudnnActivationDescriptor_t)
-DESCRIPTOR_CALLS(PoolingDescriptor, cudnnPoolingDescriptor_t)
-
-cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *d)
-{
-    cudnnStatus_t s = create(d);
-    if (s == CUDNN_STATUS_SUCCESS)
-        (*d)->groups = 1;
-    return s;
-}
-
-cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d)
-{
-    return destroy(d);
-}
+EMU_CUDNN_DESCRIPTOR_CALLS(TensorDescriptor, cudnnTensorDescriptor_t)
+EMU_CUDNN_DESCRIPTOR_CALLS(FilterDescriptor, cudnnFilterDescriptor_t)
+EMU_CUDNN_DESCRIPTOR_CALLS(ConvolutionDescriptor, cudnnConvolutionDescriptor_t)
+EMU_CUDNN_DESCRIPTOR_CALLS(ActivationDescriptor, cudnnActivationDescriptor_t)
+EMU_CUDNN_DESCRIPTOR_CALLS(PoolingDescriptor, cudnnPoolingDescriptor_t)
 
 static bool known_type(cudnnDataType_t type)
 {
@@ -140,6 +107,29 @@ cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorF
         d->sc = 1, d->sw = c, d->sh = (long long)w * c, d->sn = (long long)h * w * c;
     }
     return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t d, cudnnDataType_t type,
+                                         int nb_dims, const int dims[], const int strides[])
+{
+    if (nb_dims != 3 && nb_dims != 4)
+        return CUDNN_STATUS_NOT_SUPPORTED;
+    int w = nb_dims == 4 ? dims[3] : 1;
+    cudnnStatus_t s =
+        cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, type, dims[0], dims[1], dims[2], w);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return s;
+    long long packed[4] = {d->sn, d->sc, d->sh, d->sw};
+    for (int i = 0; i < nb_dims; i++)
+        if (strides[i] != packed[i])
+            return CUDNN_STATUS_NOT_SUPPORTED;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+void emu_cudnn_tensor_shape(cudnnTensorDescriptor_t d, int shape[4])
+{
+    shape[0] = d->set ? d->n : 0;
+    shape[1] = d->c, shape[2] = d->h, shape[3] = d->w;
 }
 
 cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t type,

@@ -30,7 +30,7 @@ NVCCFLAGS  = -std=c++20 -O2 -g -fno-math-errno -ffp-contract=off -fPIC -Wall -We
 
 EMU_CUDA_SRCS = $(filter-out index/topk.cu,$(CUDA_SRCS))
 EMU_TEST_SRCS = $(filter-out tests/test_topk.c,$(TEST_SRCS))
-EMU_RUNTIME   = $(EMU)/runtime.cc $(EMU)/launch.cc $(EMU)/cublas.cc $(EMU)/cudnn.cc
+EMU_RUNTIME   = $(EMU)/runtime.cc $(EMU)/launch.cc $(EMU)/cublas.cc $(EMU)/cudnn.cc $(EMU)/cudnn_rnn.cc
 
 EMU_CUDA_OBJS    = $(patsubst %.cu,$(B)/emu/%.o,$(EMU_CUDA_SRCS))
 EMU_RUNTIME_OBJS = $(patsubst %.cc,$(B)/%.o,$(EMU_RUNTIME))

@@ -1,6 +1,7 @@
 // tests/gpu/emulate/include/cudnn.h: the cuDNN calls of vtr's .cu files (lib/device.cu's
-// handle, features/conv.cu's convolution engine), as the CPU emulation gives them (cudnn.cc).
-// 4-D tensors only, NCHW or NHWC, packed or strided; data float32, float16 or bfloat16.
+// handle, features/conv.cu's convolution engine, lib/gru_cudnn.cu's GRU), as the CPU emulation
+// gives them (cudnn.cc, cudnn_rnn.cc). 4-D tensors, NCHW or NHWC, packed or strided, data
+// float32, float16 or bfloat16; a GRU of one layer in float32.
 #pragma once
 
 #include "cuda_runtime.h"
@@ -129,3 +130,73 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, cudnnPoolingDescriptor_t
 cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void *alpha,
                                    cudnnTensorDescriptor_t x_desc, const void *x, const void *beta,
                                    cudnnTensorDescriptor_t y_desc, void *y);
+
+// ---- RNNs (cudnn_rnn.cc): lib/gru_cudnn.cu's GRU
+
+typedef struct emu_cudnn_dropout *cudnnDropoutDescriptor_t;
+typedef struct emu_cudnn_rnn *cudnnRNNDescriptor_t;
+typedef struct emu_cudnn_rnn_data *cudnnRNNDataDescriptor_t;
+typedef enum { CUDNN_RNN_ALGO_STANDARD = 0 } cudnnRNNAlgo_t;
+typedef enum { CUDNN_GRU = 3 } cudnnRNNMode_t;
+typedef enum { CUDNN_RNN_DOUBLE_BIAS = 2 } cudnnRNNBiasMode_t;
+typedef enum { CUDNN_UNIDIRECTIONAL = 0, CUDNN_BIDIRECTIONAL = 1 } cudnnDirectionMode_t;
+typedef enum { CUDNN_LINEAR_INPUT = 0 } cudnnRNNInputMode_t;
+typedef enum { CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED = 2 } cudnnRNNDataLayout_t;
+typedef enum { CUDNN_FWD_MODE_INFERENCE = 0, CUDNN_FWD_MODE_TRAINING = 1 } cudnnForwardMode_t;
+typedef enum { CUDNN_WGRAD_MODE_ADD = 0, CUDNN_WGRAD_MODE_SET = 1 } cudnnWgradMode_t;
+#define CUDNN_RNN_PADDED_IO_ENABLED (1U << 0)
+
+// (cudnn.cc) 3-D or 4-D, packed strides only
+cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t desc, cudnnDataType_t type,
+                                         int nb_dims, const int dims[], const int strides[]);
+
+cudnnStatus_t cudnnCreateDropoutDescriptor(cudnnDropoutDescriptor_t *desc);
+cudnnStatus_t cudnnDestroyDropoutDescriptor(cudnnDropoutDescriptor_t desc);
+cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t *bytes);
+cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t desc, cudnnHandle_t handle,
+                                        float dropout, void *states, size_t state_bytes,
+                                        unsigned long long seed);
+cudnnStatus_t cudnnCreateRNNDescriptor(cudnnRNNDescriptor_t *desc);
+cudnnStatus_t cudnnDestroyRNNDescriptor(cudnnRNNDescriptor_t desc);
+cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t desc, cudnnRNNAlgo_t algo,
+                                       cudnnRNNMode_t cell, cudnnRNNBiasMode_t bias,
+                                       cudnnDirectionMode_t dir, cudnnRNNInputMode_t input,
+                                       cudnnDataType_t type, cudnnDataType_t math_prec,
+                                       cudnnMathType_t math, int input_size, int hidden_size,
+                                       int proj_size, int layers, cudnnDropoutDescriptor_t dropout,
+                                       unsigned aux_flags);
+cudnnStatus_t cudnnCreateRNNDataDescriptor(cudnnRNNDataDescriptor_t *desc);
+cudnnStatus_t cudnnDestroyRNNDataDescriptor(cudnnRNNDataDescriptor_t desc);
+cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t desc, cudnnDataType_t type,
+                                        cudnnRNNDataLayout_t layout, int max_length, int batch,
+                                        int vector_size, const int lengths[], void *padding_fill);
+cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescriptor_t rnn,
+                                         size_t *bytes);
+cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescriptor_t rnn,
+                                      int pseudo_layer, size_t weight_bytes, const void *weights,
+                                      int lin_layer, cudnnTensorDescriptor_t m_desc, void **m,
+                                      cudnnTensorDescriptor_t b_desc, void **b);
+cudnnStatus_t cudnnGetRNNTempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t rnn,
+                                        cudnnForwardMode_t mode, cudnnRNNDataDescriptor_t x_desc,
+                                        size_t *work_bytes, size_t *reserve_bytes);
+cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescriptor_t rnn,
+                              cudnnForwardMode_t mode, const int dev_lengths[],
+                              cudnnRNNDataDescriptor_t x_desc, const void *x,
+                              cudnnRNNDataDescriptor_t y_desc, void *y,
+                              cudnnTensorDescriptor_t h_desc, const void *hx, void *hy,
+                              cudnnTensorDescriptor_t c_desc, const void *cx, void *cy,
+                              size_t weight_bytes, const void *weights, size_t work_bytes,
+                              void *work, size_t reserve_bytes, void *reserve);
+cudnnStatus_t cudnnRNNBackwardData_v8(
+    cudnnHandle_t handle, cudnnRNNDescriptor_t rnn, const int dev_lengths[],
+    cudnnRNNDataDescriptor_t y_desc, const void *y, const void *dy, cudnnRNNDataDescriptor_t x_desc,
+    void *dx, cudnnTensorDescriptor_t h_desc, const void *hx, const void *dhy, void *dhx,
+    cudnnTensorDescriptor_t c_desc, const void *cx, const void *dcy, void *dcx, size_t weight_bytes,
+    const void *weights, size_t work_bytes, void *work, size_t reserve_bytes, void *reserve);
+cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t rnn,
+                                         cudnnWgradMode_t mode, const int dev_lengths[],
+                                         cudnnRNNDataDescriptor_t x_desc, const void *x,
+                                         cudnnTensorDescriptor_t h_desc, const void *hx,
+                                         cudnnRNNDataDescriptor_t y_desc, const void *y,
+                                         size_t weight_bytes, void *dweights, size_t work_bytes,
+                                         void *work, size_t reserve_bytes, void *reserve);
