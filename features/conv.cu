@@ -137,11 +137,32 @@ static __global__ void to_bf16_nhwc(const float *x, uint16_t *y, size_t n, int c
 }
 
 // y = x widened from bfloat16 to float32, element by element
+static __device__ float bf16_value(uint16_t bits)
+{
+    uint32_t b = (uint32_t)bits << 16;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
 static __global__ void from_bf16(const uint16_t *x, float *y, size_t count)
 {
+    for (size_t i = vtr_cuda_first(); i < count; i += vtr_cuda_stride())
+        y[i] = bf16_value(x[i]);
+}
+
+// y (pixels, C) bfloat16 = act(y + bias (C)): the bias and activation of an unfused bfloat16
+// conv, in float32, rounded once (vtr's own kernel, not cuDNN's AddTensor and Activation)
+static __global__ void bias_act_bf16(uint16_t *y, const uint16_t *bias, size_t count, int C,
+                                     int act)
+{
     for (size_t i = vtr_cuda_first(); i < count; i += vtr_cuda_stride()) {
-        uint32_t b = (uint32_t)x[i] << 16;
-        memcpy(&y[i], &b, sizeof b);
+        float v = bf16_value(y[i]) + bf16_value(bias[i % C]);
+        if (act != VTR_CONV_ACT_NONE)
+            v = v > 0.0f ? v : 0.0f;
+        if (act == VTR_CONV_ACT_RELU6)
+            v = v < 6.0f ? v : 6.0f;
+        y[i] = bf16_bits(v);
     }
 }
 
@@ -610,7 +631,11 @@ static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
             c->buffers[spare] = y;
             c->buffers[op->dst] = out;
         }
-        if (fused != CUDNN_STATUS_NOT_SUPPORTED) // else: the unfused calls below
+        // refused: the unfused calls below (bfloat16: also a refusal of its arguments, as
+        // cuDNN's fused bfloat16 configurations vary between versions)
+        if (fused == CUDNN_STATUS_NOT_SUPPORTED || (c->bf16 && fused == CUDNN_STATUS_BAD_PARAM))
+            fused = CUDNN_STATUS_NOT_SUPPORTED;
+        else
             CUDNN_TRY(fused, "fused convolution");
     }
     if (fused == CUDNN_STATUS_NOT_SUPPORTED) {
@@ -622,6 +647,12 @@ static vtr_status run_op(vtr_conv_cuda *c, size_t i, vtr_error *err)
                                           c->weights[l], c->convs[l], p->algo, c->workspace,
                                           c->workspace_size, &beta, p->dst, y),
                   "convolution");
+        if (c->bf16) {
+            size_t count = (size_t)c->n * p->out.c * p->out.h * p->out.w;
+            bias_act_bf16<<<vtr_cuda_blocks(count), VTR_CUDA_THREADS>>>(
+                (uint16_t *)y, (const uint16_t *)c->biases[l], count, p->out.c, (int)op->act);
+            return vtr_cuda_launched("conv bias and activation", err);
+        }
         CUDNN_TRY(cudnnAddTensor(c->handle, &one, c->bias_descs[l], c->biases[l], &one, p->dst, y),
                   "bias");
         if (op->act != VTR_CONV_ACT_NONE)

@@ -203,7 +203,9 @@ void vtr_conv_cuda_free(vtr_conv_cuda *c);
 /* Mixed precision (off by default): with bf16, activations, weights and biases are bfloat16
  * NHWC (each weight and bias rounded once, here, from the net's float32), products accumulate
  * in float32 on tensor cores (CUDNN_TENSOR_OP_MATH), the input is rounded to bfloat16 on the
- * GPU and the output map widened back to float32 NHWC. Replans at the next run.
+ * GPU and the output map widened back to float32 NHWC. A conv that cuDNN's fused call does
+ * not take (ReLU6, none, or a refused configuration) adds its bias and activation in a kernel
+ * of vtr's, in float32 rounded once. Replans at the next run.
  * VTR_ERR_UNSUPPORTED, with the engine unchanged, on a GPU before compute capability 8.0
  * (Ampere); VTR_ERR_DEVICE with CUDA's or cuDNN's message. */
 vtr_status vtr_conv_cuda_set_bf16(vtr_conv_cuda *c, bool bf16, vtr_error *err);
