@@ -282,11 +282,13 @@ TEST(cuda_vse_reduced_precision_steps_are_close_to_float32)
     }
 }
 
-/* steps of the VSE∞ recipe on fresh pairs per step (all negatives first, then the
- * hardest), AdamW at lr with clipping at 2 (vtr_dev_clip_and_step); returns the mean loss
- * of the last 20 steps and the first step's loss in *first. ahead: each step's pairs are
- * staged (vtr_vse_stage_batch) before the previous step, as the trainer does. */
-static float train(vtr_vse_model *m, int steps, double lr, bool ahead, float *first)
+/* steps of the VSE∞ recipe on fresh pairs per step (step i's from seed data + i; all
+ * negatives first, then the hardest), AdamW at lr with clipping at 2 (vtr_dev_clip_and_step);
+ * returns the mean loss of the last 20 steps and the first step's loss in *first. ahead: each
+ * step's pairs are staged (vtr_vse_stage_batch) before the previous step, as the trainer
+ * does. */
+static float train_from(vtr_vse_model *m, uint64_t data, int steps, double lr, bool ahead,
+                        float *first)
 {
     vtr_error err;
     vtr_optimizer opt;
@@ -298,13 +300,13 @@ static float train(vtr_vse_model *m, int steps, double lr, bool ahead, float *fi
     CHECK_OK(vtr_dev_alloc(m->device, &scratch, VTR_DEV_STEP_SCRATCH, "scratch", &err));
     double tail = 0.0;
     static pairs p[2]; /* step i's, and step i+1's staged beside it */
-    make_pairs(&p[0], 1000);
+    make_pairs(&p[0], data);
     if (ahead)
         CHECK_OK(vtr_vse_stage_batch(m, 0, &p[0].batch, &err));
     for (int i = 0; i < steps; i++) {
         int k = (i + 1) % 2;
         if (i + 1 < steps) {
-            make_pairs(&p[k], 1000 + (uint64_t)i + 1);
+            make_pairs(&p[k], data + (uint64_t)i + 1);
             if (ahead)
                 CHECK_OK(vtr_vse_stage_batch(m, k, &p[k].batch, &err));
         }
@@ -328,6 +330,11 @@ static float train(vtr_vse_model *m, int steps, double lr, bool ahead, float *fi
     return (float)tail;
 }
 
+static float train(vtr_vse_model *m, int steps, double lr, bool ahead, float *first)
+{
+    return train_from(m, 1000, steps, lr, ahead, first);
+}
+
 TEST(cuda_vse_training_follows_cpu)
 {
     test_need_cuda();
@@ -346,6 +353,91 @@ TEST(cuda_vse_training_follows_cpu)
     expect_close("mean loss of the last 20 steps", &tail_gpu, &tail_cpu, 1, TOL_TRAIN);
     vtr_vse_model_free(&cpu);
     vtr_vse_model_free(&gpu);
+}
+
+enum { HELD_OUT = 16 * B }; /* pairs, ~3 per topic: retrieval does not saturate */
+
+/* The retrieval RSUM (R@1 + R@5 + R@10 of video-to-text and text-to-video, in percent) of m
+ * on HELD_OUT pairs drawn from seed 90000; a tie counts against the pair. */
+static double held_out_rsum(vtr_vse_model *m)
+{
+    static float v[HELD_OUT * E], t[HELD_OUT * E];
+    vtr_error err;
+    for (int c = 0; c < HELD_OUT / B; c++) {
+        pairs p;
+        make_pairs(&p, 90000 + (uint64_t)c);
+        CHECK_OK(vtr_vse_encode_images(m, v + (size_t)c * B * E, p.frames, p.frame_lengths, B, T,
+                                       false, &err));
+        CHECK_OK(vtr_vse_encode_captions(m, t + (size_t)c * B * E, p.ids, p.caption_lengths, B, L,
+                                         &err));
+    }
+    static float S[HELD_OUT * HELD_OUT]; /* S[i][j]: video i, caption j */
+    for (int i = 0; i < HELD_OUT; i++)
+        for (int j = 0; j < HELD_OUT; j++) {
+            float dot = 0.0f;
+            for (int d = 0; d < E; d++)
+                dot += v[i * E + d] * t[j * E + d];
+            S[i * HELD_OUT + j] = dot;
+        }
+    double rsum = 0.0;
+    for (int dir = 0; dir < 2; dir++)
+        for (int q = 0; q < HELD_OUT; q++) {
+            /* rank of the true pair among the query's row (videos) or column (captions) */
+            float want = S[q * HELD_OUT + q];
+            int rank = 0;
+            for (int o = 0; o < HELD_OUT; o++)
+                if (o != q && (dir ? S[o * HELD_OUT + q] : S[q * HELD_OUT + o]) >= want)
+                    rank++;
+            rsum += 100.0 * ((rank < 1) + (rank < 5) + (rank < 10)) / HELD_OUT;
+        }
+    return rsum;
+}
+
+/* train.precision tf32 and bfloat16 after training: STEPS steps, then the held-out RSUM, no
+ * lower than float32's over three seeds (initial parameters and pairs) by more than their
+ * spread (a higher one is no loss: one run's RSUM is itself a draw from such a spread); the
+ * RSUMs are printed (VTR_TEST_VERBOSE) as the measured bound. */
+enum { PRECISION_STEPS = 200 };
+TEST(cuda_vse_reduced_precision_training_within_seed_spread)
+{
+    test_need_cuda();
+    vtr_vse_config cfg = config(0, VTR_VSE_POOL_GPO);
+    vtr_error err;
+    double lo = 1e9, hi = -1e9, f32[3];
+    for (int seed = 0; seed < 3; seed++) {
+        vtr_vse_model m;
+        float first;
+        CHECK_OK(vtr_vse_model_init_on(&m, &cfg, VTR_DEVICE_CUDA, B, T, L, &err));
+        vtr_vse_init_params(&m, 3 + (uint64_t)seed);
+        CHECK_OK(vtr_vse_params_to_device(&m, &err));
+        CHECK_OK(vtr_vse_zero_grad(&m, &err));
+        train_from(&m, 1000 + 1000 * (uint64_t)seed, PRECISION_STEPS, 2e-3, true, &first);
+        f32[seed] = held_out_rsum(&m);
+        lo = f32[seed] < lo ? f32[seed] : lo;
+        hi = f32[seed] > hi ? f32[seed] : hi;
+        vtr_vse_model_free(&m);
+    }
+    CHECK_MSG(lo > 100.0, "float32 did not learn: held-out RSUM %.1f (chance ~ 19)", lo);
+    double spread = hi - lo;
+    static const vtr_precision low[] = {VTR_PRECISION_TF32, VTR_PRECISION_BF16};
+    double rsum[2];
+    for (int c = 0; c < 2; c++) {
+        vtr_vse_model m;
+        float first;
+        gpu_model(&m, &cfg); /* seed 0's start */
+        CHECK_OK(vtr_cuda_set_precision(low[c], &err));
+        train_from(&m, 1000, PRECISION_STEPS, 2e-3, true, &first);
+        CHECK_OK(vtr_cuda_set_precision(VTR_PRECISION_F32, &err));
+        rsum[c] = held_out_rsum(&m);
+        CHECK_MSG(rsum[c] >= lo - spread,
+                  "%s: held-out RSUM %.1f, float32's %.1f .. %.1f over three seeds",
+                  vtr_precision_name(low[c]), rsum[c], lo, hi);
+        vtr_vse_model_free(&m);
+    }
+    if (getenv("VTR_TEST_VERBOSE"))
+        printf("    held-out RSUM after %d steps: float32 %.1f, %.1f, %.1f (three seeds); "
+               "tf32 %.1f, bfloat16 %.1f (seed 0's start)\n",
+               PRECISION_STEPS, f32[0], f32[1], f32[2], rsum[0], rsum[1]);
 }
 
 /* Two GPU runs give the same bytes, whether their batches were staged ahead or not. */

@@ -18,7 +18,8 @@
 #   tests   build-gpu/unit-tests cuda: tests/test_cuda.c (with the upload stage),
 #           tests/test_cuda_nn.c (the ops, cuDNN's GRU and the optimizer),
 #           tests/test_cuda_model.c (a
-#           VSE training step, 300 steps of training, two GPU runs, a set-embedding step,
+#           VSE training step, 300 steps of training, two GPU runs, tf32 and bfloat16
+#           training against float32's seed spread, a set-embedding step,
 #           HGR and HGR∞ steps, encoders and score blocks, each against the CPU),
 #           test_topk.c:cuda_topk_matches_cpu (the search),
 #           test_retrieval_metrics.c:cuda_scoring_gives_the_cpu_bytes (evaluation) and
