@@ -1170,15 +1170,22 @@ TEST(backbone_rejects_bad_weights)
     }
 }
 
-/* The cuDNN engine against the oneDNN one (strict float32 on both): where a GPU is. */
-TEST(backbone_cuda_matches_cpu)
+/* The random ResNet-18 (resnet18_weights) on the CPU and on the GPU; skips without a GPU. */
+static void load_on_both(vtr_backbone **cpu, vtr_backbone **gpu)
 {
     test_need_cuda();
     vtr_error err;
     const char *w = resnet18_weights();
-    vtr_backbone *cpu = NULL, *gpu = NULL;
-    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_DEVICE_CPU, &cpu, &err));
-    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_DEVICE_CUDA, &gpu, &err));
+    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_DEVICE_CPU, cpu, &err));
+    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_DEVICE_CUDA, gpu, &err));
+}
+
+/* The cuDNN engine against the oneDNN one (strict float32 on both): where a GPU is. */
+TEST(backbone_cuda_matches_cpu)
+{
+    vtr_error err;
+    vtr_backbone *cpu, *gpu;
+    load_on_both(&cpu, &gpu);
     vtr_rng rng;
     vtr_rng_init(&rng, 8, 0);
     /* two shapes in turn (the second rebuilds the plan), then the first again */
@@ -1210,12 +1217,9 @@ TEST(backbone_cuda_matches_cpu)
  * features again. */
 TEST(backbone_cuda_bf16_close_to_cpu_float32)
 {
-    test_need_cuda();
     vtr_error err;
-    const char *w = resnet18_weights();
-    vtr_backbone *cpu = NULL, *gpu = NULL;
-    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_DEVICE_CPU, &cpu, &err));
-    CHECK_OK(vtr_backbone_load(w, VTR_RESNET18, VTR_DEVICE_CUDA, &gpu, &err));
+    vtr_backbone *cpu, *gpu;
+    load_on_both(&cpu, &gpu);
     vtr_rng rng;
     vtr_rng_init(&rng, 9, 0);
     static const int shapes[][3] = {{3, 64, 80}, {2, 224, 224}};
