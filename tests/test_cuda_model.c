@@ -357,11 +357,10 @@ TEST(cuda_vse_training_follows_cpu)
 
 enum { HELD_OUT = 16 * B }; /* pairs, ~3 per topic: retrieval does not saturate */
 
-/* The retrieval RSUM (R@1 + R@5 + R@10 of video-to-text and text-to-video, in percent) of m
- * on HELD_OUT pairs drawn from seed 90000; a tie counts against the pair. */
-static double held_out_rsum(vtr_vse_model *m)
+/* m's embeddings v (videos) and t (captions), (HELD_OUT, E) each, of HELD_OUT pairs drawn
+ * from seed 90000 */
+static void held_out_embeddings(vtr_vse_model *m, float *v, float *t)
 {
-    static float v[HELD_OUT * E], t[HELD_OUT * E];
     vtr_error err;
     for (int c = 0; c < HELD_OUT / B; c++) {
         pairs p;
@@ -371,6 +370,14 @@ static double held_out_rsum(vtr_vse_model *m)
         CHECK_OK(vtr_vse_encode_captions(m, t + (size_t)c * B * E, p.ids, p.caption_lengths, B, L,
                                          &err));
     }
+}
+
+/* The retrieval RSUM (R@1 + R@5 + R@10 of video-to-text and text-to-video, in percent) of m
+ * on the held-out pairs; a tie counts against the pair. */
+static double held_out_rsum(vtr_vse_model *m)
+{
+    static float v[HELD_OUT * E], t[HELD_OUT * E];
+    held_out_embeddings(m, v, t);
     static float S[HELD_OUT * HELD_OUT]; /* S[i][j]: video i, caption j */
     for (int i = 0; i < HELD_OUT; i++)
         for (int j = 0; j < HELD_OUT; j++) {
@@ -393,17 +400,36 @@ static double held_out_rsum(vtr_vse_model *m)
     return rsum;
 }
 
-/* train.precision tf32 and bfloat16 after training: STEPS steps, then the held-out RSUM, no
- * lower than float32's over three seeds (initial parameters and pairs) by more than their
- * spread (a higher one is no loss: one run's RSUM is itself a draw from such a spread); the
- * RSUMs are printed (VTR_TEST_VERBOSE) as the measured bound. */
+/* The smallest cosine between two sets of n unit rows of E, row by row. */
+static double min_row_cosine(const float *a, const float *b, int n)
+{
+    double worst = 1.0;
+    for (int i = 0; i < n; i++) {
+        double dot = 0.0;
+        for (int d = 0; d < E; d++)
+            dot += (double)a[i * E + d] * b[i * E + d];
+        worst = dot < worst ? dot : worst;
+    }
+    return worst;
+}
+
+/* train.precision tf32 and bfloat16: the held-out embeddings of a trained float32 model,
+ * computed in each, within a cosine of COSINE_TF32 and COSINE_BF16 of float32's; and after
+ * PRECISION_STEPS steps of training in each, the held-out RSUM no lower than float32's over
+ * three seeds (initial parameters and pairs) by more than their spread (a higher one is no
+ * loss: one run's RSUM is itself a draw from such a spread). The cosines and RSUMs are
+ * printed (VTR_TEST_VERBOSE) as the measured bounds. */
+#define COSINE_TF32 0.9999
+#define COSINE_BF16 0.999
 enum { PRECISION_STEPS = 200 };
 TEST(cuda_vse_reduced_precision_training_within_seed_spread)
 {
     test_need_cuda();
     vtr_vse_config cfg = config(0, VTR_VSE_POOL_GPO);
     vtr_error err;
-    double lo = 1e9, hi = -1e9, f32[3];
+    static const vtr_precision low[] = {VTR_PRECISION_TF32, VTR_PRECISION_BF16};
+    static const double bound[] = {COSINE_TF32, COSINE_BF16};
+    double lo = 1e9, hi = -1e9, f32[3], cosine[2];
     for (int seed = 0; seed < 3; seed++) {
         vtr_vse_model m;
         float first;
@@ -413,13 +439,26 @@ TEST(cuda_vse_reduced_precision_training_within_seed_spread)
         CHECK_OK(vtr_vse_zero_grad(&m, &err));
         train_from(&m, 1000 + 1000 * (uint64_t)seed, PRECISION_STEPS, 2e-3, true, &first);
         f32[seed] = held_out_rsum(&m);
+        if (seed == 0) { /* the same weights' embeddings in each precision */
+            static float v32[HELD_OUT * E], t32[HELD_OUT * E], v[HELD_OUT * E], t[HELD_OUT * E];
+            held_out_embeddings(&m, v32, t32);
+            for (int c = 0; c < 2; c++) {
+                CHECK_OK(vtr_cuda_set_precision(low[c], &err));
+                held_out_embeddings(&m, v, t);
+                CHECK_OK(vtr_cuda_set_precision(VTR_PRECISION_F32, &err));
+                double cv = min_row_cosine(v, v32, HELD_OUT), ct = min_row_cosine(t, t32, HELD_OUT);
+                cosine[c] = cv < ct ? cv : ct;
+                CHECK_MSG(cosine[c] >= bound[c],
+                          "%s: embeddings within a cosine of %.7f of float32's",
+                          vtr_precision_name(low[c]), cosine[c]);
+            }
+        }
         lo = f32[seed] < lo ? f32[seed] : lo;
         hi = f32[seed] > hi ? f32[seed] : hi;
         vtr_vse_model_free(&m);
     }
     CHECK_MSG(lo > 100.0, "float32 did not learn: held-out RSUM %.1f (chance ~ 19)", lo);
     double spread = hi - lo;
-    static const vtr_precision low[] = {VTR_PRECISION_TF32, VTR_PRECISION_BF16};
     double rsum[2];
     for (int c = 0; c < 2; c++) {
         vtr_vse_model m;
@@ -435,9 +474,10 @@ TEST(cuda_vse_reduced_precision_training_within_seed_spread)
         vtr_vse_model_free(&m);
     }
     if (getenv("VTR_TEST_VERBOSE"))
-        printf("    held-out RSUM after %d steps: float32 %.1f, %.1f, %.1f (three seeds); "
-               "tf32 %.1f, bfloat16 %.1f (seed 0's start)\n",
-               PRECISION_STEPS, f32[0], f32[1], f32[2], rsum[0], rsum[1]);
+        printf("    embeddings of float32's weights against float32's: cosine >= %.7f (tf32), "
+               "%.7f (bfloat16); held-out RSUM after %d steps: float32 %.1f, %.1f, %.1f "
+               "(three seeds), tf32 %.1f, bfloat16 %.1f (seed 0's start)\n",
+               cosine[0], cosine[1], PRECISION_STEPS, f32[0], f32[1], f32[2], rsum[0], rsum[1]);
 }
 
 /* Two GPU runs give the same bytes, whether their batches were staged ahead or not. */
