@@ -136,7 +136,7 @@ static __global__ void to_bf16_nhwc(const float *x, uint16_t *y, size_t n, int c
     }
 }
 
-// y = x widened from bfloat16 to float32, element by element
+// the float32 value of bfloat16 bits
 static __device__ float bf16_value(uint16_t bits)
 {
     uint32_t b = (uint32_t)bits << 16;
@@ -145,6 +145,7 @@ static __device__ float bf16_value(uint16_t bits)
     return f;
 }
 
+// y = x widened from bfloat16 to float32, element by element
 static __global__ void from_bf16(const uint16_t *x, float *y, size_t count)
 {
     for (size_t i = vtr_cuda_first(); i < count; i += vtr_cuda_stride())
@@ -209,19 +210,18 @@ static void plan_free(vtr_conv_cuda *c)
     c->planned = false;
 }
 
-// Releases the layers' weights, biases and descriptors (upload_layers makes them).
+// Releases the layers' weights, biases and descriptors (upload_layers makes them; the
+// arrays that hold them stay).
 static void layers_free(vtr_conv_cuda *c)
 {
     for (size_t l = 0; l < c->net->n_layers; l++) {
-        if (c->weights)
-            cudaFree(c->weights[l]);
-        if (c->biases)
-            cudaFree(c->biases[l]);
-        if (c->filters && c->filters[l])
+        cudaFree(c->weights[l]);
+        cudaFree(c->biases[l]);
+        if (c->filters[l])
             cudnnDestroyFilterDescriptor(c->filters[l]);
-        if (c->bias_descs && c->bias_descs[l])
+        if (c->bias_descs[l])
             cudnnDestroyTensorDescriptor(c->bias_descs[l]);
-        if (c->convs && c->convs[l])
+        if (c->convs[l])
             cudnnDestroyConvolutionDescriptor(c->convs[l]);
         c->weights[l] = c->biases[l] = NULL;
         c->filters[l] = NULL;
@@ -378,7 +378,7 @@ extern "C" vtr_status vtr_conv_cuda_set_bf16(vtr_conv_cuda *c, bool bf16, vtr_er
     layers_free(c);
     c->bf16 = bf16;
     vtr_status st = upload_layers(c, err);
-    if (st != VTR_OK) { // back to float32, as the engine was
+    if (st != VTR_OK) { // back to the precision the engine had (or none: run then refuses)
         layers_free(c);
         c->bf16 = !bf16;
         vtr_error ignored;
@@ -674,6 +674,10 @@ extern "C" vtr_status vtr_conv_cuda_run(vtr_conv_cuda *c, const float *in, int n
         return VTR_OK;
     if (n < 0)
         return vtr_fail(err, VTR_ERR_INVALID, "conv net: batch of %d", n);
+    if (net->n_layers && !c->filters[0])
+        return vtr_fail(err, VTR_ERR_DEVICE,
+                        "conv net: the cuDNN engine lost its weights in a "
+                        "failed change of precision; make a new one");
     if ((st = vtr_conv_net_check(net, h, w, err)) != VTR_OK)
         return st;
     if (!c->planned || c->n != n || c->h != h || c->w != w) {

@@ -207,7 +207,8 @@ void vtr_conv_cuda_free(vtr_conv_cuda *c);
  * not take (ReLU6, none, or a refused configuration) adds its bias and activation in a kernel
  * of vtr's, in float32 rounded once. Replans at the next run.
  * VTR_ERR_UNSUPPORTED, with the engine unchanged, on a GPU before compute capability 8.0
- * (Ampere); VTR_ERR_DEVICE with CUDA's or cuDNN's message. */
+ * (Ampere); VTR_ERR_DEVICE with CUDA's or cuDNN's message, the engine back in its precision
+ * (or, where the GPU could not take its weights again, refusing to run). */
 vtr_status vtr_conv_cuda_set_bf16(vtr_conv_cuda *c, bool bf16, vtr_error *err);
 
 /* Runs the net on a batch held in host memory: in (n, in_channels, h, w) float32 NCHW,
