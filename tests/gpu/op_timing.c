@@ -237,14 +237,15 @@ int main(int argc, char **argv)
          .flops = vtr_gru_train_flops((double)bw, B, WORD_DIM, EMBED, 2, true),
          .call = call_bigru},
         {.name = "frame GPO fwd+bwd", .shape = s_gpo, .call = call_gpo},
-        {.name = "caption BiGRU, cuDNN RNN",
-         .shape = s_bigru,
-         .flops = vtr_gru_train_flops((double)bw, B, WORD_DIM, EMBED, 2, true),
-         .call = call_bigru_cudnn},
         {.name = "similarity+hinge fwd+bwd",
          .shape = s_loss,
          .flops = 6.0 * B * B * EMBED,
          .call = call_loss},
+        /* last: where this cuDNN refuses, the other ops are timed already */
+        {.name = "caption BiGRU, cuDNN RNN",
+         .shape = s_bigru,
+         .flops = vtr_gru_train_flops((double)bw, B, WORD_DIM, EMBED, 2, true),
+         .call = call_bigru_cudnn},
     };
     size_t sgemm_n = (size_t)SGEMM_N * SGEMM_N;
     if (take_floats(&ops[0], (size_t[]){sgemm_n, sgemm_n, sgemm_n, 0}, &err) ||
@@ -260,14 +261,14 @@ int main(int argc, char **argv)
                     (size_t[]){(size_t)B * EMBED, bf, bf * EMBED, n_gpo, (size_t)B * EMBED,
                                bf * EMBED, n_gpo, 0},
                     &err) ||
-        take_floats(
-            &ops[4],
-            (size_t[]){bw * EMBED, bw * WORD_DIM, n_gru, bw * EMBED, bw * WORD_DIM, n_gru, 0},
-            &err) ||
-        take_floats(&ops[5],
+        take_floats(&ops[4],
                     (size_t[]){(size_t)B * B, (size_t)B * EMBED, (size_t)B * EMBED, 1,
                                (size_t)B * B, (size_t)B * EMBED, (size_t)B * EMBED, 0},
-                    &err))
+                    &err) ||
+        take_floats(
+            &ops[5],
+            (size_t[]){bw * EMBED, bw * WORD_DIM, n_gru, bw * EMBED, bw * WORD_DIM, n_gru, 0},
+            &err))
         goto end;
     size_t ws_bytes[] = {0, 0, vtr_gru_workspace_size(B, WORDS, WORD_DIM, EMBED, 2),
                          vtr_gpo_workspace_size(B, FRAMES, EMBED, VTR_GPO_D_PE, VTR_GPO_HIDDEN)};
@@ -282,10 +283,10 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < B; i++)
         word_lengths[i] = WORDS;
-    ops[4].lengths = ops[2].lengths;
+    ops[5].lengths = ops[2].lengths;
     if (vtr_cudnn_gru_new(WORD_DIM, EMBED, 2, &cudnn_gru, &err) != VTR_OK)
         goto end;
-    ops[4].gru = cudnn_gru;
+    ops[5].gru = cudnn_gru;
 
     printf("%-26s %-28s %9s %9s %9s\n", "op", "shape", "ms", "GFLOP/s", "of sgemm");
     double sgemm_rate = 0;
