@@ -8,6 +8,7 @@
 
 #include "features/conv.h"
 #include "lib/cuda_launch.h"
+#include "lib/tensor.h"
 
 // the largest workspace one conv may ask for (algorithms needing more are passed over)
 #define WORKSPACE_LIMIT ((size_t)1 << 30)
@@ -115,16 +116,6 @@ static __global__ void pad_kernel(const uint16_t *x, uint16_t *y, size_t outer, 
     }
 }
 
-// bfloat16 bits of f, to nearest, ties to even; a NaN stays a NaN (quiet)
-static __device__ uint16_t bf16_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    if ((b & 0x7f800000u) == 0x7f800000u)
-        return (uint16_t)(b >> 16 | ((b & 0x7fffffu) ? 0x40u : 0u));
-    return (uint16_t)((b + 0x7fffu + (b >> 16 & 1u)) >> 16);
-}
-
 // y (n, hw, c) bfloat16 = x (n, c, hw) float32: an NCHW batch (or (OC, C, KH, KW) weights) to
 // NHWC (KH, KW, C inner)
 static __global__ void to_bf16_nhwc(const float *x, uint16_t *y, size_t n, int c, size_t hw)
@@ -132,24 +123,15 @@ static __global__ void to_bf16_nhwc(const float *x, uint16_t *y, size_t n, int c
     size_t total = n * c * hw;
     for (size_t i = vtr_cuda_first(); i < total; i += vtr_cuda_stride()) {
         size_t ch = i % c, rest = i / c, p = rest % hw, img = rest / hw;
-        y[i] = bf16_bits(x[(img * c + ch) * hw + p]);
+        y[i] = vtr_float_to_bf16(x[(img * c + ch) * hw + p]);
     }
-}
-
-// the float32 value of bfloat16 bits
-static __device__ float bf16_value(uint16_t bits)
-{
-    uint32_t b = (uint32_t)bits << 16;
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
 }
 
 // y = x widened from bfloat16 to float32, element by element
 static __global__ void from_bf16(const uint16_t *x, float *y, size_t count)
 {
     for (size_t i = vtr_cuda_first(); i < count; i += vtr_cuda_stride())
-        y[i] = bf16_value(x[i]);
+        y[i] = vtr_bf16_to_float(x[i]);
 }
 
 // y (pixels, C) bfloat16 = act(y + bias (C)): the bias and activation of an unfused bfloat16
@@ -158,12 +140,12 @@ static __global__ void bias_act_bf16(uint16_t *y, const uint16_t *bias, size_t c
                                      int act)
 {
     for (size_t i = vtr_cuda_first(); i < count; i += vtr_cuda_stride()) {
-        float v = bf16_value(y[i]) + bf16_value(bias[i % C]);
+        float v = vtr_bf16_to_float(y[i]) + vtr_bf16_to_float(bias[i % C]);
         if (act != VTR_CONV_ACT_NONE)
             v = v > 0.0f ? v : 0.0f;
         if (act == VTR_CONV_ACT_RELU6)
             v = v < 6.0f ? v : 6.0f;
-        y[i] = bf16_bits(v);
+        y[i] = vtr_float_to_bf16(v);
     }
 }
 

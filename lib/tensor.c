@@ -153,17 +153,3 @@ uint16_t vtr_float_to_half(float f)
         h++;
     return sign | (uint16_t)h;
 }
-
-float vtr_bf16_to_float(uint16_t b)
-{
-    return bits_float((uint32_t)b << 16);
-}
-
-uint16_t vtr_float_to_bf16(float f)
-{
-    uint32_t u = float_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet */
-        return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}

@@ -8,8 +8,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "error.h"
+#include "hostdevice.h"
 
 #define VTR_MAX_DIMS 8
 
@@ -54,10 +56,27 @@ vtr_status vtr_shape_nbytes(vtr_dtype dtype, int ndim, const int64_t *shape, siz
 /* Writes "(2, 3, 4)" into buf (always NUL-terminated), for messages. */
 const char *vtr_shape_str(int ndim, const int64_t *shape, char *buf, size_t size);
 
-/* IEEE half and bfloat16 conversions (round to nearest even; NaN and Inf preserved). */
+/* IEEE half and bfloat16 conversions (round to nearest even; NaN and Inf preserved). The
+ * bfloat16 ones are shared with the CUDA kernels (features/conv.cu). */
 float vtr_half_to_float(uint16_t h);
 uint16_t vtr_float_to_half(float f);
-float vtr_bf16_to_float(uint16_t b);
-uint16_t vtr_float_to_bf16(float f);
+
+static VTR_HD float vtr_bf16_to_float(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static VTR_HD uint16_t vtr_float_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet */
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
 
 #endif
