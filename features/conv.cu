@@ -551,8 +551,8 @@ static vtr_status run_concat(vtr_conv_cuda *c, const vtr_conv_op *op, const op_p
 {
     vtr_status st = VTR_OK;
     size_t plane = (size_t)p->out.h * p->out.w, offset = 0, es = elem_size(c);
-    size_t rows = c->bf16 ? (size_t)c->n * plane : (size_t)c->n; // elements of a channel per row
-    size_t per_channel = c->bf16 ? 1 : plane;
+    size_t rows = c->bf16 ? (size_t)c->n * plane : (size_t)c->n;
+    size_t per_channel = c->bf16 ? 1 : plane; // elements of one channel in a row
     char *y = (char *)c->buffers[op->dst];
     for (int k = 0; k < op->n_srcs; k++) {
         size_t bytes = (size_t)p->concat_c[k] * per_channel * es;
@@ -667,34 +667,32 @@ extern "C" vtr_status vtr_conv_cuda_run(vtr_conv_cuda *c, const float *in, int n
         if ((st = plan(c, n, h, w, err)) != VTR_OK)
             return st;
     }
-    {
-        size_t in_count = (size_t)n * net->in_channels * h * w;
-        size_t out_count = (size_t)n * c->out_dims.c * c->out_dims.h * c->out_dims.w;
-        CUDA_TRY(cudaMemcpy(c->input, in, in_count * sizeof(float), cudaMemcpyHostToDevice),
-                 "copy input");
-        if (c->bf16) {
-            to_bf16_nhwc<<<vtr_cuda_blocks(in_count), VTR_CUDA_THREADS>>>(
-                c->input, c->input16, (size_t)n, net->in_channels, (size_t)h * w);
-            if ((st = vtr_cuda_launched("input to bfloat16", err)) != VTR_OK)
-                goto end;
-        }
-        for (size_t i = 0; i < net->n_ops; i++)
-            if ((st = run_op(c, i, err)) != VTR_OK)
-                goto end;
-        if (c->bf16) { // the last map is NHWC already: widened
-            from_bf16<<<vtr_cuda_blocks(out_count), VTR_CUDA_THREADS>>>(
-                (const uint16_t *)c->buffers[net->out_slot], c->output, out_count);
-            if ((st = vtr_cuda_launched("output to float32", err)) != VTR_OK)
-                goto end;
-        } else {
-            const float one = 1.0f, zero = 0.0f;
-            CUDNN_TRY(cudnnTransformTensor(c->handle, &one, c->out_nchw, c->buffers[net->out_slot],
-                                           &zero, c->out_nhwc, c->output),
-                      "NHWC output");
-        }
-        CUDA_TRY(cudaMemcpy(out, c->output, out_count * sizeof(float), cudaMemcpyDeviceToHost),
-                 "copy output");
+    size_t in_count = (size_t)n * net->in_channels * h * w;
+    size_t out_count = (size_t)n * c->out_dims.c * c->out_dims.h * c->out_dims.w;
+    CUDA_TRY(cudaMemcpy(c->input, in, in_count * sizeof(float), cudaMemcpyHostToDevice),
+             "copy input");
+    if (c->bf16) {
+        to_bf16_nhwc<<<vtr_cuda_blocks(in_count), VTR_CUDA_THREADS>>>(
+            c->input, c->input16, (size_t)n, net->in_channels, (size_t)h * w);
+        if ((st = vtr_cuda_launched("input to bfloat16", err)) != VTR_OK)
+            goto end;
     }
+    for (size_t i = 0; i < net->n_ops; i++)
+        if ((st = run_op(c, i, err)) != VTR_OK)
+            goto end;
+    if (c->bf16) { // the last map is NHWC already: widened
+        from_bf16<<<vtr_cuda_blocks(out_count), VTR_CUDA_THREADS>>>(
+            (const uint16_t *)c->buffers[net->out_slot], c->output, out_count);
+        if ((st = vtr_cuda_launched("output to float32", err)) != VTR_OK)
+            goto end;
+    } else {
+        const float one = 1.0f, zero = 0.0f;
+        CUDNN_TRY(cudnnTransformTensor(c->handle, &one, c->out_nchw, c->buffers[net->out_slot],
+                                       &zero, c->out_nhwc, c->output),
+                  "NHWC output");
+    }
+    CUDA_TRY(cudaMemcpy(out, c->output, out_count * sizeof(float), cudaMemcpyDeviceToHost),
+             "copy output");
 end:
     return st;
 }
