@@ -40,23 +40,15 @@ static vtr_status cudnn_check(cudnnStatus_t s, const char *what, vtr_error *err)
     return vtr_fail(err, VTR_ERR_DEVICE, "cuDNN GRU %s: %s", what, cudnnGetErrorString(s));
 }
 
-static vtr_status cuda_check(cudaError_t e, const char *what, vtr_error *err)
-{
-    if (e == cudaSuccess)
-        return VTR_OK;
-    cudaGetLastError(); // cleared, so that no later launch reports it
-    return vtr_cuda_fail(err, e, what);
-}
-
 // *p holds at least bytes (device), its contents lost when it grows
 static vtr_status grow(void **p, size_t *cap, size_t bytes, vtr_error *err)
 {
     if (bytes <= *cap)
         return VTR_OK;
-    cudaFree(*p);
+    vtr_cuda_free(*p);
     *p = NULL;
     *cap = 0;
-    VTR_TRY(cuda_check(cudaMalloc(p, bytes), "malloc", err));
+    VTR_TRY(vtr_cuda_malloc(p, bytes, err));
     *cap = bytes;
     return VTR_OK;
 }
@@ -80,7 +72,7 @@ extern "C" void vtr_cudnn_gru_free(vtr_cudnn_gru *g)
     void *buffers[] = {g->dropout_states, g->weights, g->dweights, g->y, g->dy, g->dx,
                        g->work,           g->reserve};
     for (void *b : buffers)
-        cudaFree(b);
+        vtr_cuda_free(b);
     if (g->handle)
         cudnnDestroy(g->handle);
     free(g);
@@ -103,8 +95,7 @@ extern "C" vtr_status vtr_cudnn_gru_new(int D, int H, int num_directions, vtr_cu
         (st = cudnn_check(cudnnCreateDropoutDescriptor(&g->dropout), "dropout", err)) != VTR_OK ||
         (st = cudnn_check(cudnnDropoutGetStatesSize(g->handle, &state_bytes), "dropout", err)) !=
             VTR_OK ||
-        (st = cuda_check(cudaMalloc(&g->dropout_states, state_bytes ? state_bytes : 1), "malloc",
-                         err)) != VTR_OK ||
+        (st = vtr_cuda_malloc(&g->dropout_states, state_bytes ? state_bytes : 1, err)) != VTR_OK ||
         (st = cudnn_check(cudnnSetDropoutDescriptor(g->dropout, g->handle, 0.0f, g->dropout_states,
                                                     state_bytes, 0),
                           "dropout", err)) != VTR_OK ||
@@ -122,8 +113,8 @@ extern "C" vtr_status vtr_cudnn_gru_new(int D, int H, int num_directions, vtr_cu
         (st = cudnn_check(cudnnCreateTensorDescriptor(&g->b_desc), "weights", err)) != VTR_OK ||
         (st = cudnn_check(cudnnGetRNNWeightSpaceSize(g->handle, g->rnn, &g->weight_bytes),
                           "weight space", err)) != VTR_OK ||
-        (st = cuda_check(cudaMalloc(&g->weights, g->weight_bytes), "malloc", err)) != VTR_OK ||
-        (st = cuda_check(cudaMalloc(&g->dweights, g->weight_bytes), "malloc", err)) != VTR_OK) {
+        (st = vtr_cuda_malloc(&g->weights, g->weight_bytes, err)) != VTR_OK ||
+        (st = vtr_cuda_malloc(&g->dweights, g->weight_bytes, err)) != VTR_OK) {
         vtr_cudnn_gru_free(g);
         return st;
     }
@@ -222,9 +213,7 @@ extern "C" vtr_status vtr_cudnn_gru_forward(vtr_cudnn_gru *g, float *out, const 
     VTR_TRY(each_param(
         g, g->weights,
         [&](float *cudnn, size_t vtr, size_t count) {
-            return cuda_check(cudaMemcpyAsync(cudnn, params + vtr, count * sizeof(float),
-                                              cudaMemcpyDeviceToDevice, 0),
-                              "copy weights", err);
+            return vtr_cuda_copy(cudnn, params + vtr, count * sizeof(float), err);
         },
         err));
     VTR_TRY(cudnn_check(cudnnRNNForward(g->handle, g->rnn, CUDNN_FWD_MODE_TRAINING, dev_lengths,
