@@ -6,9 +6,10 @@
 //
 // Around cuDNN: the parameters are copied into cuDNN's weight space before each forward and
 // the gradients added back out of its own after each backward, matrix by matrix at the
-// addresses cudnnGetRNNWeightParams gives; the output of both directions, concatenated, is
-// kept for backward and averaged into out (VTR_GRU_AVERAGE); padded positions are cuDNN's
-// padding (RNN_PADDED_IO, filled with zeros). Strict float32 (CUDNN_FMA_MATH).
+// places cudnnGetRNNWeightParams gives (asked once, when the engine is made); the output of both
+// directions, concatenated, is kept for backward and averaged into out (VTR_GRU_AVERAGE); padded
+// positions are cuDNN's padding (RNN_PADDED_IO, filled with zeros). Strict float32
+// (CUDNN_FMA_MATH).
 #include <cudnn.h>
 
 #include "lib/cuda_launch.h"
@@ -23,9 +24,14 @@ struct vtr_cudnn_gru {
     cudnnRNNDescriptor_t rnn;
     cudnnRNNDataDescriptor_t x_desc, y_desc; // the last forward's shape and lengths
     cudnnTensorDescriptor_t h_desc;          // the initial state (zero: not given)
-    cudnnTensorDescriptor_t m_desc, b_desc;  // filled by cudnnGetRNNWeightParams
     size_t weight_bytes;
-    void *weights, *dweights;
+    void *weights, *dweights; // the weight space and its gradients, one layout
+    // each matrix and bias: its place in the weight space and in lib/gru.h's parameter buffer
+    // (floats), and its floats
+    struct {
+        size_t space, params, count;
+    } spans[2 * 6 * 2];
+    int n_spans;
     int B, T; // the last forward's shape
     // grown to the largest shape so far (bytes)
     void *y, *dy, *dx, *work, *reserve;
@@ -65,10 +71,8 @@ extern "C" void vtr_cudnn_gru_free(vtr_cudnn_gru *g)
         cudnnDestroyRNNDataDescriptor(g->x_desc);
     if (g->y_desc)
         cudnnDestroyRNNDataDescriptor(g->y_desc);
-    cudnnTensorDescriptor_t tensors[] = {g->h_desc, g->m_desc, g->b_desc};
-    for (cudnnTensorDescriptor_t t : tensors)
-        if (t)
-            cudnnDestroyTensorDescriptor(t);
+    if (g->h_desc)
+        cudnnDestroyTensorDescriptor(g->h_desc);
     void *buffers[] = {g->dropout_states, g->weights, g->dweights, g->y, g->dy, g->dx,
                        g->work,           g->reserve};
     for (void *b : buffers)
@@ -76,6 +80,40 @@ extern "C" void vtr_cudnn_gru_free(vtr_cudnn_gru *g)
     if (g->handle)
         cudnnDestroy(g->handle);
     free(g);
+}
+
+// g->spans, from cudnnGetRNNWeightParams. cuDNN's linear layers 0-2 are the input weights of
+// gates r, z, n, 3-5 the recurrent ones, PyTorch's row order within each.
+static vtr_status find_spans(vtr_cudnn_gru *g, vtr_error *err)
+{
+    int D = g->D, H = g->H;
+    cudnnTensorDescriptor_t m_desc = NULL, b_desc = NULL; // filled by the call, unused here
+    vtr_status st = cudnn_check(cudnnCreateTensorDescriptor(&m_desc), "weights", err);
+    if (st == VTR_OK)
+        st = cudnn_check(cudnnCreateTensorDescriptor(&b_desc), "weights", err);
+    for (int dir = 0; st == VTR_OK && dir < g->dirs; dir++)
+        for (int lin = 0; st == VTR_OK && lin < 6; lin++) {
+            void *m = NULL, *b = NULL;
+            st = cudnn_check(cudnnGetRNNWeightParams(g->handle, g->rnn, dir, g->weight_bytes,
+                                                     g->weights, lin, m_desc, &m, b_desc, &b),
+                             "weight params", err);
+            bool input = lin < 3;
+            int gate = lin % 3, cols = input ? D : H;
+            size_t w =
+                vtr_gru_param_offset(D, H, dir, input ? VTR_GRU_WEIGHT_IH : VTR_GRU_WEIGHT_HH);
+            size_t bias =
+                vtr_gru_param_offset(D, H, dir, input ? VTR_GRU_BIAS_IH : VTR_GRU_BIAS_HH);
+            const float *base = (const float *)g->weights;
+            g->spans[g->n_spans++] = {(size_t)((const float *)m - base),
+                                      w + (size_t)gate * H * cols, (size_t)H * cols};
+            g->spans[g->n_spans++] = {(size_t)((const float *)b - base), bias + (size_t)gate * H,
+                                      (size_t)H};
+        }
+    if (m_desc)
+        cudnnDestroyTensorDescriptor(m_desc);
+    if (b_desc)
+        cudnnDestroyTensorDescriptor(b_desc);
+    return st;
 }
 
 extern "C" vtr_status vtr_cudnn_gru_new(int D, int H, int num_directions, vtr_cudnn_gru **out,
@@ -109,12 +147,11 @@ extern "C" vtr_status vtr_cudnn_gru_new(int D, int H, int num_directions, vtr_cu
         (st = cudnn_check(cudnnCreateRNNDataDescriptor(&g->x_desc), "data", err)) != VTR_OK ||
         (st = cudnn_check(cudnnCreateRNNDataDescriptor(&g->y_desc), "data", err)) != VTR_OK ||
         (st = cudnn_check(cudnnCreateTensorDescriptor(&g->h_desc), "state", err)) != VTR_OK ||
-        (st = cudnn_check(cudnnCreateTensorDescriptor(&g->m_desc), "weights", err)) != VTR_OK ||
-        (st = cudnn_check(cudnnCreateTensorDescriptor(&g->b_desc), "weights", err)) != VTR_OK ||
         (st = cudnn_check(cudnnGetRNNWeightSpaceSize(g->handle, g->rnn, &g->weight_bytes),
                           "weight space", err)) != VTR_OK ||
         (st = vtr_cuda_malloc(&g->weights, g->weight_bytes, err)) != VTR_OK ||
-        (st = vtr_cuda_malloc(&g->dweights, g->weight_bytes, err)) != VTR_OK) {
+        (st = vtr_cuda_malloc(&g->dweights, g->weight_bytes, err)) != VTR_OK ||
+        (st = find_spans(g, err)) != VTR_OK) {
         vtr_cudnn_gru_free(g);
         return st;
     }
@@ -122,43 +159,13 @@ extern "C" vtr_status vtr_cudnn_gru_new(int D, int H, int num_directions, vtr_cu
     return VTR_OK;
 }
 
-// Calls fn(cudnn, vtr, count) for each matrix and bias of space (a weight space, or its
-// gradients): cudnn its device address there, vtr its offset in lib/gru.h's parameter
-// buffer. cuDNN's linear layers 0-2 are the input weights of gates r, z, n, 3-5 the
-// recurrent ones, PyTorch's row order within each.
-template <class F> static vtr_status each_param(vtr_cudnn_gru *g, void *space, F fn, vtr_error *err)
+// out (rows, H) = the two directions of y (rows, 2H) averaged
+__global__ static void average_kernel(float *out, const float *y, size_t rows, int H)
 {
-    int D = g->D, H = g->H;
-    for (int dir = 0; dir < g->dirs; dir++)
-        for (int lin = 0; lin < 6; lin++) {
-            void *m = NULL, *b = NULL;
-            VTR_TRY(cudnn_check(cudnnGetRNNWeightParams(g->handle, g->rnn, dir, g->weight_bytes,
-                                                        space, lin, g->m_desc, &m, g->b_desc, &b),
-                                "weight params", err));
-            bool input = lin < 3;
-            int gate = lin % 3, cols = input ? D : H;
-            size_t w =
-                vtr_gru_param_offset(D, H, dir, input ? VTR_GRU_WEIGHT_IH : VTR_GRU_WEIGHT_HH);
-            size_t bias =
-                vtr_gru_param_offset(D, H, dir, input ? VTR_GRU_BIAS_IH : VTR_GRU_BIAS_HH);
-            VTR_TRY(fn((float *)m, w + (size_t)gate * H * cols, (size_t)H * cols));
-            VTR_TRY(fn((float *)b, bias + (size_t)gate * H, (size_t)H));
-        }
-    return VTR_OK;
-}
-
-// out (rows, OH) from y (rows, dirs * H): the two directions averaged (average), else as is
-__global__ static void merge_kernel(float *out, const float *y, size_t rows, int H, int width,
-                                    int average)
-{
-    size_t total = rows * (average ? H : width);
+    size_t total = rows * H;
     for (size_t i = vtr_cuda_first(); i < total; i += vtr_cuda_stride()) {
-        if (!average) {
-            out[i] = y[i];
-            continue;
-        }
         size_t r = i / H, j = i % H;
-        out[i] = (y[r * width + j] + y[r * width + H + j]) * 0.5f;
+        out[i] = (y[r * 2 * H + j] + y[r * 2 * H + H + j]) * 0.5f;
     }
 }
 
@@ -210,20 +217,18 @@ extern "C" vtr_status vtr_cudnn_gru_forward(vtr_cudnn_gru *g, float *out, const 
     VTR_TRY(grow(&g->reserve, &g->reserve_cap, g->reserve_bytes, err));
     VTR_TRY(grow(&g->y, &g->y_cap, rows * width * sizeof(float), err));
     g->B = B, g->T = T;
-    VTR_TRY(each_param(
-        g, g->weights,
-        [&](float *cudnn, size_t vtr, size_t count) {
-            return vtr_cuda_copy(cudnn, params + vtr, count * sizeof(float), err);
-        },
-        err));
+    for (int i = 0; i < g->n_spans; i++)
+        VTR_TRY(vtr_cuda_copy((float *)g->weights + g->spans[i].space, params + g->spans[i].params,
+                              g->spans[i].count * sizeof(float), err));
     VTR_TRY(cudnn_check(cudnnRNNForward(g->handle, g->rnn, CUDNN_FWD_MODE_TRAINING, dev_lengths,
                                         g->x_desc, inp, g->y_desc, g->y, g->h_desc, NULL, NULL,
                                         NULL, NULL, NULL, g->weight_bytes, g->weights,
                                         g->work_bytes, g->work, g->reserve_bytes, g->reserve),
                         "forward", err));
-    int average = g->dirs == 2 && merge == VTR_GRU_AVERAGE;
-    merge_kernel<<<vtr_cuda_blocks(rows * width), VTR_CUDA_THREADS>>>(out, (const float *)g->y,
-                                                                      rows, H, width, average);
+    if (g->dirs == 1 || merge == VTR_GRU_CONCAT)
+        return vtr_cuda_copy(out, g->y, rows * width * sizeof(float), err);
+    average_kernel<<<vtr_cuda_blocks(rows * H), VTR_CUDA_THREADS>>>(out, (const float *)g->y, rows,
+                                                                    H);
     return vtr_cuda_launched("cuDNN GRU output", err);
 }
 
@@ -260,10 +265,9 @@ extern "C" vtr_status vtr_cudnn_gru_backward(vtr_cudnn_gru *g, float *dinp, floa
                         "backward weights", err));
     if (dinp)
         VTR_TRY(vtr_cuda_add(dinp, (const float *)g->dx, rows * g->D, err));
-    return each_param(
-        g, g->dweights,
-        [&](float *cudnn, size_t vtr, size_t count) {
-            return vtr_cuda_add(dparams + vtr, cudnn, count, err);
-        },
-        err);
+    for (int i = 0; i < g->n_spans; i++)
+        VTR_TRY(vtr_cuda_add(dparams + g->spans[i].params,
+                             (const float *)g->dweights + g->spans[i].space, g->spans[i].count,
+                             err));
+    return VTR_OK;
 }
