@@ -7,16 +7,17 @@
 // the algorithm's size) and that every tensor it reads or writes lies inside one device
 // allocation. A convolution reads x and w as float32 (TF32-rounded where the math type lets
 // cuDNN use tensor cores on float32 data), sums each output in float32, and rounds what it
-// writes to the output's type (float16: the compiler's _Float16 conversion; bfloat16: nearest,
-// ties to even). As cuDNN: y is not read where beta (alpha2 for z) is 0, so a y of NaN then
-// gives no NaN; the workspace is written (with NaN bytes), so an algorithm's workspace shared
-// with live data shows. Not emulated: cuDNN's own sum order and algorithms, NaN propagation
-// options (NaNs propagate), other data types, layouts or dimensions.
+// writes to the output's type (bfloat16: lib/tensor.h's rounding, to nearest, ties to even). As
+// cuDNN: y is not read where beta (alpha2 for z) is 0, so a y of NaN then gives no NaN; the
+// workspace is written (with NaN bytes), so an algorithm's workspace shared with live data shows.
+// Not emulated: cuDNN's own sum order and algorithms, NaN propagation options (NaNs propagate),
+// other data types, layouts or dimensions.
 #include "emulation.h"
 
 #include <vector>
 
 #include "cudnn.h"
+#include "lib/tensor.h"
 
 struct emu_cudnn {
     int unused;
@@ -86,7 +87,7 @@ EMU_CUDNN_DESCRIPTOR_CALLS(PoolingDescriptor, cudnnPoolingDescriptor_t)
 
 static bool known_type(cudnnDataType_t type)
 {
-    return type == CUDNN_DATA_FLOAT || type == CUDNN_DATA_HALF || type == CUDNN_DATA_BFLOAT16;
+    return type == CUDNN_DATA_FLOAT || type == CUDNN_DATA_BFLOAT16;
 }
 
 static size_t type_size(cudnnDataType_t type)
@@ -178,8 +179,7 @@ cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d,
                                            cudnnActivationMode_t mode, cudnnNanPropagation_t nan,
                                            double coef)
 {
-    if (mode != CUDNN_ACTIVATION_RELU && mode != CUDNN_ACTIVATION_CLIPPED_RELU &&
-        mode != CUDNN_ACTIVATION_IDENTITY)
+    if (mode != CUDNN_ACTIVATION_RELU && mode != CUDNN_ACTIVATION_CLIPPED_RELU)
         return CUDNN_STATUS_BAD_PARAM;
     *d = emu_cudnn_activation{true, mode, coef};
     return CUDNN_STATUS_SUCCESS;
@@ -256,7 +256,7 @@ static bool conv_args(const emu_cudnn_convolution *conv, const emu_cudnn_tensor 
            y->type == x->type;
 }
 
-// The math an algorithm runs in: cuDNN's tensor cores for float16 and bfloat16 data (they have
+// The math an algorithm runs in: cuDNN's tensor cores for bfloat16 data (they have
 // no FMA kernels here) and for float32 unless the descriptor asks for FMA math (TF32).
 static cudnnMathType_t algo_math(const emu_cudnn_convolution *conv, const emu_cudnn_tensor *x)
 {
@@ -334,30 +334,11 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle,
 
 // ---- elements
 
-static float bf16_value(uint16_t bits)
-{
-    uint32_t wide = (uint32_t)bits << 16;
-    float f;
-    memcpy(&f, &wide, sizeof f);
-    return f;
-}
-
-static uint16_t bf16_bits(float f)
-{
-    f = emu_round_mantissa(f, 7);
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    if (f != f) // a NaN stays one (quiet)
-        bits |= 0x400000u;
-    return (uint16_t)(bits >> 16);
-}
-
 static float load(const void *base, cudnnDataType_t type, size_t i)
 {
     switch (type) {
     case CUDNN_DATA_FLOAT: return ((const float *)base)[i];
-    case CUDNN_DATA_HALF: return (float)((const _Float16 *)base)[i];
-    default: return bf16_value(((const uint16_t *)base)[i]);
+    default: return vtr_bf16_to_float(((const uint16_t *)base)[i]);
     }
 }
 
@@ -365,8 +346,7 @@ static void store(void *base, cudnnDataType_t type, size_t i, float v)
 {
     switch (type) {
     case CUDNN_DATA_FLOAT: ((float *)base)[i] = v; break;
-    case CUDNN_DATA_HALF: ((_Float16 *)base)[i] = (_Float16)v; break;
-    default: ((uint16_t *)base)[i] = bf16_bits(v); break;
+    default: ((uint16_t *)base)[i] = vtr_float_to_bf16(v); break;
     }
 }
 
@@ -526,10 +506,8 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
 {
     if (handle != &the_cudnn)
         return CUDNN_STATUS_NOT_INITIALIZED;
-    // ReLU with any algorithm, the identity with implicit precomputed GEMM only
-    if (!act->set || (act->mode != CUDNN_ACTIVATION_RELU &&
-                      (act->mode != CUDNN_ACTIVATION_IDENTITY ||
-                       algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)))
+    // ReLU only (cuDNN fuses the identity too, with one algorithm; vtr does not ask)
+    if (!act->set || act->mode != CUDNN_ACTIVATION_RELU)
         return CUDNN_STATUS_NOT_SUPPORTED;
     if (!conv_args(conv, x_desc, w_desc, y_desc) ||
         !same_shape(z_desc, y_desc->n, y_desc->c, y_desc->h, y_desc->w) ||
@@ -668,10 +646,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, cudnnPoolingDescriptor_t
                             sum += v;
                             count++;
                         }
-                    float v = p->mode == CUDNN_POOLING_MAX ? best
-                              : p->mode == CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
-                                  ? sum / (float)(p->window_h * p->window_w)
-                                  : sum / (float)count;
+                    float v = p->mode == CUDNN_POOLING_MAX ? best : sum / (float)count;
                     size_t i = offset(y_desc, in, ic, oh, ow);
                     v *= al;
                     if (be != 0.0f)

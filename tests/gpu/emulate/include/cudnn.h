@@ -1,7 +1,7 @@
 // tests/gpu/emulate/include/cudnn.h: the cuDNN calls of vtr's .cu files (lib/device.cu's
 // handle, features/conv.cu's convolution engine, lib/gru_cudnn.cu's GRU), as the CPU emulation
 // gives them (cudnn.cc, cudnn_rnn.cc). 4-D tensors, NCHW or NHWC, packed or strided, data
-// float32, float16 or bfloat16; a GRU of one layer in float32.
+// float32 or bfloat16; a GRU of one layer in float32.
 #pragma once
 
 #include "cuda_runtime.h"
@@ -20,7 +20,7 @@ typedef enum {
     CUDNN_STATUS_EXECUTION_FAILED = 8,
     CUDNN_STATUS_NOT_SUPPORTED = 9,
 } cudnnStatus_t;
-typedef enum { CUDNN_DATA_FLOAT = 0, CUDNN_DATA_HALF = 2, CUDNN_DATA_BFLOAT16 = 9 } cudnnDataType_t;
+typedef enum { CUDNN_DATA_FLOAT = 0, CUDNN_DATA_BFLOAT16 = 9 } cudnnDataType_t;
 typedef enum { CUDNN_TENSOR_NCHW = 0, CUDNN_TENSOR_NHWC = 1 } cudnnTensorFormat_t;
 typedef enum { CUDNN_CONVOLUTION = 0, CUDNN_CROSS_CORRELATION = 1 } cudnnConvolutionMode_t;
 typedef enum {
@@ -39,11 +39,9 @@ typedef enum { CUDNN_NOT_PROPAGATE_NAN = 0, CUDNN_PROPAGATE_NAN = 1 } cudnnNanPr
 typedef enum {
     CUDNN_ACTIVATION_RELU = 1,
     CUDNN_ACTIVATION_CLIPPED_RELU = 3,
-    CUDNN_ACTIVATION_IDENTITY = 5,
 } cudnnActivationMode_t;
 typedef enum {
     CUDNN_POOLING_MAX = 0,
-    CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING = 1,
     CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING = 2,
 } cudnnPoolingMode_t;
 typedef struct {
