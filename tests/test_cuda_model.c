@@ -17,6 +17,7 @@
 #include "lib/rng.h"
 #include "match/hgr_model.h"
 #include "match/model_ops.h"
+#include "match/retrieval_metrics.h"
 #include "match/vse_model.h"
 
 #define TOL_STEP 1e-4  /* one step: products and sums in another order (nn_cuda.h) */
@@ -373,31 +374,20 @@ static void held_out_embeddings(vtr_vse_model *m, float *v, float *t)
 }
 
 /* The retrieval RSUM (R@1 + R@5 + R@10 of video-to-text and text-to-video, in percent) of m
- * on the held-out pairs; a tie counts against the pair. */
+ * on the held-out pairs, by the evaluation's own counting (match/retrieval_metrics.h). */
 static double held_out_rsum(vtr_vse_model *m)
 {
     static float v[HELD_OUT * E], t[HELD_OUT * E];
+    int cap_item[HELD_OUT];
+    for (int j = 0; j < HELD_OUT; j++)
+        cap_item[j] = j;
     held_out_embeddings(m, v, t);
-    static float S[HELD_OUT * HELD_OUT]; /* S[i][j]: video i, caption j */
-    for (int i = 0; i < HELD_OUT; i++)
-        for (int j = 0; j < HELD_OUT; j++) {
-            float dot = 0.0f;
-            for (int d = 0; d < E; d++)
-                dot += v[i * E + d] * t[j * E + d];
-            S[i * HELD_OUT + j] = dot;
-        }
-    double rsum = 0.0;
-    for (int dir = 0; dir < 2; dir++)
-        for (int q = 0; q < HELD_OUT; q++) {
-            /* rank of the true pair among the query's row (videos) or column (captions) */
-            float want = S[q * HELD_OUT + q];
-            int rank = 0;
-            for (int o = 0; o < HELD_OUT; o++)
-                if (o != q && (dir ? S[o * HELD_OUT + q] : S[q * HELD_OUT + o]) >= want)
-                    rank++;
-            rsum += 100.0 * ((rank < 1) + (rank < 5) + (rank < 10)) / HELD_OUT;
-        }
-    return rsum;
+    vtr_embedding_model model = {.items = v, .captions = t, .dim = E};
+    vtr_retrieval_metrics r;
+    vtr_error err;
+    CHECK_OK(vtr_retrieval_evaluate_embeddings(&model, 1, HELD_OUT, HELD_OUT, cap_item, NULL, &r,
+                                               NULL, &err));
+    return r.rsum;
 }
 
 /* The smallest cosine between two sets of n unit rows of E, row by row. */
