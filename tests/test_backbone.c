@@ -770,18 +770,9 @@ TEST(conv_cuda_matches_direct_on_new_ops)
     }
 }
 
-/* f rounded to bfloat16, to nearest, ties to even (finite f) */
-static float bf16_round(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, sizeof b);
-    b = (b + 0x7fffu + (b >> 16 & 1u)) & 0xffff0000u;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
 /* In bfloat16, an identity 1x1 conv gives each input rounded to bfloat16, to nearest, ties to
- * even: 1 + 2^-8 (a tie) to 1, 1 + 3 * 2^-9 up to 1 + 2^-7, and random values. */
+ * even: 1 + 2^-8 (a tie) to 1, 1 + 3 * 2^-9 up to 1 + 2^-7, and random values as the host's
+ * rounding (lib/tensor.h). */
 TEST(conv_cuda_bf16_rounds_to_nearest_even)
 {
     test_need_cuda();
@@ -809,7 +800,8 @@ TEST(conv_cuda_bf16_rounds_to_nearest_even)
     for (int n = 0; n < N; n++) /* got is NHWC, x NCHW */
         for (int c = 0; c < C; c++)
             for (int p = 0; p < H * W; p++) {
-                float want = bf16_round(x[((size_t)n * C + c) * H * W + p]);
+                float want =
+                    vtr_bf16_to_float(vtr_float_to_bf16(x[((size_t)n * C + c) * H * W + p]));
                 CHECK_MSG(got[((size_t)n * H * W + p) * C + c] == want,
                           "image %d channel %d cell %d: %.9g, want %.9g", n, c, p,
                           got[((size_t)n * H * W + p) * C + c], want);
