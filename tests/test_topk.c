@@ -416,58 +416,83 @@ TEST(select_merges_candidates_in_order)
     CHECK(count == 2 && rows[0] == 1 && rows[1] == 4);
 }
 
-/* The GPU's top-k (topk.cu) against the CPU's. With coarse values every score is exact in
- * float32, so sums in another order give the same scores: the same rows and scores bit for
- * bit, ties and skipped rows included, for each load path (dim 64: 16-byte loads of both
- * dtypes; 12: float32's only; 7: neither), k from 1 to above the live rows. Gaussian
- * values: the same rows, scores to float32 rounding. */
+/* The GPU's top-k (topk.cu) against the CPU's on n rows of dim (rng seed), both dtypes, for
+ * each k of ks. With coarse values every score is exact in float32, so sums in another order
+ * give the same scores: the same rows and scores bit for bit, ties and skipped rows included.
+ * Gaussian values: scores to float32 rounding. */
+static void check_cuda_search(int64_t n, int64_t dim, bool coarse, uint64_t seed, const int64_t *ks,
+                              int nk)
+{
+    static const int64_t cuts[] = {300, 301, 1000};
+    enum { Q = 3 };
+    vtr_error err;
+    rng_state = seed;
+    test_matrix t;
+    matrix_init(&t, n, dim, coarse, 0.1, cuts, 3);
+    float *q = malloc((size_t)(Q * dim) * sizeof *q);
+    int64_t *rows_c = malloc(Q * VTR_TOPK_CUDA_MAX_K * sizeof *rows_c);
+    int64_t *rows_g = malloc(Q * VTR_TOPK_CUDA_MAX_K * sizeof *rows_g);
+    float *scores_c = malloc(Q * VTR_TOPK_CUDA_MAX_K * sizeof *scores_c);
+    float *scores_g = malloc(Q * VTR_TOPK_CUDA_MAX_K * sizeof *scores_g);
+    CHECK(q && rows_c && rows_g && scores_c && scores_g);
+    for (int64_t i = 0; i < Q * dim; i++)
+        q[i] = coarse ? (float)((int)(next_u32() % 9) - 4) / 4 : (float)next_gaussian();
+    vtr_tensor qt = {.dtype = VTR_F32, .ndim = 2, .shape = {Q, dim}, .data = q};
+    for (int f16 = 0; f16 < 2; f16++) {
+        vtr_topk_matrix m = view(&t, f16 ? VTR_F16 : VTR_F32, true);
+        vtr_topk_cuda *c;
+        CHECK_OK(vtr_topk_cuda_new(&m, &c, &err));
+        for (int ki = 0; ki < nk; ki++) {
+            int64_t k = ks[ki], found_c, found_g;
+            CHECK_OK(vtr_topk_search(&m, &qt, k, NULL, rows_c, scores_c, &found_c, &err));
+            CHECK_OK(vtr_topk_cuda_search(c, &qt, k, rows_g, scores_g, &found_g, &err));
+            CHECK_EQ_INT(found_g, found_c);
+            for (int64_t i = 0; i < Q * k; i++) {
+                CHECK_MSG(rows_g[i] == rows_c[i] || !coarse,
+                          "%lld rows of %lld, %s, k %lld, result %lld: row %lld, cpu %lld",
+                          (long long)n, (long long)dim, f16 ? "float16" : "float32", (long long)k,
+                          (long long)i, (long long)rows_g[i], (long long)rows_c[i]);
+                CHECK_MSG(coarse ? scores_g[i] == scores_c[i]
+                                 : fabsf(scores_g[i] - scores_c[i]) <=
+                                       1e-5f * (1 + fabsf(scores_c[i])),
+                          "%lld rows of %lld, k %lld, result %lld: score %.9g, cpu %.9g",
+                          (long long)n, (long long)dim, (long long)k, (long long)i,
+                          (double)scores_g[i], (double)scores_c[i]);
+            }
+        }
+        CHECK_FAILS(
+            vtr_topk_cuda_search(c, &qt, VTR_TOPK_CUDA_MAX_K + 1, rows_g, scores_g, NULL, &err),
+            VTR_ERR_UNSUPPORTED, "search on the CPU (--device cpu)");
+        vtr_topk_cuda_free(c);
+    }
+    free(q);
+    free(rows_c);
+    free(rows_g);
+    free(scores_c);
+    free(scores_g);
+    matrix_free(&t);
+}
+
+/* Each load path, its lanes' sums and k from 1 to above the live rows: dims 1000 and 64,
+ * 16-byte loads of both dtypes (1000: every lane of the warp has several); 100 and 12,
+ * float32's only (100: float16's single loads on every lane); 7, neither. */
 TEST(cuda_topk_matches_cpu)
 {
     test_need_cuda();
-    vtr_error err;
-    static const int64_t dims[] = {64, 12, 7}, cuts[] = {300, 301, 1000}, ks[] = {1, 10, 256};
-    enum { N = 5000, Q = 3 };
-    int64_t rows_c[Q * 256], rows_g[Q * 256], found_c, found_g;
-    float scores_c[Q * 256], scores_g[Q * 256];
+    static const int64_t dims[] = {1000, 100, 64, 12, 7}, ks[] = {1, 10, 256};
     for (int coarse = 1; coarse >= 0; coarse--)
-        for (int di = 0; di < 3; di++)
-            for (int f16 = 0; f16 < 2; f16++) {
-                int64_t dim = dims[di];
-                rng_state = 11 + (uint64_t)di;
-                test_matrix t;
-                matrix_init(&t, N, dim, coarse, 0.1, cuts, 3);
-                vtr_topk_matrix m = view(&t, f16 ? VTR_F16 : VTR_F32, true);
-                float q[Q * 64];
-                for (int i = 0; i < Q * dim; i++)
-                    q[i] = coarse ? (float)((int)(next_u32() % 9) - 4) / 4
-                                  : (float)next_gaussian();
-                vtr_tensor qt = {.dtype = VTR_F32, .ndim = 2, .shape = {Q, dim}, .data = q};
-                vtr_topk_cuda *c;
-                CHECK_OK(vtr_topk_cuda_new(&m, &c, &err));
-                for (int ki = 0; ki < 3; ki++) {
-                    int64_t k = ks[ki];
-                    CHECK_OK(vtr_topk_search(&m, &qt, k, NULL, rows_c, scores_c, &found_c, &err));
-                    CHECK_OK(vtr_topk_cuda_search(c, &qt, k, rows_g, scores_g, &found_g, &err));
-                    CHECK_EQ_INT(found_g, found_c);
-                    for (int64_t i = 0; i < Q * k; i++) {
-                        CHECK_MSG(rows_g[i] == rows_c[i] || !coarse,
-                                  "dim %lld, %s, k %lld, result %lld: row %lld, cpu %lld",
-                                  (long long)dim, f16 ? "float16" : "float32", (long long)k,
-                                  (long long)i, (long long)rows_g[i], (long long)rows_c[i]);
-                        CHECK_MSG(coarse ? scores_g[i] == scores_c[i]
-                                         : fabsf(scores_g[i] - scores_c[i]) <=
-                                               1e-5f * (1 + fabsf(scores_c[i])),
-                                  "dim %lld, k %lld, result %lld: score %.9g, cpu %.9g",
-                                  (long long)dim, (long long)k, (long long)i,
-                                  (double)scores_g[i], (double)scores_c[i]);
-                    }
-                }
-                CHECK_FAILS(vtr_topk_cuda_search(c, &qt, VTR_TOPK_CUDA_MAX_K + 1, rows_g,
-                                                 scores_g, &found_g, &err),
-                            VTR_ERR_UNSUPPORTED, "search on the CPU (--device cpu)");
-                vtr_topk_cuda_free(c);
-                matrix_free(&t);
-            }
+        for (int di = 0; di < 5; di++)
+            check_cuda_search(5000, dims[di], coarse, 11 + (uint64_t)di, ks, 3);
+}
+
+/* More rows than the GPU has warps (8,448 on an H200 and on the emulation: about 12 rows each),
+ * so that each warp keeps the best k of several rows, the worst giving way, and its lanes
+ * write out their shares of them. */
+TEST(cuda_topk_many_rows_per_warp)
+{
+    test_need_cuda();
+    static const int64_t ks[] = {2, 256};
+    check_cuda_search(100000, 8, true, 17, ks, 2);
 }
 
 TEST(nothing_to_find)

@@ -21,7 +21,7 @@
 #           VSE training step, 300 steps of training, two GPU runs, tf32 and bfloat16
 #           training against float32's seed spread, a set-embedding step,
 #           HGR and HGR∞ steps, encoders and score blocks, each against the CPU),
-#           test_topk.c:cuda_topk_matches_cpu (the search),
+#           test_topk.c's cuda_topk tests (the search),
 #           test_retrieval_metrics.c:cuda_scoring_gives_the_cpu_bytes (evaluation) and
 #           test_backbone.c's cuDNN engine against the CPU's, float32 and bfloat16,
 #           relative errors printed, and

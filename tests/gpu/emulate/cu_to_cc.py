@@ -5,19 +5,19 @@ of CUDA (tests/gpu/emulate/run.sh), which g++ compiles with include/cuda_runtime
 
 Three rewrites, each on its own lines, so that the #line at the top keeps the compiler's and
 the sanitizer's line numbers those of IN.cu:
-  kernel<<<grid, block[, shared_bytes]>>>(args)
+  kernel[<T>]<<<grid, block[, shared_bytes]>>>(args)
       -> emu_launch(grid, block, shared_bytes, [&] { kernel(args); })
   extern __shared__ T name[];   ->  T *name = (T *)emu_dynamic_shared;
-  __shared__ T name[N]; (or a scalar)  ->  the same, then emu_poison_shared(&name, sizeof name);
+  __shared__ T name[N]...; (or a scalar)  ->  the same, then emu_poison_shared(&name, sizeof name);
 A launch on a stream (a fourth argument) stops the rewrite with an error: the emulation runs
 kernels on the default stream only, as vtr launches them.
 """
 import re
 import sys
 
-LAUNCH = re.compile(r"(\w+)\s*<<<")
+LAUNCH = re.compile(r"(\w+(?:<[\w\s,:*]*>)?)\s*<<<")
 DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+(\w+)\s+(\w+)\s*\[\s*\]\s*;")
-STATIC_SHARED = re.compile(r"(__shared__\s+[\w\s]+?\b(\w+)\s*(?:\[[^\]]*\])?\s*;)")
+STATIC_SHARED = re.compile(r"(__shared__\s+[\w\s]+?\b(\w+)\s*(?:\[[^\]]*\])*\s*;)")
 
 
 def closing_paren(text, open_at):

@@ -7,8 +7,7 @@
 #
 # Outputs: $(B)/emu/libvtr-cuda.so (the emulated backend), $(B)/emu/unit-tests (the parity
 # tests, which load it from beside themselves or from VTR_CUDA_LIBRARY) and, with Open MPI,
-# $(B)/emu/libnccl.so.2 (nccl.cc: NCCL's calls over MPI, for VTR_NCCL_LIBRARY). Left out, as the
-# emulation cannot run it: index/topk.cu (warp intrinsics) with tests/test_topk.c. Against
+# $(B)/emu/libnccl.so.2 (nccl.cc: NCCL's calls over MPI, for VTR_NCCL_LIBRARY). Against
 # Debian's OpenBLAS (its OpenMP build, as ./configure picks it), jansson and oneDNN.
 
 # gpu.mk's default folder is the real build's: the emulation's is build-emu unless B= is given
@@ -28,13 +27,11 @@ NVCCFLAGS  = -std=c++20 -O2 -g -fno-math-errno -ffp-contract=off -fPIC -Wall -We
              -Wno-unused-parameter -Wno-unused-function -DVTR_HAVE_CUDA=1 -I. -I$(EMU)/include \
              -include cuda_runtime.h $(DEP_CFLAGS) $(SANITIZE)
 
-EMU_CUDA_SRCS = $(filter-out index/topk.cu,$(CUDA_SRCS))
-EMU_TEST_SRCS = $(filter-out tests/test_topk.c,$(TEST_SRCS))
 EMU_RUNTIME   = $(EMU)/runtime.cc $(EMU)/launch.cc $(EMU)/cublas.cc $(EMU)/cudnn.cc $(EMU)/cudnn_rnn.cc
 
-EMU_CUDA_OBJS    = $(patsubst %.cu,$(B)/emu/%.o,$(EMU_CUDA_SRCS))
+EMU_CUDA_OBJS    = $(patsubst %.cu,$(B)/emu/%.o,$(CUDA_SRCS))
 EMU_RUNTIME_OBJS = $(patsubst %.cc,$(B)/%.o,$(EMU_RUNTIME))
-EMU_TEST_OBJS    = $(patsubst %.c,$(B)/%.o,$(EMU_TEST_SRCS))
+EMU_TEST_OBJS    = $(patsubst %.c,$(B)/%.o,$(TEST_SRCS))
 
 # the stand-in for NCCL over MPI (nccl.cc), where Open MPI is installed
 MPI_FLAGS := $(shell pkg-config --cflags --libs ompi-c 2>/dev/null)

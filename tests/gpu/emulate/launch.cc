@@ -3,13 +3,15 @@
 //
 // A launch runs at once, on the calling host thread: its blocks one after another, and each
 // block's threads as fibers, coroutines with stacks of their own switched by a few lines of
-// x86-64 assembly (switch_stack). Thread 0 runs until its first __syncthreads or its end,
-// then thread 1, and so on; once all have, the next round resumes each; so every write before
-// a barrier is seen after it, and a block where some threads end while others wait at a
-// barrier stops with an error. Not emulated: warps (no warp intrinsics, no lockstep, so
-// index/topk.cu is left out), threads running at the same time (a race between threads of a
-// block, or of two blocks, gives the result of this one order), atomics, and whether the
-// threads' barriers are the same __syncthreads call. Grids and blocks are one-dimensional.
+// x86-64 assembly (switch_stack). A pass resumes each thread that may go on, in order, until
+// it waits (at a __syncthreads or a warp collective) or ends. After the pass, a warp whose 32
+// lanes all wait at the same collective takes its values and goes on; when none does, and
+// every thread left waits at __syncthreads, all go on. So every write before a barrier is seen
+// after it; a warp whose lanes reach different collectives, or a block where some threads end
+// while others wait, stops with an error. Not emulated: lockstep within a warp, threads
+// running at the same time (a race between threads of a block, or of two blocks, gives the
+// result of this one order), atomics, collectives of part of a warp, and whether the threads'
+// barriers are the same __syncthreads call. Grids and blocks are one-dimensional.
 #include "emulation.h"
 
 #include <memory>
@@ -22,10 +24,11 @@ EMU_THREAD_LOCAL emu_dim3 gridDim;
 EMU_THREAD_LOCAL void *emu_dynamic_shared;
 
 // a GPU's limits (compute capability 9.0): threads per block, blocks, shared memory per block
-// without opting in
+// without opting in, threads resident on a multiprocessor
 static const unsigned max_block_threads = 1024;
 static const unsigned max_grid_blocks = 2147483647u;
 static const size_t max_shared_bytes = 48 * 1024;
+static const unsigned max_multiprocessor_threads = 2048;
 
 // switch_stack(save, load): saves the callee-saved registers on the current stack and its
 // stack pointer in *save, then switches to the stack at load and pops that stack's registers;
@@ -55,10 +58,24 @@ emu_switch_stack:
     ret
 )");
 
+// Where a kernel thread is, between passes.
+enum fiber_state {
+    READY,          // not started, or may go on
+    AT_SYNCTHREADS, // waits for the block
+    AT_COLLECTIVE,  // waits for its warp's lanes
+    FINISHED,
+};
+
 struct fiber {
     void *stack_pointer; // where switch_stack saved it; NULL before the thread starts
     unsigned stack_area; // which of the areas its stack is in, once started
-    bool finished;
+    fiber_state state;
+    // at a warp collective: its name, the value the thread gives, the lane whose value it
+    // takes; then the value taken
+    const char *collective;
+    uint64_t value;
+    unsigned source;
+    uint64_t taken;
 };
 
 static const size_t fiber_stack_bytes = 256 * 1024;
@@ -72,20 +89,40 @@ static EMU_THREAD_LOCAL const std::function<void()> *running_body;
 static void fiber_start(void)
 {
     (*running_body)();
-    running_fiber->finished = true;
+    running_fiber->state = FINISHED;
     emu_switch_stack(&running_fiber->stack_pointer, scheduler_stack_pointer);
     abort(); // a finished fiber is never resumed
 }
 
 void __syncthreads(void)
 {
+    running_fiber->state = AT_SYNCTHREADS;
     emu_switch_stack(&running_fiber->stack_pointer, scheduler_stack_pointer);
+}
+
+uint64_t emu_warp_collective(const char *what, unsigned mask, uint64_t value, unsigned source)
+{
+    if (mask != 0xffffffffu)
+        emu_fail("%s with mask %#x: the emulation runs collectives of whole warps only", what,
+                 mask);
+    fiber *self = running_fiber;
+    self->state = AT_COLLECTIVE;
+    self->collective = what;
+    self->value = value;
+    self->source = source;
+    emu_switch_stack(&self->stack_pointer, scheduler_stack_pointer);
+    return self->taken;
 }
 
 void emu_poison_shared(void *variable, size_t bytes)
 {
     if (threadIdx.x == 0)
         memset(variable, 0xFF, bytes);
+}
+
+void emu_fail_misaligned(const void *p, size_t bytes)
+{
+    emu_fail("a %zu-byte load at %p, not aligned to %zu bytes", bytes, p, bytes);
 }
 
 // A new fiber's stack at the top of its area (16-byte aligned): the registers that
@@ -102,9 +139,41 @@ static void *new_fiber_stack(char *area_end)
     return top;
 }
 
-// Runs block blockIdx's threads (block of them) as fibers, round after round, until all have
+// After a pass: lets the warps whose lanes all wait at one collective take their values and go
+// on; true if any did. Stops where a warp's lanes wait at different places.
+static bool release_warps(fiber *fibers, unsigned block)
+{
+    bool released = false;
+    for (unsigned base = 0; base < block; base += 32) {
+        fiber *lanes = &fibers[base];
+        unsigned n = block - base < 32 ? block - base : 32, first = 0;
+        while (first < n && lanes[first].state != AT_COLLECTIVE)
+            first++;
+        if (first == n)
+            continue;
+        const char *what = lanes[first].collective;
+        if (n < 32)
+            emu_fail("block %u: %s in warp %u, which has %u threads, not 32", blockIdx.x, what,
+                     base / 32, n);
+        for (unsigned l = 0; l < 32; l++)
+            if (lanes[l].state != AT_COLLECTIVE || strcmp(lanes[l].collective, what) != 0)
+                emu_fail("block %u, warp %u: lane %u waits at %s, lane %u at %s", blockIdx.x,
+                         base / 32, first, what, l,
+                         lanes[l].state == FINISHED         ? "none (it has ended)"
+                         : lanes[l].state == AT_SYNCTHREADS ? "__syncthreads"
+                                                            : lanes[l].collective);
+        for (unsigned l = 0; l < 32; l++) {
+            lanes[l].taken = lanes[lanes[l].source].value;
+            lanes[l].state = READY;
+        }
+        released = true;
+    }
+    return released;
+}
+
+// Runs block blockIdx's threads (block of them) as fibers, pass after pass, until all have
 // ended. A thread takes a stack area as it starts and gives it back as it ends, so that a
-// kernel without __syncthreads runs every thread on one area, warm in the cache.
+// kernel without barriers runs every thread on one area, warm in the cache.
 static void run_block(unsigned block)
 {
     static EMU_THREAD_LOCAL std::vector<fiber> fibers;
@@ -119,16 +188,13 @@ static void run_block(unsigned block)
         free_areas.push_back(area);
     for (unsigned t = 0; t < block; t++) {
         fibers[t].stack_pointer = NULL;
-        fibers[t].finished = false;
+        fibers[t].state = READY;
     }
     for (;;) {
-        unsigned finished = 0;
         for (unsigned t = 0; t < block; t++) {
             fiber *thread = &fibers[t];
-            if (thread->finished) {
-                finished++;
+            if (thread->state != READY)
                 continue;
-            }
             if (!thread->stack_pointer) {
                 thread->stack_area = free_areas.back();
                 free_areas.pop_back();
@@ -138,18 +204,32 @@ static void run_block(unsigned block)
             threadIdx = {t, 0, 0};
             running_fiber = thread;
             emu_switch_stack(&scheduler_stack_pointer, thread->stack_pointer);
-            if (thread->finished) {
+            if (thread->state == FINISHED)
                 free_areas.push_back(thread->stack_area);
-                finished++;
-            }
         }
+        if (release_warps(fibers.data(), block))
+            continue;
+        unsigned finished = 0;
+        for (unsigned t = 0; t < block; t++)
+            finished += fibers[t].state == FINISHED;
         if (finished == block)
             return;
         if (finished)
             emu_fail("block %u: %u of its %u threads wait at __syncthreads, the others have "
                      "ended",
                      blockIdx.x, block - finished, block);
+        for (unsigned t = 0; t < block; t++)
+            fibers[t].state = READY;
     }
+}
+
+cudaError_t emu_occupancy(int *blocks, int block_threads, size_t dynamic_shared)
+{
+    if (block_threads <= 0 || (unsigned)block_threads > max_block_threads ||
+        dynamic_shared > max_shared_bytes)
+        return cudaErrorInvalidValue;
+    *blocks = (int)(max_multiprocessor_threads / (unsigned)block_threads);
+    return cudaSuccess;
 }
 
 void emu_launch(unsigned grid, unsigned block, size_t shared_bytes,

@@ -17,14 +17,15 @@
 #
 # What the emulation checks: the .cu files' kernels, run thread by thread, give the CPU's
 # results within the tests' tolerances; every copy, memset, cuBLAS and cuDNN operand lies inside
-# one device allocation; cuDNN's calls get arguments it accepts (cudnn.cc computes them);
+# one device allocation; cuDNN's calls get arguments it accepts (cudnn.cc computes them); a
+# warp's shuffles and __syncwarp reach its 32 lanes, each at the same collective;
 # device memory starts as 0xFF bytes (NaN), as do shared memory at each block's start and
 # pinned host memory, so a value read before it is written shows; a stream's copy read before
 # its wait shows; a block whose threads do not all reach a __syncthreads stops; launch
 # configurations over a GPU's limits fail as on one.
 # What it cannot: threads, blocks, streams and the host never run at the same time, so races
-# give one order's result and the default stream never overlaps a copy stream; no warps (warp
-# intrinsics: index/topk.cu and tests/test_topk.c are left out), no atomics; cuBLAS and cuDNN
+# give one order's result and the default stream never overlaps a copy stream; no lockstep
+# within a warp and no collectives of part of one, no atomics; cuBLAS and cuDNN
 # sum in another order than a GPU's, and cuDNN's algorithms are not its own; a kernel's own
 # out-of-bounds access is caught only with --asan. x86-64 only (the fibers switch stacks in
 # x86-64 assembly).

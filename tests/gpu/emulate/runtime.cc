@@ -97,6 +97,15 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
     return cudaSuccess;
 }
 
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
+{
+    cudaDeviceProp prop;
+    if (attr != cudaDevAttrMultiProcessorCount || cudaGetDeviceProperties(&prop, device))
+        return cudaErrorInvalidValue;
+    *value = prop.multiProcessorCount;
+    return cudaSuccess;
+}
+
 // ---- allocations: start address -> bytes, device (cudaMalloc) and pinned host
 // (cudaMallocHost)
 

@@ -2,8 +2,8 @@
 // the CPU emulation gives it (tests/gpu/emulate/run.sh says what it checks and what not).
 // The emulation compiles every .cu file with this header included first, as nvcc does;
 // cu_to_cc.py has turned each kernel launch into an emu_launch call. Only what the .cu files
-// use is declared: no dim3 launches (one-dimensional grids and blocks), no warp intrinsics,
-// no atomics.
+// use is declared: no dim3 launches (one-dimensional grids and blocks), warp collectives of
+// whole warps only, no atomics.
 #pragma once
 
 #include <functional>
@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <type_traits>
 
 #define __global__
 #define __device__
@@ -42,6 +44,7 @@ enum { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
 typedef struct emu_stream *cudaStream_t;
 typedef struct emu_event *cudaEvent_t;
 enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16 };
 struct cudaDeviceProp {
     char name[256];
     size_t totalGlobalMem;
@@ -56,6 +59,7 @@ cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device);
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device);
 
 cudaError_t cudaMalloc(void **ptr, size_t bytes);
 template <class T> static inline cudaError_t cudaMalloc(T **ptr, size_t bytes)
@@ -115,8 +119,77 @@ extern EMU_THREAD_LOCAL void *emu_dynamic_shared;
 void emu_launch(unsigned grid, unsigned block, size_t shared_bytes,
                 const std::function<void()> &thread_body);
 
+// Blocks of block_threads threads that one multiprocessor holds at once, by its limit of
+// threads alone (the emulation knows no kernel's registers or static shared memory).
+cudaError_t emu_occupancy(int *blocks, int block_threads, size_t dynamic_shared);
+template <class Kernel>
+static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, Kernel,
+                                                                        int block_threads,
+                                                                        size_t dynamic_shared)
+{
+    return emu_occupancy(blocks, block_threads, dynamic_shared);
+}
+
 // Every thread of the block reaches it before any goes past it.
 void __syncthreads(void);
+
+// ---- warp collectives (launch.cc): all 32 lanes of the warp reach the same one before any
+// goes past it (mask must be 0xffffffff)
+
+// The value that lane source of the calling thread's warp gave to the collective what.
+uint64_t emu_warp_collective(const char *what, unsigned mask, uint64_t value, unsigned source);
+
+template <class T>
+static inline T emu_shuffle(const char *what, unsigned mask, T value, unsigned source)
+{
+    static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>);
+    uint64_t bits = 0;
+    memcpy(&bits, &value, sizeof value);
+    bits = emu_warp_collective(what, mask, bits, source);
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+// lane source's value
+template <class T> static inline T __shfl_sync(unsigned mask, T value, int source)
+{
+    return emu_shuffle("__shfl_sync", mask, value, (unsigned)source % 32);
+}
+
+// lane + delta's value, or the lane's own past lane 31
+template <class T> static inline T __shfl_down_sync(unsigned mask, T value, unsigned delta)
+{
+    unsigned lane = threadIdx.x % 32;
+    return emu_shuffle("__shfl_down_sync", mask, value, lane + delta < 32 ? lane + delta : lane);
+}
+
+static inline void __syncwarp(unsigned mask = 0xffffffffu)
+{
+    emu_warp_collective("__syncwarp", mask, 0, threadIdx.x % 32);
+}
+
+// ---- vector types and loads through the read-only cache
+
+struct float2 {
+    float x, y;
+};
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+
+// Stops: a load of bytes at p, not aligned to them (a GPU's load faults).
+[[noreturn]] void emu_fail_misaligned(const void *p, size_t bytes);
+
+// *p; stops where p is not aligned to T
+template <class T> static inline T __ldg(const T *p)
+{
+    if ((uintptr_t)p % alignof(T))
+        emu_fail_misaligned(p, sizeof(T));
+    return *p;
+}
 
 // Fills a block's static shared variable with 0xFF bytes (NaN as floats), from its thread 0,
 // which starts each block.
