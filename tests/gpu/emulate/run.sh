@@ -11,8 +11,9 @@
 # backend, once with another stream's copies run as late as a GPU may run them and once as
 # early (EMU_COPIES), or only in the order --copies gives. --asan: built with AddressSanitizer
 # into build-emu/asan/ (a kernel's loads and stores out of an allocation then stop the test).
-# With the default filter and no --asan it then runs tests/gpu/train_mpi.sh (bin/vtr-train's
-# data-parallel training on the emulated GPU under mpirun; skipped without MPI), copies late.
+# With the default filter and no --asan it then runs, copies late, tests/gpu/programs.sh (bin/'s
+# programs with --device cuda against their CPU runs) and tests/gpu/train_mpi.sh (bin/vtr-train's
+# data-parallel training on the emulated GPU under mpirun; skipped without MPI).
 # Exit 0 when every run passed.
 #
 # What the emulation checks: the .cu files' kernels, run thread by thread, give the CPU's
@@ -66,17 +67,20 @@ for order in $orders; do
     EMU_COPIES=$order "$B/emu/unit-tests" "$@" || failed="$failed $order"
     echo "== copies $order: $(($(date +%s) - start))s"
 done
-# data-parallel training on the emulated GPU (with the default filter; bin/ built with MPI)
+# the programs with --device cuda against the CPU, and data-parallel training, on the
+# emulated GPU (with the default filter; bin/ built, with MPI for the training)
 if [ -n "$training" ] && [ -z "$sanitize" ]; then
-    echo "== tests/gpu/train_mpi.sh, copies late"
-    start=$(date +%s)
-    EMU_COPIES=late sh tests/gpu/train_mpi.sh
-    case $? in
-    0) ;;
-    77) echo "(skipped)" ;;
-    *) failed="$failed train_mpi.sh" ;;
-    esac
-    echo "== train_mpi.sh: $(($(date +%s) - start))s"
+    for script in programs.sh train_mpi.sh; do
+        echo "== tests/gpu/$script, copies late"
+        start=$(date +%s)
+        EMU_COPIES=late sh tests/gpu/$script
+        case $? in
+        0) ;;
+        77) echo "(skipped)" ;;
+        *) failed="$failed $script" ;;
+        esac
+        echo "== $script: $(($(date +%s) - start))s"
+    done
 fi
 if [ -n "$failed" ]; then
     echo "emulate: FAILED:$failed"
