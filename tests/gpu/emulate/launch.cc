@@ -3,15 +3,16 @@
 //
 // A launch runs at once, on the calling host thread: its blocks one after another, and each
 // block's threads as fibers, coroutines with stacks of their own switched by a few lines of
-// x86-64 assembly (switch_stack). A pass resumes each thread that may go on, in order, until
-// it waits (at a __syncthreads or a warp collective) or ends. After the pass, a warp whose 32
-// lanes all wait at the same collective takes its values and goes on; when none does, and
-// every thread left waits at __syncthreads, all go on. So every write before a barrier is seen
-// after it; a warp whose lanes reach different collectives, or a block where some threads end
-// while others wait, stops with an error. Not emulated: lockstep within a warp, threads
-// running at the same time (a race between threads of a block, or of two blocks, gives the
-// result of this one order), atomics, collectives of part of a warp, and whether the threads'
-// barriers are the same __syncthreads call. Grids and blocks are one-dimensional.
+// x86-64 assembly (switch_stack). A pass resumes each thread that may go on, in order (in
+// reverse order with EMU_THREADS=reverse, and the blocks too), until it waits (at a
+// __syncthreads or a warp collective) or ends. After the pass, a warp whose 32 lanes all wait
+// at the same collective takes its values and goes on; when none does, and every thread left
+// waits at __syncthreads, all go on. So every write before a barrier is seen after it; a warp
+// whose lanes reach different collectives, or a block where some threads end while others
+// wait, stops with an error. Not emulated: lockstep within a warp, threads running at the
+// same time (a race between threads of a block, or of two blocks, gives the result of one of
+// the two orders), atomics, collectives of part of a warp, and whether the threads' barriers
+// are the same __syncthreads call. Grids and blocks are one-dimensional.
 #include "emulation.h"
 
 #include <memory>
@@ -114,10 +115,27 @@ uint64_t emu_warp_collective(const char *what, unsigned mask, uint64_t value, un
     return self->taken;
 }
 
+// the block's static shared variables poisoned so far (by the first thread to declare each)
+static EMU_THREAD_LOCAL std::vector<void *> poisoned;
+
 void emu_poison_shared(void *variable, size_t bytes)
 {
-    if (threadIdx.x == 0)
-        memset(variable, 0xFF, bytes);
+    for (void *v : poisoned)
+        if (v == variable)
+            return;
+    memset(variable, 0xFF, bytes);
+    poisoned.push_back(variable);
+}
+
+// EMU_THREADS=reverse: blocks, and the threads of each pass, run last to first (forward, the
+// default: first to last), so that a result that hangs on one order shows in the other.
+static bool threads_reversed(void)
+{
+    static const bool reversed = [] {
+        const char *order = getenv("EMU_THREADS");
+        return order && strcmp(order, "reverse") == 0;
+    }();
+    return reversed;
 }
 
 void emu_fail_misaligned(const void *p, size_t bytes)
@@ -190,8 +208,10 @@ static void run_block(unsigned block)
         fibers[t].stack_pointer = NULL;
         fibers[t].state = READY;
     }
+    bool reversed = threads_reversed();
     for (;;) {
-        for (unsigned t = 0; t < block; t++) {
+        for (unsigned i = 0; i < block; i++) {
+            unsigned t = reversed ? block - 1 - i : i;
             fiber *thread = &fibers[t];
             if (thread->state != READY)
                 continue;
@@ -245,9 +265,12 @@ void emu_launch(unsigned grid, unsigned block, size_t shared_bytes,
     blockDim = {block, 1, 1};
     emu_dynamic_shared = dynamic_shared.data();
     running_body = &thread_body;
-    for (unsigned b = 0; b < grid; b++) {
+    bool reversed = threads_reversed();
+    for (unsigned i = 0; i < grid; i++) {
+        unsigned b = reversed ? grid - 1 - i : i;
         blockIdx = {b, 0, 0};
         memset(dynamic_shared.data(), 0xFF, dynamic_shared.size() * sizeof(double));
+        poisoned.clear();
         run_block(block);
     }
 }

@@ -8,8 +8,10 @@
 # Builds build-emu/ (emulate.mk: tests/gpu/gpu.mk's sources, each .cu rewritten by
 # cu_to_cc.py and compiled by g++ against include/; incremental), then runs
 # build-emu/emu/unit-tests FILTER... (default: cuda) with VTR_CUDA_LIBRARY set to the emulated
-# backend, once with another stream's copies run as late as a GPU may run them and once as
-# early (EMU_COPIES), or only in the order --copies gives. --asan: built with AddressSanitizer
+# backend, once with another stream's copies run as late as a GPU may run them and the
+# threads of a block (and the blocks) run first to last, once with the copies run as early and
+# the threads last to first (EMU_COPIES, EMU_THREADS; run.sh says which), or only in the copy
+# order --copies gives, with its thread order. --asan: built with AddressSanitizer
 # into build-emu/asan/ (a kernel's loads and stores out of an allocation then stop the test).
 # With the default filter and no --asan it then runs, copies late, tests/gpu/programs.sh (bin/'s
 # programs with --device cuda against their CPU runs) and tests/gpu/train_mpi.sh (bin/vtr-train's
@@ -22,12 +24,13 @@
 # warp's shuffles and __syncwarp reach its 32 lanes, each at the same collective;
 # device memory starts as 0xFF bytes (NaN), as do shared memory at each block's start and
 # pinned host memory, so a value read before it is written shows; a stream's copy read before
-# its wait shows; a block whose threads do not all reach a __syncthreads stops; launch
-# configurations over a GPU's limits fail as on one.
-# What it cannot: threads, blocks, streams and the host never run at the same time, so races
-# give one order's result and the default stream never overlaps a copy stream; no lockstep
-# within a warp and no collectives of part of one, no atomics; cuBLAS and cuDNN
-# sum in another order than a GPU's, and cuDNN's algorithms are not its own; a kernel's own
+# its wait shows; a kernel whose result hangs on the order of its threads (a missing
+# __syncthreads) is wrong in one of the two thread orders; a block whose threads do not all
+# reach a __syncthreads stops; launch configurations over a GPU's limits fail as on one.
+# What it cannot: threads, blocks, streams and the host never run at the same time, so a race
+# gives one of two orders' results and the default stream never overlaps a copy stream; no
+# lockstep within a warp and no collectives of part of one, no atomics; cuBLAS and cuDNN sum in
+# another order than a GPU's, and cuDNN's algorithms are not its own; a kernel's own
 # out-of-bounds access is caught only with --asan. x86-64 only (the fibers switch stacks in
 # x86-64 assembly).
 set -u
@@ -62,9 +65,12 @@ VTR_NCCL_LIBRARY=$(pwd)/$B/emu/libnccl.so.2 # where Open MPI is (emulate.mk)
 export VTR_CUDA_LIBRARY VTR_NCCL_LIBRARY
 failed=
 for order in $orders; do
-    echo "== unit-tests $*, another stream's copies run $order (EMU_COPIES=$order)"
+    threads=forward
+    [ "$order" = late ] || threads=reverse
+    echo "== unit-tests $*, another stream's copies run $order, threads $threads" \
+        "(EMU_COPIES=$order EMU_THREADS=$threads)"
     start=$(date +%s)
-    EMU_COPIES=$order "$B/emu/unit-tests" "$@" || failed="$failed $order"
+    EMU_COPIES=$order EMU_THREADS=$threads "$B/emu/unit-tests" "$@" || failed="$failed $order"
     echo "== copies $order: $(($(date +%s) - start))s"
 done
 # the programs with --device cuda against the CPU, and data-parallel training, on the

@@ -191,6 +191,6 @@ template <class T> static inline T __ldg(const T *p)
     return *p;
 }
 
-// Fills a block's static shared variable with 0xFF bytes (NaN as floats), from its thread 0,
-// which starts each block.
+// Fills a block's static shared variable with 0xFF bytes (NaN as floats), once per block: from
+// the first of its threads to reach the declaration.
 void emu_poison_shared(void *variable, size_t bytes);
