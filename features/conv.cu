@@ -88,6 +88,16 @@ static vtr_status cudnn_fail(vtr_error *err, cudnnStatus_t s, const char *what)
         }                                                                                          \
     } while (0)
 
+// *ptr = bytes of device memory, or to end: out of memory names what and says what to do
+#define CUDA_ALLOC(ptr, bytes, what, remedy)                                                       \
+    do {                                                                                           \
+        if ((st = vtr_cuda_malloc((void **)(ptr), (bytes), err)) != VTR_OK) {                      \
+            vtr_error_context(err, "the CNN's %s on the GPU (%s)", what, remedy);                  \
+            goto end;                                                                              \
+        }                                                                                          \
+    } while (0)
+#define FEWER_FRAMES "fewer frames per batch, or --device cpu"
+
 #define CUDA_TRY(call, what)                                                                       \
     do {                                                                                           \
         cudaError_t cuda_try_rc_ = (call);                                                         \
@@ -241,13 +251,13 @@ static vtr_status upload(const vtr_conv_cuda *c, const float *src, size_t n, int
     vtr_status st = VTR_OK;
     size_t count = n * ch * hw;
     float *f32 = NULL;
-    CUDA_TRY(cudaMalloc((void **)&f32, count * sizeof(float)), "malloc weights");
+    CUDA_ALLOC(&f32, count * sizeof(float), "weights", VTR_CUDA_MEMORY_REMEDY);
     CUDA_TRY(cudaMemcpy(f32, src, count * sizeof(float), cudaMemcpyHostToDevice), "copy weights");
     if (!c->bf16) {
         *dst = f32;
         return VTR_OK;
     }
-    CUDA_TRY(cudaMalloc(dst, count * sizeof(uint16_t)), "malloc weights");
+    CUDA_ALLOC(dst, count * sizeof(uint16_t), "weights", VTR_CUDA_MEMORY_REMEDY);
     to_bf16_nhwc<<<vtr_cuda_blocks(count), VTR_CUDA_THREADS>>>(f32, (uint16_t *)*dst, n, ch, hw);
     st = vtr_cuda_launched("weights to bfloat16", err);
 end:
@@ -507,20 +517,19 @@ static vtr_status plan(vtr_conv_cuda *c, int n, int h, int w, vtr_error *err)
     // conv reads the shortcut z and writes y; they are kept apart), all of the largest size
     c->buffer_elems = most * (size_t)n;
     for (int b = 1; b <= net->slots; b++)
-        CUDA_TRY(cudaMalloc(&c->buffers[b], c->buffer_elems * es), "malloc activations");
-    CUDA_TRY(cudaMalloc((void **)&c->input, (size_t)n * net->in_channels * h * w * sizeof(float)),
-             "malloc input");
+        CUDA_ALLOC(&c->buffers[b], c->buffer_elems * es, "activations", FEWER_FRAMES);
+    CUDA_ALLOC(&c->input, (size_t)n * net->in_channels * h * w * sizeof(float), "input",
+               FEWER_FRAMES);
     if (c->bf16)
-        CUDA_TRY(cudaMalloc((void **)&c->input16,
-                            (size_t)n * net->in_channels * h * w * sizeof(uint16_t)),
-                 "malloc input");
-    CUDA_TRY(cudaMalloc((void **)&c->output, (size_t)n * c->out_dims.c * c->out_dims.h *
-                                                 c->out_dims.w * sizeof(float)),
-             "malloc output");
+        CUDA_ALLOC(&c->input16, (size_t)n * net->in_channels * h * w * sizeof(uint16_t), "input",
+                   FEWER_FRAMES);
+    CUDA_ALLOC(&c->output,
+               (size_t)n * c->out_dims.c * c->out_dims.h * c->out_dims.w * sizeof(float), "output",
+               FEWER_FRAMES);
     if (c->padded_elems)
-        CUDA_TRY(cudaMalloc(&c->padded, c->padded_elems * es), "malloc padded input");
+        CUDA_ALLOC(&c->padded, c->padded_elems * es, "padded input", FEWER_FRAMES);
     if (c->workspace_size)
-        CUDA_TRY(cudaMalloc(&c->workspace, c->workspace_size), "malloc workspace");
+        CUDA_ALLOC(&c->workspace, c->workspace_size, "workspace", FEWER_FRAMES);
     if (!c->bf16) { // float32 NCHW maps: the output is cuDNN's transform to NHWC
         if ((st = make_desc(c, &c->out_nchw, n, c->out_dims, err)) != VTR_OK)
             goto end;

@@ -49,6 +49,9 @@ int vtr_cuda_device_count(void);
 vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vtr_error *err);
 
 vtr_status vtr_cuda_malloc(void **ptr, size_t bytes, vtr_error *err);
+/* What to do when memory whose size no option changes (weights, parameters, optimizer state)
+ * does not fit on the GPU: in the one line of that error. */
+#define VTR_CUDA_MEMORY_REMEDY "free GPU memory: nvidia-smi lists who holds it; or --device cpu"
 void vtr_cuda_free(void *ptr);
 vtr_status vtr_cuda_to_device(void *dst, const void *src, size_t bytes, vtr_error *err);
 vtr_status vtr_cuda_to_host(void *dst, const void *src, size_t bytes, vtr_error *err);

@@ -445,7 +445,7 @@ vtr_status vtr_hgr_model_init_on(vtr_hgr_model *m, const vtr_hgr_config *cfg, vt
         goto fail;
     resolve_params(m);
     size_t bytes = layout_arena(m, NULL);
-    if ((st = vtr_dev_alloc(device, &m->arena, bytes, "hgr model", err)))
+    if ((st = vtr_dev_alloc(device, &m->arena, bytes, "hgr model", true, err)))
         goto fail;
     layout_arena(m, m->arena);
     if (device == VTR_DEVICE_CUDA) {
@@ -1439,7 +1439,7 @@ vtr_status vtr_hgr_score_all(vtr_hgr_model *m, const vtr_hgr_encoded_videos *v,
     for (;;) { /* a GPU short of memory takes the videos in smaller chunks, down to a block */
         slot_writer layout = {NULL, 0};
         put_videos(m, &layout, at, &none, 0, chunk);
-        st = vtr_dev_alloc(m->device, &dev, layout.off, "the videos of hgr scores", err);
+        st = vtr_dev_alloc(m->device, &dev, layout.off, "the videos of hgr scores", true, err);
         if (st == VTR_OK || chunk <= mb)
             break;
         chunk = (chunk / 2 + mb - 1) / mb * mb;

@@ -22,15 +22,16 @@
 #include "match/phrase_attention.h"
 #include "match/set_similarity.h"
 
-vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, vtr_error *err)
+vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, bool per_batch,
+                         vtr_error *err)
 {
     *p = NULL;
     if (dev == VTR_DEVICE_CPU)
         return vtr_arena_alloc(p, bytes, who, err);
     vtr_status st = vtr_cuda_malloc(p, bytes ? bytes : 1, err);
     if (st) {
-        vtr_error_context(err, "%s: %zu bytes on the GPU (a smaller batch, or --device cpu)", who,
-                          bytes);
+        vtr_error_context(err, "%s: %zu bytes on the GPU (%s)", who, bytes,
+                          per_batch ? "a smaller batch, or --device cpu" : VTR_CUDA_MEMORY_REMEDY);
         return st;
     }
     if ((st = vtr_cuda_zero(*p, bytes, err))) {
@@ -74,7 +75,8 @@ vtr_status vtr_dev_params_alloc(vtr_device dev, const vtr_param_set *ps, float *
         return VTR_OK;
     size_t n_data = vtr_workspace_align(sizeof(float) * ps->n_data) / sizeof(float);
     void *block;
-    VTR_TRY(vtr_dev_alloc(dev, &block, sizeof(float) * (n_data + ps->n_trainable), who, err));
+    VTR_TRY(
+        vtr_dev_alloc(dev, &block, sizeof(float) * (n_data + ps->n_trainable), who, false, err));
     *data = block;
     *grad = *data + n_data;
     return VTR_OK;

@@ -33,8 +33,10 @@ extern "C" {
 #endif
 
 /* memory: *p = bytes of zeroed device memory, 64-aligned (CPU: vtr_arena_alloc's); VTR_ERR_NOMEM
- * on the CPU, VTR_ERR_DEVICE on the GPU, each naming who and the size */
-vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, vtr_error *err);
+ * on the CPU, VTR_ERR_DEVICE on the GPU, each naming who and the size, and on the GPU what to
+ * do: a smaller batch when per_batch (bytes grow with the batch), else VTR_CUDA_MEMORY_REMEDY */
+vtr_status vtr_dev_alloc(vtr_device dev, void **p, size_t bytes, const char *who, bool per_batch,
+                         vtr_error *err);
 void vtr_dev_free(vtr_device dev, void *p);
 vtr_status vtr_dev_zero(vtr_device dev, void *p, size_t bytes, vtr_error *err);
 /* dst and src on dev, not overlapping */

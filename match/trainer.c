@@ -431,8 +431,8 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     size_t n = vtr_run_model_params(&t->m)->n_trainable;
     if ((t->dev == VTR_DEVICE_CUDA &&
          ((st = vtr_dev_alloc(t->dev, &t->moments, sizeof(float) * 2 * n, "optimizer moments",
-                              err)) ||
-          (st = vtr_dev_alloc(t->dev, &t->scratch, VTR_DEV_STEP_SCRATCH, "gradient clipping",
+                              false, err)) ||
+          (st = vtr_dev_alloc(t->dev, &t->scratch, VTR_DEV_STEP_SCRATCH, "gradient clipping", false,
                               err)))) ||
         (st = vtr_optimizer_init(&t->optim, vtr_run_model_params(&t->m), &o->optim, err)) ||
         (st = vtr_batch_ahead_init(&t->train_b, tr, o->batch_size, true, stage_batch, t, err)) ||

@@ -636,7 +636,7 @@ vtr_status vtr_vse_model_init_on(vtr_vse_model *m, const vtr_vse_config *cfg, vt
     resolve_params(m);
 
     size_t bytes = layout_arena(m, NULL);
-    if ((st = vtr_dev_alloc(device, &m->arena, bytes, "vse model", err)))
+    if ((st = vtr_dev_alloc(device, &m->arena, bytes, "vse model", true, err)))
         goto fail;
     layout_arena(m, m->arena);
     if (device == VTR_DEVICE_CUDA && (st = new_stage(m, err))) {

@@ -297,8 +297,8 @@ static float train_from(vtr_vse_model *m, uint64_t data, int steps, double lr, b
     CHECK_OK(vtr_optimizer_init(&opt, &m->params, &hp, &err));
     size_t n = m->params.n_trainable;
     void *moments, *scratch;
-    CHECK_OK(vtr_dev_alloc(m->device, &moments, sizeof(float) * 2 * n, "moments", &err));
-    CHECK_OK(vtr_dev_alloc(m->device, &scratch, VTR_DEV_STEP_SCRATCH, "scratch", &err));
+    CHECK_OK(vtr_dev_alloc(m->device, &moments, sizeof(float) * 2 * n, "moments", false, &err));
+    CHECK_OK(vtr_dev_alloc(m->device, &scratch, VTR_DEV_STEP_SCRATCH, "scratch", false, &err));
     double tail = 0.0;
     static pairs p[2]; /* step i's, and step i+1's staged beside it */
     make_pairs(&p[0], data);

@@ -320,8 +320,8 @@ static vtr_status run(int warmup, int nsteps, const bench_recipe *recipe, vtr_de
     if ((st = vtr_vse_params_to_device(&m, err)) ||
         (st = vtr_optimizer_init(&opt, &m.params, &hp, err)) ||
         (dev == VTR_DEVICE_CUDA &&
-         ((st = vtr_dev_alloc(dev, &moments, sizeof(float) * 2 * n, "AdamW moments", err)) ||
-          (st = vtr_dev_alloc(dev, &scratch, VTR_DEV_STEP_SCRATCH, "clipping", err)))))
+         ((st = vtr_dev_alloc(dev, &moments, sizeof(float) * 2 * n, "AdamW moments", false, err)) ||
+          (st = vtr_dev_alloc(dev, &scratch, VTR_DEV_STEP_SCRATCH, "clipping", false, err)))))
         goto end;
 
     double flops = 0.0, timed = 0.0;

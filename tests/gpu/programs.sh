@@ -10,10 +10,13 @@
 # - vtr-index (features and the model's video side on the GPU): the same keys and vectors,
 #   each row to 2e-3 relative to its largest element (float16 rows);
 # - vtr-search over the CPU's index (VSE∞: the exact top-k on the GPU; HGR and sets: the
-#   query encoders and scores on the GPU): the same results in the same order, scores (and
-#   HGR's levels) to 1e-3;
+#   query encoders and scores on the GPU), and vtr-serve's /api/search (where curl is): the
+#   same results in the same order, scores (and HGR's levels) to 1e-3;
 # - vtr-eval: the same metrics (VSE∞: and its embeddings, --save-embeddings, to 1e-4).
 # Each GPU run went through the backend: without it, the same command fails, saying so.
+# Then bad input on the device path, each program: a GPU that does not exist (--device
+# cuda:99), and on the emulation one with too little memory (EMU_DEVICE_MEMORY): exit 1, the
+# last line says what to do, nothing half-written is left.
 # vtr-train's GPU runs are tests/gpu/train_mpi.sh's.
 #
 #   VTR_CUDA_LIBRARY=... sh tests/gpu/programs.sh      (exit 0 passed, 1 failed, 77 skipped)
@@ -29,7 +32,8 @@ PY=/usr/bin/python3
 $PY -c 'import numpy, sqlite3' 2>/dev/null || { echo "$PY with numpy is not available"; exit 77; }
 [ -n "${VTR_CUDA_LIBRARY:-}" ] || { echo "set VTR_CUDA_LIBRARY to the CUDA backend"; exit 77; }
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+pids=
+trap 'kill $pids 2>/dev/null; rm -rf "$dir"' EXIT
 fail() {
     echo "FAIL: $*"
     exit 1
@@ -104,6 +108,9 @@ for k in na:
 EOF
 }
 
+. tests/fixtures/served_archive.sh # serve, get
+curl=$(command -v curl) || echo "no curl: vtr-serve not run"
+
 # ---- fixtures --------------------------------------------------------------------------
 $PY tests/fixtures/make_backbone_fixtures.py random-weights resnet18 "$dir/w.safetensors" 1 ||
     fail "random weights"
@@ -161,12 +168,61 @@ EOF
     ) || fail "$m: the indexes differ"
     both $m.search vtr-search --index "$dir/cpu.$m.index" --json -k 3 "'a cat'" "'the dog appears'"
     same_results $m.search 3
+    if [ -n "$curl" ]; then
+        for device in cpu cuda; do
+            serve "$dir/$device.$m.serve.log" --device $device "$dir/cpu.$m.index"
+            for q in a%20cat the%20dog%20appears; do
+                [ "$(get "/api/search?q=$q&k=3" "$dir/body")" = 200 ] ||
+                    fail "vtr-serve $m on $device: $(cat "$dir/body")"
+                cat "$dir/body" && echo
+            done >"$dir/$device.$m.serve.out"
+            kill "$PID" && wait "$PID" 2>/dev/null
+        done
+        same_results $m.serve 3
+        (VTR_CUDA_LIBRARY=$dir/none.so && timeout 60 vtr-serve --port 0 --device cuda \
+            "$dir/cpu.$m.index") 2>"$dir/bad.err"
+        [ $? -eq 1 ] && grep -q "cannot load vtr's CUDA backend ($dir/none.so)" "$dir/bad.err" ||
+            fail "vtr-serve $m without the backend: $(cat "$dir/bad.err")"
+    fi
     both $m.eval vtr-eval -c "$ck" --split val --json
     same_metrics $m.eval
-    echo "$m, CPU vs GPU: vtr-index $diff; vtr-search the same results; vtr-eval the same metrics"
+    echo "$m, CPU vs GPU: vtr-index $diff; vtr-search${curl:+ and vtr-serve} the same results;" \
+        "vtr-eval the same metrics"
 done
 both embeddings vtr-eval -c "$CK" --split val --save-embeddings '$OUT'
 diff=$(npy_close "$dir/cpu.embeddings" "$dir/cuda.embeddings" 1e-4)
 echo "vse, CPU vs GPU: vtr-eval's embeddings $diff"
 grep -q '"levels"' "$dir/cuda.hgr.search.out" || fail "HGR search: no levels"
+
+# ---- bad input on the device path: a GPU that does not exist, a GPU short of memory --------
+# Each program exits 1, its last line on stderr the one that says what to do (vtr-train logs
+# its data before it). On the emulation, EMU_DEVICE_MEMORY gives the GPU 100 kB; what was
+# refused leaves no index and no checkpoint.
+case $VTR_CUDA_LIBRARY in
+*/build-emu/*) emulated=yes ;;
+*) emulated= ;;
+esac
+# refused WHAT PATTERN: the exit status was 1 and $dir/bad.err's last line, and no other,
+# matches PATTERN
+refused() {
+    [ "$status" -eq 1 ] && [ "$(grep -c -- "$2" "$dir/bad.err")" -eq 1 ] &&
+        tail -n 1 "$dir/bad.err" | grep -q -- "$2" || fail "$1: exit $status: $(cat "$dir/bad.err")"
+}
+for p in "vtr-features -w $dir/w.safetensors -a resnet18 $dir/frames.rec" \
+    "vtr-aggregate --model $CK $dir/cpu.features" "$IX --model $CK --index $dir/bad.index" \
+    "vtr-search --index $dir/cpu.hgr.index 'a cat'" "vtr-eval -c $CK --split val" \
+    "vtr-train $dir/cfg.yaml -o $dir/bad.run" "vtr-serve --port 0 $dir/cpu.hgr.index"; do
+    eval "timeout 120 $p --device cuda:99" >/dev/null 2>"$dir/bad.err"
+    status=$?
+    refused "${p%% *} --device cuda:99" "GPU 99 does not exist: .* visible"
+    [ -n "$emulated" ] || continue
+    (EMU_DEVICE_MEMORY=100000 && export EMU_DEVICE_MEMORY && eval "timeout 120 $p --device cuda") \
+        >/dev/null 2>"$dir/bad.err"
+    status=$?
+    refused "${p%% *} on a GPU of 100 kB" \
+        "out of memory.*or --device cpu\|or --device cpu.*out of memory"
+done
+[ ! -e "$dir/bad.index/index.sqlite" ] || fail "a vtr-index refused by the GPU left an index"
+[ ! -e "$dir/bad.run/last.safetensors" ] || fail "a vtr-train refused by the GPU left a checkpoint"
+echo "a GPU that does not exist${emulated:+, and one short of memory}: one line each, exit 1"
 exit 0

@@ -5,7 +5,8 @@
 // integers) and recorded, so that every copy, memset and cuBLAS operand is checked to lie
 // inside one allocation of the right side (device or host); a kernel's own loads and stores
 // are not checked (only ASan's redzones catch those, run.sh --asan). One emulated device,
-// "CPU emulation", 80 GiB; a single allocation over 8 GiB fails as out of memory.
+// "CPU emulation" with EMU_DEVICE_MEMORY bytes (80 GiB when unset): an allocation past them,
+// or a single one over 8 GiB, fails as out of memory.
 //
 // Streams: the default stream (0) runs each call at once. Another stream's copies and memsets
 // queue and run in order when something waits for them (cudaStreamSynchronize,
@@ -84,13 +85,23 @@ cudaError_t cudaSetDevice(int device)
     return cudaSuccess;
 }
 
+// the emulated device's memory in bytes: EMU_DEVICE_MEMORY, else 80 GiB
+static size_t device_memory(void)
+{
+    static const size_t bytes = [] {
+        const char *given = getenv("EMU_DEVICE_MEMORY");
+        return given ? (size_t)strtoull(given, NULL, 10) : (size_t)80 << 30;
+    }();
+    return bytes;
+}
+
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
 {
     if (device != 0)
         return cudaErrorInvalidValue;
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "CPU emulation");
-    prop->totalGlobalMem = (size_t)80 << 30;
+    prop->totalGlobalMem = device_memory();
     prop->major = 9;
     prop->minor = 0;
     prop->multiProcessorCount = 132;
@@ -165,9 +176,20 @@ static void check_host(const void *ptr, size_t bytes, const char *what)
                  bytes);
 }
 
+// bytes of the device allocations
+static size_t device_held(void)
+{
+    std::lock_guard<std::mutex> hold(allocations_lock);
+    size_t held = 0;
+    for (const auto &allocation : device_allocations)
+        held += allocation.second;
+    return held;
+}
+
 cudaError_t cudaMalloc(void **ptr, size_t bytes)
 {
-    *ptr = bytes > largest_allocation ? NULL : allocate(device_allocations, bytes);
+    bool fits = bytes <= largest_allocation && bytes <= device_memory() - device_held();
+    *ptr = fits ? allocate(device_allocations, bytes) : NULL;
     return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
