@@ -538,8 +538,9 @@ static size_t layout_arena(vtr_vse_model *m, char *base)
     m->txt_pool.workspace = vtr_arena_carve(
         base, &off, pool_workspace_size(&c->txt_pool, m->max_batch, m->max_words, (int)E));
     m->sim = vtr_arena_carve(base, &off, f * Bm * Bm);
-    m->loss = vtr_arena_carve(base, &off, f);
-    m->adopt_k = vtr_arena_carve(base, &off, sizeof(int));
+    /* the loss, then ADOPT's K beside it: the step reads both in one download */
+    m->loss = vtr_arena_carve(base, &off, f + sizeof(int));
+    m->adopt_k = m->loss ? (int *)(m->loss + 1) : NULL;
     m->dsim = vtr_arena_carve(base, &off, f * Bm * Bm);
     m->dimg_emb = vtr_arena_carve(base, &off, f * Bm * E);
     m->dcap_emb = vtr_arena_carve(base, &off, f * Bm * E);
@@ -1224,9 +1225,11 @@ vtr_status vtr_vse_train_step(vtr_vse_model *m, const vtr_vse_batch *batch,
         m->set_terms[0] = t[0], m->set_terms[1] = div, m->set_terms[2] = t[3];
         return VTR_OK;
     }
-    VTR_TRY(vtr_dev_download(m->device, loss, m->loss, sizeof(float), err));
+    unsigned char out[sizeof(float) + sizeof(int)]; /* m->loss, then m->adopt_k */
+    VTR_TRY(vtr_dev_download(m->device, out, m->loss, sizeof out, err));
+    memcpy(loss, out, sizeof(float));
     if (m->cfg.loss == VTR_VSE_LOSS_ADOPT)
-        return vtr_dev_download(m->device, &m->negatives, m->adopt_k, sizeof(int), err);
+        memcpy(&m->negatives, out + sizeof(float), sizeof(int));
     return VTR_OK;
 }
 

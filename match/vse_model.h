@@ -226,7 +226,7 @@ typedef struct vtr_vse_model {
     float *cap_norm;          /* (B) */
     float *sim;               /* (B,B) S */
     float *loss;              /* (1) the last step's loss */
-    int *adopt_k;             /* (1) ADOPT's K of the last step */
+    int *adopt_k;             /* (1) ADOPT's K of the last step, just after loss */
     /* VTR_DEVICE_CUDA: a call's inputs on their way to the GPU (NULL on the CPU, where the
      * ops read the caller's buffers): VTR_VSE_STAGE_SLOTS slots of lib/upload_stage.h,
      * each holding the sets' and the captions' lengths (B each), the ids (Q) and, at

@@ -7,6 +7,7 @@
  * the encoders and a score block against the CPU, two GPU runs giving the same bytes.
  * Skipped where no GPU is present, or without CUDA; the refusals that need no GPU are
  * tested in test_vse_model.c and test_hgr_model.c. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,6 +355,57 @@ TEST(cuda_vse_training_follows_cpu)
     expect_close("mean loss of the last 20 steps", &tail_gpu, &tail_cpu, 1, TOL_TRAIN);
     vtr_vse_model_free(&cpu);
     vtr_vse_model_free(&gpu);
+}
+
+/* How often the host has waited for the GPU so far (a synchronize or a blocking copy), where
+ * the CUDA backend counts it (the emulation's emu_host_waits), else -1. */
+static int64_t host_waits(void)
+{
+    const char *lib = getenv("VTR_CUDA_LIBRARY");
+    void *handle = dlopen(lib && *lib ? lib : "libvtr-cuda.so", RTLD_NOW | RTLD_NOLOAD);
+    void *sym = handle ? dlsym(handle, "emu_host_waits") : NULL;
+    uint64_t (*count)(void) = NULL;
+    memcpy(&count, &sym, sizeof count); /* POSIX: dlsym's functions convert */
+    int64_t n = count ? (int64_t)count() : -1;
+    if (handle)
+        dlclose(handle);
+    return n;
+}
+
+/* No host synchronisation per op: a training step on the GPU (its batch staged ahead, the
+ * step, clipping and AdamW) waits for the GPU three times, however many ops the model runs
+ * (VSE∞ with its MLP, VSE+2AD with ADPOOL and ADOPT, set embeddings): before its batch is
+ * written into a pinned staging slot (the slot's copy of two steps before has ended), and for
+ * the loss and the gradients' norm that it returns. Counted where the backend counts (the
+ * emulation). */
+TEST(cuda_vse_step_waits_for_the_gpu_three_times)
+{
+    test_need_cuda();
+    if (host_waits() < 0)
+        test_skip("this CUDA backend does not count the host's waits (the emulation does)");
+    vtr_vse_config cfgs[3] = {config(8, VTR_VSE_POOL_GPO), config(0, VTR_VSE_POOL_ADPOOL),
+                              config(0, VTR_VSE_POOL_GPO)};
+    cfgs[1].loss = VTR_VSE_LOSS_ADOPT;
+    cfgs[2].set = vtr_vse_set_config_default(E);
+    cfgs[2].set.Dh = 12;
+    static const char *const names[] = {"VSE∞ with an MLP", "VSE+2AD", "set embeddings"};
+    for (int c = 0; c < 3; c++) {
+        int64_t waits[2];
+        for (int run = 0; run < 2; run++) { /* 10 and 20 steps: the second's 10 more steps */
+            vtr_vse_model gpu;
+            gpu_model(&gpu, &cfgs[c]);
+            float first;
+            int64_t before = host_waits();
+            train(&gpu, 10 * (run + 1), 2e-3, true, &first);
+            waits[run] = host_waits() - before;
+            vtr_vse_model_free(&gpu);
+        }
+        double per_step = (double)(waits[1] - waits[0]) / 10;
+        if (getenv("VTR_TEST_VERBOSE"))
+            printf("    %s: the host waits for the GPU %.1f times a step\n", names[c], per_step);
+        CHECK_MSG(per_step == 3, "%s: the host waits for the GPU %.1f times a step", names[c],
+                  per_step);
+    }
 }
 
 enum { HELD_OUT = 16 * B }; /* pairs, ~3 per topic: retrieval does not saturate */

@@ -18,6 +18,7 @@
 // The stream queues assume one host thread calls CUDA at a time.
 #include "emulation.h"
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -278,8 +279,18 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
     return cudaSuccess;
 }
 
+// Calls that make the host wait for the GPU (a synchronize, a cudaMemcpy) so far; a test reads
+// them through dlsym (tests/test_cuda_model.c).
+static std::atomic<uint64_t> host_waits;
+
+extern "C" uint64_t emu_host_waits(void)
+{
+    return host_waits;
+}
+
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
+    host_waits++;
     if (stream)
         run_until(stream, stream->issued);
     return cudaSuccess;
@@ -287,6 +298,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+    host_waits++;
     for (emu_stream *stream : streams)
         run_until(stream, stream->issued);
     return cudaSuccess;
@@ -317,6 +329,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
+    host_waits++;
     if (!event)
         return cudaErrorInvalidResourceHandle;
     if (event->stream)
@@ -380,6 +393,7 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
     if (bytes == 0)
         return cudaSuccess;
     check_copy(dst, src, bytes, kind, "cudaMemcpy");
+    host_waits++;
     memmove(dst, src, bytes);
     return cudaSuccess;
 }
