@@ -764,3 +764,37 @@ TEST(cuda_hgr_two_runs_give_the_same_bytes)
     vtr_hgr_model_free(&a);
     vtr_hgr_model_free(&b);
 }
+
+/* An HGR∞ step on the GPU (its batch uploaded through a staging slot, the step) waits for the
+ * GPU twice, however many ops its three levels run: for the slot's earlier copy and for the
+ * loss. Counted where the backend counts (the emulation; host_waits above). */
+TEST(cuda_hgr_step_waits_for_the_gpu_twice)
+{
+    test_need_cuda();
+    if (host_waits() < 0)
+        test_skip("this CUDA backend does not count the host's waits (the emulation does)");
+    vtr_error err;
+    vtr_hgr_config cfg = hgr_config(VTR_HGR_POOL_GPO);
+    vtr_hgr_model m;
+    CHECK_OK(vtr_hgr_model_init_on(&m, &cfg, VTR_DEVICE_CUDA, HB, HT, HL, &err));
+    vtr_hgr_init_params(&m, 3);
+    CHECK_OK(vtr_hgr_params_to_device(&m, &err));
+    int64_t waits[2];
+    for (int run = 0; run < 2; run++) { /* 10 and 20 steps: the second's 10 more steps */
+        int64_t before = host_waits();
+        for (int i = 0; i < 10 * (run + 1); i++) {
+            hgr_pairs p;
+            make_hgr_pairs(&p, 100 + (uint64_t)i);
+            float loss;
+            CHECK_OK(vtr_hgr_zero_grad(&m, &err));
+            CHECK_OK(vtr_hgr_train_step(&m, &p.batch, VTR_HINGE_HARDEST_NEGATIVE, 5, (uint64_t)i,
+                                        &loss, &err));
+        }
+        waits[run] = host_waits() - before;
+    }
+    double per_step = (double)(waits[1] - waits[0]) / 10;
+    if (getenv("VTR_TEST_VERBOSE"))
+        printf("    HGR∞: the host waits for the GPU %.1f times a step\n", per_step);
+    CHECK_MSG(per_step == 2, "HGR∞: the host waits for the GPU %.1f times a step", per_step);
+    vtr_hgr_model_free(&m);
+}
