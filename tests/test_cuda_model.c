@@ -372,6 +372,37 @@ static int64_t host_waits(void)
     return n;
 }
 
+/* Checks that steps(ctx, n), n training steps of a model, makes the host wait for the GPU
+ * `want` times a step: counted over 10 steps and over 20, the 10 more steps' waits (so that
+ * what the first steps set up does not count). Skips where the backend does not count. */
+static void expect_waits_per_step(const char *what, void (*steps)(void *ctx, int n), void *ctx,
+                                  int want)
+{
+    if (host_waits() < 0)
+        test_skip("this CUDA backend does not count the host's waits (the emulation does)");
+    int64_t waits[2];
+    for (int run = 0; run < 2; run++) {
+        int64_t before = host_waits();
+        steps(ctx, 10 * (run + 1));
+        waits[run] = host_waits() - before;
+    }
+    double per_step = (double)(waits[1] - waits[0]) / 10;
+    if (getenv("VTR_TEST_VERBOSE"))
+        printf("    %s: the host waits for the GPU %.1f times a step\n", what, per_step);
+    CHECK_MSG(per_step == want, "%s: the host waits for the GPU %.1f times a step, not %d", what,
+              per_step, want);
+}
+
+/* n steps of train() (batches staged ahead, clipping and AdamW) on a new GPU model of cfg */
+static void vse_steps(void *cfg, int n)
+{
+    vtr_vse_model gpu;
+    gpu_model(&gpu, cfg);
+    float first;
+    train(&gpu, n, 2e-3, true, &first);
+    vtr_vse_model_free(&gpu);
+}
+
 /* No host synchronisation per op: a training step on the GPU (its batch staged ahead, the
  * step, clipping and AdamW) waits for the GPU three times, however many ops the model runs
  * (VSE∞ with its MLP, VSE+2AD with ADPOOL and ADOPT, set embeddings): before its batch is
@@ -381,31 +412,14 @@ static int64_t host_waits(void)
 TEST(cuda_vse_step_waits_for_the_gpu_three_times)
 {
     test_need_cuda();
-    if (host_waits() < 0)
-        test_skip("this CUDA backend does not count the host's waits (the emulation does)");
     vtr_vse_config cfgs[3] = {config(8, VTR_VSE_POOL_GPO), config(0, VTR_VSE_POOL_ADPOOL),
                               config(0, VTR_VSE_POOL_GPO)};
     cfgs[1].loss = VTR_VSE_LOSS_ADOPT;
     cfgs[2].set = vtr_vse_set_config_default(E);
     cfgs[2].set.Dh = 12;
     static const char *const names[] = {"VSE∞ with an MLP", "VSE+2AD", "set embeddings"};
-    for (int c = 0; c < 3; c++) {
-        int64_t waits[2];
-        for (int run = 0; run < 2; run++) { /* 10 and 20 steps: the second's 10 more steps */
-            vtr_vse_model gpu;
-            gpu_model(&gpu, &cfgs[c]);
-            float first;
-            int64_t before = host_waits();
-            train(&gpu, 10 * (run + 1), 2e-3, true, &first);
-            waits[run] = host_waits() - before;
-            vtr_vse_model_free(&gpu);
-        }
-        double per_step = (double)(waits[1] - waits[0]) / 10;
-        if (getenv("VTR_TEST_VERBOSE"))
-            printf("    %s: the host waits for the GPU %.1f times a step\n", names[c], per_step);
-        CHECK_MSG(per_step == 3, "%s: the host waits for the GPU %.1f times a step", names[c],
-                  per_step);
-    }
+    for (int c = 0; c < 3; c++)
+        expect_waits_per_step(names[c], vse_steps, &cfgs[c], 3);
 }
 
 enum { HELD_OUT = 16 * B }; /* pairs, ~3 per topic: retrieval does not saturate */
@@ -765,36 +779,32 @@ TEST(cuda_hgr_two_runs_give_the_same_bytes)
     vtr_hgr_model_free(&b);
 }
 
+/* n HGR training steps (batches uploaded through a staging slot) of the GPU model m */
+static void hgr_steps(void *m, int n)
+{
+    vtr_error err;
+    for (int i = 0; i < n; i++) {
+        hgr_pairs p;
+        make_hgr_pairs(&p, 100 + (uint64_t)i);
+        float loss;
+        CHECK_OK(vtr_hgr_zero_grad(m, &err));
+        CHECK_OK(vtr_hgr_train_step(m, &p.batch, VTR_HINGE_HARDEST_NEGATIVE, 5, (uint64_t)i, &loss,
+                                    &err));
+    }
+}
+
 /* An HGR∞ step on the GPU (its batch uploaded through a staging slot, the step) waits for the
  * GPU twice, however many ops its three levels run: for the slot's earlier copy and for the
- * loss. Counted where the backend counts (the emulation; host_waits above). */
+ * loss. Counted where the backend counts (the emulation). */
 TEST(cuda_hgr_step_waits_for_the_gpu_twice)
 {
     test_need_cuda();
-    if (host_waits() < 0)
-        test_skip("this CUDA backend does not count the host's waits (the emulation does)");
     vtr_error err;
     vtr_hgr_config cfg = hgr_config(VTR_HGR_POOL_GPO);
     vtr_hgr_model m;
     CHECK_OK(vtr_hgr_model_init_on(&m, &cfg, VTR_DEVICE_CUDA, HB, HT, HL, &err));
     vtr_hgr_init_params(&m, 3);
     CHECK_OK(vtr_hgr_params_to_device(&m, &err));
-    int64_t waits[2];
-    for (int run = 0; run < 2; run++) { /* 10 and 20 steps: the second's 10 more steps */
-        int64_t before = host_waits();
-        for (int i = 0; i < 10 * (run + 1); i++) {
-            hgr_pairs p;
-            make_hgr_pairs(&p, 100 + (uint64_t)i);
-            float loss;
-            CHECK_OK(vtr_hgr_zero_grad(&m, &err));
-            CHECK_OK(vtr_hgr_train_step(&m, &p.batch, VTR_HINGE_HARDEST_NEGATIVE, 5, (uint64_t)i,
-                                        &loss, &err));
-        }
-        waits[run] = host_waits() - before;
-    }
-    double per_step = (double)(waits[1] - waits[0]) / 10;
-    if (getenv("VTR_TEST_VERBOSE"))
-        printf("    HGR∞: the host waits for the GPU %.1f times a step\n", per_step);
-    CHECK_MSG(per_step == 2, "HGR∞: the host waits for the GPU %.1f times a step", per_step);
+    expect_waits_per_step("HGR∞", hgr_steps, &m, 2);
     vtr_hgr_model_free(&m);
 }

@@ -10,7 +10,7 @@
 # build-emu/emu/unit-tests FILTER... (default: cuda) with VTR_CUDA_LIBRARY set to the emulated
 # backend, once with another stream's copies run as late as a GPU may run them and the
 # threads of a block (and the blocks) run first to last, once with the copies run as early and
-# the threads last to first (EMU_COPIES, EMU_THREADS; run.sh says which), or only in the copy
+# the threads last to first (EMU_COPIES, EMU_THREADS; the log says which), or only in the copy
 # order --copies gives, with its thread order. --asan: built with AddressSanitizer
 # into build-emu/asan/ (a kernel's loads and stores out of an allocation then stop the test).
 # With the default filter and no --asan it then runs, copies late, tests/gpu/programs.sh (bin/'s
