@@ -16,6 +16,7 @@ void vtr_decode_options_defaults(vtr_decode_options *o)
     o->geometry.resize = VTR_RESIZE_SHORTER_SIDE;
     o->geometry.crop = VTR_CROP_CENTER;
     o->audio_rate = 16000;
+    o->max_frames = VTR_SAMPLER_MAX_TARGETS;
 }
 
 void vtr_decoded_item_free(vtr_decoded_item *item)
@@ -26,44 +27,46 @@ void vtr_decoded_item_free(vtr_decoded_item *item)
     item->meta = NULL;
 }
 
-/* What the sink fills while frames come out. */
+/* What the sink fills while frames come out. A frame that answers several targets (a
+ * still scene, a short video sampled densely, a damaged file whose timestamps jump by
+ * days) is converted and kept once; its copies are made only when the whole item has
+ * decoded, so a file that fails later costs what it held, not what it claimed. */
 typedef struct frame_store {
     const vtr_video_reader *r;
     const vtr_geometry_request *request;
     vtr_frame_converter *conv;
     vtr_frame_geometry geom;
     size_t frame_bytes;  /* 0 until the first frame plans the geometry */
-    uint8_t *rgb;        /* capacity frames of frame_bytes; grown as frames come (not
-                            reserved for every target: a damaged header that declares days
-                            of video would have the first frame ask for gigabytes) */
-    int64_t *pts;
-    int64_t *index;
+    uint8_t *rgb;        /* the frames delivered, n_frames of frame_bytes, grown as they come */
+    int64_t n_frames, frame_capacity;
+    int64_t *pts;    /* per output slot: its frame's pts, presentation index, and */
+    int64_t *index;  /* which of the frames in rgb it shows; */
+    int64_t *source; /* count slots filled (capacity held) */
     int64_t count, capacity;
+    int64_t max_frames; /* most slots an item may fill */
     bool indices_known;
 } frame_store;
 
-static vtr_status store_reserve(frame_store *s, int64_t n, vtr_error *err)
+/* Doubles *capacity (from 16) until it holds n, growing each of the arrays (elements of
+ * size bytes) to match; fails naming what it holds. */
+static vtr_status grow(int64_t n, int64_t *capacity, size_t size, void **arrays, int n_arrays,
+                       const char *what, vtr_error *err)
 {
-    if (n <= s->capacity)
+    if (n <= *capacity)
         return VTR_OK;
-    int64_t cap = s->capacity ? s->capacity : 16;
+    int64_t cap = *capacity ? *capacity : 16;
     while (cap < n)
         cap *= 2;
-    if ((size_t)cap > SIZE_MAX / s->frame_bytes)
-        return vtr_fail(err, VTR_ERR_NOMEM, "too many frames");
-    uint8_t *rgb = realloc(s->rgb, (size_t)cap * s->frame_bytes);
-    if (rgb)
-        s->rgb = rgb;
-    int64_t *pts = rgb ? realloc(s->pts, (size_t)cap * sizeof *pts) : NULL;
-    if (pts)
-        s->pts = pts;
-    int64_t *index = pts ? realloc(s->index, (size_t)cap * sizeof *index) : NULL;
-    if (index)
-        s->index = index;
-    if (!index)
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for %lld frames of %zu bytes",
-                        (long long)cap, s->frame_bytes);
-    s->capacity = cap;
+    if ((size_t)cap > SIZE_MAX / size)
+        return vtr_fail(err, VTR_ERR_NOMEM, "too many %s", what);
+    for (int i = 0; i < n_arrays; i++) {
+        void *a = realloc(arrays[i], (size_t)cap * size);
+        if (!a)
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for %lld %s of %zu bytes",
+                            (long long)cap, what, size);
+        arrays[i] = a;
+    }
+    *capacity = cap;
     return VTR_OK;
 }
 
@@ -87,24 +90,73 @@ static vtr_status store_frame(void *ctx, const AVFrame *frame, int64_t pts, int6
                               int64_t first_slot, int64_t n_slots, vtr_error *err)
 {
     frame_store *s = ctx;
+    int64_t end = first_slot + n_slots;
+    if (end > s->max_frames)
+        return vtr_fail(err, VTR_ERR_INVALID, "%s: more than %lld frames",
+                        vtr_video_reader_path(s->r), (long long)s->max_frames);
     vtr_status st = s->frame_bytes ? VTR_OK : store_plan(s, err);
+    void *rgb[] = {s->rgb}, *slots[] = {s->pts, s->index, s->source};
     if (st == VTR_OK)
-        st = store_reserve(s, first_slot + n_slots, err);
+        st = grow(s->n_frames + 1, &s->frame_capacity, s->frame_bytes, rgb, 1, "frames", err);
+    s->rgb = rgb[0];
+    if (st == VTR_OK)
+        st = grow(end, &s->capacity, sizeof(int64_t), slots, 3, "frame slots", err);
+    s->pts = slots[0];
+    s->index = slots[1];
+    s->source = slots[2];
     if (st != VTR_OK)
         return st;
-    uint8_t *dst = s->rgb + (size_t)first_slot * s->frame_bytes;
+    uint8_t *dst = s->rgb + (size_t)s->n_frames * s->frame_bytes;
     if ((st = vtr_frame_convert(s->conv, frame, &s->geom, dst, err)) != VTR_OK)
         return st;
-    for (int64_t k = 0; k < n_slots; k++) {
-        if (k)
-            memcpy(dst + (size_t)k * s->frame_bytes, dst, s->frame_bytes);
-        s->pts[first_slot + k] = pts;
-        s->index[first_slot + k] = frame_index;
+    for (int64_t k = first_slot; k < end; k++) {
+        s->pts[k] = pts;
+        s->index[k] = frame_index;
+        s->source[k] = s->n_frames;
     }
+    s->n_frames++;
     if (frame_index < 0)
         s->indices_known = false;
-    if (first_slot + n_slots > s->count)
-        s->count = first_slot + n_slots;
+    if (end > s->count)
+        s->count = end;
+    return VTR_OK;
+}
+
+/* The item's frames, one per slot, as uint8 (taking the store's frames when each slot
+ * shows its own frame in order) or normalized float32. */
+static vtr_status store_frames(frame_store *s, const vtr_decode_options *o, vtr_tensor *t,
+                               vtr_error *err)
+{
+    bool own = s->count == s->n_frames;
+    for (int64_t i = 0; own && i < s->count; i++)
+        own = s->source[i] == i;
+    size_t pixels = s->frame_bytes / 3, value = o->normalize ? sizeof(float) : 1;
+    if (!own || o->normalize) {
+        if ((size_t)s->count > SIZE_MAX / value / s->frame_bytes)
+            return vtr_fail(err, VTR_ERR_NOMEM, "too many frames");
+        uint8_t *data = malloc((size_t)s->count * s->frame_bytes * value);
+        if (!data)
+            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for %lld frames of %zu bytes",
+                            (long long)s->count, s->frame_bytes * value);
+        for (int64_t i = 0; i < s->count; i++) {
+            const uint8_t *src = s->rgb + (size_t)s->source[i] * s->frame_bytes;
+            uint8_t *dst = data + (size_t)i * s->frame_bytes * value;
+            if (o->normalize)
+                vtr_rgb_normalize(src, pixels, o->mean, o->std, (float *)dst);
+            else
+                memcpy(dst, src, s->frame_bytes);
+        }
+        t->data = data;
+    } else {
+        t->data = s->rgb;
+        s->rgb = NULL;
+    }
+    t->dtype = o->normalize ? VTR_F32 : VTR_U8;
+    t->ndim = 4;
+    t->shape[0] = s->count;
+    t->shape[1] = s->geom.out_h;
+    t->shape[2] = s->geom.out_w;
+    t->shape[3] = 3;
     return VTR_OK;
 }
 
@@ -194,7 +246,7 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
 {
     memset(out, 0, sizeof *out);
     vtr_video_reader *r = NULL;
-    frame_store s = {.indices_known = true};
+    frame_store s = {.max_frames = o->max_frames, .indices_known = true};
     int64_t *targets = NULL, n_targets = 0, delivered = 0;
     json_t *meta = NULL;
     bool audio_written = false;
@@ -220,6 +272,14 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
             vtr_error_context(err, "%s", path);
             goto end;
         }
+        if (n_targets > o->max_frames) {
+            st = vtr_fail(err, VTR_ERR_INVALID,
+                          "%s: the sampler asks for %lld frames over the %.0f s the file "
+                          "declares, more than %lld",
+                          path, (long long)n_targets, vtr_video_reader_seconds(r, in->duration),
+                          (long long)o->max_frames);
+            goto end;
+        }
         plan.targets = targets;
         plan.n_targets = n_targets;
     }
@@ -230,6 +290,10 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
         goto end;
     }
 
+    if ((st = store_frames(&s, o, &out->frames, err)) != VTR_OK) {
+        vtr_error_context(err, "%s", path);
+        goto end;
+    }
     meta = build_meta(path, r, &s, o, targets, n_targets);
     if (!audio_path) {
         json_object_set_new(meta, "audio", json_null());
@@ -251,30 +315,11 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
         }
     }
 
-    vtr_tensor *t = &out->frames;
-    t->ndim = 4;
-    t->shape[0] = s.count;
-    t->shape[1] = s.geom.out_h;
-    t->shape[2] = s.geom.out_w;
-    t->shape[3] = 3;
-    if (o->normalize) {
-        size_t pixels = (size_t)s.count * s.geom.out_w * s.geom.out_h;
-        float *f = malloc(pixels * 3 * sizeof *f);
-        if (!f) {
-            st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory for float frames", path);
-            goto end;
-        }
-        vtr_rgb_normalize(s.rgb, pixels, o->mean, o->std, f);
-        t->dtype = VTR_F32;
-        t->data = f;
-    } else {
-        t->dtype = VTR_U8;
-        t->data = s.rgb;
-        s.rgb = NULL;
-    }
     out->meta = meta;
     meta = NULL;
 end:
+    if (st != VTR_OK)
+        vtr_decoded_item_free(out);
     if (st != VTR_OK && audio_written)
         unlink(audio_path);
     json_decref(meta);
@@ -282,6 +327,7 @@ end:
     free(s.rgb);
     free(s.pts);
     free(s.index);
+    free(s.source);
     vtr_frame_converter_free(s.conv);
     vtr_video_reader_close(r);
     return st;

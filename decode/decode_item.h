@@ -32,6 +32,9 @@ typedef struct vtr_decode_options {
     int threads;                   /* decoder threads, 0: one per core */
     bool straight;                 /* decode every frame in order: no jumps, no skipping */
     int audio_rate;                /* Hz for the audio track (default 16000) */
+    int64_t max_frames;            /* most frames an item may give (default
+                                      VTR_SAMPLER_MAX_TARGETS): a sampler asking for more
+                                      (a header declaring days of video) fails the item */
 } vtr_decode_options;
 
 void vtr_decode_options_defaults(vtr_decode_options *o);

@@ -38,7 +38,7 @@ typedef struct vtr_sampler {
     int64_t fps_num, fps_den; /* FPS: the rate R = fps_num / fps_den, both > 0 */
 } vtr_sampler;
 
-/* Most targets one item may ask for (about 1.5 GiB of 224x224 RGB frames). */
+/* Most targets one item may ask for (vtr-decode's --max-frames lowers it). */
 #define VTR_SAMPLER_MAX_TARGETS 10000000
 
 /* True for FRAMES and FPS. */

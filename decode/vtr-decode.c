@@ -47,6 +47,8 @@ static const char usage_text[] =
     "  them; frames nothing needs are not decoded.\n"
     "      --straight        decode every frame in order (no seeking or skipping); the\n"
     "                        frames delivered are the same, only slower\n"
+    "      --max-frames N    an item that would give more than N frames fails (a damaged\n"
+    "                        header declaring days of video, under --fps) [10000000]\n"
     "\n"
     "Geometry (frames are first turned upright as the display matrix says):\n"
     "      --size WxH        output size [the video's]\n"
@@ -102,6 +104,7 @@ int main(int argc, char **argv)
         OPT_EVERY,
         OPT_KEYFRAMES,
         OPT_STRAIGHT,
+        OPT_MAX_FRAMES,
         OPT_SIZE,
         OPT_RESIZE,
         OPT_CROP,
@@ -124,6 +127,7 @@ int main(int argc, char **argv)
         {"every", required_argument, NULL, OPT_EVERY},
         {"keyframes", no_argument, NULL, OPT_KEYFRAMES},
         {"straight", no_argument, NULL, OPT_STRAIGHT},
+        {"max-frames", required_argument, NULL, OPT_MAX_FRAMES},
         {"size", required_argument, NULL, OPT_SIZE},
         {"resize", required_argument, NULL, OPT_RESIZE},
         {"crop", required_argument, NULL, OPT_CROP},
@@ -187,6 +191,12 @@ int main(int argc, char **argv)
             o.sampler.mode = VTR_SAMPLE_KEYFRAMES;
             break;
         case OPT_STRAIGHT: o.straight = true; break;
+        case OPT_MAX_FRAMES:
+            if (vtr_parse_int(optarg, 1, VTR_SAMPLER_MAX_TARGETS, &v) == 0)
+                o.max_frames = v;
+            else
+                bad = "--max-frames needs a count from 1 to 10000000";
+            break;
         case OPT_SIZE:
             if (vtr_parse_size(optarg, 32768, &o.geometry.width, &o.geometry.height) != 0)
                 bad = "--size needs WxH, e.g. 224x224";

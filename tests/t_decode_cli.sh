@@ -138,6 +138,29 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "before the declared end 400000.000 s (truncated?)" "$dir/err" ||
     fail "a header declaring days: exit $rc: $(cat "$dir/err")"
 
+# 6d. a frame whose successor comes 335,544 s later, then an undecodable packet (an AVI
+#     found by fuzz_decode, kept in its corpus): --fps 5 gave the first frame 1.7 million
+#     slots, copied before the next packet failed (1 GB and 1.8 s at 32x32, "out of
+#     memory" at 224x224). A frame is now kept once and copied when the item succeeds.
+timeout 60 vtr-decode --fps 5 --size 224x224 -o "$dir/jump.rec" \
+    tests/fuzz/corpus/decode/regress_pts_jump.avi 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "decoding the packet at 335544.400 s" "$dir/err" ||
+    fail "a pts jump of days before a bad packet: exit $rc: $(cat "$dir/err")"
+
+# 6e. a valid variable-rate video with a gap of 100,000 s: --fps 0.001 gives 101 frames,
+#     the second frame's copies in between; --max-frames refuses what --fps 5 asks
+vtr-synth --size 32x32 --pts 0,40,100000000,100000040 "$dir/gap.mkv" || fail "vtr-synth gap.mkv"
+vtr-decode --fps 0.001 --out-dir "$dir/gap" "$dir/gap.mkv" || fail "--fps 0.001 on gap.mkv"
+tr -d ' \n' <"$dir/gap/gap.json" >"$dir/gap.flat"
+grep -q '"frames":101,' "$dir/gap.flat" &&
+    grep -q "\"frame_indices\":\[0,1,$(printf '1,%.0s' $(seq 98))2\]" "$dir/gap.flat" ||
+    fail "gap.mkv at --fps 0.001: $(head -c 300 "$dir/gap.flat")"
+vtr-decode --fps 5 --max-frames 1000 -o "$dir/gap.rec" "$dir/gap.mkv" 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "asks for 500001 frames over the 100000 s the file declares, more than 1000" \
+    "$dir/err" && [ ! -s "$dir/gap.rec" ] || fail "--max-frames 1000: exit $rc: $(cat "$dir/err")"
+
 # 7. usage errors: exit 1
 for args in "--frames 2 --fps 1 $dir/a.mp4" "--mean 0,0,0 $dir/a.mp4" \
     "--audio $dir/x.wav $dir/a.mp4 $dir/b.webm" "--size 12 $dir/a.mp4" "--frames 0 $dir/a.mp4" \
