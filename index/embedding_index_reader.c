@@ -200,10 +200,14 @@ vtr_status vtr_embedding_index_open(const char *dir, vtr_embedding_index **out, 
     }
     ix->matrix = (vtr_topk_matrix){.dtype = VTR_F16, .dim = ix->dim, .n_parts = ix->segs.n,
                                    .parts = ix->parts, .skip = ix->skip};
-    if ((st = eix_prepare(ix->db, dir, "SELECT key, vector, live FROM entries "
-                          "WHERE segment = ?1 AND row = ?2", &ix->key_stmt, err)) != VTR_OK ||
-        (st = eix_prepare(ix->db, dir, "SELECT segment, min(row), count(*) FROM entries "
-                          "WHERE key = ?1 AND live = 1", &ix->find_stmt, err)) != VTR_OK)
+    if ((st = eix_prepare(ix->db, dir,
+                          "SELECT key, vector, live FROM entries "
+                          "WHERE segment = ?1 AND row = ?2",
+                          &ix->key_stmt, err)) != VTR_OK ||
+        (st = eix_prepare(ix->db, dir,
+                          "SELECT segment, min(row), max(row), count(*), "
+                          "count(DISTINCT segment) FROM entries WHERE key = ?1 AND live = 1",
+                          &ix->find_stmt, err)) != VTR_OK)
         goto end;
 end:
     free(db_path);
@@ -295,6 +299,7 @@ vtr_status vtr_embedding_index_items_read(vtr_embedding_index *ix, vtr_embedding
                           &s, err)) != VTR_OK)
         goto end;
     int rc;
+    int64_t last = -1;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(s, 0), row = sqlite3_column_int64(s, 1);
         int64_t si = segment_index(ix, id);
@@ -304,7 +309,19 @@ vtr_status vtr_embedding_index_items_read(vtr_embedding_index *ix, vtr_embedding
             goto end;
         }
         int64_t g = ix->first[si] + row;
-        if (sqlite3_column_int64(s, 2) == 0 || ix->n_items == 0) {
+        bool starts = sqlite3_column_int64(s, 2) == 0 || ix->n_items == 0;
+        /* rows come in order, once each, an item's vectors one run (a damaged manifest's
+         * table can repeat or reorder them) */
+        if (g <= last ||
+            (!starts && g != ix->item_first[ix->n_items - 1] + ix->item_count[ix->n_items - 1])) {
+            st = vtr_fail(err, VTR_ERR_FORMAT,
+                          "index %s: entry (segment %lld, row %lld) is "
+                          "out of order (a damaged index.sqlite?)",
+                          ix->dir, (long long)id, (long long)row);
+            goto end;
+        }
+        last = g;
+        if (starts) {
             ix->item_first[ix->n_items] = g;
             ix->item_count[ix->n_items++] = 0;
         }
@@ -370,18 +387,29 @@ vtr_status vtr_embedding_index_find(vtr_embedding_index *ix, const char *key, in
     if (rc != SQLITE_ROW) {
         st = eix_db_fail(ix->db, ix->dir, err, "looking up item %s",
                          vtr_printable(key, strlen(key), kbuf, sizeof kbuf));
-    } else if (sqlite3_column_int64(s, 2) == 0) {
+    } else if (sqlite3_column_int64(s, 3) == 0) {
         st = vtr_fail(err, VTR_ERR_NOT_FOUND, "index %s: no item %s", ix->dir,
                       vtr_printable(key, strlen(key), kbuf, sizeof kbuf));
     } else {
+        /* an item's live rows are one run of one segment; a damaged manifest (its key
+         * index out of step with its table) can say otherwise */
         int64_t si = segment_index(ix, sqlite3_column_int64(s, 0));
+        int64_t lo = sqlite3_column_int64(s, 1), hi = sqlite3_column_int64(s, 2);
+        int64_t n = sqlite3_column_int64(s, 3);
         if (si < 0) {
             st = vtr_fail(err, VTR_ERR_FORMAT, "index %s: item %s is in an unlisted segment",
                           ix->dir, vtr_printable(key, strlen(key), kbuf, sizeof kbuf));
+        } else if (sqlite3_column_int64(s, 4) != 1 || lo < 0 || hi >= ix->segs.rows[si] ||
+                   hi - lo + 1 != n) {
+            st =
+                vtr_fail(err, VTR_ERR_FORMAT,
+                         "index %s: item %s's %lld rows are not one run "
+                         "of a segment (a damaged index.sqlite?)",
+                         ix->dir, vtr_printable(key, strlen(key), kbuf, sizeof kbuf), (long long)n);
         } else {
-            *first = ix->first[si] + sqlite3_column_int64(s, 1);
+            *first = ix->first[si] + lo;
             if (n_rows)
-                *n_rows = sqlite3_column_int64(s, 2);
+                *n_rows = n;
         }
     }
     sqlite3_reset(s);

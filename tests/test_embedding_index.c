@@ -982,6 +982,26 @@ TEST(damaged_index_files)
     CHECK_FAILS(vtr_embedding_index_writer_open(d, &opt, &w, &err), VTR_ERR_UNSUPPORTED,
                 "format version 99");
 
+    /* a manifest whose item has rows apart (the fuzzer's was a key index out of step with
+     * its table): the item is refused, not given rows of others or past the end */
+    d = copy_of(dir, "ix_split_item");
+    snprintf(path, sizeof path, "%s/index.sqlite", d);
+    char key3[32], key5[32], sql[256];
+    key_of(3, key3, sizeof key3);
+    key_of(5, key5, sizeof key5);
+    snprintf(sql, sizeof sql, "UPDATE entries SET key = '%s', vector = 1 WHERE key = '%s'", key5,
+             key3);
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_OK(vtr_embedding_index_open(d, &ix, &err));
+    int64_t first = -1, n = -1;
+    CHECK_FAILS(vtr_embedding_index_find(ix, key5, &first, &n, &err), VTR_ERR_FORMAT,
+                "'s 2 rows are not one run of a segment (a damaged index.sqlite?)");
+    CHECK_OK(vtr_embedding_index_find(ix, "item4", &first, &n, &err));
+    CHECK_EQ_INT(first, 4);
+    vtr_embedding_index_close(ix);
+
     /* the original is untouched by all of this */
     CHECK_OK(vtr_embedding_index_open(dir, &ix, &err));
     for (int i = 0; i < 10; i++)
