@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         const unsigned char *p = f->data;
         unsigned sum = 0;
-        for (size_t i = 0; i < vtr_tensor_nbytes(f); i++)
+        for (size_t i = 0, n = vtr_tensor_nbytes(f); i < n; i++)
             sum += p[i];
         sink = sum;
         vtr_decoded_item_free(&item);
