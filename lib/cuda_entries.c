@@ -167,6 +167,8 @@ VTR_CUDA_ENTRY(vtr_cuda_gru_forward,
                 vtr_gru_merge merge, vtr_error *err),
                (out, workspace, inp, lengths, params, B, T, D, H, num_directions, merge, err))
 
+VTR_CUDA_ENTRY(vtr_cuda_check, (int device, vtr_error *err), (device, err))
+
 VTR_CUDA_ENTRY(vtr_cuda_init, (int device, char *name, size_t name_size, vtr_error *err),
                (device, name, name_size, err))
 

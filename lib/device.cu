@@ -28,7 +28,7 @@ extern "C" int vtr_cuda_device_count(void)
     return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
-extern "C" vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vtr_error *err)
+extern "C" vtr_status vtr_cuda_check(int device, vtr_error *err)
 {
     int count = 0;
     cudaError_t rc = cudaGetDeviceCount(&count);
@@ -41,7 +41,15 @@ extern "C" vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vt
         return vtr_fail(err, VTR_ERR_DEVICE,
                         "GPU %d does not exist: %d visible, cuda:0 .. cuda:%d (CUDA_VISIBLE_DEVICES "
                         "renumbers them)", device, count, count - 1);
-    rc = cudaSetDevice(device);
+    return VTR_OK;
+}
+
+extern "C" vtr_status vtr_cuda_init(int device, char *name, size_t name_size, vtr_error *err)
+{
+    vtr_status st = vtr_cuda_check(device, err);
+    if (st != VTR_OK)
+        return st;
+    cudaError_t rc = cudaSetDevice(device);
     if (rc != cudaSuccess)
         return vtr_cuda_fail(err, rc, "set device");
     cudaDeviceProp prop;

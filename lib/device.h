@@ -42,6 +42,11 @@ vtr_status vtr_device_parse(const char *name, vtr_device *out, int *index, vtr_e
 bool vtr_cuda_available(void);
 int vtr_cuda_device_count(void);
 
+/* Whether GPU `device` exists, without selecting it or making a context: a program checks
+ * its --device before it reads its data. The failures are vtr_cuda_init's (no GPU visible,
+ * no GPU of that number, vtr built without CUDA). */
+vtr_status vtr_cuda_check(int device, vtr_error *err);
+
 /* Selects GPU `device`, creates the cuBLAS and cuDNN handles (once per process) and
  * writes a description ("NVIDIA H100 80GB HBM3, 79.1 GiB, cc 9.0") into name. Fails with
  * VTR_ERR_DEVICE and one line that says what to do: no GPU visible, no GPU of that number,

@@ -254,6 +254,11 @@ vtr_status vtr_run_training(const vtr_training_setup *su, vtr_train_result *res,
     vtr_status st = check_ranks(d, su->config, o, err);
     if (st)
         goto end;
+    /* a GPU that is not there is refused before the data is read (each rank checks) */
+    if (o->device == VTR_DEVICE_CUDA && (st = vtr_cuda_check(o->device_index, err)))
+        vtr_error_context(err, "train.device cuda:%d", o->device_index);
+    if ((st = vtr_dist_agree(d, st, err)))
+        goto end;
     st = run_paths_init(&p, su->dir, err);
     if (st == VTR_OK && !su->resume && access(p.last, F_OK) == 0)
         st = vtr_fail(err, VTR_ERR_INVALID, "%s holds a run already: continue it with "

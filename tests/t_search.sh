@@ -84,6 +84,12 @@ val: {batch_size: 16}
 EOF2
 vtr-train "$dir/toy.yaml" -o "$dir/run" --threads 1 2>"$dir/err" || fail "vtr-train: $(cat "$dir/err")"
 M="$dir/run/last.safetensors"
+# a GPU that is not there is refused before the data is read: one line, nothing left
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    vtr-train "$dir/toy.yaml" -o "$dir/gpu" --device cuda:3 2>"$dir/err"
+    [ $? -eq 1 ] && [ ! -e "$dir/gpu" ] || fail "vtr-train --device cuda:3 without a GPU: $(cat "$dir/err")"
+    one_line "$dir/err" "train.device cuda:3: .*(--device cpu)" "vtr-train --device cuda:3 without a GPU"
+fi
 
 # a disk that fills between a run's best and last checkpoints (a file size limit between
 # their sizes; the signal ignored, so writes fail as on a full disk): the run directory

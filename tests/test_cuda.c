@@ -110,23 +110,30 @@ TEST(cuda_upload_stage_orders_copies_and_kernels)
     free(back);
 }
 
-/* With a GPU, init names it. Without one, the CUDA backend still loads (lib/cuda_loader.h)
- * and says that no GPU is visible; a build without CUDA says so. Either says what to do. */
+/* With a GPU, init names it and check accepts it; a GPU past the last is refused, naming
+ * those there are. Without one, the CUDA backend still loads (lib/cuda_loader.h) and says
+ * that no GPU is visible; a build without CUDA says so. Either says what to do. */
 TEST(cuda_unavailable_is_a_clear_error_or_works)
 {
     vtr_error err;
     char name[256];
     if (vtr_cuda_available()) {
+        int count = vtr_cuda_device_count();
+        CHECK_OK(vtr_cuda_check(count - 1, &err));
+        CHECK_FAILS(vtr_cuda_check(count, &err), VTR_ERR_DEVICE, "does not exist");
+        CHECK_FAILS(vtr_cuda_init(count, name, sizeof name, &err), VTR_ERR_DEVICE,
+                    "does not exist");
         CHECK_OK(vtr_cuda_init(0, name, sizeof name, &err));
         CHECK(strlen(name) > 0);
     } else {
 #ifdef VTR_HAVE_CUDA
-        CHECK_FAILS(vtr_cuda_init(0, name, sizeof name, &err), VTR_ERR_DEVICE,
-                    "no CUDA GPU is visible");
+        const char *why = "no CUDA GPU is visible";
 #else
-        CHECK_FAILS(vtr_cuda_init(0, name, sizeof name, &err), VTR_ERR_DEVICE,
-                    "built without CUDA");
+        const char *why = "built without CUDA";
 #endif
+        CHECK_FAILS(vtr_cuda_check(0, &err), VTR_ERR_DEVICE, why);
+        CHECK(strstr(err.msg, "(--device cpu)"));
+        CHECK_FAILS(vtr_cuda_init(0, name, sizeof name, &err), VTR_ERR_DEVICE, why);
         CHECK(strstr(err.msg, "(--device cpu)"));
     }
 }

@@ -195,9 +195,10 @@ echo "vse, CPU vs GPU: vtr-eval's embeddings $diff"
 grep -q '"levels"' "$dir/cuda.hgr.search.out" || fail "HGR search: no levels"
 
 # ---- bad input on the device path: a GPU that does not exist, a GPU short of memory --------
-# Each program exits 1, its last line on stderr the one that says what to do (vtr-train logs
-# its data before it). On the emulation, EMU_DEVICE_MEMORY gives the GPU 100 kB; what was
-# refused leaves no index and no checkpoint.
+# Each program exits 1, its last line on stderr the one that says what to do: for a GPU that
+# does not exist the only line (vtr-train checks it before it reads its data); for one
+# short of memory vtr-train logs its data first. On the emulation, EMU_DEVICE_MEMORY gives
+# the GPU 100 kB; what was refused leaves no index and no checkpoint.
 case $VTR_CUDA_LIBRARY in
 */build-emu/*) emulated=yes ;;
 *) emulated= ;;
@@ -215,6 +216,7 @@ for p in "vtr-features -w $dir/w.safetensors -a resnet18 $dir/frames.rec" \
     eval "timeout 120 $p --device cuda:99" >/dev/null 2>"$dir/bad.err"
     status=$?
     refused "${p%% *} --device cuda:99" "GPU 99 does not exist: .* visible"
+    [ "$(wc -l <"$dir/bad.err")" -eq 1 ] || fail "${p%% *} --device cuda:99: $(cat "$dir/bad.err")"
     [ -n "$emulated" ] || continue
     (EMU_DEVICE_MEMORY=100000 && export EMU_DEVICE_MEMORY && eval "timeout 120 $p --device cuda") \
         >/dev/null 2>"$dir/bad.err"
