@@ -91,7 +91,7 @@ static vtr_status store_frame(void *ctx, const AVFrame *frame, int64_t pts, int6
 {
     frame_store *s = ctx;
     int64_t end = first_slot + n_slots;
-    if (end > s->max_frames)
+    if (end > s->max_frames) /* frame modes: timed ones asked for at most that many targets */
         return vtr_fail(err, VTR_ERR_INVALID, "%s: more than %lld frames",
                         vtr_video_reader_path(s->r), (long long)s->max_frames);
     vtr_status st = s->frame_bytes ? VTR_OK : store_plan(s, err);
@@ -266,18 +266,9 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
     vtr_pick_plan plan = {.sampler = o->sampler, .seek = !o->straight,
                           .skip_nonref = !o->straight};
     if (vtr_sampler_is_timed(&o->sampler)) {
-        if ((st = vtr_sampler_targets(&o->sampler, in->start, in->duration, in->tb_num,
-                                      in->tb_den,
-                                      &targets, &n_targets, err)) != VTR_OK) {
+        if ((st = vtr_sampler_targets(&o->sampler, in->start, in->duration, in->tb_num, in->tb_den,
+                                      o->max_frames, &targets, &n_targets, err)) != VTR_OK) {
             vtr_error_context(err, "%s", path);
-            goto end;
-        }
-        if (n_targets > o->max_frames) {
-            st = vtr_fail(err, VTR_ERR_INVALID,
-                          "%s: the sampler asks for %lld frames over the %.0f s the file "
-                          "declares, more than %lld",
-                          path, (long long)n_targets, vtr_video_reader_seconds(r, in->duration),
-                          (long long)o->max_frames);
             goto end;
         }
         plan.targets = targets;

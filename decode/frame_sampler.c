@@ -76,8 +76,8 @@ void vtr_sampler_describe(const vtr_sampler *s, char *buf, size_t size)
     }
 }
 
-vtr_status vtr_sampler_targets(const vtr_sampler *s, int64_t start, int64_t duration,
-                               int tb_num, int tb_den, int64_t **targets, int64_t *count,
+vtr_status vtr_sampler_targets(const vtr_sampler *s, int64_t start, int64_t duration, int tb_num,
+                               int tb_den, int64_t max, int64_t **targets, int64_t *count,
                                vtr_error *err)
 {
     *targets = NULL;
@@ -100,10 +100,13 @@ vtr_status vtr_sampler_targets(const vtr_sampler *s, int64_t start, int64_t dura
         if (n < 1)
             n = 1;
     }
-    if (n < 1 || n > VTR_SAMPLER_MAX_TARGETS)
+    if (n < 1)
+        return vtr_fail(err, VTR_ERR_INVALID, "%" PRId64 " target frames: at least 1", n);
+    if (n > max)
         return vtr_fail(err, VTR_ERR_INVALID,
-                        "%" PRId64 " target frames: the limit is %d per item", n,
-                        VTR_SAMPLER_MAX_TARGETS);
+                        "the sampler asks for %" PRId64 " frames over the %.0f s the file "
+                        "declares, more than %" PRId64,
+                        n, (double)duration * tb_num / tb_den, max);
     int64_t *t = malloc((size_t)n * sizeof *t);
     if (!t)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for %" PRId64 " targets", n);

@@ -53,10 +53,11 @@ void vtr_sampler_describe(const vtr_sampler *s, char *buf, size_t size);
 
 /* The target times of a timed sampler, ascending, in ticks. start and duration are in
  * ticks (duration >= 0; 0 gives the single target `start` for FPS and N targets at start
- * for FRAMES). *targets is malloc'd (free it); fails with VTR_ERR_INVALID beyond
- * VTR_SAMPLER_MAX_TARGETS targets. */
-vtr_status vtr_sampler_targets(const vtr_sampler *s, int64_t start, int64_t duration,
-                               int tb_num, int tb_den, int64_t **targets, int64_t *count,
+ * for FRAMES). *targets is malloc'd (free it); fails with VTR_ERR_INVALID, saying how many
+ * the sampler asks for over how long, beyond max targets (at most VTR_SAMPLER_MAX_TARGETS:
+ * a header declaring days of video). */
+vtr_status vtr_sampler_targets(const vtr_sampler *s, int64_t start, int64_t duration, int tb_num,
+                               int tb_den, int64_t max, int64_t **targets, int64_t *count,
                                vtr_error *err);
 
 /* Index of the first target >= t in the ascending array (count when none). */

@@ -20,7 +20,7 @@ TEST(decode_sampler_uniform_targets)
     vtr_sampler s = {.mode = VTR_SAMPLE_FRAMES, .n = 4};
     int64_t *t, n;
     /* t_i = start + floor(duration * (2i + 1) / (2N)) */
-    CHECK_OK(vtr_sampler_targets(&s, 100, 1000, 1, 1000, &t, &n, &err));
+    CHECK_OK(vtr_sampler_targets(&s, 100, 1000, 1, 1000, VTR_SAMPLER_MAX_TARGETS, &t, &n, &err));
     CHECK_EQ_INT(n, 4);
     CHECK_EQ_INT(t[0], 225);
     CHECK_EQ_INT(t[1], 475);
@@ -28,14 +28,14 @@ TEST(decode_sampler_uniform_targets)
     CHECK_EQ_INT(t[3], 975);
     free(t);
     s.n = 3; /* 1000 / 6 = 166.67: rounded down */
-    CHECK_OK(vtr_sampler_targets(&s, 0, 1000, 1, 1000, &t, &n, &err));
+    CHECK_OK(vtr_sampler_targets(&s, 0, 1000, 1, 1000, VTR_SAMPLER_MAX_TARGETS, &t, &n, &err));
     CHECK_EQ_INT(t[0], 166);
     CHECK_EQ_INT(t[1], 500);
     CHECK_EQ_INT(t[2], 833);
     free(t);
     s.n = 0;
-    CHECK_FAILS(vtr_sampler_targets(&s, 0, 1000, 1, 1000, &t, &n, &err), VTR_ERR_INVALID,
-                "target");
+    CHECK_FAILS(vtr_sampler_targets(&s, 0, 1000, 1, 1000, VTR_SAMPLER_MAX_TARGETS, &t, &n, &err),
+                VTR_ERR_INVALID, "target");
 }
 
 TEST(decode_sampler_fps_targets)
@@ -44,7 +44,7 @@ TEST(decode_sampler_fps_targets)
     vtr_sampler s = {.mode = VTR_SAMPLE_FPS, .fps_num = 3, .fps_den = 1};
     int64_t *t, n;
     /* 1 s at 3 fps: 0, 1/3, 2/3 s; a fourth at 1 s would not be < start + duration */
-    CHECK_OK(vtr_sampler_targets(&s, 100, 1000, 1, 1000, &t, &n, &err));
+    CHECK_OK(vtr_sampler_targets(&s, 100, 1000, 1, 1000, VTR_SAMPLER_MAX_TARGETS, &t, &n, &err));
     CHECK_EQ_INT(n, 3);
     CHECK_EQ_INT(t[0], 100);
     CHECK_EQ_INT(t[1], 433);
@@ -53,13 +53,13 @@ TEST(decode_sampler_fps_targets)
     /* NTSC rate in a 90 kHz time base: exactly 3003 ticks apart */
     s.fps_num = 30000;
     s.fps_den = 1001;
-    CHECK_OK(vtr_sampler_targets(&s, 0, 90000, 1, 90000, &t, &n, &err));
+    CHECK_OK(vtr_sampler_targets(&s, 0, 90000, 1, 90000, VTR_SAMPLER_MAX_TARGETS, &t, &n, &err));
     CHECK_EQ_INT(n, 30);
     CHECK_EQ_INT(t[1], 3003);
     CHECK_EQ_INT(t[29], 29 * 3003);
     free(t);
     /* a zero duration still gives the first frame */
-    CHECK_OK(vtr_sampler_targets(&s, 7, 0, 1, 90000, &t, &n, &err));
+    CHECK_OK(vtr_sampler_targets(&s, 7, 0, 1, 90000, VTR_SAMPLER_MAX_TARGETS, &t, &n, &err));
     CHECK_EQ_INT(n, 1);
     CHECK_EQ_INT(t[0], 7);
     free(t);
