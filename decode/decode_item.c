@@ -1,13 +1,19 @@
 #define _POSIX_C_SOURCE 200809L
 #include "decode_item.h"
 
+#include <libavutil/cpu.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "decode/audio_track.h"
 #include "decode/frame_picker.h"
+#include "decode/stretch_plan.h"
 #include "decode/video_reader.h"
+
+/* Most stretches of one item decoded at once (each opens the file). */
+#define MAX_STRETCHES 16
 
 void vtr_decode_options_defaults(vtr_decode_options *o)
 {
@@ -86,6 +92,20 @@ static vtr_status store_plan(frame_store *s, vtr_error *err)
     return VTR_OK;
 }
 
+/* Makes room in s for n_frames frames and n_slots slots. */
+static vtr_status store_reserve(frame_store *s, int64_t n_frames, int64_t n_slots, vtr_error *err)
+{
+    void *rgb[] = {s->rgb}, *slots[] = {s->pts, s->index, s->source};
+    vtr_status st = grow(n_frames, &s->frame_capacity, s->frame_bytes, rgb, 1, "frames", err);
+    s->rgb = rgb[0];
+    if (st == VTR_OK)
+        st = grow(n_slots, &s->capacity, sizeof(int64_t), slots, 3, "frame slots", err);
+    s->pts = slots[0];
+    s->index = slots[1];
+    s->source = slots[2];
+    return st;
+}
+
 static vtr_status store_frame(void *ctx, const AVFrame *frame, int64_t pts, int64_t frame_index,
                               int64_t first_slot, int64_t n_slots, vtr_error *err)
 {
@@ -95,15 +115,8 @@ static vtr_status store_frame(void *ctx, const AVFrame *frame, int64_t pts, int6
         return vtr_fail(err, VTR_ERR_INVALID, "%s: more than %lld frames",
                         vtr_video_reader_path(s->r), (long long)s->max_frames);
     vtr_status st = s->frame_bytes ? VTR_OK : store_plan(s, err);
-    void *rgb[] = {s->rgb}, *slots[] = {s->pts, s->index, s->source};
     if (st == VTR_OK)
-        st = grow(s->n_frames + 1, &s->frame_capacity, s->frame_bytes, rgb, 1, "frames", err);
-    s->rgb = rgb[0];
-    if (st == VTR_OK)
-        st = grow(end, &s->capacity, sizeof(int64_t), slots, 3, "frame slots", err);
-    s->pts = slots[0];
-    s->index = slots[1];
-    s->source = slots[2];
+        st = store_reserve(s, s->n_frames + 1, end, err);
     if (st != VTR_OK)
         return st;
     uint8_t *dst = s->rgb + (size_t)s->n_frames * s->frame_bytes;
@@ -119,6 +132,28 @@ static vtr_status store_frame(void *ctx, const AVFrame *frame, int64_t pts, int6
         s->indices_known = false;
     if (end > s->count)
         s->count = end;
+    return VTR_OK;
+}
+
+/* Appends src's frames to dst's, src's slots from dst slot offset on (the stretches'
+ * stores, in order). */
+static vtr_status store_append(frame_store *dst, const frame_store *src, int64_t offset,
+                               vtr_error *err)
+{
+    int64_t end = offset + src->count;
+    vtr_status st = store_reserve(dst, dst->n_frames + src->n_frames, end, err);
+    if (st != VTR_OK)
+        return st;
+    memcpy(dst->rgb + (size_t)dst->n_frames * dst->frame_bytes, src->rgb,
+           (size_t)src->n_frames * src->frame_bytes);
+    for (int64_t k = 0; k < src->count; k++) {
+        dst->pts[offset + k] = src->pts[k];
+        dst->index[offset + k] = src->index[k];
+        dst->source[offset + k] = dst->n_frames + src->source[k];
+    }
+    dst->n_frames += src->n_frames;
+    dst->count = end;
+    dst->indices_known = dst->indices_known && src->indices_known;
     return VTR_OK;
 }
 
@@ -184,11 +219,10 @@ static json_t *real_or_null(double v, bool known)
 }
 
 static json_t *build_meta(const char *path, const vtr_video_reader *r, const frame_store *s,
-                          const vtr_decode_options *o, const int64_t *targets,
-                          int64_t n_targets)
+                          const vtr_decode_options *o, const int64_t *targets, int64_t n_targets,
+                          const vtr_decode_stats *ds, int stretches)
 {
     const vtr_video_info *in = vtr_video_reader_info(r);
-    const vtr_decode_stats *ds = vtr_video_reader_stats(r);
     json_t *ts = json_array(), *pts = json_array(), *idx = json_array();
     for (int64_t i = 0; i < s->count; i++) {
         json_array_append_new(ts, json_real(vtr_video_reader_seconds(r, s->pts[i])));
@@ -233,12 +267,116 @@ static json_t *build_meta(const char *path, const vtr_video_reader *r, const fra
                             json_pack("{s:[f,f,f], s:[f,f,f]}", "mean", o->mean[0], o->mean[1],
                                       o->mean[2], "std", o->std[0], o->std[1], o->std[2]));
     json_object_set_new(m, "decode",
-                        json_pack("{s:I, s:I, s:I, s:I}", "packets_read",
+                        json_pack("{s:I, s:I, s:I, s:I, s:i}", "packets_read",
                                   (json_int_t)ds->packets_read, "packets_sent",
                                   (json_int_t)ds->packets_sent, "frames_decoded",
-                                  (json_int_t)ds->frames_decoded, "seeks",
-                                  (json_int_t)ds->seeks));
+                                  (json_int_t)ds->frames_decoded, "seeks", (json_int_t)ds->seeks,
+                                  "stretches", stretches));
     return m;
+}
+
+/* One stretch of an item (stretch_plan.h): its targets, its reader (the first stretch
+ * uses the item's, the others open the file on their own thread), its frames and its
+ * outcome. */
+typedef struct stretch {
+    const char *path;
+    int threads;  /* the reader's decoder threads */
+    bool measure; /* the item's reader measured the duration: so does this one */
+    vtr_video_reader *r;
+    vtr_pick_plan plan;
+    frame_store s;
+    int64_t delivered;
+    vtr_status st;
+    vtr_error err;
+    pthread_t thread;
+    bool threaded;
+} stretch;
+
+static void *stretch_run(void *arg)
+{
+    stretch *w = arg;
+    if (!w->r && (w->st = vtr_video_reader_open(w->path, w->threads, &w->r, &w->err)) == VTR_OK &&
+        w->measure)
+        w->st = vtr_video_reader_measure(w->r, &w->err);
+    if (w->st != VTR_OK)
+        return NULL;
+    w->s.r = w->r;
+    w->st = vtr_pick_frames(w->r, &w->plan, store_frame, &w->s, &w->delivered, &w->err);
+    return NULL;
+}
+
+/* How many stretches plan's targets split into, the first target of each in first[]:
+ * one unless the sampler is timed, jumps are allowed and o->threads allows more. */
+static int plan_stretches(vtr_video_reader *r, const vtr_decode_options *o,
+                          const vtr_pick_plan *plan, int64_t *first)
+{
+    int threads = o->threads > 0 ? o->threads : av_cpu_count();
+    int max = threads < MAX_STRETCHES ? threads : MAX_STRETCHES;
+    first[0] = 0;
+    if (!plan->targets || !plan->seek || max < 2 || plan->n_targets < 2)
+        return 1;
+    int64_t *keyframes = malloc((size_t)plan->n_targets * sizeof *keyframes);
+    if (!keyframes)
+        return 1; /* one decoder needs no more memory */
+    for (int64_t k = 0; k < plan->n_targets; k++) {
+        int64_t pos;
+        if (!vtr_video_reader_keyframe_before(r, plan->targets[k], &keyframes[k], &pos))
+            keyframes[k] = VTR_STRETCH_NO_KEYFRAME;
+    }
+    const vtr_video_info *in = vtr_video_reader_info(r);
+    int n = vtr_stretch_plan(plan->targets, keyframes, plan->n_targets, in->start,
+                             (double)in->tb_num / in->tb_den, max, first);
+    free(keyframes);
+    return n;
+}
+
+/* Decodes the stretches w[0 .. n-1] (w[0] on this thread, with the item's reader), then
+ * gives the first failure in file order, or w[0].s holding every frame and *ds the sum of
+ * the readers' counts. */
+static vtr_status run_stretches(stretch *w, int n, int64_t *delivered, vtr_decode_stats *ds,
+                                vtr_error *err)
+{
+    for (int i = 1; i < n; i++)
+        w[i].threaded = pthread_create(&w[i].thread, NULL, stretch_run, &w[i]) == 0;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || !w[i].threaded)
+            stretch_run(&w[i]); /* no thread to be had: in turn, here */
+    for (int i = 1; i < n; i++)
+        if (w[i].threaded)
+            pthread_join(w[i].thread, NULL);
+    *delivered = 0;
+    *ds = (vtr_decode_stats){0};
+    for (int i = 0; i < n; i++) {
+        if (w[i].st != VTR_OK) {
+            *err = w[i].err;
+            return w[i].st;
+        }
+        vtr_status st =
+            i ? store_append(&w[0].s, &w[i].s, w[i].plan.targets - w[0].plan.targets, err) : VTR_OK;
+        if (st != VTR_OK)
+            return st;
+        const vtr_decode_stats *rs = vtr_video_reader_stats(w[i].r);
+        ds->packets_read += rs->packets_read;
+        ds->packets_sent += rs->packets_sent;
+        ds->frames_decoded += rs->frames_decoded;
+        ds->seeks += rs->seeks;
+        *delivered += w[i].delivered;
+    }
+    return VTR_OK;
+}
+
+static void stretches_free(stretch *w, int n)
+{
+    for (int i = 0; w && i < n; i++) {
+        free(w[i].s.rgb);
+        free(w[i].s.pts);
+        free(w[i].s.index);
+        free(w[i].s.source);
+        vtr_frame_converter_free(w[i].s.conv);
+        if (i > 0)
+            vtr_video_reader_close(w[i].r);
+    }
+    free(w);
 }
 
 vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
@@ -246,22 +384,19 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
 {
     memset(out, 0, sizeof *out);
     vtr_video_reader *r = NULL;
-    frame_store s = {.max_frames = o->max_frames, .indices_known = true};
-    int64_t *targets = NULL, n_targets = 0, delivered = 0;
+    stretch *w = NULL;
+    int n_stretches = 0;
+    int64_t *targets = NULL, n_targets = 0, delivered = 0, first[MAX_STRETCHES];
+    vtr_decode_stats stats;
     json_t *meta = NULL;
     bool audio_written = false;
     vtr_status st = vtr_video_reader_open(path, o->threads, &r, err);
     if (st != VTR_OK)
         goto end;
     const vtr_video_info *in = vtr_video_reader_info(r);
-    if (in->duration < 0 && (st = vtr_video_reader_measure(r, err)) != VTR_OK)
+    bool measure = in->duration < 0;
+    if (measure && (st = vtr_video_reader_measure(r, err)) != VTR_OK)
         goto end;
-    s.r = r;
-    s.request = &o->geometry;
-    if (!(s.conv = vtr_frame_converter_new())) {
-        st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
-        goto end;
-    }
 
     vtr_pick_plan plan = {.sampler = o->sampler, .seek = !o->straight,
                           .skip_nonref = !o->straight};
@@ -274,18 +409,44 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
         plan.targets = targets;
         plan.n_targets = n_targets;
     }
-    if ((st = vtr_pick_frames(r, &plan, store_frame, &s, &delivered, err)) != VTR_OK)
+    n_stretches = plan_stretches(r, o, &plan, first);
+    if (!(w = calloc((size_t)n_stretches, sizeof *w))) {
+        st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
+        goto end;
+    }
+    int threads = o->threads > 0 ? o->threads : av_cpu_count();
+    for (int i = 0; i < n_stretches; i++) {
+        int64_t end_target = i + 1 < n_stretches ? first[i + 1] : n_targets;
+        w[i] = (stretch){
+            .path = path,
+            .measure = measure,
+            .r = i ? NULL : r,
+            .plan = plan,
+            .threads = threads / n_stretches > 1 ? threads / n_stretches : 1,
+            .s = {.request = &o->geometry, .max_frames = o->max_frames, .indices_known = true}};
+        if (plan.targets) {
+            w[i].plan.targets = targets + first[i];
+            w[i].plan.n_targets = end_target - first[i];
+        }
+        if (!(w[i].s.conv = vtr_frame_converter_new())) {
+            n_stretches = i + 1;
+            st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
+            goto end;
+        }
+    }
+    if ((st = run_stretches(w, n_stretches, &delivered, &stats, err)) != VTR_OK)
         goto end;
     if (delivered == 0) {
         st = vtr_fail(err, VTR_ERR_FORMAT, "%s: no video frames", path);
         goto end;
     }
 
-    if ((st = store_frames(&s, o, &out->frames, err)) != VTR_OK) {
+    frame_store *s = &w[0].s;
+    if ((st = store_frames(s, o, &out->frames, err)) != VTR_OK) {
         vtr_error_context(err, "%s", path);
         goto end;
     }
-    meta = build_meta(path, r, &s, o, targets, n_targets);
+    meta = build_meta(path, r, s, o, targets, n_targets, &stats, n_stretches);
     if (!audio_path) {
         json_object_set_new(meta, "audio", json_null());
         json_object_set_new(meta, "audio_reason", json_string("not requested"));
@@ -315,11 +476,7 @@ end:
         unlink(audio_path);
     json_decref(meta);
     free(targets);
-    free(s.rgb);
-    free(s.pts);
-    free(s.index);
-    free(s.source);
-    vtr_frame_converter_free(s.conv);
+    stretches_free(w, n_stretches);
     vtr_video_reader_close(r);
     return st;
 }

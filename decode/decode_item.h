@@ -9,7 +9,8 @@
  *   (presentation-order frame numbers, or null when a jump left them unknown),
  *   target_times (timed modes), start_time, duration, fps (null when unknown),
  *   rotation (clockwise degrees applied), mirrored, source_width, source_height, codec,
- *   sampler {mode, n | rate}, decode {packets_read, packets_sent, frames_decoded, seeks},
+ *   sampler {mode, n | rate}, decode {packets_read, packets_sent, frames_decoded, seeks,
+ *   stretches} (summed over the stretches decoded at once: see threads below),
  *   audio (the path written, or null with audio_reason: "no audio stream", "not
  *   requested"), and with audio audio_rate, audio_samples, audio_start_time, audio_codec.
  */
@@ -29,7 +30,12 @@ typedef struct vtr_decode_options {
     vtr_geometry_request geometry; /* default: displayed size */
     bool normalize;                /* float32 output with mean/std */
     float mean[3], std[3];
-    int threads;                   /* decoder threads, 0: one per core */
+    int threads;                   /* threads, 0: one per core. Timed samplers decode up
+                                      to this many stretches of the file at once, each
+                                      on its own reader (decode/stretch_plan.h: the same
+                                      bytes and metadata as one decoder, but for the
+                                      decode counts); the readers share the threads as
+                                      slice threads */
     bool straight;                 /* decode every frame in order: no jumps, no skipping */
     int audio_rate;                /* Hz for the audio track (default 16000) */
     int64_t max_frames;            /* most frames an item may give (default

@@ -500,8 +500,9 @@ static vtr_status pick_timed(picker *p, vtr_error *err)
         int64_t first = vtr_targets_lower_bound(plan->targets, n, pkt->pts);
         int64_t end = q == INT64_MAX ? n : vtr_targets_lower_bound(plan->targets, n, q);
         /* the last frame would get every target up to the declared end: a file cut short
-         * (or whose header declares days) fails here, before millions of copies */
-        if (q == INT64_MAX && p->region_eof &&
+         * (or whose header declares days) fails here, before millions of copies (a region
+         * ended by a bad landing is not the end of the file: it is decoded again) */
+        if (q == INT64_MAX && p->region_eof && !p->retry &&
             (st = vtr_video_reader_check_end(p->r, p->region_end, err)) != VTR_OK) {
             av_packet_free(&pkt);
             return st;

@@ -175,13 +175,15 @@ void fixture_remux(const char *src, const char *dst, const char *key, const char
     avformat_close_input(&in);
 }
 
-void fixture_decode(const char *path, const vtr_sampler *s, bool straight,
-                    const vtr_geometry_request *g, vtr_decoded_item *out)
+/* fixture_decode with o.threads = threads (0: one per core). */
+static void decode_on(const char *path, const vtr_sampler *s, bool straight,
+                      const vtr_geometry_request *g, int threads, vtr_decoded_item *out)
 {
     vtr_decode_options o;
     vtr_decode_options_defaults(&o);
     o.sampler = *s;
     o.straight = straight;
+    o.threads = threads;
     if (g)
         o.geometry = *g;
     vtr_error err;
@@ -189,6 +191,36 @@ void fixture_decode(const char *path, const vtr_sampler *s, bool straight,
     CHECK_OK(vtr_decode_item(path, &o, NULL, out, &err));
     CHECK_EQ_INT(out->frames.ndim, 4);
     CHECK_EQ_INT(out->frames.shape[3], 3);
+}
+
+void fixture_decode(const char *path, const vtr_sampler *s, bool straight,
+                    const vtr_geometry_request *g, vtr_decoded_item *out)
+{
+    decode_on(path, s, straight, g, 0, out);
+}
+
+int fixture_check_stretches(const char *path, const vtr_sampler *s)
+{
+    char mode[64];
+    vtr_sampler_describe(s, mode, sizeof mode);
+    vtr_decoded_item one, four;
+    decode_on(path, s, false, NULL, 1, &one);
+    decode_on(path, s, false, NULL, 4, &four);
+    json_t *d1 = json_object_get(one.meta, "decode"), *d4 = json_object_get(four.meta, "decode");
+    CHECK_EQ_INT(json_integer_value(json_object_get(d1, "stretches")), 1);
+    int n = (int)json_integer_value(json_object_get(d4, "stretches"));
+    CHECK_MSG(n >= 1 && n <= 4, "%s %s: %d stretches", path, mode, n);
+    CHECK_EQ_INT(four.frames.dtype, one.frames.dtype);
+    CHECK_EQ_INT(four.frames.shape[0], one.frames.shape[0]);
+    CHECK_MSG(memcmp(four.frames.data, one.frames.data, vtr_tensor_nbytes(&one.frames)) == 0,
+              "%s %s: %d stretches give other frames than one", path, mode, n);
+    json_object_del(one.meta, "decode");
+    json_object_del(four.meta, "decode");
+    CHECK_MSG(json_equal(one.meta, four.meta), "%s %s: %d stretches give other metadata", path,
+              mode, n);
+    vtr_decoded_item_free(&one);
+    vtr_decoded_item_free(&four);
+    return n;
 }
 
 size_t fixture_frame_bytes(const vtr_decoded_item *it)

@@ -38,6 +38,12 @@ void fixture_quiet(void);
 void fixture_decode(const char *path, const vtr_sampler *s, bool straight,
                     const vtr_geometry_request *g, vtr_decoded_item *out);
 
+/* Decodes path with timed sampler s on one thread (one decoder) and on four (up to four
+ * stretches of the file at once, decode/stretch_plan.h): CHECKs the same frames, byte for
+ * byte, and the same metadata but for the decoding counts. Returns how many stretches the
+ * second took. */
+int fixture_check_stretches(const char *path, const vtr_sampler *s);
+
 /* Frame k of a decoded item (uint8), its size in bytes. */
 const uint8_t *fixture_frame(const vtr_decoded_item *it, int64_t k);
 size_t fixture_frame_bytes(const vtr_decoded_item *it);

@@ -194,10 +194,18 @@ static void check_all_modes(const char *name)
         {.mode = VTR_SAMPLE_EVERY, .n = 16},
         {.mode = VTR_SAMPLE_KEYFRAMES},
     };
+    int stretches = 1;
     for (size_t i = 0; i < sizeof samplers / sizeof samplers[0]; i++) {
         check_mode(f, &all, &samplers[i], false);
         check_mode(f, &all, &samplers[i], true);
+        if (vtr_sampler_is_timed(&samplers[i])) {
+            int n = fixture_check_stretches(f->path, &samplers[i]);
+            stretches = n > stretches ? n : stretches;
+        }
     }
+    /* (WebM's index, its cues, is read at the first seek: no stretches are planned) */
+    bool webm = !strcmp(name, "vp9") || !strcmp(name, "start_webm");
+    CHECK_MSG(webm || stretches > 1, "%s: one stretch for every sampler", name);
     vtr_decoded_item_free(&all);
 }
 

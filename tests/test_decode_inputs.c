@@ -456,9 +456,10 @@ TEST(decode_bad_inputs_fail_cleanly)
             vtr_decode_options o;
             vtr_decode_options_defaults(&o);
             o.sampler = samplers[s];
-            /* several decoder threads: the reader uses slice threads only, so no
-             * damaged frame slips through late (with frame threads the garbled keyframe
-             * once decoded "ok") and the flipped AVI cannot abort the process */
+            /* several threads: the reader uses slice threads only, so no damaged frame
+             * slips through late (with frame threads the garbled keyframe once decoded
+             * "ok") and the flipped AVI cannot abort the process; timed samplers decode
+             * stretches of the file at once */
             o.threads = 4;
             vtr_decoded_item it;
             vtr_error err;
@@ -473,6 +474,12 @@ TEST(decode_bad_inputs_fail_cleanly)
             CHECK_MSG(!strchr(err.msg, '\n'), "a one-line message: %s", err.msg);
             CHECK(it.frames.data == NULL && it.meta == NULL);
             CHECK(!exists(audio));
+            /* one decoder gives the same error as several stretches of the file at once */
+            vtr_error one;
+            o.threads = 1;
+            CHECK_EQ_INT(vtr_decode_item(cases[c].path, &o, audio, &it, &one), st);
+            CHECK_MSG(!strcmp(one.msg, err.msg), "%s: \"%s\" with one thread, \"%s\" with four",
+                      cases[c].path, one.msg, err.msg);
         }
     check_no_temporaries();
     for (size_t c = 0; c < n_cases; c++)

@@ -213,8 +213,11 @@ static void check_video(const char *path, const plain_decode *plain)
         {.mode = VTR_SAMPLE_EVERY, .n = 7},
         {.mode = VTR_SAMPLE_KEYFRAMES},
     };
-    for (size_t i = 0; i < sizeof samplers / sizeof samplers[0]; i++)
+    for (size_t i = 0; i < sizeof samplers / sizeof samplers[0]; i++) {
         check_sampled(path, &all, &samplers[i]);
+        if (vtr_sampler_is_timed(&samplers[i]))
+            fixture_check_stretches(path, &samplers[i]);
+    }
     vtr_decoded_item_free(&all);
 }
 

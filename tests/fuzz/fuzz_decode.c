@@ -1,9 +1,10 @@
 /* Fuzz target: the decode path (decode/decode_item.h) on arbitrary media, as vtr-decode
  * and vtr-index run it: the input, written to a scratch file (vtr_decode_item takes a
- * path), is demuxed, decoded, sampled and converted to 32x32 RGB frames by one decoder
- * thread. The input's length picks the sampler (so that a seed keeps its bytes): length
- * % 4 gives frames:4 (with seeks), fps:5, every:2 or keyframes; (length / 4) % 2 decodes
- * straight (no jumps) or not; (length / 8) % 2 also writes the audio track. A failure
+ * path), is demuxed, decoded, sampled and converted to 32x32 RGB frames. The input's
+ * length picks the sampler (so that a seed keeps its bytes): length % 4 gives frames:4
+ * (with seeks), fps:5, every:2 or keyframes; (length / 4) % 2 decodes straight (no jumps)
+ * or not; (length / 8) % 2 also writes the audio track; (length / 16) % 2 gives one thread
+ * or two (timed samplers: stretches of the file decoded at once). A failure
  * must come with one line (lib/error.h) starting with the path and leave nothing allocated
  * and no audio file; a success gives N <= MAX_FRAMES frames of 32x32x3 and metadata that
  * agree. The CI runs it with a per-input time limit (fuzz_decode.options): a slow input
@@ -41,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.sampler = samplers[size % 4];
     o.straight = (size / 4) % 2;
     o.geometry.width = o.geometry.height = SIDE;
-    o.threads = 1;
+    o.threads = 1 + (int)((size / 16) % 2);
     o.max_frames = MAX_FRAMES;
     bool with_audio = (size / 8) % 2;
 
