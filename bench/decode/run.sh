@@ -17,6 +17,8 @@
 # all with the same conversion (-sws_flags bicubic+accurate_rnd+full_chroma_int) and
 # default threading. Times: wall-clock and CPU (user + system) seconds, each the median of
 # RUNS runs (default 3), the three commands interleaved run by run.
+# vtr decodes with its default threads (one per core): stretches of the file at once
+# (docs/decode.md), the count in the last column; ffmpeg with its default frame threads.
 # Frames decoded per frame delivered: vtr's from its decoder counters; select's is every
 # frame up to the last target; seek's counts each call's frames from its keyframe.
 set -eu
@@ -80,6 +82,7 @@ bench_one() { # name regime
     indices=$(field "$meta" frame_indices)
     times=$(field "$meta" timestamps)
     decoded=$(field "$meta" decode.frames_decoded)
+    stretches=$(field "$meta" decode.stretches)
     total=$(field "$meta" duration)
     expr=$(echo "$indices" | awk '{for (i = 1; i <= NF; i++) printf "%seq(n\\,%s)", (i > 1 ? "+" : ""), $i}')
     : >"$out/t-vtr"
@@ -108,16 +111,16 @@ bench_one() { # name regime
     ck=$(cut -d' ' -f2 "$out/t-seek" | median)
     awk -v r="$2" -v n="$1" -v len="$total" -v tv="$tv" -v ts="$ts" -v tk="$tk" -v cv="$cv" \
         -v cs="$cs" -v ck="$ck" -v dv="$decoded" -v last="$last" -v dk="$seek_decoded" \
-        -v same="$same" 'BEGIN {
-        printf "%s\t%s\t%.0f s\t%.2f / %.2f\t%.2f / %.2f\t%.2f / %.2f\t%.2fx / %.2fx\t%.2fx / %.2fx\t%.1f\t%.1f\t%.1f\t%s\n",
+        -v same="$same" -v st="$stretches" 'BEGIN {
+        printf "%s\t%s\t%.0f s\t%.2f / %.2f\t%.2f / %.2f\t%.2f / %.2f\t%.2fx / %.2fx\t%.2fx / %.2fx\t%.1f\t%.1f\t%.1f\t%s\t%s\n",
             r, n, len, tv, cv, ts, cs, tk, ck, ts / tv, cs / cv, tk / tv, ck / cv,
-            dv / 20, (last + 1) / 20, dk / 20, same }'
+            dv / 20, (last + 1) / 20, dk / 20, same, st }'
 }
 
 for i in $(seq "$clips"); do make_video "clip$i" 30 $((i * 1000)); done
 for i in $(seq "$longs"); do make_video "long$i" "$long_seconds" $((i * 100)); done
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(ffmpeg -version | head -n 1 | cut -d' ' -f1-3), runs=$runs"
-printf 'regime\tvideo\tlength\tvtr wall/cpu s\tselect wall/cpu s\tseek wall/cpu s\tselect/vtr wall/cpu\tseek/vtr wall/cpu\tdecoded per delivered: vtr\tselect\tseek\tidentical\n'
+printf 'regime\tvideo\tlength\tvtr wall/cpu s\tselect wall/cpu s\tseek wall/cpu s\tselect/vtr wall/cpu\tseek/vtr wall/cpu\tdecoded per delivered: vtr\tselect\tseek\tidentical\tvtr stretches\n'
 for i in $(seq "$clips"); do bench_one "clip$i" a; done
 for i in $(seq "$longs"); do bench_one "long$i" b; done
