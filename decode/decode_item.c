@@ -353,8 +353,10 @@ static vtr_status run_stretches(stretch *w, int n, int64_t *delivered, vtr_decod
         }
         vtr_status st =
             i ? store_append(&w[0].s, &w[i].s, w[i].plan.targets - w[0].plan.targets, err) : VTR_OK;
-        if (st != VTR_OK)
+        if (st != VTR_OK) {
+            vtr_error_context(err, "%s", w[0].path);
             return st;
+        }
         const vtr_decode_stats *rs = vtr_video_reader_stats(w[i].r);
         ds->packets_read += rs->packets_read;
         ds->packets_sent += rs->packets_sent;
