@@ -280,7 +280,7 @@ static json_t *build_meta(const char *path, const vtr_video_reader *r, const fra
  * outcome. */
 typedef struct stretch {
     const char *path;
-    int threads;  /* the reader's decoder threads */
+    int threads;  /* its reader's decoder threads (further stretches: they open one) */
     bool measure; /* the item's reader measured the duration: so does this one */
     vtr_video_reader *r;
     vtr_pick_plan plan;
@@ -306,11 +306,10 @@ static void *stretch_run(void *arg)
 }
 
 /* How many stretches plan's targets split into, the first target of each in first[]:
- * one unless the sampler is timed, jumps are allowed and o->threads allows more. */
-static int plan_stretches(vtr_video_reader *r, const vtr_decode_options *o,
-                          const vtr_pick_plan *plan, int64_t *first)
+ * one unless the sampler is timed, jumps are allowed and threads allows more. */
+static int plan_stretches(vtr_video_reader *r, int threads, const vtr_pick_plan *plan,
+                          int64_t *first)
 {
-    int threads = o->threads > 0 ? o->threads : av_cpu_count();
     int max = threads < MAX_STRETCHES ? threads : MAX_STRETCHES;
     first[0] = 0;
     if (!plan->targets || !plan->seek || max < 2 || plan->n_targets < 2)
@@ -411,12 +410,12 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
         plan.targets = targets;
         plan.n_targets = n_targets;
     }
-    n_stretches = plan_stretches(r, o, &plan, first);
+    int threads = o->threads > 0 ? o->threads : av_cpu_count();
+    n_stretches = plan_stretches(r, threads, &plan, first);
     if (!(w = calloc((size_t)n_stretches, sizeof *w))) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
         goto end;
     }
-    int threads = o->threads > 0 ? o->threads : av_cpu_count();
     for (int i = 0; i < n_stretches; i++) {
         int64_t end_target = i + 1 < n_stretches ? first[i + 1] : n_targets;
         w[i] = (stretch){
