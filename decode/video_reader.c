@@ -253,21 +253,49 @@ const char *vtr_video_reader_path(const vtr_video_reader *r)
     return r->path;
 }
 
+/* Seeks to the index's last keyframe that lies inside the file (a truncated file's
+ * index may point past its end); again while a seek made the index longer (Matroska
+ * reads its cues at the first seek). True when no seek failed (also when the index has
+ * no keyframe: the reader stays at the start). */
+static bool seek_last_keyframe(vtr_video_reader *r)
+{
+    int64_t size = avio_size(r->fmt->pb);
+    for (int seen = -1, n; (n = avformat_index_get_entries_count(r->st)) > seen; seen = n) {
+        const AVIndexEntry *last = NULL;
+        for (int i = n - 1; i >= 0 && !last; i--) {
+            const AVIndexEntry *e = avformat_index_get_entry(r->st, i);
+            if (e && (e->flags & AVINDEX_KEYFRAME) && (size < 0 || e->pos < size))
+                last = e;
+        }
+        if (!last)
+            return true;
+        int ret = av_seek_frame(r->fmt, r->stream, last->timestamp, AVSEEK_FLAG_BACKWARD);
+        reset_packets(r);
+        if (ret < 0)
+            return false;
+    }
+    return true;
+}
+
+/* The index entries of r's stream, to give a reopened demuxer what this one learned
+ * (NULL and *n 0 when there are none, or no memory for them: an index saves time, it
+ * does not change what is decoded). */
+static AVIndexEntry *index_copy(vtr_video_reader *r, int *n)
+{
+    *n = avformat_index_get_entries_count(r->st);
+    AVIndexEntry *copy = *n > 0 ? malloc((size_t)*n * sizeof *copy) : NULL;
+    for (int i = 0; copy && i < *n; i++)
+        copy[i] = *avformat_index_get_entry(r->st, i);
+    if (!copy)
+        *n = 0;
+    return copy;
+}
+
 vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err)
 {
-    bool start_known = r->st->start_time != AV_NOPTS_VALUE;
-    if (start_known) {
-        /* from the last indexed keyframe: one GOP of demuxing instead of the file */
-        for (int i = avformat_index_get_entries_count(r->st) - 1; i >= 0; i--) {
-            const AVIndexEntry *e = avformat_index_get_entry(r->st, i);
-            if (e && (e->flags & AVINDEX_KEYFRAME)) {
-                if (av_seek_frame(r->fmt, r->stream, e->timestamp, AVSEEK_FLAG_BACKWARD) < 0)
-                    start_known = false; /* read it all from the start instead */
-                reset_packets(r);
-                break;
-            }
-        }
-    }
+    /* from the last indexed keyframe: one GOP of demuxing instead of the file; else it
+     * all from the start */
+    bool start_known = r->st->start_time != AV_NOPTS_VALUE && seek_last_keyframe(r);
     AVPacket *pkt = av_packet_alloc();
     if (!pkt)
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", r->path);
@@ -300,7 +328,15 @@ vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err)
     if ((st = vtr_video_reader_check_end(r, hi, err)) != VTR_OK)
         return st;
     r->info.duration = hi > r->info.start ? hi - r->info.start : 0;
+    /* the reopened demuxer keeps the keyframes found here (Matroska's cues, or those read),
+     * so that the frame picker and the stretch plan see them before any seek */
+    int n;
+    AVIndexEntry *index = index_copy(r, &n);
     st = vtr_video_reader_rewind(r, err);
+    for (int i = 0; st == VTR_OK && i < n; i++)
+        av_add_index_entry(r->st, index[i].pos, index[i].timestamp, index[i].size,
+                           index[i].min_distance, index[i].flags);
+    free(index);
     r->stats = (vtr_decode_stats){0};
     return st;
 }

@@ -64,7 +64,8 @@ const char *vtr_video_reader_path(const vtr_video_reader *r);
 /* For a stream that declares no duration (Matroska/WebM, image pipes): reads, without
  * decoding, the packets from the last indexed keyframe (or from the start, without an
  * index) to the end of the file, sets info.duration to the end of the last frame (and
- * info.start when unknown), then goes back to the start. */
+ * info.start when unknown), then goes back to the start, keeping the keyframe index it
+ * found (Matroska's cues, read at a first seek, or the keyframes read). */
 vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err);
 
 /* Fails with VTR_ERR_FORMAT ("truncated?") when the video data, read to the end of the

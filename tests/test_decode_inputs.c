@@ -395,6 +395,17 @@ static char *make_unknown_codec_file(const char **needle)
     return path;
 }
 
+/* The WebM fixture with its cues (the index) before the clusters, cut in half. */
+static char *make_cut_cues_front_webm(const decode_fixture *vp9)
+{
+    char *front = strdup(test_path("cues_front.webm"));
+    CHECK(front);
+    fixture_remux(vp9->path, front, "reserve_index_space", "4096");
+    char *cut = make_bad_file(front, "cut_cues_front.webm", file_size(front) / 2, 0, 0);
+    free(front);
+    return cut;
+}
+
 /* A WAV file: audio, no video. */
 static char *make_audio_only_file(void)
 {
@@ -428,17 +439,18 @@ TEST(decode_bad_inputs_fail_cleanly)
         {make_bad_file(h264->path, "noise.mp4", -1, 0, 1L << 30), VTR_ERR_FORMAT,
          "FFmpeg can read"},
         /* the mp4 index (moov) is written last: a cut file has none */
-        {make_bad_file(h264->path, "cut.mp4", file_size(h264->path) / 2, 0, 0),
-         VTR_ERR_FORMAT, "truncated"},
+        {make_bad_file(h264->path, "cut.mp4", file_size(h264->path) / 2, 0, 0), VTR_ERR_FORMAT,
+         "truncated"},
         {make_bad_file(vp9->path, "cut.webm", file_size(vp9->path) / 2, 0, 0), VTR_ERR_FORMAT,
          "truncated"},
+        /* its index in front points past the cut (once "no video frames") */
+        {make_cut_cues_front_webm(vp9), VTR_ERR_FORMAT, "truncated"},
         {make_bad_file(png->path, "cut.png", file_size(png->path) / 2, 0, 0), VTR_ERR_CODEC,
          "Invalid data"},
         /* the slice data of the second keyframe (frame 30) garbled */
         {make_garbled_keyframe(h264, 30), VTR_ERR_CODEC, "decod"},
         /* inverted bytes in MPEG-4 (FFmpeg 5.1 asserted with frame threads) */
-        {make_flipped_file(avi->path, "flipped.avi", 30),
-         VTR_ERR_CODEC, "decod"},
+        {make_flipped_file(avi->path, "flipped.avi", 30), VTR_ERR_CODEC, "decod"},
         {unknown_path, VTR_ERR_UNSUPPORTED, unknown_codec},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
         {strdup(test_tmpdir()), VTR_ERR_IO, "directory"},
