@@ -282,6 +282,7 @@ typedef struct stretch {
     const char *path;
     int threads;  /* its reader's decoder threads (further stretches: they open one) */
     bool measure; /* the item's reader measured the duration: so does this one */
+    const vtr_video_reader *item; /* the item's reader, whose own index a new one shares */
     vtr_video_reader *r;
     vtr_pick_plan plan;
     frame_store s;
@@ -295,9 +296,12 @@ typedef struct stretch {
 static void *stretch_run(void *arg)
 {
     stretch *w = arg;
-    if (!w->r && (w->st = vtr_video_reader_open(w->path, w->threads, &w->r, &w->err)) == VTR_OK &&
-        w->measure)
-        w->st = vtr_video_reader_measure(w->r, &w->err);
+    if (!w->r && (w->st = vtr_video_reader_open(w->path, w->threads, &w->r, &w->err)) == VTR_OK) {
+        if (w->measure)
+            w->st = vtr_video_reader_measure(w->r, &w->err);
+        if (w->st == VTR_OK)
+            w->st = vtr_video_reader_share_index(w->r, w->item, &w->err);
+    }
     if (w->st != VTR_OK)
         return NULL;
     w->s.r = w->r;
@@ -312,8 +316,9 @@ static int plan_stretches(vtr_video_reader *r, int threads, const vtr_pick_plan 
 {
     int max = threads < MAX_STRETCHES ? threads : MAX_STRETCHES;
     first[0] = 0;
-    if (!plan->targets || !plan->seek || max < 2 || plan->n_targets < 2)
-        return 1;
+    if (!plan->targets || !plan->seek || max < 2 || plan->n_targets < 2 ||
+        !vtr_video_reader_jumps_tell_all(r))
+        return 1; /* (then stretches could lose frame numbers one decoder keeps) */
     int64_t *keyframes = malloc((size_t)plan->n_targets * sizeof *keyframes);
     if (!keyframes)
         return 1; /* one decoder needs no more memory */
@@ -409,6 +414,8 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
         }
         plan.targets = targets;
         plan.n_targets = n_targets;
+        if (plan.seek && (st = vtr_video_reader_index(r, err)) != VTR_OK)
+            goto end;
     }
     int threads = o->threads > 0 ? o->threads : av_cpu_count();
     n_stretches = plan_stretches(r, threads, &plan, first);
@@ -421,6 +428,7 @@ vtr_status vtr_decode_item(const char *path, const vtr_decode_options *o,
         w[i] = (stretch){
             .path = path,
             .measure = measure,
+            .item = r,
             .r = i ? NULL : r,
             .plan = plan,
             .threads = threads / n_stretches > 1 ? threads / n_stretches : 1,

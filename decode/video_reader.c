@@ -11,6 +11,13 @@
 
 #include "decode/packet_times.h"
 
+/* A keyframe of the reader's own index: its dts (the index's terms, as mp4's), the byte
+ * where its packet begins, and the number of video packets before it (its frame number
+ * in decode order). */
+typedef struct {
+    int64_t dts, pos, num;
+} own_keyframe;
+
 struct vtr_video_reader {
     char *path;
     AVFormatContext *fmt;
@@ -22,9 +29,17 @@ struct vtr_video_reader {
     AVBSFContext *unpack;   /* MPEG-4 Part 2: mpeg4_unpack_bframes; NULL otherwise */
     bool unpack_flushed;    /* the demuxer ended and the filter was told */
     bool restore_pts;       /* packets pass through times (packet_times.h) */
+    bool reorders;          /* frames are shown in another order than decoded (probed at
+                               opening: a reopened demuxer does not probe) */
     vtr_packet_times times;
     bool source_eof;        /* no more packets from the demuxer (and the filter) */
     AVPacket *next;         /* a packet on its way from the demuxer */
+    /* vtr_video_reader_index: the keyframes of a container without an index of its own,
+     * in file order (dts and byte position both rising); n 0: the container's index */
+    struct {
+        own_keyframe *k;
+        int n, cap;
+    } own;
 };
 
 static vtr_status codec_error(vtr_error *err, const char *path, const char *what, int ret)
@@ -196,6 +211,7 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
         goto end;
     }
     r->restore_pts = vtr_packet_times_applies(par);
+    r->reorders = par->video_delay > 0;
     vtr_packet_times_init(&r->times, par->codec_id);
     if (!(r->next = av_packet_alloc())) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
@@ -234,6 +250,7 @@ void vtr_video_reader_close(vtr_video_reader *r)
     vtr_packet_times_free(&r->times);
     av_packet_free(&r->next);
     avformat_close_input(&r->fmt);
+    free(r->own.k);
     free(r->path);
     free(r);
 }
@@ -341,6 +358,66 @@ vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err)
     return st;
 }
 
+/* Appends a keyframe to r's own index; false when it breaks the order (the time stamps
+ * reset or wrapped, or a position is unknown) or there is no memory: then no index. */
+static bool own_append(vtr_video_reader *r, const AVPacket *pkt, int64_t num)
+{
+    int n = r->own.n;
+    const own_keyframe *last = n ? &r->own.k[n - 1] : NULL;
+    if (pkt->dts == AV_NOPTS_VALUE || pkt->pos < 0 ||
+        (last && (pkt->dts <= last->dts || pkt->pos <= last->pos)))
+        return false;
+    if (n == r->own.cap) {
+        int cap = n ? 2 * n : 256;
+        own_keyframe *k = realloc(r->own.k, (size_t)cap * sizeof *k);
+        if (!k)
+            return false;
+        r->own.k = k;
+        r->own.cap = cap;
+    }
+    r->own.k[n] = (own_keyframe){pkt->dts, pkt->pos, num};
+    r->own.n = n + 1;
+    return true;
+}
+
+vtr_status vtr_video_reader_index(vtr_video_reader *r, vtr_error *err)
+{
+    if (strcmp(r->fmt->iformat->name, "mpegts") != 0 || r->own.n > 0)
+        return VTR_OK;
+    AVPacket *pkt = av_packet_alloc();
+    bool ok = pkt != NULL, eof = false;
+    for (int64_t num = 0; ok; num++) {
+        vtr_error ignored;
+        if (vtr_video_reader_read(r, pkt, &eof, &ignored) != VTR_OK) /* decoding says it */
+            ok = false;
+        else if (eof)
+            break;
+        else if (pkt->flags & AV_PKT_FLAG_KEY)
+            ok = own_append(r, pkt, num);
+    }
+    av_packet_free(&pkt);
+    if (!ok || r->own.n < 2)
+        r->own.n = 0;
+    vtr_status st = vtr_video_reader_rewind(r, err);
+    r->stats = (vtr_decode_stats){0};
+    return st;
+}
+
+vtr_status vtr_video_reader_share_index(vtr_video_reader *dst, const vtr_video_reader *src,
+                                        vtr_error *err)
+{
+    int n = src->own.n;
+    if (n == 0)
+        return VTR_OK;
+    free(dst->own.k);
+    dst->own.n = dst->own.cap = 0;
+    if (!(dst->own.k = malloc((size_t)n * sizeof *dst->own.k)))
+        return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", dst->path);
+    memcpy(dst->own.k, src->own.k, (size_t)n * sizeof *dst->own.k);
+    dst->own.n = dst->own.cap = n;
+    return VTR_OK;
+}
+
 vtr_status vtr_video_reader_check_end(const vtr_video_reader *r, int64_t end, vtr_error *err)
 {
     const vtr_video_info *in = &r->info;
@@ -433,9 +510,31 @@ vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, 
     }
 }
 
+/* The last of the reader's own keyframes with dts <= ts; -1 when none. */
+static int own_keyframe_before(const vtr_video_reader *r, int64_t ts)
+{
+    int lo = 0, hi = r->own.n; /* the answer is lo - 1 */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r->own.k[mid].dts <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - 1;
+}
+
 bool vtr_video_reader_keyframe_before(vtr_video_reader *r, int64_t ts, int64_t *kf_ts,
                                       int64_t *kf_pos)
 {
+    if (r->own.n > 0) {
+        int i = own_keyframe_before(r, ts);
+        if (i < 0)
+            return false;
+        *kf_ts = r->own.k[i].dts;
+        *kf_pos = r->own.k[i].pos;
+        return true;
+    }
     int idx = av_index_search_timestamp(r->st, ts, AVSEEK_FLAG_BACKWARD);
     if (idx < 0)
         return false;
@@ -450,6 +549,14 @@ bool vtr_video_reader_keyframe_before(vtr_video_reader *r, int64_t ts, int64_t *
 bool vtr_video_reader_keyframe_preceding(vtr_video_reader *r, int64_t pos, int64_t ts,
                                          int64_t *kf_ts)
 {
+    if (r->own.n > 0) {
+        int i = r->own.n - 1;
+        while (i >= 0 && (pos >= 0 ? r->own.k[i].pos >= pos : r->own.k[i].dts >= ts))
+            i--;
+        if (i >= 0)
+            *kf_ts = r->own.k[i].dts;
+        return i >= 0;
+    }
     bool found = false;
     int n = avformat_index_get_entries_count(r->st);
     for (int i = 0; i < n; i++) {
@@ -465,8 +572,18 @@ bool vtr_video_reader_keyframe_preceding(vtr_video_reader *r, int64_t pos, int64
     return found;
 }
 
+bool vtr_video_reader_jumps_tell_all(vtr_video_reader *r)
+{
+    int n = avformat_index_get_entries_count(r->st);
+    return r->own.n > 0 || (n > 0 && r->st->nb_frames == n) || !r->reorders;
+}
+
 int64_t vtr_video_reader_frame_number(vtr_video_reader *r, int64_t dts)
 {
+    if (r->own.n > 0) {
+        int i = dts != AV_NOPTS_VALUE ? own_keyframe_before(r, dts) : -1;
+        return i >= 0 && r->own.k[i].dts == dts ? r->own.k[i].num : -1;
+    }
     int n = avformat_index_get_entries_count(r->st);
     if (n <= 0 || r->st->nb_frames != n || dts == AV_NOPTS_VALUE)
         return -1;
@@ -478,7 +595,15 @@ int64_t vtr_video_reader_frame_number(vtr_video_reader *r, int64_t dts)
 vtr_status vtr_video_reader_seek(vtr_video_reader *r, int64_t ts, vtr_error *err)
 {
     r->stats.seeks++;
-    int ret = av_seek_frame(r->fmt, r->stream, ts, AVSEEK_FLAG_BACKWARD);
+    int ret;
+    if (r->own.n > 0) {
+        /* to the byte where the keyframe's packet begins: the demuxer's own seek (a
+         * search by time stamps) need not land on a keyframe */
+        int i = own_keyframe_before(r, ts);
+        ret = av_seek_frame(r->fmt, r->stream, r->own.k[i > 0 ? i : 0].pos, AVSEEK_FLAG_BYTE);
+    } else {
+        ret = av_seek_frame(r->fmt, r->stream, ts, AVSEEK_FLAG_BACKWARD);
+    }
     if (ret < 0)
         return vtr_fail(err, VTR_ERR_CODEC, "%s: seeking to %.3f s: %s", r->path,
                         vtr_video_reader_seconds(r, ts), av_err2str(ret));

@@ -68,6 +68,20 @@ const char *vtr_video_reader_path(const vtr_video_reader *r);
  * found (Matroska's cues, read at a first seek, or the keyframes read). */
 vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err);
 
+/* For a container without a keyframe index (MPEG-TS): reads, without decoding, the
+ * video packets of the whole file and keeps each keyframe's dts, byte position and
+ * frame number as the reader's own index, which vtr_video_reader_keyframe_before,
+ * _preceding, _frame_number and _seek then use (a seek goes to the keyframe's byte);
+ * then goes back to the start. Keeps none
+ * when the keyframes' dts do not rise with their positions (time stamps reset or
+ * wrapped), when reading fails (decoding will say why) or memory runs short: the file
+ * then decodes straight through, as without an index. Other containers: nothing. */
+vtr_status vtr_video_reader_index(vtr_video_reader *r, vtr_error *err);
+
+/* Gives dst, the same file opened again, src's own index (vtr_video_reader_index). */
+vtr_status vtr_video_reader_share_index(vtr_video_reader *dst, const vtr_video_reader *src,
+                                        vtr_error *err);
+
 /* Fails with VTR_ERR_FORMAT ("truncated?") when the video data, read to the end of the
  * file, stops at `end` ticks well before info.declared_end (by more than half a second,
  * two frames and 2% of the duration). */
@@ -79,7 +93,8 @@ vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof,
                                  vtr_error *err);
 
 /* The container index's entry for the last keyframe at or before ts: its timestamp in
- * the index's terms (dts for mp4/mov, pts for Matroska/WebM) and its byte position (-1
+ * the index's terms (dts for mp4/mov and the reader's own index, vtr_video_reader_index;
+ * pts for Matroska/WebM) and its byte position (-1
  * when unknown; Matroska gives the cluster's); false when there is none. */
 bool vtr_video_reader_keyframe_before(vtr_video_reader *r, int64_t ts, int64_t *kf_ts,
                                       int64_t *kf_pos);
@@ -90,11 +105,19 @@ bool vtr_video_reader_keyframe_preceding(vtr_video_reader *r, int64_t pos, int64
                                          int64_t *kf_ts);
 
 /* The decode-order number of the packet with this dts when the container indexes every
- * frame (mp4/mov); -1 otherwise. */
+ * frame (mp4/mov), or of a keyframe of the reader's own index; -1 otherwise. */
 int64_t vtr_video_reader_frame_number(vtr_video_reader *r, int64_t dts);
 
-/* Seeks to the last keyframe at or before ts (av_seek_frame, AVSEEK_FLAG_BACKWARD) and
- * resets the decoder. */
+/* Whether decoding that begins with a jump to a keyframe tells what decoding from the
+ * start would (the frames' numbers): the container numbers every frame (mp4/mov, AVI),
+ * the reader's own index numbers its keyframes, or the stream reorders no frames (none
+ * decoded after a keyframe is shown before it, as an open GOP's are). Otherwise, e.g.
+ * Matroska with B-frames, only one decoder from the start keeps the frame numbers where
+ * its targets never make it jump. */
+bool vtr_video_reader_jumps_tell_all(vtr_video_reader *r);
+
+/* Seeks to the last keyframe at or before ts (av_seek_frame, AVSEEK_FLAG_BACKWARD; with
+ * the reader's own index, to that keyframe's byte) and resets the decoder. */
 vtr_status vtr_video_reader_seek(vtr_video_reader *r, int64_t ts, vtr_error *err);
 
 /* Goes back to the first packet of the file (reopening the demuxer) and resets the

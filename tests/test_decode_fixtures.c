@@ -10,10 +10,9 @@
 #include "check.h"
 #include "decode/orientation.h"
 
-const char *const fixture_videos[] = {"h264",   "mpeg4",  "mpeg4_avi", "divx_avi",
-                                      "vp9",    "vfr",    "start",     "start_webm",
-                                      "rot90",  "rot180", "rot270",    "audio",
-                                      NULL};
+const char *const fixture_videos[] = {"h264",   "mpeg4", "mpeg4_avi",  "divx_avi", "vp9",
+                                      "vfr",    "start", "start_webm", "rot90",    "rot180",
+                                      "rot270", "audio", "ts",         "mpeg4_ts", NULL};
 const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", NULL};
 
 static decode_fixture fixtures[32];
@@ -77,6 +76,17 @@ static void describe(decode_fixture *f)
         o->gop = 8;
         o->b_frames = 1;
         o->rotation = atoi(n + 3);
+    } else if (!strcmp(n, "ts")) {
+        /* MPEG-TS has no index: the reader makes its own (camcorders' AVCHD, broadcast) */
+        o->frames = 120;
+        o->gop = 30;
+        o->b_frames = 3;
+        o->audio_codec = "aac";
+    } else if (!strcmp(n, "mpeg4_ts")) {
+        o->codec = "mpeg4"; /* open GOPs, as broadcast MPEG-2 has */
+        o->frames = 60;
+        o->gop = 12;
+        o->b_frames = 2;
     } else if (!strcmp(n, "audio")) {
         o->frames = 50;
         o->gop = 25;
@@ -100,6 +110,10 @@ static const char *file_name(const char *n)
         return "divx.avi";
     if (!strcmp(n, "start_webm"))
         return "start.webm";
+    if (!strcmp(n, "ts"))
+        return "h264.ts";
+    if (!strcmp(n, "mpeg4_ts"))
+        return "mpeg4.ts";
     if (!strcmp(n, "png"))
         return "image.png";
     if (!strcmp(n, "jpeg"))

@@ -20,7 +20,8 @@ typedef struct decode_fixture {
 
 /* The named fixture, written on first use ("h264", "mpeg4", "mpeg4_avi", "divx_avi", "vp9",
  * "vfr", "start",
- * "start_webm", "rot90", "rot180", "rot270", "audio", "png", "jpeg", "webp", "bmp"). */
+ * "start_webm", "rot90", "rot180", "rot270", "audio", "ts", "mpeg4_ts", "png", "jpeg", "webp",
+ * "bmp"). */
 decode_fixture *fixture_get(const char *name);
 
 /* Every video fixture's name, NULL-terminated. */

@@ -3,9 +3,11 @@
 # top of the tree after `make`:
 #
 #   sh bench/decode/run.sh [CLIPS] [LONG_VIDEOS] [LONG_SECONDS]      (defaults: 3 1 600)
+#   CONTAINER=mkv sh bench/decode/run.sh ...     (the same streams in Matroska)
 #
 # Inputs (made once with bin/vtr-synth, kept in bench/out/decode/): 1280x720 H.264 at
-# 25 fps, a keyframe every 250 frames, 3 B-frames. Two regimes, 20 uniform frames each:
+# 25 fps, a keyframe every 250 frames, 3 B-frames, in mp4 (or CONTAINER: copied there by
+# ffmpeg -c copy). Two regimes, 20 uniform frames each:
 #   (a) 30-second clips (MSR-VTT-like: nearly every GOP holds a target);
 #   (b) LONG_SECONDS-second videos.
 # Three commands deliver the same 20 frames as RGB24 (checked byte for byte):
@@ -37,6 +39,7 @@ clips=${1:-3}
 longs=${2:-1}
 long_seconds=${3:-600}
 runs=${RUNS:-3}
+container=${CONTAINER:-mp4}
 out=bench/out/decode
 mkdir -p "$out"
 PATH=$(pwd)/bin:$PATH
@@ -52,10 +55,13 @@ done
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 make_video() { # name seconds first-index
-    [ -s "$out/$1.mp4" ] && return 0
-    echo "making $1.mp4 ($2 s of 720p H.264)" >&2
-    vtr-synth --size 1280x720 --fps 25 --frames $(($2 * 25)) --gop 250 --bframes 3 \
-        --first-index "$3" "$out/$1.mp4"
+    if ! [ -s "$out/$1.mp4" ]; then
+        echo "making $1.mp4 ($2 s of 720p H.264)" >&2
+        vtr-synth --size 1280x720 --fps 25 --frames $(($2 * 25)) --gop 250 --bframes 3 \
+            --first-index "$3" "$out/$1.mp4"
+    fi
+    [ -s "$out/$1.$container" ] ||
+        ffmpeg -nostdin -v error -i "$out/$1.mp4" -c copy "$out/$1.$container"
 }
 
 # field NAME of DIR/VIDEO.json as one line (arrays space-separated)
@@ -74,7 +80,7 @@ timed() {
 }
 
 bench_one() { # name regime
-    v=$out/$1.mp4
+    v=$out/$1.$container
     d=$out/vtr-$1
     rm -rf "$d"
     vtr-decode --frames 20 --out-dir "$d" "$v" # the frames the others must deliver
@@ -120,7 +126,7 @@ bench_one() { # name regime
 for i in $(seq "$clips"); do make_video "clip$i" 30 $((i * 1000)); done
 for i in $(seq "$longs"); do make_video "long$i" "$long_seconds" $((i * 100)); done
 
-echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(ffmpeg -version | head -n 1 | cut -d' ' -f1-3), runs=$runs"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(ffmpeg -version | head -n 1 | cut -d' ' -f1-3), runs=$runs, $container"
 printf 'regime\tvideo\tlength\tvtr wall/cpu s\tselect wall/cpu s\tseek wall/cpu s\tselect/vtr wall/cpu\tseek/vtr wall/cpu\tdecoded per delivered: vtr\tselect\tseek\tidentical\tvtr stretches\n'
 for i in $(seq "$clips"); do bench_one "clip$i" a; done
 for i in $(seq "$longs"); do bench_one "long$i" b; done
