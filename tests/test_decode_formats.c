@@ -271,6 +271,22 @@ TEST(decode_mpeg4_open_gop_mpeg_ts)
     check_all_modes("mpeg4_ts");
 }
 
+/* MPEG-TS has no index, so the reader makes one: the targets of frames:2, keyframes 30
+ * and 90 of 120, are reached by jumps (2 frames decoded), not by decoding everything up
+ * to frame 90 (60 frames, the B-frames skipped, before the reader had an index). */
+TEST(decode_mpeg_ts_jumps_to_sparse_targets)
+{
+    decode_fixture *f = fixture_get("ts");
+    vtr_sampler s = {.mode = VTR_SAMPLE_FRAMES, .n = 2};
+    vtr_decoded_item it;
+    fixture_decode(f->path, &s, false, NULL, &it);
+    json_t *d = json_object_get(it.meta, "decode");
+    int64_t decoded = json_integer_value(json_object_get(d, "frames_decoded"));
+    CHECK_MSG(decoded < 10, "%lld frames decoded for 2", (long long)decoded);
+    CHECK(json_integer_value(json_object_get(d, "seeks")) >= 1);
+    vtr_decoded_item_free(&it);
+}
+
 /* Rotated frames are really turned: unreadable as coded, readable turned back only the
  * right way. */
 TEST(decode_rotation_direction)
