@@ -572,10 +572,16 @@ bool vtr_video_reader_keyframe_preceding(vtr_video_reader *r, int64_t pos, int64
     return found;
 }
 
-bool vtr_video_reader_jumps_tell_all(vtr_video_reader *r)
+/* The container's index has an entry for every frame (mp4/mov, AVI). */
+static bool indexes_every_frame(const vtr_video_reader *r)
 {
     int n = avformat_index_get_entries_count(r->st);
-    return r->own.n > 0 || (n > 0 && r->st->nb_frames == n) || !r->reorders;
+    return n > 0 && r->st->nb_frames == n;
+}
+
+bool vtr_video_reader_jumps_tell_all(vtr_video_reader *r)
+{
+    return r->own.n > 0 || indexes_every_frame(r) || !r->reorders;
 }
 
 int64_t vtr_video_reader_frame_number(vtr_video_reader *r, int64_t dts)
@@ -584,8 +590,7 @@ int64_t vtr_video_reader_frame_number(vtr_video_reader *r, int64_t dts)
         int i = dts != AV_NOPTS_VALUE ? own_keyframe_before(r, dts) : -1;
         return i >= 0 && r->own.k[i].dts == dts ? r->own.k[i].num : -1;
     }
-    int n = avformat_index_get_entries_count(r->st);
-    if (n <= 0 || r->st->nb_frames != n || dts == AV_NOPTS_VALUE)
+    if (!indexes_every_frame(r) || dts == AV_NOPTS_VALUE)
         return -1;
     int idx = av_index_search_timestamp(r->st, dts, AVSEEK_FLAG_BACKWARD | AVSEEK_FLAG_ANY);
     const AVIndexEntry *e = idx >= 0 ? avformat_index_get_entry(r->st, idx) : NULL;

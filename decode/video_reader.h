@@ -72,10 +72,10 @@ vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err);
  * video packets of the whole file and keeps each keyframe's dts, byte position and
  * frame number as the reader's own index, which vtr_video_reader_keyframe_before,
  * _preceding, _frame_number and _seek then use (a seek goes to the keyframe's byte);
- * then goes back to the start. Keeps none
- * when the keyframes' dts do not rise with their positions (time stamps reset or
- * wrapped), when reading fails (decoding will say why) or memory runs short: the file
- * then decodes straight through, as without an index. Other containers: nothing. */
+ * then goes back to the start. Keeps none when the keyframes' dts do not rise with their
+ * positions (time stamps reset or wrapped), when reading fails (decoding will say why)
+ * or memory runs short: the file then decodes straight through, as without an index.
+ * Other containers: nothing. */
 vtr_status vtr_video_reader_index(vtr_video_reader *r, vtr_error *err);
 
 /* Gives dst, the same file opened again, src's own index (vtr_video_reader_index). */

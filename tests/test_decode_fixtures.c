@@ -189,6 +189,14 @@ void fixture_remux(const char *src, const char *dst, const char *key, const char
     avformat_close_input(&in);
 }
 
+char *fixture_cues_in_front(const decode_fixture *vp9)
+{
+    char *front = strdup(test_path("cues_front.webm"));
+    CHECK(front);
+    fixture_remux(vp9->path, front, "reserve_index_space", "4096");
+    return front;
+}
+
 /* fixture_decode with o.threads = threads (0: one per core). */
 static void decode_on(const char *path, const vtr_sampler *s, bool straight,
                       const vtr_geometry_request *g, int threads, vtr_decoded_item *out)

@@ -32,6 +32,10 @@ extern const char *const fixture_images[];
  * with one muxer option (key NULL: none), e.g. "movflags" "+faststart". CHECKs success. */
 void fixture_remux(const char *src, const char *dst, const char *key, const char *value);
 
+/* The WebM fixture vp9 remuxed with its cues (the index) before the clusters, as mkvmerge
+ * writes it: a new path (free it). */
+char *fixture_cues_in_front(const decode_fixture *vp9);
+
 /* Quiet FFmpeg's own logging (tests read errors from vtr_error only). */
 void fixture_quiet(void);
 

@@ -244,9 +244,7 @@ TEST(decode_matroska_open_gop_keeps_frame_numbers)
 TEST(decode_webm_cues_in_front)
 {
     decode_fixture *f = fixture_get("vp9");
-    char *front = strdup(test_path("cues_front.webm"));
-    CHECK(front);
-    fixture_remux(f->path, front, "reserve_index_space", "4096");
+    char *front = fixture_cues_in_front(f);
     vtr_sampler s = {.mode = VTR_SAMPLE_FPS, .fps_num = 10, .fps_den = 1};
     vtr_decoded_item end, in_front;
     fixture_decode(f->path, &s, false, NULL, &end);

@@ -398,9 +398,7 @@ static char *make_unknown_codec_file(const char **needle)
 /* The WebM fixture with its cues (the index) before the clusters, cut in half. */
 static char *make_cut_cues_front_webm(const decode_fixture *vp9)
 {
-    char *front = strdup(test_path("cues_front.webm"));
-    CHECK(front);
-    fixture_remux(vp9->path, front, "reserve_index_space", "4096");
+    char *front = fixture_cues_in_front(vp9);
     char *cut = make_bad_file(front, "cut_cues_front.webm", file_size(front) / 2, 0, 0);
     free(front);
     return cut;
