@@ -66,22 +66,24 @@ void vtr_dist_share_blocks(const vtr_dist *d, int n, int block, int *first, int 
 
 #ifdef VTR_HAVE_MPI
 
-/* An MPI failure as one line: the call and MPI's own words. */
-static vtr_status mpi_fail(vtr_error *err, const char *call, int code)
+/* An MPI failure as one line: the call and MPI's own words. The other ranks may wait in
+ * the collective that failed here: a failure of this rank alone (vtr_dist_fail_alone). */
+static vtr_status mpi_fail(vtr_dist *d, vtr_error *err, const char *call, int code)
 {
     char text[MPI_MAX_ERROR_STRING];
     int len = 0;
     if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
         len = 0;
     text[len] = 0;
-    return vtr_fail(err, VTR_ERR_IO, "MPI: %s failed: %s", call, len ? text : "unknown error");
+    return vtr_dist_fail_alone(
+        d, vtr_fail(err, VTR_ERR_IO, "MPI: %s failed: %s", call, len ? text : "unknown error"));
 }
 
-#define MPI_TRY(call)                                                                     \
-    do {                                                                                  \
-        int code_ = (call);                                                               \
-        if (code_ != MPI_SUCCESS)                                                         \
-            return mpi_fail(err, #call, code_);                                           \
+#define MPI_TRY(call)                                                                              \
+    do {                                                                                           \
+        int code_ = (call);                                                                        \
+        if (code_ != MPI_SUCCESS)                                                                  \
+            return mpi_fail(d, err, #call, code_);                                                 \
     } while (0)
 
 vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err)
@@ -101,7 +103,7 @@ vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err)
     int code = MPI_Comm_rank(node, &d->local_rank);
     MPI_Comm_free(&node);
     if (code != MPI_SUCCESS)
-        return mpi_fail(err, "MPI_Comm_rank", code);
+        return mpi_fail(d, err, "MPI_Comm_rank", code);
     return VTR_OK;
 }
 
@@ -128,8 +130,9 @@ static vtr_status need_scratch(vtr_dist *d, size_t bytes, vtr_error *err)
     if (bytes <= d->scratch_size)
         return VTR_OK;
     void *p = realloc(d->scratch, bytes);
-    if (!p)
-        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for a %zu-byte reduction", bytes);
+    if (!p) /* on this rank: the others go on into the reduction */
+        return vtr_dist_fail_alone(
+            d, vtr_fail(err, VTR_ERR_NOMEM, "out of memory for a %zu-byte reduction", bytes));
     d->scratch = p;
     d->scratch_size = bytes;
     return VTR_OK;
@@ -176,7 +179,7 @@ static vtr_status ordered_sum_piece(vtr_dist *d, char *buf, size_t n, size_t ele
     }
     free(counts);
     if (st == VTR_OK && code != MPI_SUCCESS)
-        st = mpi_fail(err, call, code);
+        st = mpi_fail(d, err, call, code);
     return st;
 }
 
@@ -321,6 +324,13 @@ vtr_status vtr_dist_gather(vtr_dist *d, const void *mine, size_t bytes, void *al
 vtr_status vtr_dist_broadcast(vtr_dist *d, void *buf, size_t n, int root, vtr_error *err)
 {
     return d->size > 1 ? broadcast(d, buf, n, root, err) : VTR_OK;
+}
+
+vtr_status vtr_dist_fail_alone(vtr_dist *d, vtr_status st)
+{
+    if (st != VTR_OK && d->size > 1)
+        d->failed_alone = true;
+    return st;
 }
 
 vtr_status vtr_dist_agree(vtr_dist *d, vtr_status st, vtr_error *err)

@@ -553,20 +553,26 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
                 st = vtr_batch_ahead_take(&t.train_b, &batch, err);
             if (st == VTR_OK && iteration + 1 < iters) /* built while this step runs */
                 request_batch(&t, iteration + 1, o->size_augment ? &aug : NULL);
-            if (st == VTR_OK) { /* the step's products in train.precision, the rest float32 */
-                vtr_precision before = vtr_matmul_use(o->precision);
-                st = gpu_products(&t, o->precision, err);
-                if (st == VTR_OK)
-                    st = vtr_run_model_step(&t.m, batch, neg, (uint64_t)o->seed, t.step, t.dist,
-                                            &loss, &negatives, err);
-                vtr_matmul_use(before);
-                if (st == VTR_OK)
-                    st = gpu_products(&t, VTR_PRECISION_F32, err);
-            }
-            /* data parallel: every rank learns a failure of any, then the summed gradients */
-            if ((st = vtr_dist_agree(t.dist, st, err)) ||
-                (st = vtr_dist_sum_on(t.dist, t.dev, t.dev_grad, params->n_trainable, err)))
+            /* data parallel: every rank learns a failure of any before the step's
+             * collectives; a failure among them is this rank's alone (lib/dist.h) */
+            if ((st = vtr_dist_agree(t.dist, st, err)))
                 goto end;
+            vtr_precision before = vtr_matmul_use(o->precision);
+            st = gpu_products(&t, o->precision, err); /* the step's in train.precision */
+            if (st == VTR_OK)
+                st = vtr_run_model_step(&t.m, batch, neg, (uint64_t)o->seed, t.step, t.dist, &loss,
+                                        &negatives, err);
+            vtr_matmul_use(before);
+            if (st == VTR_OK) /* the rest in float32 */
+                st = gpu_products(&t, VTR_PRECISION_F32, err);
+            if (st == VTR_OK) /* the summed gradients */
+                st = vtr_dist_sum_on(t.dist, t.dev, t.dev_grad, params->n_trainable, err);
+            if (st) {
+                vtr_dist_fail_alone(t.dist, st);
+                goto end;
+            }
+            /* every rank has the same loss (of the gathered batch) and gradient norm (of
+             * the same summed gradients), so every rank stops at the same check */
             if (!isfinite(loss)) {
                 st = vtr_fail(err, VTR_ERR_INVALID, "loss is %g at epoch %d, step %lld",
                               (double)loss, e, (long long)iteration);
@@ -576,11 +582,13 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
             float norm;
             /* clipping (train.grad_clip) as the optimizer reads the gradients; a step with a
              * non-finite norm ends the run, and its parameters are never saved */
-            if ((st = vtr_dev_clip_and_step(t.dev, &t.optim, params, t.dev_data, t.dev_grad,
-                                            t.moments, t.scratch, lr,
-                                            o->grad_clip > 0.0 ? o->grad_clip : INFINITY, &norm,
-                                            err)))
+            st = vtr_dev_clip_and_step(t.dev, &t.optim, params, t.dev_data, t.dev_grad, t.moments,
+                                       t.scratch, lr, o->grad_clip > 0.0 ? o->grad_clip : INFINITY,
+                                       &norm, err);
+            if (st) {
+                vtr_dist_fail_alone(t.dist, st);
                 goto end;
+            }
             if (!isfinite(norm)) {
                 st = vtr_fail(err, VTR_ERR_INVALID, "gradient norm is %g at epoch %d, step %lld",
                               (double)norm, e, (long long)iteration);

@@ -413,6 +413,13 @@ int main(int argc, char **argv)
         rc = stop_requested ? 2 : 0;
     }
 end:
+    if (st != VTR_OK && dist.failed_alone) {
+        /* the other ranks may wait for this one in a collective: each failing rank says
+         * why, and the first to get here ends the job (its run stays resumable) */
+        vtr_error_context(&err, "rank %d", dist.rank);
+        vtr_log_item_error(NULL, &err);
+        vtr_dist_abort(&dist, 1);
+    }
     if (st != VTR_OK && dist.rank == 0)
         vtr_log_item_error(NULL, &err);
     vtr_config_free(cfg);

@@ -145,6 +145,12 @@ TEST(dist_collectives)
         snprintf(want, sizeof want, "cannot read shard.0");
     CHECK_MSG(st == VTR_ERR_IO && strcmp(err.msg, want) == 0, "got %d '%s'", (int)st, err.msg);
     CHECK(vtr_dist_agree(&d, VTR_OK, &err) == VTR_OK);
+    /* ... which is not a failure of that rank alone; one between collectives is, with more
+     * than one rank (tests/gpu/train_mpi.sh: the job then ends) */
+    CHECK(!d.failed_alone);
+    CHECK(vtr_dist_fail_alone(&d, VTR_OK) == VTR_OK && !d.failed_alone);
+    CHECK(vtr_dist_fail_alone(&d, VTR_ERR_DEVICE) == VTR_ERR_DEVICE && d.failed_alone == (N > 1));
+    d.failed_alone = false;
 
     /* a flag of one rank stops them all */
     bool flag = r == N - 1;

@@ -10,7 +10,9 @@
 #   memory (VTR_NCCL_LIBRARY=none) and through it after NCCL refused the ranks
 #   (EMU_NCCL_REFUSE=1), which the log says;
 # - set embeddings and HGR (dropout, the fused score over the gathered encodings): 1 and
-#   2 ranks on the GPU train the same model.
+#   2 ranks on the GPU train the same model;
+# - on the emulation, a GPU fault on rank 1 in the middle of a step (EMU_FAIL_LAUNCH): the
+#   job ends within seconds, not waiting in the step's collectives, with rank 1's own line.
 #
 #   VTR_CUDA_LIBRARY=... [NCCL_LIBRARY=...] sh tests/gpu/train_mpi.sh
 #                                               (exit 0 passed, 1 failed, 77 skipped)
@@ -83,4 +85,22 @@ hgr_train 1 h1 --device cuda --set train.epochs=5
 hgr_train 2 h2 --device cuda --set train.epochs=5
 same_losses "$dir/h1/metrics.jsonl" "$dir/h2/metrics.jsonl"
 echo "HGR on the GPU, 1 vs 2 ranks: $(close "$dir/h1/last.safetensors" "$dir/h2/last.safetensors" 0.01)"
+
+# A fault on one rank's GPU between the step's collectives (the 1500th launch: in epoch 1's
+# steps, before a BatchNorm's sum over the ranks), where rank 0 waits for it: rank 1 says why
+# itself (mpirun --tag-output: "[1,1]") and ends the job (lib/dist.h: failed alone).
+case $VTR_CUDA_LIBRARY in
+*/build-emu/*)
+    start=$(date +%s)
+    timeout 120 $MPIRUN --tag-output -np 1 vtr-train "$dir/cfg.yaml" -o "$dir/fault" --threads 1 \
+        --device cuda : -np 1 -x EMU_FAIL_LAUNCH=1500 vtr-train "$dir/cfg.yaml" -o "$dir/fault" \
+        --threads 1 --device cuda >"$dir/fault.log" 2>&1
+    status=$? took=$(($(date +%s) - start))
+    [ $status -ne 124 ] || fail "a GPU fault on rank 1 left the job waiting: $(cat "$dir/fault.log")"
+    [ $status -ne 0 ] || fail "a GPU fault on rank 1: exit 0"
+    grep -q '^\[1,1\]<stderr>:vtr-train: rank 1: CUDA .*: unspecified launch failure$' "$dir/fault.log" ||
+        fail "no line from rank 1: $(cat "$dir/fault.log")"
+    echo "a GPU fault on rank 1 in a step ended the job in $took s (exit $status)"
+    ;;
+esac
 exit 0

@@ -252,9 +252,26 @@ cudaError_t emu_occupancy(int *blocks, int block_threads, size_t dynamic_shared)
     return cudaSuccess;
 }
 
+// EMU_FAIL_LAUNCH=N: the process's N-th kernel launch and every one after it fail with
+// cudaErrorLaunchFailure and run nothing, as on a GPU whose context a kernel's fault has
+// broken (what a data-parallel rank does then: tests/gpu/train_mpi.sh).
+static bool launch_broken(void)
+{
+    static const unsigned long long first = [] {
+        const char *n = getenv("EMU_FAIL_LAUNCH");
+        return n ? strtoull(n, NULL, 10) : 0ull;
+    }();
+    static unsigned long long launches;
+    return first > 0 && ++launches >= first;
+}
+
 void emu_launch(unsigned grid, unsigned block, size_t shared_bytes,
                 const std::function<void()> &thread_body)
 {
+    if (launch_broken()) {
+        emu_set_last_error(cudaErrorLaunchFailure);
+        return;
+    }
     if (grid == 0 || grid > max_grid_blocks || block == 0 || block > max_block_threads ||
         shared_bytes > max_shared_bytes) {
         emu_set_last_error(cudaErrorInvalidConfiguration);

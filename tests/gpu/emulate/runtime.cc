@@ -60,6 +60,7 @@ const char *cudaGetErrorString(cudaError_t error)
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
     default: return "unknown error";
     }
 }

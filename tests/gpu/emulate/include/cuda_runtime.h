@@ -31,6 +31,7 @@ enum {
     cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
     cudaErrorInvalidResourceHandle = 400,
+    cudaErrorLaunchFailure = 719,
 };
 enum cudaMemcpyKind {
     cudaMemcpyHostToHost = 0,
