@@ -66,24 +66,22 @@ void vtr_dist_share_blocks(const vtr_dist *d, int n, int block, int *first, int 
 
 #ifdef VTR_HAVE_MPI
 
-/* An MPI failure as one line: the call and MPI's own words. The other ranks may wait in
- * the collective that failed here: a failure of this rank alone (vtr_dist_fail_alone). */
-static vtr_status mpi_fail(vtr_dist *d, vtr_error *err, const char *call, int code)
+/* An MPI failure as one line: the call and MPI's own words (this rank's alone: dist.h). */
+static vtr_status mpi_fail(vtr_error *err, const char *call, int code)
 {
     char text[MPI_MAX_ERROR_STRING];
     int len = 0;
     if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
         len = 0;
     text[len] = 0;
-    return vtr_dist_fail_alone(
-        d, vtr_fail(err, VTR_ERR_IO, "MPI: %s failed: %s", call, len ? text : "unknown error"));
+    return vtr_fail(err, VTR_ERR_IO, "MPI: %s failed: %s", call, len ? text : "unknown error");
 }
 
 #define MPI_TRY(call)                                                                              \
     do {                                                                                           \
         int code_ = (call);                                                                        \
         if (code_ != MPI_SUCCESS)                                                                  \
-            return mpi_fail(d, err, #call, code_);                                                 \
+            return mpi_fail(err, #call, code_);                                                    \
     } while (0)
 
 vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err)
@@ -103,7 +101,7 @@ vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err)
     int code = MPI_Comm_rank(node, &d->local_rank);
     MPI_Comm_free(&node);
     if (code != MPI_SUCCESS)
-        return mpi_fail(d, err, "MPI_Comm_rank", code);
+        return mpi_fail(err, "MPI_Comm_rank", code);
     return VTR_OK;
 }
 
@@ -130,9 +128,8 @@ static vtr_status need_scratch(vtr_dist *d, size_t bytes, vtr_error *err)
     if (bytes <= d->scratch_size)
         return VTR_OK;
     void *p = realloc(d->scratch, bytes);
-    if (!p) /* on this rank: the others go on into the reduction */
-        return vtr_dist_fail_alone(
-            d, vtr_fail(err, VTR_ERR_NOMEM, "out of memory for a %zu-byte reduction", bytes));
+    if (!p)
+        return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for a %zu-byte reduction", bytes);
     d->scratch = p;
     d->scratch_size = bytes;
     return VTR_OK;
@@ -179,7 +176,7 @@ static vtr_status ordered_sum_piece(vtr_dist *d, char *buf, size_t n, size_t ele
     }
     free(counts);
     if (st == VTR_OK && code != MPI_SUCCESS)
-        st = mpi_fail(d, err, call, code);
+        st = mpi_fail(err, call, code);
     return st;
 }
 
@@ -203,9 +200,9 @@ static vtr_status gather(vtr_dist *d, const void *mine, size_t bytes, void *all,
     int counts[N], displs[N];
     long long total = 0;
     for (int r = 0; r < N; r++) {
-        if (sizes[r] > INT_MAX || total > INT_MAX - sizes[r])
-            return vtr_fail(err, VTR_ERR_INVALID, "MPI: a gather of more than %d bytes",
-                            INT_MAX);
+        if (sizes[r] > INT_MAX || total > INT_MAX - sizes[r]) /* every rank sees the sizes */
+            return vtr_dist_fail_alike(
+                d, vtr_fail(err, VTR_ERR_INVALID, "MPI: a gather of more than %d bytes", INT_MAX));
         counts[r] = (int)sizes[r];
         displs[r] = (int)total;
         total += sizes[r];
@@ -239,7 +236,7 @@ static vtr_status agree(vtr_dist *d, vtr_status st, vtr_error *err)
     vtr_fail(err, e.status, "%s", e.msg);
     if (first > 0)
         vtr_error_context(err, "rank %d", first);
-    return e.status;
+    return vtr_dist_fail_alike(d, e.status);
 }
 
 static vtr_status any(vtr_dist *d, bool *flag, vtr_error *err)
@@ -312,9 +309,17 @@ static vtr_status any(vtr_dist *d, bool *flag, vtr_error *err)
 
 #endif
 
+/* A collective starts: a failure it returns is this rank's alone unless it proves to be
+ * every rank's (vtr_dist_fail_alike). */
+static void begin(vtr_dist *d)
+{
+    d->shared_failure = false;
+}
+
 vtr_status vtr_dist_gather(vtr_dist *d, const void *mine, size_t bytes, void *all,
                            vtr_error *err)
 {
+    begin(d);
     if (d->size > 1)
         return gather(d, mine, bytes, all, err);
     memmove(all, mine, bytes);
@@ -323,38 +328,43 @@ vtr_status vtr_dist_gather(vtr_dist *d, const void *mine, size_t bytes, void *al
 
 vtr_status vtr_dist_broadcast(vtr_dist *d, void *buf, size_t n, int root, vtr_error *err)
 {
+    begin(d);
     return d->size > 1 ? broadcast(d, buf, n, root, err) : VTR_OK;
 }
 
-vtr_status vtr_dist_fail_alone(vtr_dist *d, vtr_status st)
+vtr_status vtr_dist_fail_alike(vtr_dist *d, vtr_status st)
 {
-    if (st != VTR_OK && d->size > 1)
-        d->failed_alone = true;
+    d->shared_failure = st != VTR_OK;
     return st;
 }
 
 vtr_status vtr_dist_agree(vtr_dist *d, vtr_status st, vtr_error *err)
 {
+    begin(d);
     return d->size > 1 ? agree(d, st, err) : st;
 }
 
 vtr_status vtr_dist_any(vtr_dist *d, bool *flag, vtr_error *err)
 {
+    begin(d);
     return d->size > 1 ? any(d, flag, err) : VTR_OK;
 }
 
 vtr_status vtr_dist_sum(vtr_dist *d, float *buf, size_t n, vtr_error *err)
 {
+    begin(d);
     return d->size > 1 ? ordered_sum(d, buf, n, sizeof *buf, add_float, err) : VTR_OK;
 }
 
 vtr_status vtr_dist_sum_double(vtr_dist *d, double *buf, size_t n, vtr_error *err)
 {
+    begin(d);
     return d->size > 1 ? ordered_sum(d, buf, n, sizeof *buf, add_double, err) : VTR_OK;
 }
 
 vtr_status vtr_dist_sum_int64(vtr_dist *d, int64_t *buf, size_t n, vtr_error *err)
 {
+    begin(d);
     return d->size > 1 ? ordered_sum(d, buf, n, sizeof *buf, add_int64, err) : VTR_OK;
 }
 
@@ -375,6 +385,7 @@ void vtr_dist_own_rows(void *buf, size_t row_bytes, int64_t first, int64_t count
 vtr_status vtr_dist_check_same(vtr_dist *d, const char *what, const void *bytes, size_t n,
                                vtr_error *err)
 {
+    begin(d);
     if (d->size == 1)
         return VTR_OK;
     /* every rank's size, then every rank's bytes beside rank 0's */
@@ -393,7 +404,8 @@ vtr_status vtr_dist_check_same(vtr_dist *d, const char *what, const void *bytes,
     int64_t off = sizes ? sizes[0] : 0;
     for (int r = 1; st == VTR_OK && r < d->size; off += sizes[r], r++)
         if (sizes[r] != sizes[0] || memcmp(all + off, all, (size_t)sizes[0]) != 0)
-            st = vtr_fail(err, VTR_ERR_INVALID, "rank %d has another %s than rank 0", r, what);
+            st = vtr_dist_fail_alike(
+                d, vtr_fail(err, VTR_ERR_INVALID, "rank %d has another %s than rank 0", r, what));
     free(all);
     free(sizes);
     return st;

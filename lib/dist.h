@@ -7,12 +7,14 @@
  * (it cannot read its shard, its loss is NaN) does not return early: it passes its status
  * to vtr_dist_agree, which every rank calls, so that all of them learn the failure (and
  * its message, "rank R: ...") in the same step and stop together; no rank is left
- * waiting. A failure inside a call that makes collectives (a training step's gathers and
- * sums: a GPU fault, a lost connection, no memory for a reduction) cannot be agreed on,
- * because the others may already wait in a collective this rank skips: such a failure is
- * this rank's alone (vtr_dist_fail_alone; an MPI failure always is), and the program reports
- * it with the rank's number and ends the job with vtr_dist_abort. A rank killed outright
- * ends the job through the launcher (Open MPI's mpirun ends the others within seconds and
+ * waiting. Such a failure is shared (d->shared_failure), and so is one that every rank
+ * meets alike, at the same call (a check of what every rank holds the same: a config, the
+ * summed gradients' norm; vtr_dist_fail_alike). Any other failure is this rank's alone: one
+ * inside a call that makes collectives (a training step's gathers and sums: a GPU fault, an
+ * MPI error, no memory for a reduction), where the others may already wait in a collective
+ * this rank skips. The program then reports it with the rank's number and ends the job
+ * with vtr_dist_abort rather than leave the others waiting. A rank killed outright ends
+ * the job through the launcher (Open MPI's mpirun ends the others within seconds and
  * names the rank).
  *
  * Reductions are deterministic: vtr_dist_sum adds the ranks' buffers in rank order
@@ -45,7 +47,8 @@ typedef struct vtr_dist {
     void *staging; /* host copies of device arrays (lib/dist_device.h), grown */
     size_t staging_size;
     struct vtr_nccl *nccl; /* the GPUs' communicator, or NULL (lib/dist_device.h) */
-    bool failed_alone;     /* a failure the other ranks do not know (vtr_dist_fail_alone) */
+    bool shared_failure;   /* the failure returned is every rank's (vtr_dist_agree's, or
+                              vtr_dist_fail_alike); any other is this rank's alone */
 } vtr_dist;
 
 /* Whether the environment says an MPI launcher started this process (Open MPI's mpirun,
@@ -63,7 +66,7 @@ vtr_status vtr_dist_init(vtr_dist *d, int *argc, char ***argv, vtr_error *err);
 void vtr_dist_finalize(vtr_dist *d);
 
 /* Ends every rank of the job at once with exit status code (MPI_Abort), for a failure
- * the ranks could not agree on (d->failed_alone); exit(code) alone when not under MPI. */
+ * the ranks could not agree on (not d->shared_failure); exit(code) alone when not under MPI. */
 void vtr_dist_abort(const vtr_dist *d, int code) __attribute__((noreturn));
 
 /* buf (n) of every rank -> their sum, in rank order, on every rank. */
@@ -88,11 +91,10 @@ vtr_status vtr_dist_broadcast(vtr_dist *d, void *buf, size_t n, int root, vtr_er
  * one process: st and err as they are. */
 vtr_status vtr_dist_agree(vtr_dist *d, vtr_status st, vtr_error *err);
 
-/* Marks a failure st (not VTR_OK) as this rank's alone (d->failed_alone; not with one
- * process): it happened between collectives the other ranks may now wait in, so no further
- * collective is made; the program ends the job with vtr_dist_abort. Not collective;
- * returns st. */
-vtr_status vtr_dist_fail_alone(vtr_dist *d, vtr_status st);
+/* Marks a failure st (not VTR_OK) that every rank meets alike, at the same call, as shared
+ * (d->shared_failure): the ranks end together without a further collective. Not
+ * collective; returns st. */
+vtr_status vtr_dist_fail_alike(vtr_dist *d, vtr_status st);
 
 /* Whether any rank's flag is set (a stop request seen by one rank only). */
 vtr_status vtr_dist_any(vtr_dist *d, bool *flag, vtr_error *err);

@@ -68,13 +68,13 @@ vtr_status vtr_evaluate_split(vtr_vse_model *m, vtr_batcher *b, vtr_dist *dist,
     size_t E = (size_t)m->cfg.embed_size * (size_t)vtr_vse_vectors(&m->cfg);
     float *items = malloc((size_t)s->n_items * E * sizeof *items);
     float *captions = malloc((size_t)s->n_caps * E * sizeof *captions);
-    vtr_status st;
-    if (!items || !captions) {
+    vtr_status st = VTR_OK;
+    if (!items || !captions)
         st = vtr_fail(err, VTR_ERR_NOMEM, "out of memory for the embeddings of split '%s'",
                       s->name);
-        goto end;
-    }
-    if ((st = vtr_encode_split(m, b, dist, items, captions, NULL, NULL, err)))
+    vtr_dist solo = {.size = 1};
+    if ((st = vtr_dist_agree(dist ? dist : &solo, st, err)) || /* before the gathers */
+        (st = vtr_encode_split(m, b, dist, items, captions, NULL, NULL, err)))
         goto end;
     vtr_embedding_model em = vtr_vse_embedding_model(&m->cfg, items, captions);
     vtr_retrieval_options o = opt ? *opt : (vtr_retrieval_options){0};

@@ -232,8 +232,8 @@ static vtr_status check_ranks(vtr_dist *d, const vtr_config *cfg, const vtr_trai
         st = vtr_dist_check_same(d, "vtr version", vtr_version, strlen(vtr_version), err);
     if (st == VTR_OK)
         st = vtr_dist_check_same(d, "config", text, strlen(text), err);
-    if (st == VTR_OK)
-        st = vtr_train_check_ranks(o, d->size, err);
+    if (st == VTR_OK) /* the same config on every rank: every rank's verdict */
+        st = vtr_dist_fail_alike(d, vtr_train_check_ranks(o, d->size, err));
     free(text);
     return st;
 }

@@ -379,21 +379,14 @@ static int rank_gpu(const vtr_dist *d, int index)
     return d->size > 1 && index >= 0 && index < gpus ? (index + d->local_rank) % gpus : index;
 }
 
-static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_error *err)
+/* The checks of trainer_init, which every rank makes alike on the same config and data. */
+static vtr_status check_setup(const vtr_trainer_setup *su, int ranks, vtr_error *err)
 {
     const vtr_train_options *o = su->opt;
     const vtr_split *tr = su->train, *va = su->val;
     vtr_status st;
-    memset(t, 0, sizeof *t);
-    t->su = su;
-    t->o = o;
-    t->solo = (vtr_dist){.size = 1};
-    t->dist = su->dist ? su->dist : &t->solo;
-    int ranks = t->dist->size;
     if ((st = vtr_train_check_ranks(o, ranks, err)))
         return st;
-    t->best_rsum = -1.0;
-    t->best_epoch = -1;
     int64_t F = vtr_feature_store_reader_dim(tr->store);
     if (F != o->model.feature_dim)
         return vtr_fail(err, VTR_ERR_INVALID, "model.feature_dim is %d but the features of "
@@ -405,25 +398,19 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     if (vtr_train_iterations_per_epoch(tr->n_caps, o->batch_size, o->drop_last, ranks) < 1)
         return vtr_fail(err, VTR_ERR_INVALID, "split '%s' has %d captions, fewer than one "
                         "batch of %d", tr->name, tr->n_caps, o->batch_size);
+    return VTR_OK;
+}
+
+/* The model, optimizer and batches of trainer_init, on this rank's device. */
+static vtr_status trainer_alloc(trainer *t, vtr_error *err)
+{
+    const vtr_trainer_setup *su = t->su;
+    const vtr_train_options *o = su->opt;
+    const vtr_split *tr = su->train, *va = su->val;
     int max_batch = o->batch_size > o->val_batch_size ? o->batch_size : o->val_batch_size;
     int max_frames = tr->max_frames > va->max_frames ? tr->max_frames : va->max_frames;
     int max_words = tr->max_words > va->max_words ? tr->max_words : va->max_words;
-    snprintf(t->device_name, sizeof t->device_name, "cpu");
-    if (o->device == VTR_DEVICE_CUDA) {
-        if ((st = vtr_cuda_init(rank_gpu(t->dist, o->device_index), t->device_name,
-                                sizeof t->device_name, err)))
-            vtr_error_context(err, "train.device cuda:%d", o->device_index);
-        /* every rank has its GPU before they choose how the GPUs exchange */
-        char how[sizeof err->msg + 32];
-        if ((st = vtr_dist_agree(t->dist, st, err)) ||
-            (st = vtr_dist_device_init(t->dist, o->device, how, sizeof how, err)))
-            return st;
-        if (ranks > 1) {
-            size_t len = strlen(t->device_name);
-            snprintf(t->device_name + len, sizeof t->device_name - len,
-                     "; the ranks exchange through %s", how);
-        }
-    }
+    vtr_status st;
     if ((st = vtr_run_model_init(&t->m, o, su->vocab, o->device, max_batch, max_frames,
                                  max_words, err)))
         return st;
@@ -448,6 +435,40 @@ static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_erro
     return VTR_OK;
 }
 
+static vtr_status trainer_init(trainer *t, const vtr_trainer_setup *su, vtr_error *err)
+{
+    const vtr_train_options *o = su->opt;
+    vtr_status st;
+    memset(t, 0, sizeof *t);
+    t->su = su;
+    t->o = o;
+    t->solo = (vtr_dist){.size = 1};
+    t->dist = su->dist ? su->dist : &t->solo;
+    t->best_rsum = -1.0;
+    t->best_epoch = -1;
+    int ranks = t->dist->size;
+    if ((st = check_setup(su, ranks, err)))
+        return vtr_dist_fail_alike(t->dist, st);
+    snprintf(t->device_name, sizeof t->device_name, "cpu");
+    if (o->device == VTR_DEVICE_CUDA) {
+        if ((st = vtr_cuda_init(rank_gpu(t->dist, o->device_index), t->device_name,
+                                sizeof t->device_name, err)))
+            vtr_error_context(err, "train.device cuda:%d", o->device_index);
+        /* every rank has its GPU before they choose how the GPUs exchange */
+        char how[sizeof err->msg + 32];
+        if ((st = vtr_dist_agree(t->dist, st, err)) ||
+            (st = vtr_dist_device_init(t->dist, o->device, how, sizeof how, err)))
+            return st;
+        if (ranks > 1) {
+            size_t len = strlen(t->device_name);
+            snprintf(t->device_name + len, sizeof t->device_name - len,
+                     "; the ranks exchange through %s", how);
+        }
+    }
+    /* a GPU short of memory on one rank: every rank learns it */
+    return vtr_dist_agree(t->dist, trainer_alloc(t, err), err);
+}
+
 /* Validation, best checkpoint, metrics line and the epoch-end checkpoint of epoch e. */
 static vtr_status finish_epoch(trainer *t, int e, int64_t iters, double train_s,
                                vtr_hinge_negatives neg, vtr_error *err)
@@ -465,7 +486,9 @@ static vtr_status finish_epoch(trainer *t, int e, int64_t iters, double train_s,
     if (su->on_validate)
         su->on_validate(su->ctx, e);
     double t0 = vtr_now_seconds();
-    if ((st = vtr_run_model_evaluate(&t->m, &t->val_b, t->dist, &ro, &info.val, NULL, err))) {
+    /* each rank counts the metrics after the last gather: a failure there is agreed on */
+    st = vtr_run_model_evaluate(&t->m, &t->val_b, t->dist, &ro, &info.val, NULL, err);
+    if ((st = vtr_dist_agree(t->dist, st, err))) {
         vtr_error_context(err, "validation after epoch %d", e);
         return st;
     }
@@ -509,15 +532,16 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
                                   .vocab_size = vtr_vocab_size(su->vocab),
                                   .device = t.device_name};
     if (su->resume) {
-        if ((st = resume(&t, &epoch, &iteration, err)))
-            goto end;
+        st = resume(&t, &epoch, &iteration, err);
         result->resumed_from_end = epoch >= o->epochs;
     } else {
         vtr_run_model_init_params(&t.m, (uint64_t)o->seed);
-        if ((st = start_params(&t, &start.word_vectors, err)))
-            goto end;
+        st = start_params(&t, &start.word_vectors, err);
     }
-    if ((st = state_to_device(&t, err)))
+    if (st == VTR_OK)
+        st = state_to_device(&t, err);
+    /* a checkpoint one rank cannot read (no shared file system): every rank learns it */
+    if ((st = vtr_dist_agree(t.dist, st, err)))
         goto end;
     start.epoch = (int)epoch;
     start.iteration = iteration;
@@ -554,7 +578,7 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
             if (st == VTR_OK && iteration + 1 < iters) /* built while this step runs */
                 request_batch(&t, iteration + 1, o->size_augment ? &aug : NULL);
             /* data parallel: every rank learns a failure of any before the step's
-             * collectives; a failure among them is this rank's alone (lib/dist.h) */
+             * collectives; one among them is this rank's alone (lib/dist.h) */
             if ((st = vtr_dist_agree(t.dist, st, err)))
                 goto end;
             vtr_precision before = vtr_matmul_use(o->precision);
@@ -567,31 +591,29 @@ vtr_status vtr_train_run(const vtr_trainer_setup *su, vtr_train_result *result, 
                 st = gpu_products(&t, VTR_PRECISION_F32, err);
             if (st == VTR_OK) /* the summed gradients */
                 st = vtr_dist_sum_on(t.dist, t.dev, t.dev_grad, params->n_trainable, err);
-            if (st) {
-                vtr_dist_fail_alone(t.dist, st);
+            if (st)
                 goto end;
-            }
             /* every rank has the same loss (of the gathered batch) and gradient norm (of
              * the same summed gradients), so every rank stops at the same check */
             if (!isfinite(loss)) {
-                st = vtr_fail(err, VTR_ERR_INVALID, "loss is %g at epoch %d, step %lld",
-                              (double)loss, e, (long long)iteration);
+                st = vtr_dist_fail_alike(t.dist, vtr_fail(err, VTR_ERR_INVALID,
+                                                          "loss is %g at epoch %d, step %lld",
+                                                          (double)loss, e, (long long)iteration));
                 goto end;
             }
             double lr = vtr_lr_at(&o->lr, epoch, iteration, iters);
             float norm;
             /* clipping (train.grad_clip) as the optimizer reads the gradients; a step with a
              * non-finite norm ends the run, and its parameters are never saved */
-            st = vtr_dev_clip_and_step(t.dev, &t.optim, params, t.dev_data, t.dev_grad, t.moments,
-                                       t.scratch, lr, o->grad_clip > 0.0 ? o->grad_clip : INFINITY,
-                                       &norm, err);
-            if (st) {
-                vtr_dist_fail_alone(t.dist, st);
+            if ((st = vtr_dev_clip_and_step(
+                     t.dev, &t.optim, params, t.dev_data, t.dev_grad, t.moments, t.scratch, lr,
+                     o->grad_clip > 0.0 ? o->grad_clip : INFINITY, &norm, err)))
                 goto end;
-            }
             if (!isfinite(norm)) {
-                st = vtr_fail(err, VTR_ERR_INVALID, "gradient norm is %g at epoch %d, step %lld",
-                              (double)norm, e, (long long)iteration);
+                st = vtr_dist_fail_alike(t.dist, vtr_fail(err, VTR_ERR_INVALID,
+                                                          "gradient norm is %g at epoch %d, "
+                                                          "step %lld",
+                                                          (double)norm, e, (long long)iteration));
                 goto end;
             }
             t.step++;

@@ -330,22 +330,25 @@ int main(int argc, char **argv)
     /* the config: a file and overrides, or the one stored with the run */
     if (resume_dir) {
         if ((st = vtr_run_dir_config(resume_dir, &cfg, &err)))
-            goto end;
+            goto loaded;
         if (n_sets || seed || init || device)
             vtr_log_warn("overriding the stored config: the run will differ from an "
                          "uninterrupted one");
     } else if ((st = vtr_train_config_new(&cfg, &err)) ||
                (st = vtr_config_load_file(cfg, config_path, &err))) {
-        goto end;
+        goto loaded;
     }
     for (int i = 0; i < n_sets; i++)
         if ((st = vtr_config_set(cfg, sets[i], &err)))
-            goto end;
+            goto loaded;
     if ((seed && (st = set_key(cfg, "train.seed", seed, &err))) ||
         (init && (st = set_key(cfg, "train.init", init, &err))) ||
         (device && (st = set_key(cfg, "train.device", device, &err))))
-        goto end;
-    if ((st = vtr_train_options_from_config(cfg, &o, &err)))
+        goto loaded;
+    st = vtr_train_options_from_config(cfg, &o, &err);
+loaded:
+    /* under mpirun a config that one rank cannot read is every rank's failure */
+    if ((st = vtr_dist_agree(&dist, st, &err)))
         goto end;
     out_dir = resume_dir ? strdup(resume_dir) : output ? strdup(output)
                                                        : default_output(config_path);
@@ -413,9 +416,9 @@ int main(int argc, char **argv)
         rc = stop_requested ? 2 : 0;
     }
 end:
-    if (st != VTR_OK && dist.failed_alone) {
-        /* the other ranks may wait for this one in a collective: each failing rank says
-         * why, and the first to get here ends the job (its run stays resumable) */
+    if (st != VTR_OK && dist.size > 1 && !dist.shared_failure) {
+        /* this rank's failure alone (lib/dist.h): the others may wait for it in a
+         * collective, so it says why itself and ends the job (the run stays resumable) */
         vtr_error_context(&err, "rank %d", dist.rank);
         vtr_log_item_error(NULL, &err);
         vtr_dist_abort(&dist, 1);

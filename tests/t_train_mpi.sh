@@ -7,7 +7,8 @@
 # the catalog records the ranks; a run stopped on 2 ranks resumes on 2 (the
 # same bytes as uninterrupted), 4 and 1; a killed rank ends the job within seconds and
 # the run resumes from its last checkpoint; bad input (batch not divisible, configs that
-# differ between ranks) fails with one line from rank 0 and leaves no run behind.
+# differ between ranks, a config that one rank cannot read) fails with one line from rank 0
+# and leaves no run behind.
 set -u
 . tests/mpi.sh
 for p in vtr-train vtr-import; do
@@ -143,4 +144,15 @@ $MPIRUN -np 1 vtr-train "$dir/cfg.yaml" -o "$dir/mm" --threads 1 : \
     -np 1 vtr-train "$dir/cfg2.yaml" -o "$dir/mm" --threads 1 >"$dir/log" 2>&1 && fail "different configs ran"
 grep -q "^vtr-train: rank 1 has another config than rank 0$" "$dir/log" || fail "configs: $(cat "$dir/log")"
 [ ! -e "$dir/mm" ] || fail "a refused run left $dir/mm"
+# a config that only rank 1 cannot read (a path on rank 0's disk alone): rank 0 says so
+# for it, at once (the job used to wait forever, silent)
+timeout 60 $MPIRUN -np 1 vtr-train "$dir/cfg.yaml" -o "$dir/mc" --threads 1 : \
+    -np 1 vtr-train "$dir/gone.yaml" -o "$dir/mc" --threads 1 >"$dir/log" 2>&1
+status=$?
+[ $status -ne 124 ] || fail "a config missing on rank 1 left the job waiting: $(cat "$dir/log")"
+[ $status -ne 0 ] || fail "a config missing on rank 1: exit 0"
+[ "$(grep -c '^vtr-train: ' "$dir/log")" -eq 1 ] &&
+    grep -q "^vtr-train: rank 1: $dir/gone.yaml: No such file or directory$" "$dir/log" ||
+    fail "config missing on rank 1: $(cat "$dir/log")"
+[ ! -e "$dir/mc" ] || fail "a refused run left $dir/mc"
 exit 0

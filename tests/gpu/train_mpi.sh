@@ -11,8 +11,10 @@
 #   (EMU_NCCL_REFUSE=1), which the log says;
 # - set embeddings and HGR (dropout, the fused score over the gathered encodings): 1 and
 #   2 ranks on the GPU train the same model;
-# - on the emulation, a GPU fault on rank 1 in the middle of a step (EMU_FAIL_LAUNCH): the
-#   job ends within seconds, not waiting in the step's collectives, with rank 1's own line.
+# - on the emulation, rank 1's GPU short of memory for the model (EMU_DEVICE_MEMORY): one
+#   line from rank 0 that names rank 1 and says what to do, no run left; a GPU fault on rank
+#   1 in the middle of a step (EMU_FAIL_LAUNCH): the job ends within seconds, not waiting in
+#   the step's collectives, with rank 1's own line.
 #
 #   VTR_CUDA_LIBRARY=... [NCCL_LIBRARY=...] sh tests/gpu/train_mpi.sh
 #                                               (exit 0 passed, 1 failed, 77 skipped)
@@ -86,11 +88,23 @@ hgr_train 2 h2 --device cuda --set train.epochs=5
 same_losses "$dir/h1/metrics.jsonl" "$dir/h2/metrics.jsonl"
 echo "HGR on the GPU, 1 vs 2 ranks: $(close "$dir/h1/last.safetensors" "$dir/h2/last.safetensors" 0.01)"
 
-# A fault on one rank's GPU between the step's collectives (the 1500th launch: in epoch 1's
-# steps, before a BatchNorm's sum over the ranks), where rank 0 waits for it: rank 1 says why
-# itself (mpirun --tag-output: "[1,1]") and ends the job (lib/dist.h: failed alone).
+# Rank 1's GPU short of memory for the model (100 kB), rank 0's not: every rank learns it;
+# then a fault on one rank's GPU between the step's collectives (the 1500th launch: in epoch
+# 1's steps, before a BatchNorm's sum over the ranks), where rank 0 waits for it: rank 1
+# says why itself (mpirun --tag-output: "[1,1]") and ends the job (lib/dist.h: a failure of
+# this rank alone). Both used to leave the job waiting forever.
 case $VTR_CUDA_LIBRARY in
 */build-emu/*)
+    timeout 120 $MPIRUN -np 1 vtr-train "$dir/cfg.yaml" -o "$dir/short" --threads 1 --device cuda : \
+        -np 1 -x EMU_DEVICE_MEMORY=100000 vtr-train "$dir/cfg.yaml" -o "$dir/short" --threads 1 \
+        --device cuda >"$dir/short.log" 2>&1
+    status=$?
+    [ $status -ne 124 ] || fail "rank 1 short of GPU memory left the job waiting: $(cat "$dir/short.log")"
+    [ $status -ne 0 ] || fail "rank 1 short of GPU memory: exit 0"
+    grep -q "^vtr-train: rank 1: .*(a smaller batch, or --device cpu): .*out of memory$" \
+        "$dir/short.log" || fail "no line for rank 1 short of GPU memory: $(cat "$dir/short.log")"
+    [ ! -e "$dir/short" ] || fail "a run refused by rank 1's GPU left $dir/short"
+    echo "rank 1's GPU short of memory: one line from rank 0, exit $status"
     start=$(date +%s)
     timeout 120 $MPIRUN --tag-output -np 1 vtr-train "$dir/cfg.yaml" -o "$dir/fault" --threads 1 \
         --device cuda : -np 1 -x EMU_FAIL_LAUNCH=1500 vtr-train "$dir/cfg.yaml" -o "$dir/fault" \
