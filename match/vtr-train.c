@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/args.h"
 #include "lib/blas_kernel.h"
@@ -106,6 +107,15 @@ static char *default_output(const char *config_path)
 }
 
 /* --set KEY=VALUE */
+/* Whether the run directory holds a checkpoint to resume from. */
+static bool has_checkpoint(const char *dir)
+{
+    char *last = vtr_path_join(dir, VTR_RUN_LAST);
+    bool yes = last && access(last, R_OK) == 0;
+    free(last);
+    return yes;
+}
+
 static vtr_status set_key(vtr_config *cfg, const char *key, const char *value, vtr_error *err)
 {
     size_t len = strlen(key) + strlen(value) + 2;
@@ -323,6 +333,7 @@ int main(int argc, char **argv)
 
     vtr_status st = VTR_OK;
     int rc = 1;
+    bool resumable = false; /* a failed run that saved a checkpoint */
     vtr_config *cfg = NULL;
     vtr_train_options o;
     char *out_dir = NULL;
@@ -393,8 +404,10 @@ loaded:
     st = vtr_run_training(&su, &res, &err);
     if (pc.active)
         vtr_progress_end(&pc.bar);
-    if (st != VTR_OK)
+    if (st != VTR_OK) {
+        resumable = res.steps > 0 && has_checkpoint(out_dir);
         goto end;
+    }
     if (!talk) { /* the other ranks end as rank 0 does, silently */
         rc = res.finished || !stop_requested ? 0 : 2;
         goto end;
@@ -416,15 +429,22 @@ loaded:
         rc = stop_requested ? 2 : 0;
     }
 end:
-    if (st != VTR_OK && dist.size > 1 && !dist.shared_failure) {
-        /* this rank's failure alone (lib/dist.h): the others may wait for it in a
-         * collective, so it says why itself and ends the job (the run stays resumable) */
-        vtr_error_context(&err, "rank %d", dist.rank);
-        vtr_log_item_error(NULL, &err);
-        vtr_dist_abort(&dist, 1);
+    if (st != VTR_OK) {
+        /* a failure of this rank alone (lib/dist.h): the others may wait for it in a
+         * collective, so it says why itself and ends the job */
+        bool alone = dist.size > 1 && !dist.shared_failure;
+        if (alone)
+            vtr_error_context(&err, "rank %d", dist.rank);
+        if (alone || talk) {
+            vtr_log_item_error(NULL, &err);
+            if (resumable)
+                vtr_log_info("%s keeps its last checkpoint: vtr-train --resume %s goes on "
+                             "from there",
+                             out_dir, out_dir);
+        }
+        if (alone)
+            vtr_dist_abort(&dist, 1);
     }
-    if (st != VTR_OK && dist.rank == 0)
-        vtr_log_item_error(NULL, &err);
     vtr_config_free(cfg);
     free(out_dir);
     free(sets);

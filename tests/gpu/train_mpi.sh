@@ -14,7 +14,7 @@
 # - on the emulation, rank 1's GPU short of memory for the model (EMU_DEVICE_MEMORY): one
 #   line from rank 0 that names rank 1 and says what to do, no run left; a GPU fault on rank
 #   1 in the middle of a step (EMU_FAIL_LAUNCH): the job ends within seconds, not waiting in
-#   the step's collectives, with rank 1's own line.
+#   the step's collectives, with rank 1's own line, and the run goes on with --resume.
 #
 #   VTR_CUDA_LIBRARY=... [NCCL_LIBRARY=...] sh tests/gpu/train_mpi.sh
 #                                               (exit 0 passed, 1 failed, 77 skipped)
@@ -89,10 +89,11 @@ same_losses "$dir/h1/metrics.jsonl" "$dir/h2/metrics.jsonl"
 echo "HGR on the GPU, 1 vs 2 ranks: $(close "$dir/h1/last.safetensors" "$dir/h2/last.safetensors" 0.01)"
 
 # Rank 1's GPU short of memory for the model (100 kB), rank 0's not: every rank learns it;
-# then a fault on one rank's GPU between the step's collectives (the 1500th launch: in epoch
-# 1's steps, before a BatchNorm's sum over the ranks), where rank 0 waits for it: rank 1
-# says why itself (mpirun --tag-output: "[1,1]") and ends the job (lib/dist.h: a failure of
-# this rank alone). Both used to leave the job waiting forever.
+# then a fault on one rank's GPU between the step's collectives (the 3000th launch: in epoch
+# 2's steps, after epoch 1's checkpoint), where rank 0 waits for it: rank 1 says why itself
+# (mpirun --tag-output: "[1,1]") and that the run can go on, and ends the job (lib/dist.h: a
+# failure of this rank alone); the run then goes on from its checkpoint. Both used to leave
+# the job waiting forever.
 case $VTR_CUDA_LIBRARY in
 */build-emu/*)
     timeout 120 $MPIRUN -np 1 vtr-train "$dir/cfg.yaml" -o "$dir/short" --threads 1 --device cuda : \
@@ -107,13 +108,18 @@ case $VTR_CUDA_LIBRARY in
     echo "rank 1's GPU short of memory: one line from rank 0, exit $status"
     start=$(date +%s)
     timeout 120 $MPIRUN --tag-output -np 1 vtr-train "$dir/cfg.yaml" -o "$dir/fault" --threads 1 \
-        --device cuda : -np 1 -x EMU_FAIL_LAUNCH=1500 vtr-train "$dir/cfg.yaml" -o "$dir/fault" \
+        --device cuda : -np 1 -x EMU_FAIL_LAUNCH=3000 vtr-train "$dir/cfg.yaml" -o "$dir/fault" \
         --threads 1 --device cuda >"$dir/fault.log" 2>&1
     status=$? took=$(($(date +%s) - start))
     [ $status -ne 124 ] || fail "a GPU fault on rank 1 left the job waiting: $(cat "$dir/fault.log")"
     [ $status -ne 0 ] || fail "a GPU fault on rank 1: exit 0"
     grep -q '^\[1,1\]<stderr>:vtr-train: rank 1: CUDA .*: unspecified launch failure$' "$dir/fault.log" ||
         fail "no line from rank 1: $(cat "$dir/fault.log")"
+    grep -q "^\[1,1\]<stderr>:vtr-train: $dir/fault keeps its last checkpoint: vtr-train --resume $dir/fault goes on from there$" \
+        "$dir/fault.log" || fail "no word of the checkpoint: $(cat "$dir/fault.log")"
+    $MPIRUN -np 2 vtr-train --resume "$dir/fault" --threads 1 >"$dir/fault2.log" 2>&1 &&
+        grep -q "^vtr-train: finished 3 epochs" "$dir/fault2.log" ||
+        fail "the run of the GPU fault did not go on: $(cat "$dir/fault2.log")"
     echo "a GPU fault on rank 1 in a step ended the job in $took s (exit $status)"
     ;;
 esac
