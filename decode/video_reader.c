@@ -11,11 +11,11 @@
 
 #include "decode/packet_times.h"
 
-/* A keyframe of the reader's own index: its dts (the index's terms, as mp4's), the byte
- * where its packet begins, and the number of video packets before it (its frame number
- * in decode order). */
+/* A keyframe of the reader's own index: its dts (the index's terms, as mp4's) and pts,
+ * the byte where its packet begins, and the number of video packets before it (its frame
+ * number in decode order). */
 typedef struct {
-    int64_t dts, pos, num;
+    int64_t dts, pts, pos, num;
 } own_keyframe;
 
 struct vtr_video_reader {
@@ -39,12 +39,19 @@ struct vtr_video_reader {
     struct {
         own_keyframe *k;
         int n, cap;
+        int landing; /* the keyframe vtr_video_reader_seek went to, until read; -1 none */
     } own;
 };
 
 static vtr_status codec_error(vtr_error *err, const char *path, const char *what, int ret)
 {
     return vtr_fail(err, VTR_ERR_CODEC, "%s: %s: %s", path, what, av_err2str(ret));
+}
+
+/* MPEG program streams (.mpg, .vob): no index, times only in some packets. */
+static bool is_program_stream(const vtr_video_reader *r)
+{
+    return strcmp(r->fmt->iformat->name, "mpeg") == 0;
 }
 
 static bool is_image_format(const char *name)
@@ -92,6 +99,11 @@ static void fill_info(vtr_video_reader *r)
     /* only the stream's own duration: the file's (AVFormatContext.duration) is the span
      * of all streams for some formats and the end time for others (Matroska) */
     in->duration = st->duration > 0 && st->duration != AV_NOPTS_VALUE ? st->duration : -1;
+    /* an MPEG program stream's duration is FFmpeg's estimate from the last time stamps of
+     * the container, a frame or two short where a packet holds several pictures: it is
+     * measured (vtr_video_reader_measure) */
+    if (is_program_stream(r))
+        in->duration = -1;
     in->declared_end = INT64_MIN;
     if (in->duration > 0) {
         in->declared_end = in->start + in->duration;
@@ -141,6 +153,7 @@ static void reset_packets(vtr_video_reader *r)
     r->unpack_flushed = false;
     vtr_packet_times_reset(&r->times);
     r->source_eof = false;
+    r->own.landing = -1;
 }
 
 vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader **out,
@@ -159,6 +172,7 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
         st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
         goto end;
     }
+    r->own.landing = -1;
     if ((st = open_demuxer(r, true, err)) != VTR_OK)
         goto end;
     /* the best video stream that is not cover art */
@@ -270,13 +284,27 @@ const char *vtr_video_reader_path(const vtr_video_reader *r)
     return r->path;
 }
 
+/* Bytes at the end of an MPEG program stream that hold its last frames' times (1 MiB:
+ * 1 s of a DVD, 7 of a VCD). */
+#define PROGRAM_STREAM_TAIL ((int64_t)1 << 20)
+
 /* Seeks to the index's last keyframe that lies inside the file (a truncated file's
  * index may point past its end); again while a seek made the index longer (Matroska
- * reads its cues at the first seek). True when no seek failed (also when the index has
- * no keyframe: the reader stays at the start). */
+ * reads its cues at the first seek). An MPEG program stream goes to its last
+ * PROGRAM_STREAM_TAIL bytes instead (or stays at the start of a shorter one): a keyframe
+ * found by seeking to it there has lost its times (FFmpeg's parser gives them to the tail
+ * of the frame before, which begins in the same packet of the container). True when no
+ * seek failed (also when the index has no keyframe: the reader stays at the start). */
 static bool seek_last_keyframe(vtr_video_reader *r)
 {
     int64_t size = avio_size(r->fmt->pb);
+    if (is_program_stream(r)) {
+        if (size <= PROGRAM_STREAM_TAIL)
+            return true;
+        int ret = av_seek_frame(r->fmt, r->stream, size - PROGRAM_STREAM_TAIL, AVSEEK_FLAG_BYTE);
+        reset_packets(r);
+        return ret >= 0;
+    }
     for (int seen = -1, n; (n = avformat_index_get_entries_count(r->st)) > seen; seen = n) {
         const AVIndexEntry *last = NULL;
         for (int i = n - 1; i >= 0 && !last; i--) {
@@ -375,14 +403,15 @@ static bool own_append(vtr_video_reader *r, const AVPacket *pkt, int64_t num)
         r->own.k = k;
         r->own.cap = cap;
     }
-    r->own.k[n] = (own_keyframe){pkt->dts, pkt->pos, num};
+    r->own.k[n] = (own_keyframe){pkt->dts, pkt->pts, pkt->pos, num};
     r->own.n = n + 1;
     return true;
 }
 
 vtr_status vtr_video_reader_index(vtr_video_reader *r, vtr_error *err)
 {
-    if (strcmp(r->fmt->iformat->name, "mpegts") != 0 || r->own.n > 0)
+    const char *format = r->fmt->iformat->name; /* MPEG transport and program streams */
+    if ((strcmp(format, "mpegts") != 0 && strcmp(format, "mpeg") != 0) || r->own.n > 0)
         return VTR_OK;
     AVPacket *pkt = av_packet_alloc();
     bool ok = pkt != NULL, eof = false;
@@ -450,10 +479,26 @@ static vtr_status demux(vtr_video_reader *r, AVPacket *pkt, bool *eof, vtr_error
         }
         if (ret < 0)
             return codec_error(err, r->path, "reading", ret);
-        if (pkt->stream_index == r->stream) {
-            r->stats.packets_read++;
+        if (pkt->stream_index != r->stream)
+            continue;
+        r->stats.packets_read++;
+        if (r->own.landing < 0)
             return VTR_OK;
+        /* at the byte of an indexed keyframe (vtr_video_reader_seek): what comes before it
+         * (in a program stream, the tail of the frame before, which began in the same
+         * packet of the container) is not read, and the keyframe gets the times and
+         * position the index saw, where the parser lost them with that tail */
+        if (!(pkt->flags & AV_PKT_FLAG_KEY))
+            continue;
+        const own_keyframe *k = &r->own.k[r->own.landing];
+        r->own.landing = -1;
+        if (pkt->dts == AV_NOPTS_VALUE && pkt->pts == AV_NOPTS_VALUE) {
+            pkt->dts = k->dts;
+            pkt->pts = k->pts;
         }
+        if (pkt->pos < 0)
+            pkt->pos = k->pos;
+        return VTR_OK;
     }
 }
 
@@ -600,12 +645,13 @@ int64_t vtr_video_reader_frame_number(vtr_video_reader *r, int64_t dts)
 vtr_status vtr_video_reader_seek(vtr_video_reader *r, int64_t ts, vtr_error *err)
 {
     r->stats.seeks++;
-    int ret;
+    int ret, i = -1;
     if (r->own.n > 0) {
         /* to the byte where the keyframe's packet begins: the demuxer's own seek (a
          * search by time stamps) need not land on a keyframe */
-        int i = own_keyframe_before(r, ts);
-        ret = av_seek_frame(r->fmt, r->stream, r->own.k[i > 0 ? i : 0].pos, AVSEEK_FLAG_BYTE);
+        i = own_keyframe_before(r, ts);
+        i = i > 0 ? i : 0;
+        ret = av_seek_frame(r->fmt, r->stream, r->own.k[i].pos, AVSEEK_FLAG_BYTE);
     } else {
         ret = av_seek_frame(r->fmt, r->stream, ts, AVSEEK_FLAG_BACKWARD);
     }
@@ -613,6 +659,7 @@ vtr_status vtr_video_reader_seek(vtr_video_reader *r, int64_t ts, vtr_error *err
         return vtr_fail(err, VTR_ERR_CODEC, "%s: seeking to %.3f s: %s", r->path,
                         vtr_video_reader_seconds(r, ts), av_err2str(ret));
     reset_packets(r);
+    r->own.landing = i;
     avcodec_flush_buffers(r->dec);
     return VTR_OK;
 }

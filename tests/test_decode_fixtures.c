@@ -10,9 +10,9 @@
 #include "check.h"
 #include "decode/orientation.h"
 
-const char *const fixture_videos[] = {"h264",   "mpeg4", "mpeg4_avi",  "divx_avi", "vp9",
-                                      "vfr",    "start", "start_webm", "rot90",    "rot180",
-                                      "rot270", "audio", "ts",         "mpeg4_ts", NULL};
+const char *const fixture_videos[] = {
+    "h264",  "mpeg4",  "mpeg4_avi", "divx_avi", "vp9", "vfr",      "start",    "start_webm",
+    "rot90", "rot180", "rot270",    "audio",    "ts",  "mpeg4_ts", "mpeg2_ps", NULL};
 const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", NULL};
 
 static decode_fixture fixtures[32];
@@ -87,6 +87,17 @@ static void describe(decode_fixture *f)
         o->frames = 60;
         o->gop = 12;
         o->b_frames = 2;
+    } else if (!strcmp(n, "mpeg2_ps")) {
+        /* an MPEG program stream (DVD VOB, .mpg): no index, open GOPs, and a keyframe's
+         * first packet of the container that begins with the tail of the frame before */
+        o->codec = "mpeg2video";
+        o->width = 352; /* frames over the 2 KiB of a packet of the container, as on a DVD */
+        o->height = 288;
+        o->quality = 2;
+        o->frames = 60;
+        o->gop = 12;
+        o->b_frames = 2;
+        o->audio_codec = "mp2";
     } else if (!strcmp(n, "audio")) {
         o->frames = 50;
         o->gop = 25;
@@ -114,6 +125,8 @@ static const char *file_name(const char *n)
         return "h264.ts";
     if (!strcmp(n, "mpeg4_ts"))
         return "mpeg4.ts";
+    if (!strcmp(n, "mpeg2_ps"))
+        return "mpeg2.mpg";
     if (!strcmp(n, "png"))
         return "image.png";
     if (!strcmp(n, "jpeg"))

@@ -159,6 +159,8 @@ static const char *codec_for_path(const char *path)
         return "vp9";
     if (!strcasecmp(ext, "avi"))
         return "mpeg4";
+    if (!strcasecmp(ext, "mpg") || !strcasecmp(ext, "mpeg") || !strcasecmp(ext, "vob"))
+        return "mpeg2video";
     if (!strcasecmp(ext, "png"))
         return "png";
     if (!strcasecmp(ext, "jpg") || !strcasecmp(ext, "jpeg"))
@@ -308,7 +310,7 @@ static vtr_status setup_video(synth *s, const char *codec_name, bool image, vtr_
          * since its SIMD kernels (SSSE3 and up) choose differently: the same archive on
          * every CPU, at half the encoding speed */
         av_dict_set(&opts, "x264-params", "scenecut=0:asm=0", 0);
-    } else if (!strcmp(codec_name, "mpeg4")) {
+    } else if (!strcmp(codec_name, "mpeg4") || !strcmp(codec_name, "mpeg2video")) {
         c->flags |= AV_CODEC_FLAG_QSCALE;
         c->global_quality = FF_QP2LAMBDA * (o->quality ? o->quality : 3);
         av_dict_set(&opts, "sc_threshold", "1000000000", 0); /* no scene-cut keyframes */
@@ -420,6 +422,7 @@ static vtr_status setup_audio(synth *s, vtr_error *err)
     const char *encoder = !strcmp(name, "opus")     ? "libopus"
                           : !strcmp(name, "vorbis") ? "libvorbis"
                           : !strcmp(name, "aac")    ? "aac"
+                          : !strcmp(name, "mp2")    ? "mp2"
                                                     : NULL;
     if (!encoder)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: unknown audio codec %s", s->path, name);
@@ -723,6 +726,10 @@ static vtr_status write_video(synth *s, const char *codec, vtr_error *err)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: no container for this extension: %s",
                         s->path, av_err2str(ret));
     s->oc->flags |= AVFMT_FLAG_BITEXACT; /* no random ids (Matroska) or version tags */
+    /* an MPEG program stream at a DVD's rate (libavformat's guess, from encoders with no
+     * bit rate, underflows the decoder's buffer at every large picture) */
+    if (!strcmp(s->oc->oformat->name, "mpeg"))
+        av_opt_set_int(s->oc->priv_data, "muxrate", 10080000, 0);
     if ((st = setup_video(s, codec, false, err)) != VTR_OK)
         goto end;
     bool audio = o->audio_codec && strcmp(o->audio_codec, "none");

@@ -32,8 +32,9 @@ typedef void (*vtr_synth_draw_fn)(void *ctx, int frame, uint8_t *rgb, size_t str
                                   int h);
 
 typedef struct vtr_synth_options {
-    const char *codec;       /* "h264", "mpeg4", "vp9", "png", "mjpeg", "webp", "bmp";
-                                NULL: chosen from the extension */
+    const char *codec;       /* "h264", "mpeg4", "mpeg2video", "vp9", "png", "mjpeg",
+                                "webp", "bmp"; NULL: chosen from the extension (.mpg,
+                                .mpeg, .vob: MPEG-2 in an MPEG program stream) */
     int width, height;       /* pixels, even (default 160 x 120) */
     int frames;              /* number of video frames (default 50; images: 1) */
     int fps_num, fps_den;    /* constant frame rate (default 25/1) */
@@ -42,14 +43,14 @@ typedef struct vtr_synth_options {
     int timescale;           /* ticks per second of `pts` (default 1000) */
     int gop;                 /* keyframe interval in frames (default 12) */
     int b_frames;            /* consecutive B-frames (default 0; VP9 has none) */
-    bool closed_gop;         /* MPEG-4: no B-frame references across a keyframe */
+    bool closed_gop;         /* MPEG-2, MPEG-4: no B-frame references across a keyframe */
     bool packed_b_frames;    /* MPEG-4, constant rate: B-frames packed as DivX 5 and Xvid
                                 store them in AVI (each P-frame and the B-frame after it
                                 in one packet, an empty N-VOP after the run of B-frames;
                                 every packet one display slot) */
     double start_time;       /* seconds added to every timestamp (CFR: rounded to frames) */
     int rotation;            /* 0, 90, 180 or 270: clockwise display rotation */
-    const char *audio_codec; /* NULL or "none", "aac", "opus", "vorbis" */
+    const char *audio_codec; /* NULL or "none", "aac", "opus", "vorbis", "mp2" */
     int audio_rate;          /* Hz; 0: 48000 for opus, else 44100 */
     int audio_channels;      /* 1 or 2 (default 2, the same tone in both) */
     double tone_hz;          /* sine frequency (default 440) */
