@@ -99,11 +99,6 @@ static void fill_info(vtr_video_reader *r)
     /* only the stream's own duration: the file's (AVFormatContext.duration) is the span
      * of all streams for some formats and the end time for others (Matroska) */
     in->duration = st->duration > 0 && st->duration != AV_NOPTS_VALUE ? st->duration : -1;
-    /* an MPEG program stream's duration is FFmpeg's estimate from the last time stamps of
-     * the container, a frame or two short where a packet holds several pictures: it is
-     * measured (vtr_video_reader_measure) */
-    if (is_program_stream(r))
-        in->duration = -1;
     in->declared_end = INT64_MIN;
     if (in->duration > 0) {
         in->declared_end = in->start + in->duration;
@@ -112,6 +107,11 @@ static void fill_info(vtr_video_reader *r)
         int64_t end = r->fmt->duration + (fstart < 0 ? fstart : 0);
         in->declared_end = av_rescale_q(end, AV_TIME_BASE_Q, st->time_base);
     }
+    /* an MPEG program stream's duration is FFmpeg's estimate from the last time stamps of
+     * the container, a frame or two short where a packet holds several pictures: it is
+     * measured (vtr_video_reader_measure), against that estimate as the declared end */
+    if (is_program_stream(r))
+        in->duration = -1;
     AVRational rate = st->avg_frame_rate;
     in->fps = !in->is_image && rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
     in->nb_frames = st->nb_frames > 0 ? st->nb_frames : 0;

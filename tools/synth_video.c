@@ -721,14 +721,17 @@ static vtr_status write_video(synth *s, const char *codec, vtr_error *err)
     char *tmp = NULL;
     bool opened = false;
     vtr_status st = VTR_OK;
-    int ret = avformat_alloc_output_context2(&s->oc, NULL, NULL, s->path);
+    /* .vob: the DVD program stream (libavformat's guess from the extension is SVCD's) */
+    const char *dot = strrchr(s->path, '.');
+    const char *format = dot && !strcasecmp(dot, ".vob") ? "vob" : NULL;
+    int ret = avformat_alloc_output_context2(&s->oc, NULL, format, s->path);
     if (ret < 0 || !s->oc)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: no container for this extension: %s",
                         s->path, av_err2str(ret));
     s->oc->flags |= AVFMT_FLAG_BITEXACT; /* no random ids (Matroska) or version tags */
     /* an MPEG program stream at a DVD's rate (libavformat's guess, from encoders with no
      * bit rate, underflows the decoder's buffer at every large picture) */
-    if (!strcmp(s->oc->oformat->name, "mpeg"))
+    if (!strcmp(s->oc->oformat->name, "mpeg") || !strcmp(s->oc->oformat->name, "vob"))
         av_opt_set_int(s->oc->priv_data, "muxrate", 10080000, 0);
     if ((st = setup_video(s, codec, false, err)) != VTR_OK)
         goto end;

@@ -4,10 +4,13 @@
 #
 #   sh bench/decode/run.sh [CLIPS] [LONG_VIDEOS] [LONG_SECONDS]      (defaults: 3 1 600)
 #   CONTAINER=mkv sh bench/decode/run.sh ...     (the same streams in Matroska)
+#   CONTAINER=vob sh bench/decode/run.sh ...     (DVD-like MPEG-2 program streams)
 #
 # Inputs (made once with bin/vtr-synth, kept in bench/out/decode/): 1280x720 H.264 at
 # 25 fps, a keyframe every 250 frames, 3 B-frames, in mp4 (or CONTAINER: copied there by
-# ffmpeg -c copy). Two regimes, 20 uniform frames each:
+# ffmpeg -c copy); with CONTAINER=vob instead 720x576 MPEG-2 at 25 fps, a keyframe every 15
+# frames, 2 B-frames (open GOPs), as on a DVD, written by vtr-synth. Two regimes, 20
+# uniform frames each:
 #   (a) 30-second clips (MSR-VTT-like: nearly every GOP holds a target);
 #   (b) LONG_SECONDS-second videos.
 # Three commands deliver the same 20 frames as RGB24 (checked byte for byte):
@@ -56,6 +59,11 @@ done
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 make_video() { # name seconds first-index
+    if [ "$container" = vob ]; then
+        [ -s "$out/$1.vob" ] || vtr-synth --size 720x576 --fps 25 --frames $(($2 * 25)) \
+            --gop 15 --bframes 2 --first-index "$3" "$out/$1.vob"
+        return
+    fi
     if ! [ -s "$out/$1.mp4" ]; then
         echo "making $1.mp4 ($2 s of 720p H.264)" >&2
         vtr-synth --size 1280x720 --fps 25 --frames $(($2 * 25)) --gop 250 --bframes 3 \
