@@ -410,8 +410,7 @@ static bool own_append(vtr_video_reader *r, const AVPacket *pkt, int64_t num)
 
 vtr_status vtr_video_reader_index(vtr_video_reader *r, vtr_error *err)
 {
-    const char *format = r->fmt->iformat->name; /* MPEG transport and program streams */
-    if ((strcmp(format, "mpegts") != 0 && strcmp(format, "mpeg") != 0) || r->own.n > 0)
+    if ((strcmp(r->fmt->iformat->name, "mpegts") != 0 && !is_program_stream(r)) || r->own.n > 0)
         return VTR_OK;
     AVPacket *pkt = av_packet_alloc();
     bool ok = pkt != NULL, eof = false;

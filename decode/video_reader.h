@@ -25,7 +25,8 @@ typedef struct vtr_video_info {
     int tb_num, tb_den;    /* stream time base: one tick is tb_num / tb_den seconds */
     int64_t start;         /* ticks: the stream's first presentation time */
     int64_t duration;      /* ticks from start to the end of the last frame, as the stream
-                              declares it; -1 unknown (see vtr_video_reader_measure) */
+                              declares it; -1 unknown, or only estimated (an MPEG program
+                              stream): see vtr_video_reader_measure */
     double fps;            /* average frame rate; 0 when unknown (and for images) */
     int64_t nb_frames;     /* frame count the container declares; 0 when unknown */
     vtr_orientation orientation; /* from the display matrix: a video's (stream side data)
@@ -61,21 +62,23 @@ const vtr_video_info *vtr_video_reader_info(const vtr_video_reader *r);
 const vtr_decode_stats *vtr_video_reader_stats(const vtr_video_reader *r);
 const char *vtr_video_reader_path(const vtr_video_reader *r);
 
-/* For a stream that declares no duration (Matroska/WebM, image pipes): reads, without
- * decoding, the packets from the last indexed keyframe (or from the start, without an
- * index) to the end of the file, sets info.duration to the end of the last frame (and
+/* For a stream that declares no duration (Matroska/WebM, image pipes, MPEG program
+ * streams): reads, without decoding, the packets from the last indexed keyframe (a program
+ * stream: its last MiB; from the start, without an index or for a smaller file) to the end
+ * of the file, sets info.duration to the end of the last frame (and
  * info.start when unknown), then goes back to the start, keeping the keyframe index it
  * found (Matroska's cues, read at a first seek, or the keyframes read). */
 vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err);
 
-/* For a container without a keyframe index (MPEG-TS): reads, without decoding, the
- * video packets of the whole file and keeps each keyframe's dts, byte position and
- * frame number as the reader's own index, which vtr_video_reader_keyframe_before,
- * _preceding, _frame_number and _seek then use (a seek goes to the keyframe's byte);
+/* For a container without a keyframe index (MPEG-TS, MPEG-PS): reads, without decoding,
+ * the video packets of the whole file and keeps each keyframe's dts, pts, byte position
+ * and frame number as the reader's own index, which vtr_video_reader_keyframe_before,
+ * _preceding, _frame_number and _seek then use (a seek goes to the keyframe's byte; the
+ * next read skips what precedes the keyframe there and gives it the times the index saw);
  * then goes back to the start. Keeps none when the keyframes' dts do not rise with their
- * positions (time stamps reset or wrapped), when reading fails (decoding will say why)
- * or memory runs short: the file then decodes straight through, as without an index.
- * Other containers: nothing. */
+ * positions (time stamps reset or wrapped) or a position is unknown (a program stream's
+ * pictures several to a packet), when reading fails (decoding will say why) or memory
+ * runs short: the file then decodes as without an index. Other containers: nothing. */
 vtr_status vtr_video_reader_index(vtr_video_reader *r, vtr_error *err);
 
 /* Gives dst, the same file opened again, src's own index (vtr_video_reader_index). */
