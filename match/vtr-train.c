@@ -106,7 +106,6 @@ static char *default_output(const char *config_path)
     return out;
 }
 
-/* --set KEY=VALUE */
 /* Whether the run directory holds a checkpoint to resume from. */
 static bool has_checkpoint(const char *dir)
 {
@@ -116,6 +115,7 @@ static bool has_checkpoint(const char *dir)
     return yes;
 }
 
+/* --set KEY=VALUE */
 static vtr_status set_key(vtr_config *cfg, const char *key, const char *value, vtr_error *err)
 {
     size_t len = strlen(key) + strlen(value) + 2;
