@@ -14,6 +14,9 @@
 
 /* Most stretches of one item decoded at once (each opens the file). */
 #define MAX_STRETCHES 16
+/* The most leading pictures (decoded after their keyframe, shown before it) a stream is
+ * taken to have: H.264's most B-frames in a row, x264's too. */
+#define MAX_LEADING 16
 
 void vtr_decode_options_defaults(vtr_decode_options *o)
 {
@@ -316,9 +319,14 @@ static int plan_stretches(vtr_video_reader *r, int threads, const vtr_pick_plan 
 {
     int max = threads < MAX_STRETCHES ? threads : MAX_STRETCHES;
     first[0] = 0;
-    if (!plan->targets || !plan->seek || max < 2 || plan->n_targets < 2 ||
-        !vtr_video_reader_jumps_tell_all(r))
-        return 1; /* (then stretches could lose frame numbers one decoder keeps) */
+    if (!plan->targets || !plan->seek || max < 2 || plan->n_targets < 2)
+        return 1;
+    const vtr_video_info *in = vtr_video_reader_info(r);
+    /* where jumps lose the frame numbers (stretch_plan.h), the leading pictures' span */
+    int64_t lead = VTR_STRETCH_JUMPS_LOSE_NOTHING;
+    if (!vtr_video_reader_jumps_tell_all(r))
+        lead = in->fps > 0 ? (int64_t)(MAX_LEADING / in->fps * in->tb_den / in->tb_num) + 1
+                           : INT64_MAX;
     int64_t *keyframes = malloc((size_t)plan->n_targets * sizeof *keyframes);
     if (!keyframes)
         return 1; /* one decoder needs no more memory */
@@ -327,9 +335,8 @@ static int plan_stretches(vtr_video_reader *r, int threads, const vtr_pick_plan 
         if (!vtr_video_reader_keyframe_before(r, plan->targets[k], &keyframes[k], &pos))
             keyframes[k] = VTR_STRETCH_NO_KEYFRAME;
     }
-    const vtr_video_info *in = vtr_video_reader_info(r);
     int n = vtr_stretch_plan(plan->targets, keyframes, plan->n_targets, in->start,
-                             (double)in->tb_num / in->tb_den, max, first);
+                             (double)in->tb_num / in->tb_den, lead, max, first);
     free(keyframes);
     return n;
 }

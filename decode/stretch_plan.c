@@ -17,6 +17,16 @@ static bool jumps_at(const int64_t *keyframes, int64_t k)
            (keyframes[k - 1] == VTR_STRETCH_NO_KEYFRAME || keyframes[k] > keyframes[k - 1]);
 }
 
+/* Whether one decoder surely jumps somewhere (stretch_plan.h): at a target whose keyframe
+ * comes after the previous target's and more than lead ticks after the previous target. */
+static bool surely_jumps(const int64_t *targets, const int64_t *keyframes, int64_t n, int64_t lead)
+{
+    for (int64_t k = 1; k < n; k++)
+        if (jumps_at(keyframes, k) && keyframes[k] - targets[k - 1] > lead)
+            return true;
+    return false;
+}
+
 /* The seconds of video decoded to reach targets[k] from where the previous one left. */
 static double cost(const int64_t *targets, const int64_t *keyframes, int64_t k, int64_t start,
                    double tick_s)
@@ -32,10 +42,11 @@ static double cost(const int64_t *targets, const int64_t *keyframes, int64_t k, 
 }
 
 int vtr_stretch_plan(const int64_t *targets, const int64_t *keyframes, int64_t n, int64_t start,
-                     double tick_s, int max, int64_t *first)
+                     double tick_s, int64_t lead, int max, int64_t *first)
 {
     first[0] = 0;
-    if (max < 2 || n < 2)
+    if (max < 2 || n < 2 ||
+        (lead != VTR_STRETCH_JUMPS_LOSE_NOTHING && !surely_jumps(targets, keyframes, n, lead)))
         return 1;
     double total = 0;
     for (int64_t k = 0; k < n; k++)

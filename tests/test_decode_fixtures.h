@@ -18,14 +18,12 @@ typedef struct decode_fixture {
     const char *path;      /* set by fixture_get */
 } decode_fixture;
 
-/* The named fixture, written on first use ("h264", "mpeg4", "mpeg4_avi", "divx_avi", "vp9",
- * "vfr", "start",
- * "start_webm", "rot90", "rot180", "rot270", "audio", "ts", "mpeg4_ts", "png", "jpeg", "webp",
- * "bmp"). */
+/* The named fixture, written on first use ("h264", "h264_mkv", "mpeg4", "mpeg4_avi",
+ * "divx_avi", "vp9", "vfr", "start", "start_webm", "rot90", "rot180", "rot270", "audio",
+ * "ts", "mpeg4_ts", "mpeg2_ps", "png", "jpeg", "webp", "bmp"). */
 decode_fixture *fixture_get(const char *name);
 
-/* Every video fixture's name, NULL-terminated. */
-extern const char *const fixture_videos[];
+/* Every image fixture's name, NULL-terminated. */
 extern const char *const fixture_images[];
 
 /* Copies src's streams packet by packet into dst (the container from dst's extension),

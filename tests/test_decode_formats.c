@@ -214,6 +214,10 @@ static void check_all_modes(const char *name)
 }
 
 TEST(decode_h264_bframes_long_gop) { check_all_modes("h264"); }
+TEST(decode_h264_bframes_matroska)
+{
+    check_all_modes("h264_mkv");
+}
 TEST(decode_mpeg4_open_gop) { check_all_modes("mpeg4"); }
 TEST(decode_mpeg4_bframes_avi) { check_all_modes("mpeg4_avi"); }
 TEST(decode_divx_packed_bframes_avi) { check_all_modes("divx_avi"); }
@@ -223,8 +227,8 @@ TEST(decode_start_offset_mp4) { check_all_modes("start"); }
 TEST(decode_start_offset_webm) { check_all_modes("start_webm"); }
 
 /* Open GOPs (B-frames before each keyframe refer to the previous GOP) in Matroska, which
- * numbers no frames: one decoder reading through keeps the frame numbers, so the item is
- * one stretch whatever the threads (four once lost them). */
+ * numbers no frames: one decoder reading through dense targets never jumps and keeps the
+ * frame numbers, so the item is one stretch whatever the threads (four once lost them). */
 TEST(decode_matroska_open_gop_keeps_frame_numbers)
 {
     decode_fixture *f = fixture_get("mpeg4");

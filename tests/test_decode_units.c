@@ -144,42 +144,51 @@ static void msrvtt_targets(int64_t *targets, int64_t *keyframes, const int64_t *
 TEST(decode_stretch_plan)
 {
     int64_t t[20], kf[20], first[16];
+    const int64_t nothing = VTR_STRETCH_JUMPS_LOSE_NOTHING; /* lost in a jump */
     msrvtt_targets(t, kf, NULL);
     /* GOPs of 10 s: jumps at targets 7 (11.25 s) and 13 (20.25 s); 9.75, 8.75, 9.25 s */
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 2, first), 2);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, nothing, 2, first), 2);
     CHECK_EQ_INT(first[0], 0);
     CHECK_EQ_INT(first[1], 7);
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 3, first), 3);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, nothing, 3, first), 3);
     CHECK_EQ_INT(first[1], 7);
     CHECK_EQ_INT(first[2], 13);
+    /* where jumps lose frame numbers: split only if one decoder surely jumps anyway, at a
+     * keyframe over a lead after the previous target (20 s, 1.25 s after 18.75 s; 10 s is
+     * only 0.25 s after 9.75 s) */
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 640, 2, first), 2);
+    CHECK_EQ_INT(first[1], 7);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 1249, 3, first), 3);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 1250, 3, first), 1);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, INT64_MAX, 3, first), 1);
     /* no more stretches than places to cut */
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 16, first), 3);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, nothing, 16, first), 3);
     /* one thread, one target */
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 1, first), 1);
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 1, 0, 0.001, 4, first), 1);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, nothing, 1, first), 1);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 1, 0, 0.001, nothing, 4, first), 1);
     CHECK_EQ_INT(first[0], 0);
     /* under two seconds of video in all (30 s at 0.03 ms a tick: 0.9 s) */
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.00003, 4, first), 1);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.00003, nothing, 4, first), 1);
     /* a single jump, at 28 s, would leave 96% of the video to the first stretch */
     static const int64_t late[] = {0, 28000, 0};
     msrvtt_targets(t, kf, late);
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 4, first), 1);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, nothing, 4, first), 1);
     /* no index, or a single keyframe: nowhere to cut */
     for (int i = 0; i < 20; i++)
         kf[i] = VTR_STRETCH_NO_KEYFRAME;
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 4, first), 1);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, nothing, 4, first), 1);
     static const int64_t one[] = {0, 0};
     msrvtt_targets(t, kf, one);
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, 4, first), 1);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 0, 0.001, nothing, 4, first), 1);
     /* a stream from 5 s whose index lists keyframes from 10 s on: the first target's cost
      * counts from the start, the first listed keyframe is a jump; shares of 27.8 s */
     for (int i = 0; i < 20; i++) {
         t[i] = 5750 + 1500 * i;
         kf[i] = t[i] < 10000 ? VTR_STRETCH_NO_KEYFRAME : t[i] / 10000 * 10000;
     }
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 5000, 0.001, 2, first), 2);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 5000, 0.001, nothing, 2, first), 2);
     CHECK_EQ_INT(first[1], 10);
-    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 5000, 0.001, 4, first), 4);
+    CHECK_EQ_INT(vtr_stretch_plan(t, kf, 20, 5000, 0.001, nothing, 4, first), 4);
     CHECK_EQ_INT(first[1], 3);
     CHECK_EQ_INT(first[2], 10);
     CHECK_EQ_INT(first[3], 17);
