@@ -151,23 +151,28 @@ static bool is_image_codec(const char *codec)
            !strcmp(codec, "bmp");
 }
 
-static const char *codec_for_path(const char *path)
+/* Whether path's extension (after its last dot) is ext, in any case. */
+static bool has_extension(const char *path, const char *ext)
 {
     const char *dot = strrchr(path, '.');
-    const char *ext = dot ? dot + 1 : "";
-    if (!strcasecmp(ext, "webm"))
+    return dot && !strcasecmp(dot + 1, ext);
+}
+
+static const char *codec_for_path(const char *path)
+{
+    if (has_extension(path, "webm"))
         return "vp9";
-    if (!strcasecmp(ext, "avi"))
+    if (has_extension(path, "avi"))
         return "mpeg4";
-    if (!strcasecmp(ext, "mpg") || !strcasecmp(ext, "mpeg") || !strcasecmp(ext, "vob"))
+    if (has_extension(path, "mpg") || has_extension(path, "mpeg") || has_extension(path, "vob"))
         return "mpeg2video";
-    if (!strcasecmp(ext, "png"))
+    if (has_extension(path, "png"))
         return "png";
-    if (!strcasecmp(ext, "jpg") || !strcasecmp(ext, "jpeg"))
+    if (has_extension(path, "jpg") || has_extension(path, "jpeg"))
         return "mjpeg";
-    if (!strcasecmp(ext, "webp"))
+    if (has_extension(path, "webp"))
         return "webp";
-    if (!strcasecmp(ext, "bmp"))
+    if (has_extension(path, "bmp"))
         return "bmp";
     return "h264";
 }
@@ -722,8 +727,7 @@ static vtr_status write_video(synth *s, const char *codec, vtr_error *err)
     bool opened = false;
     vtr_status st = VTR_OK;
     /* .vob: the DVD program stream (libavformat's guess from the extension is SVCD's) */
-    const char *dot = strrchr(s->path, '.');
-    const char *format = dot && !strcasecmp(dot, ".vob") ? "vob" : NULL;
+    const char *format = has_extension(s->path, "vob") ? "vob" : NULL;
     int ret = avformat_alloc_output_context2(&s->oc, NULL, format, s->path);
     if (ret < 0 || !s->oc)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: no container for this extension: %s",
