@@ -21,7 +21,7 @@ void vtr_packet_times_reset(vtr_packet_times *pt)
 {
     for (int i = 0; i < pt->len; i++)
         av_packet_free(&pt->queue[i]);
-    pt->len = 0;
+    pt->len = pt->settled = 0;
     pt->open = -1;
 }
 
@@ -46,6 +46,47 @@ bool vtr_packet_is_b_picture(enum AVCodecID codec, const AVPacket *pkt)
     return false;
 }
 
+/* Packets held at most while the times are untold. */
+#define MAX_UNTOLD 64
+
+/* Tells from queue[i] what the times are, if it is a B-frame after a reference frame. */
+static void tell(vtr_packet_times *pt, int i)
+{
+    const AVPacket *b = pt->queue[i];
+    if (b->dts == AV_NOPTS_VALUE || !vtr_packet_is_b_picture(pt->codec, b))
+        return;
+    for (int k = i - 1; k >= 0; k--) {
+        const AVPacket *ref = pt->queue[k];
+        if (!vtr_packet_is_b_picture(pt->codec, ref)) {
+            if (ref->dts != AV_NOPTS_VALUE)
+                pt->given = b->dts < ref->dts ? VTR_TIMES_PRESENTATION : VTR_TIMES_DECODE;
+            return;
+        }
+    }
+}
+
+/* Gives queue[i] its time, or the open reference frame its pts. */
+static void settle(vtr_packet_times *pt, int i)
+{
+    AVPacket *p = pt->queue[i];
+    if (p->dts == AV_NOPTS_VALUE) {
+        /* nothing to place it by: keep the container's pts (the picker refuses none) */
+    } else if (pt->given == VTR_TIMES_PRESENTATION) {
+        if (p->pts == AV_NOPTS_VALUE)
+            p->pts = p->dts;
+    } else if (vtr_packet_is_b_picture(pt->codec, p)) {
+        if (p->pts == AV_NOPTS_VALUE)
+            p->pts = p->dts;
+    } else {
+        if (pt->open >= 0) {
+            AVPacket *ref = pt->queue[pt->open];
+            if (ref->pts == AV_NOPTS_VALUE || ref->pts < p->dts)
+                ref->pts = p->dts;
+        }
+        pt->open = i;
+    }
+}
+
 vtr_status vtr_packet_times_push(vtr_packet_times *pt, AVPacket *pkt, vtr_error *err)
 {
     if (pt->len == pt->cap) {
@@ -60,20 +101,15 @@ vtr_status vtr_packet_times_push(vtr_packet_times *pt, AVPacket *pkt, vtr_error 
     if (!p)
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for packets");
     av_packet_move_ref(p, pkt);
-    if (p->dts == AV_NOPTS_VALUE) {
-        /* nothing to place it by: keep the container's pts (the picker refuses none) */
-    } else if (vtr_packet_is_b_picture(pt->codec, p)) {
-        if (p->pts == AV_NOPTS_VALUE)
-            p->pts = p->dts;
-    } else {
-        if (pt->open >= 0) {
-            AVPacket *ref = pt->queue[pt->open];
-            if (ref->pts == AV_NOPTS_VALUE || ref->pts < p->dts)
-                ref->pts = p->dts;
-        }
-        pt->open = pt->len;
-    }
     pt->queue[pt->len++] = p;
+    if (pt->given == VTR_TIMES_UNTOLD) {
+        tell(pt, pt->len - 1);
+        if (pt->given == VTR_TIMES_UNTOLD && pt->len >= MAX_UNTOLD)
+            pt->given = VTR_TIMES_DECODE;
+    }
+    if (pt->given != VTR_TIMES_UNTOLD)
+        while (pt->settled < pt->len)
+            settle(pt, pt->settled++);
     return VTR_OK;
 }
 
@@ -81,6 +117,13 @@ bool vtr_packet_times_pop(vtr_packet_times *pt, AVPacket *out, bool end)
 {
     if (pt->len == 0)
         return false;
+    if (pt->given == VTR_TIMES_UNTOLD) {
+        if (!end)
+            return false;
+        pt->given = VTR_TIMES_DECODE; /* no B-frame to tell by: as before */
+        while (pt->settled < pt->len)
+            settle(pt, pt->settled++);
+    }
     if (pt->open == 0) {
         if (!end)
             return false; /* the next reference frame fixes its pts */
@@ -95,6 +138,7 @@ bool vtr_packet_times_pop(vtr_packet_times *pt, AVPacket *out, bool end)
     av_packet_free(&pt->queue[0]);
     memmove(pt->queue, pt->queue + 1, (size_t)(pt->len - 1) * sizeof *pt->queue);
     pt->len--;
+    pt->settled--;
     if (pt->open > 0)
         pt->open--;
     return true;

@@ -245,6 +245,54 @@ TEST(decode_matroska_open_gop_keeps_frame_numbers)
     free(mkv);
 }
 
+/* MPEG-4 Part 2 with B-frames remuxed by mkvmerge, which stores it in Matroska's VfW mode:
+ * libavformat reads the blocks' times as decode times, but mkvmerge wrote presentation
+ * times when it took the stream from mp4, decode times when from AVI
+ * (decode/packet_times.h). Either way, every sampler gives the source's frames at the
+ * source's times (before, from mp4 the reference frames were taken one slot late: wrong
+ * frames, and "the timestamps repeat" at the end). */
+TEST(decode_matroska_vfw_mode_times)
+{
+    if (test_run("command -v mkvmerge >/dev/null 2>&1") != 0)
+        test_skip("no mkvmerge (Debian's mkvtoolnix)");
+    const char *sources[] = {"mpeg4", "mpeg4_avi"};
+    const vtr_sampler samplers[] = {
+        {.mode = VTR_SAMPLE_FRAMES, .n = 7},
+        {.mode = VTR_SAMPLE_FPS, .fps_num = 3, .fps_den = 1},
+        {.mode = VTR_SAMPLE_EVERY, .n = 4},
+        {.mode = VTR_SAMPLE_KEYFRAMES},
+        {.mode = VTR_SAMPLE_ALL},
+    };
+    for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
+        decode_fixture *f = fixture_get(sources[i]);
+        char *mkv = strdup(test_path(i ? "vfw_from_avi.mkv" : "vfw_from_mp4.mkv"));
+        CHECK(mkv);
+        /* exit 1: warnings only */
+        int rc = test_run("mkvmerge -q -o '%s' '%s'", mkv, f->path);
+        CHECK_MSG(rc == 0 || rc == 1, "mkvmerge %s: exit %d", f->path, rc);
+        for (size_t j = 0; j < sizeof samplers / sizeof samplers[0]; j++) {
+            char mode[64];
+            vtr_sampler_describe(&samplers[j], mode, sizeof mode);
+            vtr_decoded_item want, got;
+            fixture_decode(f->path, &samplers[j], false, NULL, &want);
+            fixture_decode(mkv, &samplers[j], false, NULL, &got);
+            CHECK_MSG(got.frames.shape[0] == want.frames.shape[0], "%s %s: %lld frames, %lld", mkv,
+                      mode, (long long)got.frames.shape[0], (long long)want.frames.shape[0]);
+            for (int64_t k = 0; k < want.frames.shape[0]; k++) {
+                CHECK_MSG(fixture_index(&got, k, 0) == fixture_index(&want, k, 0),
+                          "%s %s: frame %lld shows %d, the source's %d", mkv, mode, (long long)k,
+                          fixture_index(&got, k, 0), fixture_index(&want, k, 0));
+                CHECK(fabs(fixture_meta_real(&got, "timestamps", k) -
+                           fixture_meta_real(&want, "timestamps", k)) < 0.0011);
+            }
+            CHECK(memcmp(got.frames.data, want.frames.data, vtr_tensor_nbytes(&want.frames)) == 0);
+            vtr_decoded_item_free(&want);
+            vtr_decoded_item_free(&got);
+        }
+        free(mkv);
+    }
+}
+
 /* A WebM with its cues (the index) before the clusters, as mkvmerge writes it, read with
  * the header: the same frames as with the cues at the end, in stretches too. */
 TEST(decode_webm_cues_in_front)

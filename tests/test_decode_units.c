@@ -10,6 +10,7 @@
 #include "decode/frame_convert.h"
 #include "decode/frame_sampler.h"
 #include "decode/orientation.h"
+#include "decode/packet_times.h"
 #include "decode/presentation_order.h"
 #include "decode/stretch_plan.h"
 #include "lib/file.h"
@@ -137,6 +138,76 @@ static void msrvtt_targets(int64_t *targets, int64_t *keyframes, const int64_t *
                     keyframes[i] = only[k];
         }
     }
+}
+
+/* Pushes MPEG-4 packets of picture types types[i] ('I', 'P' or 'B') with dts dts[i] (pts
+ * unknown) through packet times and writes the pts they come out with to pts[] (every
+ * packet: the last ones at the end of the stream); returns how many came out before the
+ * end. */
+static int times_of(const char *types, const int64_t *dts, int n, int64_t *pts)
+{
+    vtr_packet_times pt;
+    vtr_packet_times_init(&pt, AV_CODEC_ID_MPEG4);
+    AVPacket *pkt = av_packet_alloc(), *out = av_packet_alloc();
+    CHECK(pkt && out);
+    int got = 0, before_end = -1;
+    for (int i = 0; i <= n; i++) {
+        if (i < n) {
+            CHECK(av_new_packet(pkt, 6) == 0);
+            static const uint8_t vop[] = {0, 0, 1, 0xB6, 0, 0};
+            memcpy(pkt->data, vop, 6);
+            pkt->data[4] = (uint8_t)((types[i] == 'I' ? 0 : types[i] == 'P' ? 1 : 2) << 6);
+            pkt->dts = dts[i];
+            pkt->pts = AV_NOPTS_VALUE;
+            vtr_error err;
+            vtr_error_clear(&err);
+            CHECK_OK(vtr_packet_times_push(&pt, pkt, &err));
+        } else {
+            before_end = got;
+        }
+        while (vtr_packet_times_pop(&pt, out, i == n)) {
+            CHECK(got < n);
+            pts[got++] = out->pts;
+            av_packet_unref(out);
+        }
+    }
+    CHECK_EQ_INT(got, n);
+    av_packet_free(&pkt);
+    av_packet_free(&out);
+    vtr_packet_times_free(&pt);
+    return before_end;
+}
+
+/* Decode times (AVI): a B-frame is shown at its dts, a reference frame at the next one's;
+ * presentation times under the name of dts (Matroska's VfW mode from mp4): each frame at
+ * its own, told by the first B-frame earlier than the reference frame before it; without
+ * a B-frame to tell by, decode times (after 64 packets held, or at the end). */
+TEST(decode_packet_times_told_by_b_frames)
+{
+    int64_t pts[80], want[80], dts[80];
+    static const int64_t decode[] = {0, 1, 2, 3, 4, 5, 6};
+    CHECK_EQ_INT(times_of("IPBBPBB", decode, 7, pts), 4);
+    static const int64_t from_decode[] = {1, 4, 2, 3, 7, 5, 6};
+    for (int i = 0; i < 7; i++)
+        CHECK_EQ_INT(pts[i], from_decode[i]);
+    static const int64_t shown[] = {0, 3, 1, 2, 6, 4, 5};
+    CHECK_EQ_INT(times_of("IPBBPBB", shown, 7, pts), 7);
+    for (int i = 0; i < 7; i++)
+        CHECK_EQ_INT(pts[i], shown[i]);
+    /* no B-frame: held until 64 packets, then decode times */
+    char types[81];
+    for (int i = 0; i < 80; i++) {
+        types[i] = i % 12 ? 'P' : 'I';
+        dts[i] = i;
+        want[i] = i + 1;
+    }
+    types[80] = 0;
+    CHECK_EQ_INT(times_of(types, dts, 80, pts), 79);
+    for (int i = 0; i < 80; i++)
+        CHECK_EQ_INT(pts[i], want[i]);
+    CHECK_EQ_INT(times_of(types, dts, 20, pts), 0);
+    for (int i = 0; i < 20; i++)
+        CHECK_EQ_INT(pts[i], want[i]);
 }
 
 /* Stretches start only where the picker jumps to a new keyframe anyway, near equal shares
