@@ -32,6 +32,7 @@ struct vtr_video_reader {
     bool reorders;          /* frames are shown in another order than decoded (probed at
                                opening: a reopened demuxer does not probe) */
     vtr_packet_times times;
+    bool pts_seen;          /* a packet of the stream has had a pts */
     bool source_eof;        /* no more packets from the demuxer (and the filter) */
     AVPacket *next;         /* a packet on its way from the demuxer */
     /* vtr_video_reader_index: the keyframes of a container without an index of its own,
@@ -533,11 +534,29 @@ static vtr_status next_source_packet(vtr_video_reader *r, AVPacket *pkt, bool *e
     }
 }
 
+/* A stream that reorders frames but whose container gives no pts (H.264 with B-frames in
+ * AVI): taken at its dts, the wrong frames would be delivered; refused. The first packets'
+ * pts tell: a container that has them (MPEG-TS) may still leave one out. */
+static vtr_status check_pts(vtr_video_reader *r, const AVPacket *pkt, vtr_error *err)
+{
+    if (pkt->pts != AV_NOPTS_VALUE)
+        r->pts_seen = true;
+    else if (!r->pts_seen && r->reorders && pkt->dts != AV_NOPTS_VALUE)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                        "%s: %s with B-frames, in a container that gives no presentation times "
+                        "(AVI): which frame is shown when is unknown; re-encode it (ffmpeg -i "
+                        "FILE out.mp4)",
+                        r->path, r->info.codec);
+    return VTR_OK;
+}
+
 vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, vtr_error *err)
 {
     *eof = false;
-    if (!r->restore_pts)
-        return next_source_packet(r, pkt, eof, err);
+    if (!r->restore_pts) {
+        vtr_status st = next_source_packet(r, pkt, eof, err);
+        return st == VTR_OK && !*eof ? check_pts(r, pkt, err) : st;
+    }
     for (;;) {
         av_packet_unref(pkt);
         if (vtr_packet_times_pop(&r->times, pkt, r->source_eof))

@@ -359,6 +359,24 @@ static char *make_flipped_file(const char *src, const char *name, int count)
     return dst;
 }
 
+/* H.264 with B-frames in AVI, which keeps no presentation times: which frame is shown when
+ * is unknown (taken at their decode times, the wrong frames came out). */
+static char *make_h264_bframes_avi(void)
+{
+    vtr_synth_options o;
+    vtr_synth_defaults(&o);
+    o.codec = "h264";
+    o.frames = 30;
+    o.gop = 10;
+    o.b_frames = 2;
+    char *path = strdup(test_path("bframes_h264.avi"));
+    CHECK(path);
+    vtr_error err;
+    vtr_error_clear(&err);
+    CHECK_OK(vtr_synth_write(path, &o, &err));
+    return path;
+}
+
 /* A file whose video stream has a codec this FFmpeg cannot decode: AVS3 in Matroska, or
  * when FFmpeg has an AVS3 decoder, a FourCC nobody knows in AVI. */
 static char *make_unknown_codec_file(const char **needle)
@@ -450,6 +468,7 @@ TEST(decode_bad_inputs_fail_cleanly)
         /* inverted bytes in MPEG-4 (FFmpeg 5.1 asserted with frame threads) */
         {make_flipped_file(avi->path, "flipped.avi", 30), VTR_ERR_CODEC, "decod"},
         {unknown_path, VTR_ERR_UNSUPPORTED, unknown_codec},
+        {make_h264_bframes_avi(), VTR_ERR_UNSUPPORTED, "gives no presentation times (AVI)"},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
         {strdup(test_tmpdir()), VTR_ERR_IO, "directory"},
         {strdup("/dev/null"), VTR_ERR_IO, "not a regular file (a character device)"},
