@@ -337,15 +337,15 @@ static AVIndexEntry *index_copy(vtr_video_reader *r, int *n)
     return copy;
 }
 
-vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err)
+/* The earliest pts and the latest end of the video packets from here to the end of the
+ * file (INT64_MAX and INT64_MIN when there are none). */
+static vtr_status read_span(vtr_video_reader *r, int64_t *lo, int64_t *hi, vtr_error *err)
 {
-    /* from the last indexed keyframe: one GOP of demuxing instead of the file; else it
-     * all from the start */
-    bool start_known = r->st->start_time != AV_NOPTS_VALUE && seek_last_keyframe(r);
     AVPacket *pkt = av_packet_alloc();
     if (!pkt)
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", r->path);
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    *lo = INT64_MAX;
+    *hi = INT64_MIN;
     vtr_status st;
     for (;;) {
         bool eof;
@@ -358,13 +358,28 @@ vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err)
         int64_t pts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
         if (pts == AV_NOPTS_VALUE)
             continue;
-        if (pts < lo)
-            lo = pts;
+        if (pts < *lo)
+            *lo = pts;
         int64_t end = pts + (pkt->duration > 0 ? pkt->duration : 0);
-        if (end > hi)
-            hi = end;
+        if (end > *hi)
+            *hi = end;
     }
     av_packet_free(&pkt);
+    return st;
+}
+
+vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err)
+{
+    /* from the last indexed keyframe: one GOP of demuxing instead of the file; else it
+     * all from the start */
+    bool start_known = r->st->start_time != AV_NOPTS_VALUE && seek_last_keyframe(r);
+    int64_t lo, hi;
+    vtr_status st = read_span(r, &lo, &hi, err);
+    /* nothing after the last "keyframe": an index that lists what holds no frame
+     * (GStreamer's FLV: the stream's end marker), so all of it from the start */
+    if (st == VTR_OK && hi == INT64_MIN && start_known &&
+        (st = vtr_video_reader_rewind(r, err)) == VTR_OK)
+        st = read_span(r, &lo, &hi, err);
     if (st != VTR_OK)
         return st;
     if (hi == INT64_MIN)

@@ -245,6 +245,34 @@ TEST(decode_matroska_open_gop_keeps_frame_numbers)
     free(mkv);
 }
 
+/* FLV without a duration in its metadata (as GStreamer's flvmux writes it, or a live
+ * stream saved; here FFmpeg's with no_duration_filesize), measured by reading from the
+ * last indexed keyframe: FFmpeg's index lists the H.264 end-of-sequence marker, which holds
+ * no frame, last. The span is then read from the start (it once said "no video frames"),
+ * and every sampler gives the mp4's frames. */
+TEST(decode_flv_without_duration)
+{
+    decode_fixture *f = fixture_get("h264");
+    char *flv = strdup(test_path("no_duration.flv"));
+    CHECK(flv);
+    fixture_remux(f->path, flv, "flvflags", "no_duration_filesize");
+    const vtr_sampler samplers[] = {
+        {.mode = VTR_SAMPLE_FRAMES, .n = 7},
+        {.mode = VTR_SAMPLE_FPS, .fps_num = 3, .fps_den = 1},
+        {.mode = VTR_SAMPLE_ALL},
+    };
+    for (size_t j = 0; j < sizeof samplers / sizeof samplers[0]; j++) {
+        vtr_decoded_item want, got;
+        fixture_decode(f->path, &samplers[j], false, NULL, &want);
+        fixture_decode(flv, &samplers[j], false, NULL, &got);
+        CHECK_EQ_INT(got.frames.shape[0], want.frames.shape[0]);
+        CHECK(memcmp(got.frames.data, want.frames.data, vtr_tensor_nbytes(&want.frames)) == 0);
+        vtr_decoded_item_free(&want);
+        vtr_decoded_item_free(&got);
+    }
+    free(flv);
+}
+
 /* MPEG-4 Part 2 with B-frames remuxed by mkvmerge, which stores it in Matroska's VfW mode:
  * libavformat reads the blocks' times as decode times, but mkvmerge wrote presentation
  * times when it took the stream from mp4, decode times when from AVI
