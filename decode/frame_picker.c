@@ -139,9 +139,7 @@ static vtr_status read_one(picker *p, vtr_error *err)
         pkt->pts = pkt->dts;
     if (pkt->pts == AV_NOPTS_VALUE) {
         av_packet_free(&pkt);
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
-                        "%s: video packets without timestamps (a raw elementary stream?)",
-                        path);
+        return vtr_video_reader_untimed(p->r, err);
     }
     if (pkt->flags & AV_PKT_FLAG_CORRUPT) {
         double t = seconds(p, pkt->pts);

@@ -337,9 +337,16 @@ static AVIndexEntry *index_copy(vtr_video_reader *r, int *n)
     return copy;
 }
 
+vtr_status vtr_video_reader_untimed(const vtr_video_reader *r, vtr_error *err)
+{
+    return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                    "%s: video packets without timestamps (a raw elementary stream?)", r->path);
+}
+
 /* The earliest pts and the latest end of the video packets from here to the end of the
- * file (INT64_MAX and INT64_MIN when there are none). */
-static vtr_status read_span(vtr_video_reader *r, int64_t *lo, int64_t *hi, vtr_error *err)
+ * file (INT64_MAX and INT64_MIN when there are none); *untimed: some had no timestamp. */
+static vtr_status read_span(vtr_video_reader *r, int64_t *lo, int64_t *hi, bool *untimed,
+                            vtr_error *err)
 {
     AVPacket *pkt = av_packet_alloc();
     if (!pkt)
@@ -356,8 +363,10 @@ static vtr_status read_span(vtr_video_reader *r, int64_t *lo, int64_t *hi, vtr_e
             break;
         }
         int64_t pts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
-        if (pts == AV_NOPTS_VALUE)
+        if (pts == AV_NOPTS_VALUE) {
+            *untimed = true;
             continue;
+        }
         if (pts < *lo)
             *lo = pts;
         int64_t end = pts + (pkt->duration > 0 ? pkt->duration : 0);
@@ -374,16 +383,18 @@ vtr_status vtr_video_reader_measure(vtr_video_reader *r, vtr_error *err)
      * all from the start */
     bool start_known = r->st->start_time != AV_NOPTS_VALUE && seek_last_keyframe(r);
     int64_t lo, hi;
-    vtr_status st = read_span(r, &lo, &hi, err);
+    bool untimed = false;
+    vtr_status st = read_span(r, &lo, &hi, &untimed, err);
     /* nothing after the last "keyframe": an index that lists what holds no frame
      * (GStreamer's FLV: the stream's end marker), so all of it from the start */
     if (st == VTR_OK && hi == INT64_MIN && start_known &&
         (st = vtr_video_reader_rewind(r, err)) == VTR_OK)
-        st = read_span(r, &lo, &hi, err);
+        st = read_span(r, &lo, &hi, &untimed, err);
     if (st != VTR_OK)
         return st;
     if (hi == INT64_MIN)
-        return vtr_fail(err, VTR_ERR_FORMAT, "%s: no video frames", r->path);
+        return untimed ? vtr_video_reader_untimed(r, err)
+                       : vtr_fail(err, VTR_ERR_FORMAT, "%s: no video frames", r->path);
     if (!start_known && r->st->start_time == AV_NOPTS_VALUE)
         r->info.start = lo;
     if ((st = vtr_video_reader_check_end(r, hi, err)) != VTR_OK)

@@ -90,6 +90,10 @@ vtr_status vtr_video_reader_share_index(vtr_video_reader *dst, const vtr_video_r
  * two frames and 2% of the duration). */
 vtr_status vtr_video_reader_check_end(const vtr_video_reader *r, int64_t end, vtr_error *err);
 
+/* Fails with VTR_ERR_UNSUPPORTED: a video packet without any timestamp (a raw elementary
+ * stream), which no frame can be placed by. */
+vtr_status vtr_video_reader_untimed(const vtr_video_reader *r, vtr_error *err);
+
 /* Reads the next packet of the video stream into pkt (unreferenced first). At the end of
  * the file sets *eof and leaves pkt empty. Read errors are VTR_ERR_CODEC. */
 vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof,
