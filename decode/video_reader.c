@@ -570,9 +570,9 @@ static vtr_status check_pts(vtr_video_reader *r, const AVPacket *pkt, vtr_error 
     else if (!r->pts_seen && r->reorders && pkt->dts != AV_NOPTS_VALUE)
         return vtr_fail(err, VTR_ERR_UNSUPPORTED,
                         "%s: %s with B-frames, in a container that gives no presentation times "
-                        "(AVI): which frame is shown when is unknown; re-encode it (ffmpeg -i "
+                        "(%s): which frame is shown when is unknown; re-encode it (ffmpeg -i "
                         "FILE out.mp4)",
-                        r->path, r->info.codec);
+                        r->path, r->info.codec, r->info.format);
     return VTR_OK;
 }
 

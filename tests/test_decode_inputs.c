@@ -470,7 +470,7 @@ TEST(decode_bad_inputs_fail_cleanly)
         {make_flipped_file(avi->path, "flipped.avi", 30), VTR_ERR_CODEC, "decod"},
         {unknown_path, VTR_ERR_UNSUPPORTED, unknown_codec},
         {make_h264_bframes("bframes.avi"), VTR_ERR_UNSUPPORTED,
-         "gives no presentation times (AVI)"},
+         "gives no presentation times (avi)"},
         {make_h264_bframes("raw.h264"), VTR_ERR_UNSUPPORTED, "without timestamps"},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
         {strdup(test_tmpdir()), VTR_ERR_IO, "directory"},
