@@ -10,6 +10,7 @@
 #include "lib/file.h"
 
 #include "decode/packet_times.h"
+#include "decode/poc_times.h"
 
 /* A keyframe of the reader's own index: its dts (the index's terms, as mp4's) and pts,
  * the byte where its packet begins, and the number of video packets before it (its frame
@@ -32,6 +33,8 @@ struct vtr_video_reader {
     bool reorders;          /* frames are shown in another order than decoded (probed at
                                opening: a reopened demuxer does not probe) */
     vtr_packet_times times;
+    bool order_pts; /* packets pass through picture order times (poc_times.h) */
+    vtr_poc_times poc;
     bool pts_seen;          /* a packet of the stream has had a pts */
     bool source_eof;        /* no more packets from the demuxer (and the filter) */
     AVPacket *next;         /* a packet on its way from the demuxer */
@@ -153,6 +156,8 @@ static void reset_packets(vtr_video_reader *r)
         av_bsf_flush(r->unpack);
     r->unpack_flushed = false;
     vtr_packet_times_reset(&r->times);
+    if (r->order_pts)
+        vtr_poc_times_reset(&r->poc);
     r->source_eof = false;
     r->own.landing = -1;
 }
@@ -228,6 +233,11 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
     r->restore_pts = vtr_packet_times_applies(par);
     r->reorders = par->video_delay > 0;
     vtr_packet_times_init(&r->times, par->codec_id);
+    r->order_pts = vtr_poc_times_applies(par, r->fmt->iformat->name);
+    if (r->order_pts && (st = vtr_poc_times_init(&r->poc, par, r->path, err)) != VTR_OK) {
+        r->order_pts = false;
+        goto end;
+    }
     if (!(r->next = av_packet_alloc())) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
         goto end;
@@ -263,6 +273,8 @@ void vtr_video_reader_close(vtr_video_reader *r)
     avcodec_free_context(&r->dec);
     av_bsf_free(&r->unpack);
     vtr_packet_times_free(&r->times);
+    if (r->order_pts)
+        vtr_poc_times_free(&r->poc);
     av_packet_free(&r->next);
     avformat_close_input(&r->fmt);
     free(r->own.k);
@@ -560,9 +572,11 @@ static vtr_status next_source_packet(vtr_video_reader *r, AVPacket *pkt, bool *e
     }
 }
 
-/* A stream that reorders frames but whose container gives no pts (H.264 with B-frames in
- * AVI): taken at its dts, the wrong frames would be delivered; refused. The first packets'
- * pts tell: a container that has them (MPEG-TS) may still leave one out. */
+/* A stream that reorders frames but whose container gives no pts, and neither
+ * packet_times.h nor poc_times.h places (a codec other than MPEG-1/2/4 Part 2, H.264 and
+ * HEVC, or H.264 in another container than AVI): taken at its dts, the wrong frames would
+ * be delivered; refused. The first packets' pts tell: a container that has them (MPEG-TS)
+ * may still leave one out. (No encoder at hand writes such a stream: untested.) */
 static vtr_status check_pts(vtr_video_reader *r, const AVPacket *pkt, vtr_error *err)
 {
     if (pkt->pts != AV_NOPTS_VALUE)
@@ -579,13 +593,15 @@ static vtr_status check_pts(vtr_video_reader *r, const AVPacket *pkt, vtr_error 
 vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, vtr_error *err)
 {
     *eof = false;
-    if (!r->restore_pts) {
+    if (!r->restore_pts && !r->order_pts) {
         vtr_status st = next_source_packet(r, pkt, eof, err);
         return st == VTR_OK && !*eof ? check_pts(r, pkt, err) : st;
     }
+    /* through the times of packet_times.h or poc_times.h */
     for (;;) {
         av_packet_unref(pkt);
-        if (vtr_packet_times_pop(&r->times, pkt, r->source_eof))
+        if (r->restore_pts ? vtr_packet_times_pop(&r->times, pkt, r->source_eof)
+                           : vtr_poc_times_pop(&r->poc, pkt, r->source_eof))
             return VTR_OK;
         if (r->source_eof) {
             *eof = true;
@@ -593,7 +609,8 @@ vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, 
         }
         vtr_status st = next_source_packet(r, pkt, &r->source_eof, err);
         if (st == VTR_OK && !r->source_eof)
-            st = vtr_packet_times_push(&r->times, pkt, err);
+            st = r->restore_pts ? vtr_packet_times_push(&r->times, pkt, err)
+                                : vtr_poc_times_push(&r->poc, pkt, err);
         if (st != VTR_OK)
             return st;
     }

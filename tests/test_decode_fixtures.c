@@ -36,6 +36,12 @@ static void describe(decode_fixture *f)
         o->frames = 150;
         o->gop = 50;
         o->b_frames = 3;
+    } else if (!strcmp(n, "h264_avi")) {
+        /* AVI keeps no pts: B-frames (pyramid) are placed by their picture order counts */
+        o->codec = "h264";
+        o->frames = 120;
+        o->gop = 30;
+        o->b_frames = 3;
     } else if (!strcmp(n, "mpeg4")) {
         /* open GOPs: B-frames before each keyframe refer to the previous GOP */
         o->codec = "mpeg4";
@@ -116,6 +122,8 @@ static const char *file_name(const char *n)
 {
     if (!strcmp(n, "h264_mkv"))
         return "h264.mkv";
+    if (!strcmp(n, "h264_avi"))
+        return "h264.avi";
     if (!strcmp(n, "mpeg4"))
         return "mpeg4.mp4";
     if (!strcmp(n, "vp9"))

@@ -18,7 +18,7 @@ typedef struct decode_fixture {
     const char *path;      /* set by fixture_get */
 } decode_fixture;
 
-/* The named fixture, written on first use ("h264", "h264_mkv", "mpeg4", "mpeg4_avi",
+/* The named fixture, written on first use ("h264", "h264_mkv", "h264_avi", "mpeg4", "mpeg4_avi",
  * "divx_avi", "vp9", "vfr", "start", "start_webm", "rot90", "rot180", "rot270", "audio",
  * "ts", "mpeg4_ts", "mpeg2_ps", "png", "jpeg", "webp", "bmp"). */
 decode_fixture *fixture_get(const char *name);

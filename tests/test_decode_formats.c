@@ -214,6 +214,10 @@ static void check_all_modes(const char *name)
 }
 
 TEST(decode_h264_bframes_long_gop) { check_all_modes("h264"); }
+TEST(decode_h264_bframes_avi)
+{
+    check_all_modes("h264_avi");
+}
 TEST(decode_h264_bframes_matroska)
 {
     check_all_modes("h264_mkv");
