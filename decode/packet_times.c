@@ -21,7 +21,7 @@ void vtr_packet_times_reset(vtr_packet_times *pt)
 {
     for (int i = 0; i < pt->len; i++)
         av_packet_free(&pt->queue[i]);
-    pt->len = pt->settled = 0;
+    pt->len = 0;
     pt->open = -1;
 }
 
@@ -102,14 +102,16 @@ vtr_status vtr_packet_times_push(vtr_packet_times *pt, AVPacket *pkt, vtr_error 
         return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for packets");
     av_packet_move_ref(p, pkt);
     pt->queue[pt->len++] = p;
-    if (pt->given == VTR_TIMES_UNTOLD) {
-        tell(pt, pt->len - 1);
-        if (pt->given == VTR_TIMES_UNTOLD && pt->len >= MAX_UNTOLD)
-            pt->given = VTR_TIMES_DECODE;
+    if (pt->given != VTR_TIMES_UNTOLD) {
+        settle(pt, pt->len - 1);
+        return VTR_OK;
     }
-    if (pt->given != VTR_TIMES_UNTOLD)
-        while (pt->settled < pt->len)
-            settle(pt, pt->settled++);
+    tell(pt, pt->len - 1);
+    if (pt->given == VTR_TIMES_UNTOLD && pt->len >= MAX_UNTOLD)
+        pt->given = VTR_TIMES_DECODE;
+    if (pt->given != VTR_TIMES_UNTOLD) /* told now: what waited too */
+        for (int i = 0; i < pt->len; i++)
+            settle(pt, i);
     return VTR_OK;
 }
 
@@ -121,8 +123,8 @@ bool vtr_packet_times_pop(vtr_packet_times *pt, AVPacket *out, bool end)
         if (!end)
             return false;
         pt->given = VTR_TIMES_DECODE; /* no B-frame to tell by: as before */
-        while (pt->settled < pt->len)
-            settle(pt, pt->settled++);
+        for (int i = 0; i < pt->len; i++)
+            settle(pt, i);
     }
     if (pt->open == 0) {
         if (!end)
@@ -138,7 +140,6 @@ bool vtr_packet_times_pop(vtr_packet_times *pt, AVPacket *out, bool end)
     av_packet_free(&pt->queue[0]);
     memmove(pt->queue, pt->queue + 1, (size_t)(pt->len - 1) * sizeof *pt->queue);
     pt->len--;
-    pt->settled--;
     if (pt->open > 0)
         pt->open--;
     return true;

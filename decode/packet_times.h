@@ -44,10 +44,10 @@ typedef enum vtr_times_given {
 typedef struct vtr_packet_times {
     enum AVCodecID codec;
     vtr_times_given given; /* the stream's: kept across seeks */
-    AVPacket **queue;      /* decode order; the first reference frame in it may lack its pts */
+    AVPacket **queue;      /* decode order; the first reference frame in it may lack its pts
+                              (all of them, while the times are untold) */
     int len, cap;
-    int settled; /* queue[0 .. settled - 1] have their times but for the open one */
-    int open;    /* index of the reference frame waiting for its pts; -1 none */
+    int open; /* index of the reference frame waiting for its pts; -1 none */
 } vtr_packet_times;
 
 /* Whether an MPEG-1/2 (codec MPEG1VIDEO or MPEG2VIDEO) or MPEG-4 Part 2 (MPEG4) packet

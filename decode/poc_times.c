@@ -30,7 +30,7 @@ void vtr_poc_times_reset(vtr_poc_times *pt)
 {
     for (int i = 0; i < pt->len; i++)
         av_packet_free(&pt->queue[i]);
-    pt->len = pt->waiting = pt->n_slots = 0;
+    pt->len = pt->waiting = 0;
     pt->in_run = pt->shown_any = false;
 }
 
@@ -53,9 +53,8 @@ static void show_next(vtr_poc_times *pt)
         if (pt->queue[i]->pts == AV_NOPTS_VALUE && (best < 0 || pt->poc[i] < pt->poc[best]))
             best = i;
     pt->queue[best]->pts = pt->slots[0];
-    memmove(pt->slots, pt->slots + 1, (size_t)(pt->n_slots - 1) * sizeof *pt->slots);
-    pt->n_slots--;
     pt->waiting--;
+    memmove(pt->slots, pt->slots + 1, (size_t)pt->waiting * sizeof *pt->slots);
     pt->last_shown = pt->poc[best];
     pt->shown_any = true;
 }
@@ -106,8 +105,7 @@ vtr_status vtr_poc_times_push(vtr_poc_times *pt, AVPacket *pkt, vtr_error *err)
     pt->in_run = true;
     pt->queue[pt->len] = p;
     pt->poc[pt->len++] = poc;
-    pt->slots[pt->n_slots++] = p->dts;
-    pt->waiting++;
+    pt->slots[pt->waiting++] = p->dts;
     while (pt->waiting > VTR_POC_DEPTH)
         show_next(pt);
     return VTR_OK;

@@ -34,8 +34,8 @@ typedef struct vtr_poc_times {
     int *poc;            /* queue[i]'s count */
     int len, cap;
     int waiting;    /* how many in the queue have no pts yet */
-    int64_t *slots; /* the dts of the packets pushed and not yet given away, in order */
-    int n_slots;
+    int64_t *slots; /* the dts not yet given away, in order: as many as wait (each packet
+                       brings one, each frame shown takes the earliest) */
     bool in_run;    /* a packet pushed since the last reset */
     int run_max;    /* the highest count pushed in this run */
     bool shown_any; /* a frame of this run shown */

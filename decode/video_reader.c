@@ -29,11 +29,14 @@ struct vtr_video_reader {
     vtr_decode_stats stats;
     AVBSFContext *unpack;   /* MPEG-4 Part 2: mpeg4_unpack_bframes; NULL otherwise */
     bool unpack_flushed;    /* the demuxer ended and the filter was told */
-    bool restore_pts;       /* packets pass through times (packet_times.h) */
+    enum {
+        TIMES_GIVEN,   /* the container's */
+        TIMES_BY_TYPE, /* from the picture types (packet_times.h) */
+        TIMES_BY_ORDER /* from the picture order counts (poc_times.h) */
+    } times_from;
     bool reorders;          /* frames are shown in another order than decoded (probed at
                                opening: a reopened demuxer does not probe) */
     vtr_packet_times times;
-    bool order_pts; /* packets pass through picture order times (poc_times.h) */
     vtr_poc_times poc;
     bool pts_seen;          /* a packet of the stream has had a pts */
     bool source_eof;        /* no more packets from the demuxer (and the filter) */
@@ -156,7 +159,7 @@ static void reset_packets(vtr_video_reader *r)
         av_bsf_flush(r->unpack);
     r->unpack_flushed = false;
     vtr_packet_times_reset(&r->times);
-    if (r->order_pts)
+    if (r->times_from == TIMES_BY_ORDER)
         vtr_poc_times_reset(&r->poc);
     r->source_eof = false;
     r->own.landing = -1;
@@ -230,13 +233,14 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
         st = codec_error(err, path, "decoder parameters", ret);
         goto end;
     }
-    r->restore_pts = vtr_packet_times_applies(par);
     r->reorders = par->video_delay > 0;
     vtr_packet_times_init(&r->times, par->codec_id);
-    r->order_pts = vtr_poc_times_applies(par, r->fmt->iformat->name);
-    if (r->order_pts && (st = vtr_poc_times_init(&r->poc, par, r->path, err)) != VTR_OK) {
-        r->order_pts = false;
-        goto end;
+    if (vtr_packet_times_applies(par)) {
+        r->times_from = TIMES_BY_TYPE;
+    } else if (vtr_poc_times_applies(par, r->fmt->iformat->name)) {
+        if ((st = vtr_poc_times_init(&r->poc, par, r->path, err)) != VTR_OK)
+            goto end;
+        r->times_from = TIMES_BY_ORDER;
     }
     if (!(r->next = av_packet_alloc())) {
         st = vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
@@ -273,7 +277,7 @@ void vtr_video_reader_close(vtr_video_reader *r)
     avcodec_free_context(&r->dec);
     av_bsf_free(&r->unpack);
     vtr_packet_times_free(&r->times);
-    if (r->order_pts)
+    if (r->times_from == TIMES_BY_ORDER)
         vtr_poc_times_free(&r->poc);
     av_packet_free(&r->next);
     avformat_close_input(&r->fmt);
@@ -593,15 +597,15 @@ static vtr_status check_pts(vtr_video_reader *r, const AVPacket *pkt, vtr_error 
 vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, vtr_error *err)
 {
     *eof = false;
-    if (!r->restore_pts && !r->order_pts) {
+    if (r->times_from == TIMES_GIVEN) {
         vtr_status st = next_source_packet(r, pkt, eof, err);
         return st == VTR_OK && !*eof ? check_pts(r, pkt, err) : st;
     }
     /* through the times of packet_times.h or poc_times.h */
     for (;;) {
         av_packet_unref(pkt);
-        if (r->restore_pts ? vtr_packet_times_pop(&r->times, pkt, r->source_eof)
-                           : vtr_poc_times_pop(&r->poc, pkt, r->source_eof))
+        if (r->times_from == TIMES_BY_TYPE ? vtr_packet_times_pop(&r->times, pkt, r->source_eof)
+                                           : vtr_poc_times_pop(&r->poc, pkt, r->source_eof))
             return VTR_OK;
         if (r->source_eof) {
             *eof = true;
@@ -609,8 +613,8 @@ vtr_status vtr_video_reader_read(vtr_video_reader *r, AVPacket *pkt, bool *eof, 
         }
         vtr_status st = next_source_packet(r, pkt, &r->source_eof, err);
         if (st == VTR_OK && !r->source_eof)
-            st = r->restore_pts ? vtr_packet_times_push(&r->times, pkt, err)
-                                : vtr_poc_times_push(&r->poc, pkt, err);
+            st = r->times_from == TIMES_BY_TYPE ? vtr_packet_times_push(&r->times, pkt, err)
+                                                : vtr_poc_times_push(&r->poc, pkt, err);
         if (st != VTR_OK)
             return st;
     }
