@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <libavcodec/bsf.h>
 #include <libavutil/display.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,16 +68,51 @@ static bool is_image_format(const char *name)
     return !strcmp(name, "image2") || (n > 5 && !strcmp(name + n - 5, "_pipe"));
 }
 
+/* What a photo archive holds that FFmpeg 5.1 cannot decode, told by path's first bytes:
+ * "a HEIF (HEIC) image" (a phone's photo: ISO media of a HEIF brand) or "an animated
+ * WebP" (its VP8X chunk's animation flag); NULL for anything else. */
+static const char *undecodable_image(const char *path)
+{
+    static const char heif_brands[][4] = {"heic", "heix", "heim", "heis",
+                                          "hevc", "hevx", "mif1", "msf1"};
+    uint8_t b[21];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n >= 12 && !memcmp(b + 4, "ftyp", 4))
+        for (size_t i = 0; i < sizeof heif_brands / sizeof heif_brands[0]; i++)
+            if (!memcmp(b + 8, heif_brands[i], 4))
+                return "a HEIF (HEIC) image";
+    if (n == sizeof b && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WEBPVP8X", 8) && (b[20] & 2))
+        return "an animated WebP";
+    return NULL;
+}
+
+/* The error for a file FFmpeg cannot read: what it is when undecodable_image knows,
+ * else what (fallback) says. */
+static vtr_status unreadable(const char *path, const char *fallback, vtr_error *err)
+{
+    const char *kind = undecodable_image(path);
+    if (kind)
+        return vtr_fail(err, VTR_ERR_UNSUPPORTED,
+                        "%s: %s, which this FFmpeg cannot decode (convert it to JPEG, PNG or "
+                        "a video first)",
+                        path, kind);
+    return vtr_fail(err, VTR_ERR_FORMAT, "%s: %s", path, fallback);
+}
+
 /* Opens the demuxer on r->path (and reads the stream parameters when probe is set). */
 static vtr_status open_demuxer(vtr_video_reader *r, bool probe, vtr_error *err)
 {
     int ret = avformat_open_input(&r->fmt, r->path, NULL, NULL);
     if (ret < 0) {
         if (ret == AVERROR_INVALIDDATA)
-            return vtr_fail(err, VTR_ERR_FORMAT,
-                            "%s: not a video or image FFmpeg can read (unknown format, corrupt "
-                            "or truncated)",
-                            r->path);
+            return unreadable(r->path,
+                              "not a video or image FFmpeg can read (unknown format, corrupt "
+                              "or truncated)",
+                              err);
         return vtr_fail(err, ret == AVERROR(ENOENT) || ret == AVERROR(EACCES) ? VTR_ERR_IO
                                                                                : VTR_ERR_CODEC,
                         "%s: %s", r->path, av_err2str(ret));
@@ -217,8 +253,7 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
         goto end;
     }
     if (par->width <= 0 || par->height <= 0) {
-        st = vtr_fail(err, VTR_ERR_FORMAT, "%s: video stream without a frame size (corrupt?)",
-                      path);
+        st = unreadable(path, "video stream without a frame size (corrupt?)", err);
         goto end;
     }
     r->dec = avcodec_alloc_context3(codec);
@@ -254,8 +289,11 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
     r->dec->thread_type = FF_THREAD_SLICE;
     /* frames the decoder could only guess at (missing references) are not frames */
     r->dec->flags &= ~AV_CODEC_FLAG_OUTPUT_CORRUPT;
-    /* damaged data is an error, not something to conceal and deliver */
-    r->dec->err_recognition |= AV_EF_EXPLODE;
+    /* damaged data is an error, not something to conceal and deliver; but TIFF's decoder
+     * then refuses every tag it does not know, and nearly every TIFF (its own encoder's,
+     * ImageMagick's, a scanner's) has one: ResolutionUnit */
+    if (par->codec_id != AV_CODEC_ID_TIFF)
+        r->dec->err_recognition |= AV_EF_EXPLODE;
     if ((ret = avcodec_open2(r->dec, codec, NULL)) < 0) {
         st = codec_error(err, path, "opening the decoder", ret);
         goto end;

@@ -14,8 +14,9 @@
 #include "lib/manifest.h"
 
 static const char *const media_extensions[] = {
-    "mp4", "m4v", "mov", "mkv", "webm", "avi", "mpg", "mpeg", "ts", "mts", "m2ts", "flv",
-    "wmv", "3gp", "ogv", "jpg", "jpeg", "png", "bmp", "webp", "tif", "tiff",
+    "mp4",  "m4v", "mov",  "mkv", "webm", "avi",  "mpg", "mpeg", "vob",  "m2v", "ts",   "mts",
+    "m2ts", "mxf", "dv",   "flv", "f4v",  "wmv",  "asf", "rm",   "rmvb", "3gp", "3g2",  "ogv",
+    "gif",  "jpg", "jpeg", "png", "bmp",  "webp", "tif", "tiff", "avif", "jxl", "heic", "heif",
 };
 
 bool vtr_archive_is_media_name(const char *name)

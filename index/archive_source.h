@@ -37,8 +37,8 @@ typedef struct vtr_archive_files {
     char *root;       /* the source's absolute path */
 } vtr_archive_files;
 
-/* Whether a file name has a video or image extension vtr-index takes: mp4 m4v mov mkv
- * webm avi mpg mpeg ts mts m2ts flv wmv 3gp ogv, jpg jpeg png bmp webp tif tiff. */
+/* Whether a file name has a video or image extension vtr-index takes (docs/indexing.md
+ * lists them; HEIF and animated WebP are taken so that their failure is reported). */
 bool vtr_archive_is_media_name(const char *name);
 
 /* Lists the files of source (a directory or a manifest); free them with

@@ -28,8 +28,9 @@
 #   VIDEO_LIST      a file of video paths, one a line (added to VIDEOS)
 #   EXCLUDE         a file of videos to leave out, one key or path a line ('#' comments)
 #   VIDEO_EXTS      the extensions taken from directories, in lower case (upper case too)
-#                   [vtr-index's: mp4 m4v mov mkv webm avi mpg mpeg ts mts m2ts flv wmv
-#                   3gp ogv jpg jpeg png bmp webp tif tiff; an image is a one-frame video]
+#                   [vtr-index's: mp4 m4v mov mkv webm avi mpg mpeg vob m2v ts mts m2ts
+#                   mxf dv flv f4v wmv asf rm rmvb 3gp 3g2 ogv gif jpg jpeg png bmp webp
+#                   tif tiff avif jxl heic heif; an image is a one-frame video]
 #   WEIGHTS         backbone weights, safetensors with torchvision's names [required]
 #   ARCH            resnet18 .. resnet152 [resnet152]
 #   DECODE_FLAGS    vtr-decode sampling and geometry [--every 16]: HGR's one frame in 16
@@ -66,7 +67,8 @@ ARCH ?= resnet152
 DECODE_FLAGS ?= --every 16
 FEATURES_FLAGS ?=
 IMPORT_FLAGS ?=
-VIDEO_EXTS ?= mp4 m4v mov mkv webm avi mpg mpeg ts mts m2ts flv wmv 3gp ogv jpg jpeg png bmp webp tif tiff
+VIDEO_EXTS ?= mp4 m4v mov mkv webm avi mpg mpeg vob m2v ts mts m2ts mxf dv flv f4v wmv asf rm \
+    rmvb 3gp 3g2 ogv gif jpg jpeg png bmp webp tif tiff avif jxl heic heif
 VTR = $(if $(VTR_BIN),$(VTR_BIN)/)
 define vtr_newline
 

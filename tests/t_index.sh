@@ -8,7 +8,8 @@
 # as the incremental index; a reader queries the index while vtr-index writes it; another
 # model, other settings and a missing --weights are refused; a manifest source; an
 # approximate index (vtr-approx) that a run with changes builds again; --decode-ahead 0
-# and 1 give the same index as the default; --bf16 one close to it.
+# and 1 give the same index as the default; --bf16 one close to it; the extensions taken
+# from a directory are those the help, the docs and pipeline/videos.mk list.
 set -u
 for p in vtr-index vtr-synth vtr-train vtr-import; do
     command -v $p >/dev/null 2>&1 || { echo "$p not built"; exit 77; }
@@ -457,4 +458,29 @@ catalog "$dir/ic" | grep -q '^z failed .*stopped while processing' ||
 $IX "$dir/crash.txt" --index "$dir/ic" 2>"$dir/err11" || fail "third run: $(cat "$dir/err11")"
 grep -q '0 added, 0 updated, 0 removed, 0 failed, 1 unchanged, 1 skipped' "$dir/err11" ||
     fail "third run: $(cat "$dir/err11")"
+
+# ---- 11. the extensions: vtr-index --help, docs/indexing.md and pipeline/videos.mk list the
+# same, and a directory walk takes each in lower and upper case (empty files: each fails) ---
+words() { tr -s ' \n' '\n\n' | grep -v '^$'; }
+exts=$(sed -n '/^VIDEO_EXTS ?=/,/[^\\]$/p' pipeline/videos.mk | sed 's/^VIDEO_EXTS ?=//; s/\\$//' |
+    words)
+[ "$(echo "$exts" | wc -l)" -gt 30 ] || fail "VIDEO_EXTS of videos.mk: $exts"
+help=$(vtr-index --help | sed -n '/by extension:/,/skipped/p' | tr '\n' ' ' |
+    sed 's/.*by extension://; s/;.*//' | words)
+[ "$help" = "$exts" ] || fail "vtr-index --help's extensions differ from videos.mk's"
+doc=$(sed -n '/with a video or image extension/,/any case/p' docs/indexing.md | tr '\n' ' ' |
+    sed 's/[^`]*`//; s/`.*//' | words)
+[ "$doc" = "$exts" ] || fail "docs/indexing.md's extensions differ from videos.mk's"
+mkdir "$dir/exts"
+for e in $exts; do
+    : >"$dir/exts/x.$e"
+    : >"$dir/exts/Y.$(echo "$e" | tr a-z A-Z)"
+done
+: >"$dir/exts/x.txt"
+$IX "$dir/exts" --weights "$dir/w.safetensors" --index "$dir/iext" 2>"$dir/err12"
+rc=$?
+n=$(echo "$exts" | wc -l)
+[ $rc -eq 2 ] && grep -q "0 added, 0 updated, 0 removed, $((2 * n)) failed" "$dir/err12" &&
+    [ "$(grep -c ': empty file$' "$dir/err12")" -eq $((2 * n)) ] ||
+    fail "one empty file per extension: exit $rc: $(tail -3 "$dir/err12")"
 echo "ok"

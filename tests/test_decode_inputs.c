@@ -422,6 +422,88 @@ static char *make_cut_cues_front_webm(const decode_fixture *vp9)
     return cut;
 }
 
+/* An uncompressed 160x120 RGB TIFF with its directory in front (as Pillow writes it,
+ * FFmpeg's and ImageMagick's put it last), ResolutionUnit among its tags, cut halfway
+ * through its pixels: the header survives the cut and points past the end. */
+static char *make_cut_tiff(void)
+{
+    enum { W = 160, H = 120, N_TAGS = 10, PIXELS = 8 + 2 + N_TAGS * 12 + 4 + 6 };
+    static const uint16_t tags[N_TAGS][2] = {
+        {256, W}, {257, H}, {258, 0}, {259, 1}, {262, 2},
+        {273, 0}, {277, 3}, {278, H}, {279, 0}, {296, 2},
+    };
+    uint8_t head[PIXELS], *p = head;
+#define PUT16(v) (p[0] = (uint8_t)(v), p[1] = (uint8_t)((v) >> 8), p += 2)
+#define PUT32(v) (PUT16((v)&0xffff), PUT16((uint32_t)(v) >> 16))
+    memcpy(p, "II*\0", 4);
+    p += 4;
+    PUT32(8);
+    PUT16(N_TAGS);
+    for (int i = 0; i < N_TAGS; i++) {
+        uint16_t tag = tags[i][0];
+        bool is_long = tag == 273 || tag == 279;
+        PUT16(tag);
+        PUT16(is_long ? 4 : 3); /* LONG or SHORT */
+        PUT32(tag == 258 ? 3 : 1);
+        if (tag == 258) /* BitsPerSample 8,8,8: stored after the directory */
+            PUT32(PIXELS - 6);
+        else if (tag == 273)
+            PUT32(PIXELS);
+        else if (tag == 279)
+            PUT32(W * H * 3);
+        else
+            PUT32(tags[i][1]);
+    }
+    PUT32(0); /* no next directory */
+    for (int i = 0; i < 3; i++)
+        PUT16(8);
+#undef PUT32
+#undef PUT16
+    CHECK(p == head + PIXELS);
+    char *path = strdup(test_path("cut.tif"));
+    CHECK(path);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(head, 1, PIXELS, f) == PIXELS);
+    for (int i = 0; i < W * H * 3 / 2; i++)
+        fputc(i & 0xff, f);
+    fclose(f);
+    return path;
+}
+
+/* A file named name holding the n bytes at data. */
+static char *make_file(const char *name, const void *data, size_t n)
+{
+    char *path = strdup(test_path(name));
+    CHECK(path);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(data, 1, n, f) == n);
+    fclose(f);
+    return path;
+}
+
+/* The start of a phone's HEIC photo: the ftyp box of brand heic, then a meta box (FFmpeg
+ * 5.1 reads no HEIF: it finds no moov). */
+static char *make_heic_start(void)
+{
+    static const char b[] = "\0\0\0\x18"
+                            "ftypheic\0\0\0\0mif1heic"
+                            "\0\0\0\x10"
+                            "meta\0\0\0\0\0\0\0\0";
+    return make_file("photo.heic", b, sizeof b - 1);
+}
+
+/* An animated WebP's chunks: VP8X with the animation flag and a 160x120 canvas, ANIM,
+ * one ANMF (FFmpeg 5.1's WebP decoder skips them and finds no image). */
+static char *make_animated_webp(void)
+{
+    static const char b[] = "RIFF\x48\0\0\0WEBP"
+                            "VP8X\x0a\0\0\0\x02\0\0\0\x9f\0\0\x77\0\0"
+                            "ANIM\x06\0\0\0\0\0\0\0\0\0"
+                            "ANMF\x1c\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"
+                            "VP8L\x04\0\0\0\0\0\0\0";
+    return make_file("animated.webp", b, sizeof b - 1);
+}
+
 /* A WAV file: audio, no video. */
 static char *make_audio_only_file(void)
 {
@@ -463,12 +545,17 @@ TEST(decode_bad_inputs_fail_cleanly)
         {make_cut_cues_front_webm(vp9), VTR_ERR_FORMAT, "truncated"},
         {make_bad_file(png->path, "cut.png", file_size(png->path) / 2, 0, 0), VTR_ERR_CODEC,
          "Invalid data"},
+        /* TIFF's decoder is not told to explode (it would refuse unknown tags) */
+        {make_cut_tiff(), VTR_ERR_CODEC, "Invalid data"},
         /* the slice data of the second keyframe (frame 30) garbled */
         {make_garbled_keyframe(h264, 30), VTR_ERR_CODEC, "decod"},
         /* inverted bytes in MPEG-4 (FFmpeg 5.1 asserted with frame threads) */
         {make_flipped_file(avi->path, "flipped.avi", 30), VTR_ERR_CODEC, "decod"},
         {unknown_path, VTR_ERR_UNSUPPORTED, unknown_codec},
         {make_raw_h264(), VTR_ERR_UNSUPPORTED, "without timestamps"},
+        /* told by their first bytes, not "corrupt" */
+        {make_heic_start(), VTR_ERR_UNSUPPORTED, "a HEIF (HEIC) image, which this FFmpeg"},
+        {make_animated_webp(), VTR_ERR_UNSUPPORTED, "an animated WebP, which this FFmpeg"},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
         {strdup(test_tmpdir()), VTR_ERR_IO, "directory"},
         {strdup("/dev/null"), VTR_ERR_IO, "not a regular file (a character device)"},

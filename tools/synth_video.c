@@ -148,7 +148,7 @@ void vtr_synth_defaults(vtr_synth_options *o)
 static bool is_image_codec(const char *codec)
 {
     return !strcmp(codec, "png") || !strcmp(codec, "mjpeg") || !strcmp(codec, "webp") ||
-           !strcmp(codec, "bmp");
+           !strcmp(codec, "bmp") || !strcmp(codec, "tiff");
 }
 
 /* Whether path's extension (after its last dot) is ext, in any case. */
@@ -174,6 +174,8 @@ static const char *codec_for_path(const char *path)
         return "webp";
     if (has_extension(path, "bmp"))
         return "bmp";
+    if (has_extension(path, "tif") || has_extension(path, "tiff"))
+        return "tiff";
     return "h264";
 }
 
@@ -329,7 +331,7 @@ static vtr_status setup_video(synth *s, const char *codec_name, bool image, vtr_
         av_dict_set(&opts, "crf", buf, 0);
         av_dict_set(&opts, "deadline", "good", 0);
         av_dict_set(&opts, "cpu-used", "5", 0);
-    } else if (!strcmp(codec_name, "png")) {
+    } else if (!strcmp(codec_name, "png") || !strcmp(codec_name, "tiff")) {
         c->pix_fmt = AV_PIX_FMT_RGB24;
     } else if (!strcmp(codec_name, "bmp")) {
         c->pix_fmt = AV_PIX_FMT_BGR24;
