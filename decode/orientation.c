@@ -65,6 +65,24 @@ vtr_orientation vtr_orientation_from_matrix(const int32_t *m)
     return o;
 }
 
+vtr_orientation vtr_orientation_from_exif(int value)
+{
+    /* FFmpeg 5.1's mjpegdec.c: the matrix's rotation (counterclockwise degrees) and
+     * whether it is mirrored left to right */
+    static const struct {
+        double degrees;
+        bool flip;
+    } exif[9] = {[2] = {0, true},   [3] = {180, false}, [4] = {180, true}, [5] = {90, true},
+                 [6] = {90, false}, [7] = {-90, true},  [8] = {-90, false}};
+    if (value < 2 || value > 8)
+        return vtr_orientation_identity();
+    int32_t m[9];
+    av_display_rotation_set(m, exif[value].degrees);
+    if (exif[value].flip)
+        av_display_matrix_flip(m, 1, 0);
+    return vtr_orientation_from_matrix(m);
+}
+
 void vtr_orientation_display_size(const vtr_orientation *o, int w, int h, int *dw, int *dh)
 {
     *dw = o->transpose ? h : w;

@@ -31,6 +31,10 @@ vtr_orientation vtr_orientation_identity(void);
  * degenerate matrix gives the identity. */
 vtr_orientation vtr_orientation_from_matrix(const int32_t *matrix);
 
+/* From an EXIF (TIFF) Orientation value, 1..8, as FFmpeg's JPEG decoder turns it into a
+ * display matrix; any other value gives the identity. */
+vtr_orientation vtr_orientation_from_exif(int value);
+
 /* The orientation that turns a picture `degrees` (a multiple of 90) clockwise. */
 vtr_orientation vtr_orientation_from_rotation(int degrees);
 

@@ -12,6 +12,7 @@
 
 #include "decode/packet_times.h"
 #include "decode/poc_times.h"
+#include "decode/tiff_orientation.h"
 
 /* A keyframe of the reader's own index: its dts (the index's terms, as mp4's) and pts,
  * the byte where its packet begins, and the number of video packets before it (its frame
@@ -299,6 +300,8 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
         goto end;
     }
     fill_info(r);
+    if (par->codec_id == AV_CODEC_ID_TIFF)
+        r->info.orientation = vtr_orientation_from_exif(vtr_tiff_orientation(path));
 end:
     if (st != VTR_OK) {
         vtr_video_reader_close(r);
@@ -823,8 +826,11 @@ vtr_status vtr_video_reader_receive(vtr_video_reader *r, AVFrame *frame, bool *g
     r->stats.frames_decoded++;
     *got = true;
     AVFrameSideData *sd = av_frame_get_side_data(frame, AV_FRAME_DATA_DISPLAYMATRIX);
+    AVDictionaryEntry *exif = av_dict_get(frame->metadata, "Orientation", NULL, 0);
     if (r->info.is_image && sd && sd->size >= 9 * sizeof(int32_t))
         r->info.orientation = vtr_orientation_from_matrix((const int32_t *)sd->data);
+    else if (r->info.is_image && exif) /* WebP's EXIF chunk: no display matrix */
+        r->info.orientation = vtr_orientation_from_exif(atoi(exif->value));
     return VTR_OK;
 }
 

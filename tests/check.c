@@ -5,10 +5,12 @@
 #include "check.h"
 #include "../lib/device.h"
 
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define MAX_TESTS 2048
@@ -66,6 +68,18 @@ const char *test_path(const char *name)
     char *p = slots[next++ % 8];
     snprintf(p, sizeof slots[0], "%s/%s", tmpdir, name);
     return p;
+}
+
+void test_write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK_MSG(f, "%s: %s", path, strerror(errno));
+    CHECK_MSG(fwrite(data, 1, n, f) == n && fclose(f) == 0, "%s: writing failed", path);
+}
+
+void test_write_text(const char *path, const char *text)
+{
+    test_write_file(path, text, strlen(text));
 }
 
 double test_rel_error(const float *a, const float *b, size_t n)

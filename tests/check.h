@@ -25,6 +25,10 @@ _Noreturn void test_skip(const char *why);
 const char *test_tmpdir(void);
 /* Joins test_tmpdir() and name into a static rotating buffer (8 slots). */
 const char *test_path(const char *name);
+/* Writes the n bytes at data to path, replacing it; failing to fails the test. */
+void test_write_file(const char *path, const void *data, size_t n);
+/* test_write_file of a string without its NUL. */
+void test_write_text(const char *path, const char *text);
 /* max|a - b| / max|b| over n floats (infinite when a holds a NaN where b does not). */
 double test_rel_error(const float *a, const float *b, size_t n);
 /* Skips the calling test unless a CUDA GPU is visible (lib/device.h), then selects GPU 0

@@ -39,14 +39,6 @@ static const char *raw_query(const char *path, const char *sql)
     return result;
 }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "wb");
-    CHECK(fp != NULL);
-    fputs(text, fp);
-    fclose(fp);
-}
-
 /* An item of dataset ds with the given key and plausible file facts. */
 static vtr_item item_of(int64_t ds, const char *key)
 {
@@ -392,7 +384,7 @@ TEST(catalog_non_database_file_is_a_db_error_naming_the_path)
 {
     vtr_error err;
     const char *path = db_path("notadb.db");
-    write_text(path, "not a db");
+    test_write_text(path, "not a db");
     vtr_catalog *cat = NULL;
     CHECK_FAILS(vtr_catalog_open(path, &cat, &err), VTR_ERR_DB, path);
     CHECK(strstr(err.msg, "not a database") != NULL);
@@ -890,11 +882,11 @@ TEST(catalog_file_sha256_known_digests)
     vtr_error err;
     char hex[VTR_SHA256_HEX_SIZE];
     const char *abc = test_path("abc.txt");
-    write_text(abc, "abc");
+    test_write_text(abc, "abc");
     CHECK_OK(vtr_file_sha256(abc, hex, &err));
     CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     const char *empty = test_path("empty.txt");
-    write_text(empty, "");
+    test_write_text(empty, "");
     CHECK_OK(vtr_file_sha256(empty, hex, &err));
     CHECK_STR(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     /* larger than one read chunk: 3 MiB + 1 of 'a' */

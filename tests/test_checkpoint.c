@@ -101,13 +101,6 @@ static unsigned char *read_file(const char *path, size_t *size)
     return buf;
 }
 
-static void write_file(const char *path, const void *data, size_t size)
-{
-    FILE *fp = fopen(path, "wb");
-    CHECK(fp && fwrite(data, 1, size, fp) == size);
-    fclose(fp);
-}
-
 static bool same_files(const char *a, const char *b)
 {
     size_t na, nb;
@@ -539,7 +532,7 @@ TEST(checkpoint_open_errors)
     unsigned char *bytes = read_file(full, &size);
     size_t cuts[] = {0, 4, 8, 100, size / 2, size - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
-        write_file(path, bytes, cuts[i]);
+        test_write_file(path, bytes, cuts[i]);
         vtr_status st = vtr_checkpoint_open(path, VTR_CHECKPOINT_ALLOW_PLAIN, &ck, &err);
         CHECK_MSG(st == VTR_ERR_FORMAT, "cut at %zu: %s", cuts[i], err.msg);
         CHECK(strstr(err.msg, "open.safetensors"));

@@ -41,10 +41,7 @@ static vtr_config *new_config(void)
 static const char *write_bytes(const char *name, const char *data, size_t len)
 {
     const char *path = test_path(name);
-    FILE *fp = fopen(path, "wb");
-    CHECK(fp != NULL);
-    CHECK(fwrite(data, 1, len, fp) == len);
-    CHECK(fclose(fp) == 0);
+    test_write_file(path, data, len);
     return path;
 }
 

@@ -14,6 +14,7 @@
 #include "check.h"
 #include "decode/audio_track.h"
 #include "decode/video_reader.h"
+#include "lib/file.h"
 #include "test_decode_fixtures.h"
 
 static bool exists(const char *path)
@@ -74,56 +75,127 @@ TEST(decode_images_are_single_frame_videos)
     }
 }
 
-/* A copy of a JPEG with an APP1 EXIF segment holding only Orientation = value, right
- * after the SOI marker (what a phone writes instead of turning the pixels). */
-static char *make_exif_jpeg(const char *src, int value)
+/* EXIF as a TIFF structure (little-endian) whose first directory holds only
+ * Orientation = value: what JPEG's APP1 and WebP's EXIF chunk carry. */
+enum { EXIF_BYTES = 26 };
+static void exif_orientation(uint8_t out[EXIF_BYTES], int value)
 {
-    static const uint8_t head[] = {
-        0xFF, 0xE1, 0x00, 0x22, 'E', 'x', 'i', 'f', 0, 0,  /* APP1, length 34, "Exif" */
-        'I', 'I', 0x2A, 0x00, 0x08, 0x00, 0x00, 0x00,      /* TIFF, little-endian, IFD0 at 8 */
-        0x01, 0x00,                                        /* one entry */
-        0x12, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00,    /* 0x0112 Orientation, SHORT, 1 */
-        0x00, 0x00, 0x00, 0x00,                            /* value (set below) */
-        0x00, 0x00, 0x00, 0x00,                            /* no next IFD */
+    static const uint8_t tiff[EXIF_BYTES] = {
+        'I',  'I',  0x2A, 0x00, 0x08, 0x00, 0x00, 0x00, /* TIFF, little-endian, IFD0 at 8 */
+        0x01, 0x00,                                     /* one entry */
+        0x12, 0x01, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, /* 0x0112 Orientation, SHORT, 1 */
+        0x00, 0x00, 0x00, 0x00,                         /* value (set below) */
+        0x00, 0x00, 0x00, 0x00,                         /* no next IFD */
     };
-    uint8_t app1[sizeof head];
-    memcpy(app1, head, sizeof head);
-    app1[28] = (uint8_t)value;
+    memcpy(out, tiff, EXIF_BYTES);
+    out[18] = (uint8_t)value;
+}
+
+static void put_le(FILE *f, uint32_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        fputc((int)(v >> (8 * i)) & 0xff, f);
+}
+
+/* A copy of src (a JPEG, a simple WebP, a little-endian TIFF) that says orientation value
+ * the way a camera or phone writes it into that format instead of turning the pixels:
+ * named exifVALUE.EXT. JPEG: an APP1 EXIF segment after the SOI marker. WebP: the
+ * extended format (VP8X with the EXIF flag and the canvas w x h), the image chunk, then an
+ * EXIF chunk. TIFF: a new first directory, src's entries and Orientation in tag order,
+ * appended, and the header pointed at it. */
+static char *make_exif_copy(const char *src, const char *ext, int value, int w, int h)
+{
+    vtr_mapped_file in;
+    vtr_error err;
+    vtr_error_clear(&err);
+    CHECK_OK(vtr_map_file(src, &in, &err));
+    const uint8_t *d = in.data;
     char name[32];
-    snprintf(name, sizeof name, "exif%d.jpg", value);
+    snprintf(name, sizeof name, "exif%d.%s", value, ext);
     char *dst = strdup(test_path(name));
-    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
-    CHECK(dst && in && out);
-    CHECK(fgetc(in) == 0xFF && fgetc(in) == 0xD8);
-    fputc(0xFF, out);
-    fputc(0xD8, out);
-    fwrite(app1, 1, sizeof app1, out);
-    int ch;
-    while ((ch = fgetc(in)) != EOF)
-        fputc(ch, out);
-    fclose(in);
+    FILE *out = fopen(dst, "wb");
+    CHECK(dst && out);
+    uint8_t exif[EXIF_BYTES];
+    exif_orientation(exif, value);
+    if (!strcmp(ext, "jpg")) {
+        CHECK(in.size > 2 && d[0] == 0xFF && d[1] == 0xD8);
+        fwrite(d, 1, 2, out);
+        static const uint8_t app1[] = {0xFF, 0xE1, 0x00, 2 + 6 + EXIF_BYTES, 'E', 'x', 'i',
+                                       'f',  0,    0};
+        fwrite(app1, 1, sizeof app1, out);
+        fwrite(exif, 1, EXIF_BYTES, out);
+        fwrite(d + 2, 1, in.size - 2, out);
+    } else if (!strcmp(ext, "webp")) {
+        CHECK(in.size > 16 && !memcmp(d + 8, "WEBPVP8 ", 8));
+        fputs("RIFF", out);
+        put_le(out, (uint32_t)(4 + 18 + (in.size - 12) + 8 + EXIF_BYTES), 4);
+        fputs("WEBPVP8X", out);
+        put_le(out, 10, 4);
+        put_le(out, 0x08, 4); /* flags: EXIF */
+        put_le(out, (uint32_t)w - 1, 3);
+        put_le(out, (uint32_t)h - 1, 3);
+        fwrite(d + 12, 1, in.size - 12, out);
+        fputs("EXIF", out);
+        put_le(out, EXIF_BYTES, 4);
+        fwrite(exif, 1, EXIF_BYTES, out);
+    } else {
+        CHECK(in.size > 8 && !memcmp(d, "II*\0", 4));
+        uint32_t ifd = d[4] | d[5] << 8 | (uint32_t)d[6] << 16 | (uint32_t)d[7] << 24;
+        CHECK(ifd + 2 <= in.size);
+        int n = d[ifd] | d[ifd + 1] << 8;
+        CHECK(ifd + 2 + 12 * (size_t)n <= in.size);
+        size_t at = in.size + in.size % 2; /* a directory starts on a word boundary */
+        fwrite(d, 1, 4, out);
+        put_le(out, (uint32_t)at, 4);
+        fwrite(d + 8, 1, in.size - 8, out);
+        if (at > in.size)
+            fputc(0, out);
+        put_le(out, (uint32_t)n + 1, 2);
+        bool put = false;
+        for (int i = 0; i < n; i++) {
+            const uint8_t *e = d + ifd + 2 + 12 * i;
+            int tag = e[0] | e[1] << 8;
+            CHECK(tag != 0x0112);
+            if (!put && tag > 0x0112) {
+                fwrite(exif + 10, 1, 12, out);
+                put = true;
+            }
+            fwrite(e, 1, 12, out);
+        }
+        if (!put)
+            fwrite(exif + 10, 1, 12, out);
+        put_le(out, 0, 4); /* no next directory */
+    }
+    vtr_unmap_file(&in);
     CHECK(fclose(out) == 0);
     return dst;
 }
 
 /* Issue 16: a photo with an EXIF orientation is shown turned (and mirrored) as EXIF says,
- * and the metadata records it like a video's rotation. */
+ * and the metadata records it like a video's rotation: a JPEG's APP1 segment (FFmpeg
+ * gives a display matrix), a WebP's EXIF chunk (FFmpeg gives the tag only) and a TIFF's
+ * own Orientation tag (which FFmpeg 5.1 ignores). */
 TEST(decode_photo_exif_orientation)
 {
-    decode_fixture *f = fixture_get("jpeg");
+    static const struct {
+        const char *fixture, *ext;
+    } formats[] = {{"jpeg", "jpg"}, {"webp", "webp"}, {"tiff", "tif"}};
     vtr_sampler all = {.mode = VTR_SAMPLE_ALL};
-    vtr_decoded_item stored;
-    fixture_decode(f->path, &all, false, NULL, &stored);
-    int w = (int)stored.frames.shape[2], h = (int)stored.frames.shape[1];
-    for (int v = 1; v <= 8; v++) {
-        char *path = make_exif_jpeg(f->path, v);
-        vtr_decoded_item it;
-        fixture_decode(path, &all, false, NULL, &it);
-        fixture_check_exif_display(&it, fixture_frame(&stored, 0), w, h, v, path);
-        vtr_decoded_item_free(&it);
-        free(path);
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        decode_fixture *f = fixture_get(formats[i].fixture);
+        vtr_decoded_item stored;
+        fixture_decode(f->path, &all, false, NULL, &stored);
+        int w = (int)stored.frames.shape[2], h = (int)stored.frames.shape[1];
+        for (int v = 1; v <= 8; v++) {
+            char *path = make_exif_copy(f->path, formats[i].ext, v, w, h);
+            vtr_decoded_item it;
+            fixture_decode(path, &all, false, NULL, &it);
+            fixture_check_exif_display(&it, fixture_frame(&stored, 0), w, h, v, path);
+            vtr_decoded_item_free(&it);
+            free(path);
+        }
+        vtr_decoded_item_free(&stored);
     }
-    vtr_decoded_item_free(&stored);
 }
 
 /* Mono samples of a WAV or FLAC file; their count and the rate. */
@@ -475,9 +547,7 @@ static char *make_file(const char *name, const void *data, size_t n)
 {
     char *path = strdup(test_path(name));
     CHECK(path);
-    FILE *f = fopen(path, "wb");
-    CHECK(f && fwrite(data, 1, n, f) == n);
-    fclose(f);
+    test_write_file(path, data, n);
     return path;
 }
 

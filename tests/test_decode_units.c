@@ -13,6 +13,7 @@
 #include "decode/packet_times.h"
 #include "decode/presentation_order.h"
 #include "decode/stretch_plan.h"
+#include "decode/tiff_orientation.h"
 #include "lib/file.h"
 #include "tools/synth_video.h"
 
@@ -298,6 +299,45 @@ TEST(decode_orientation_from_display_matrix)
     CHECK(h.flip_x != h.flip_y);
     vtr_orientation none = vtr_orientation_from_matrix(NULL);
     CHECK_EQ_INT(none.rotation, 0);
+}
+
+TEST(decode_tiff_orientation_tag)
+{
+    /* big-endian: the header, a word of pixels, then the directory at 12: ImageWidth,
+     * Orientation 8 (SHORT), no next directory */
+    static const char mm[] = "MM\0*\0\0\0\x0c"
+                             "\xff\xff\xff\xff"
+                             "\0\x02"
+                             "\x01\x00\0\x03\0\0\0\x01\0\x01\0\0"
+                             "\x01\x12\0\x03\0\0\0\x01\0\x08\0\0"
+                             "\0\0\0\0";
+    const size_t full = sizeof mm - 1, entry_end = full - 4;
+    const char *path = test_path("tag.tif");
+    test_write_file(path, mm, full);
+    CHECK_EQ_INT(vtr_tiff_orientation(path), 8);
+    /* every shorter file: the tag until its entry is cut */
+    for (size_t n = 0; n < full; n++) {
+        test_write_file(path, mm, n);
+        CHECK_MSG(vtr_tiff_orientation(path) == (n >= entry_end ? 8 : 0), "%zu bytes", n);
+    }
+    char v[sizeof mm];
+    memcpy(v, mm, sizeof mm);
+    v[35] = 9; /* not an orientation */
+    test_write_file(path, v, full);
+    CHECK_EQ_INT(vtr_tiff_orientation(path), 0);
+    memcpy(v, mm, sizeof mm);
+    v[29] = 4; /* LONG, not SHORT */
+    test_write_file(path, v, full);
+    CHECK_EQ_INT(vtr_tiff_orientation(path), 0);
+    memcpy(v, mm, sizeof mm);
+    v[4] = 0x7f; /* the directory past the end */
+    test_write_file(path, v, full);
+    CHECK_EQ_INT(vtr_tiff_orientation(path), 0);
+    memcpy(v, mm, sizeof mm);
+    v[0] = v[1] = 'I'; /* little-endian: the numbers read otherwise */
+    test_write_file(path, v, full);
+    CHECK_EQ_INT(vtr_tiff_orientation(path), 0);
+    CHECK_EQ_INT(vtr_tiff_orientation(test_path("missing.tif")), 0);
 }
 
 TEST(decode_orientation_turns_pictures_clockwise)

@@ -112,12 +112,6 @@ static const char *copy_model(const char *name)
     return dst;
 }
 
-static void write_file(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "wb");
-    CHECK(f && fwrite(data, 1, len, f) == len && fclose(f) == 0);
-}
-
 static char *read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -142,16 +136,16 @@ TEST(tfjs_reader_refuses_every_truncation)
     vtr_error err;
     vtr_tfjs_model m;
     for (size_t cut = 0; cut < len; cut++) {
-        write_file(shard, full, cut);
+        test_write_file(shard, full, cut);
         CHECK_FAILS(vtr_tfjs_model_read(model, &m, &err), VTR_ERR_FORMAT, "weight group 0");
         CHECK(m.model_config == NULL && m.weights.count == 0);
     }
-    write_file(shard, full, len);
+    test_write_file(shard, full, len);
     for (size_t cut = 0; cut < mlen; cut++) {
-        write_file(model, json, cut);
+        test_write_file(model, json, cut);
         CHECK(vtr_tfjs_model_read(model, &m, &err) != VTR_OK);
     }
-    write_file(model, json, mlen);
+    test_write_file(model, json, mlen);
     CHECK_OK(vtr_tfjs_model_read(model, &m, &err));
     vtr_tfjs_model_free(&m);
     free(full);
@@ -175,7 +169,7 @@ static void check_edit(const char *from, const char *to, vtr_status status, cons
     memcpy(edited, json, (size_t)(at - json));
     memcpy(edited + (at - json), to, tl);
     memcpy(edited + (at - json) + tl, at + fl, len - (size_t)(at - json) - fl);
-    write_file(model, edited, len - fl + tl);
+    test_write_file(model, edited, len - fl + tl);
     vtr_error err;
     vtr_tfjs_model m;
     vtr_status st = vtr_tfjs_model_read(model, &m, &err);

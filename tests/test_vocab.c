@@ -21,14 +21,6 @@ static void need_numpy(void)
         test_skip(PYTHON " with numpy is not available");
 }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "wb");
-    CHECK(fp);
-    fputs(text, fp);
-    fclose(fp);
-}
-
 /* Counts the tokens of captions[0..n) into a new counter. */
 static vtr_vocab_counter *count_captions(const char *const *captions, size_t n)
 {
@@ -240,7 +232,7 @@ static void check_refused(const char *name, const char *text, vtr_status status,
     vtr_error err;
     vtr_vocab *v = (vtr_vocab *)1;
     const char *path = test_path(name);
-    write_text(path, text);
+    test_write_text(path, text);
     CHECK_FAILS(vtr_vocab_load_json(path, &v, &err), status, needle);
     CHECK(v == NULL);
     CHECK(strstr(err.msg, path));
@@ -300,8 +292,9 @@ TEST(vocab_json_rejects_inconsistent_files)
 
     /* a file that already ends with <mask> is taken as it is */
     const char *path = test_path("with_mask.json");
-    write_text(path, "{\"word2idx\": {" SPECIALS_W2I ", \"x\": 4, \"<mask>\": 5}, \"idx2word\": {"
-                     SPECIALS_I2W ", \"4\": \"x\", \"5\": \"<mask>\"}, \"idx\": 6}");
+    test_write_text(path, "{\"word2idx\": {" SPECIALS_W2I
+                          ", \"x\": 4, \"<mask>\": 5}, \"idx2word\": {" SPECIALS_I2W
+                          ", \"4\": \"x\", \"5\": \"<mask>\"}, \"idx\": 6}");
     CHECK_OK(vtr_vocab_load_json(path, &v, &err));
     CHECK_EQ_INT(vtr_vocab_size(v), 6);
     CHECK_EQ_INT(vtr_vocab_special_ids(v).mask, 5);
@@ -343,17 +336,17 @@ TEST(vocab_hgr_layout)
                 "int2word.npy");
 
     const char *bad = test_path("bad_word2int.json");
-    write_text(bad, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"a\": 2}");
+    test_write_text(bad, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"a\": 2}");
     CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT,
                 "\"<UNK>\" and \"a\" both have id 2");
-    write_text(bad, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"a\": 4}");
+    test_write_text(bad, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"a\": 4}");
     CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT, "\"a\" has no id in [0, 4)");
-    write_text(bad, "{\"<BOS>\": 0}");
+    test_write_text(bad, "{\"<BOS>\": 0}");
     CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT, "1 words");
-    write_text(bad, "[\"<BOS>\"]");
+    test_write_text(bad, "[\"<BOS>\"]");
     CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT, "not an object");
     /* refused as the catalog's copy would be (vtr_vocab_hgr_from_words; fuzz_vocab) */
-    write_text(bad, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"\": 3}");
+    test_write_text(bad, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"\": 3}");
     CHECK_FAILS(vtr_vocab_load_hgr(bad, &v, &err), VTR_ERR_FORMAT, "an empty word has id 3");
 }
 
@@ -402,12 +395,12 @@ TEST(vocab_hgr_release_checks_that_word2int_and_int2word_agree)
                 "absent.npy");
     /* a gap in word2int.json's ids */
     const char *bad_json = test_path("gap_word2int.json");
-    write_text(bad_json, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"a\": 3, \"man\": 4, "
-                         "\"caf\\u00e9\": 6}");
+    test_write_text(bad_json, "{\"<BOS>\": 0, \"<EOS>\": 1, \"<UNK>\": 2, \"a\": 3, \"man\": 4, "
+                              "\"caf\\u00e9\": 6}");
     CHECK_FAILS(vtr_vocab_load_hgr_release(bad_json, i2w, &again, &err), VTR_ERR_FORMAT,
                 "\"caf\\xc3\\xa9\" has no id in [0, 6)");
     /* wrong specials: HGR's reader would take UNK = 3, vtr 2 */
-    write_text(bad_json, "{\"<BOS>\": 0, \"<EOS>\": 1, \"x\": 2, \"<UNK>\": 3}");
+    test_write_text(bad_json, "{\"<BOS>\": 0, \"<EOS>\": 1, \"x\": 2, \"<UNK>\": 3}");
     write_int2word(bad, "[\"<BOS>\", \"<EOS>\", \"x\", \"<UNK>\"]");
     CHECK_FAILS(vtr_vocab_load_hgr_release(bad_json, bad, &again, &err), VTR_ERR_FORMAT,
                 "\"<UNK>\" has id 3, but HGR's ids are BOS/EOS/UNK = 0/1/2");
@@ -461,14 +454,14 @@ TEST(glove_import_fills_the_rows_of_known_words)
     vtr_error err;
     vtr_vocab *v = glove_vocab();
     const char *path = test_path("glove.txt");
-    write_text(path, "the 0.1 0.2 0.3\n"
-                     "zebra 1 2 3\n"
-                     ". . . 0.5 0.5 0.5\n"       /* a word with spaces (glove.840B) */
-                     "cat -1e-2 2.5 -3\r\n"      /* CRLF */
-                     "\n"
-                     "caf\xC3\xA9 7 8 9  \n"     /* trailing spaces */
-                     "the 9 9 9\n"               /* a second "the": the first wins */
-                     "dog 4 5 6");               /* no final newline */
+    test_write_text(path, "the 0.1 0.2 0.3\n"
+                          "zebra 1 2 3\n"
+                          ". . . 0.5 0.5 0.5\n"  /* a word with spaces (glove.840B) */
+                          "cat -1e-2 2.5 -3\r\n" /* CRLF */
+                          "\n"
+                          "caf\xC3\xA9 7 8 9  \n" /* trailing spaces */
+                          "the 9 9 9\n"           /* a second "the": the first wins */
+                          "dog 4 5 6");           /* no final newline */
     vtr_glove_options opt = {.dim = 3};
     float m[30];
     fill_rows(m, 42.0f);
@@ -492,7 +485,7 @@ TEST(glove_import_fills_the_rows_of_known_words)
     }
 
     /* a word2vec-style header "COUNT DIM" is skipped */
-    write_text(path, "2 3\nthe 1 2 3\ncat 4 5 6\n");
+    test_write_text(path, "2 3\nthe 1 2 3\ncat 4 5 6\n");
     CHECK_OK(vtr_glove_load(path, v, &opt, m, &stats, &err));
     CHECK_EQ_INT(stats.vectors, 2);
     CHECK(row_of(m, v, "cat")[0] == 4.0f);
@@ -507,30 +500,30 @@ TEST(glove_import_rejects_malformed_lines)
     vtr_glove_options opt = {.dim = 3};
     float m[30];
 
-    write_text(path, "the 0.1 0.2 0.3\ncat 1 2\n");
+    test_write_text(path, "the 0.1 0.2 0.3\ncat 1 2\n");
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "bad_glove.txt:2: 2 values, expected 3");
-    write_text(path, "the 0.1 0.2 0.3\ncat 1 2 3 4\n");
+    test_write_text(path, "the 0.1 0.2 0.3\ncat 1 2 3 4\n");
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "bad_glove.txt:2: 4 values, expected 3");
-    write_text(path, "the 1 2 3 4 5\n"); /* a file of another dimension */
+    test_write_text(path, "the 1 2 3 4 5\n"); /* a file of another dimension */
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "bad_glove.txt:1: 5 values, expected 3");
-    write_text(path, "the 0.1 0.2 0.3\n\ncat 1 0.5x 3\n");
+    test_write_text(path, "the 0.1 0.2 0.3\n\ncat 1 0.5x 3\n");
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "bad_glove.txt:3: value 2 \"0.5x\" is not a number");
-    write_text(path, "the 0.1 nan 0.3\n");
+    test_write_text(path, "the 0.1 nan 0.3\n");
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "value 2 \"nan\" is not a number");
-    write_text(path, "the 0.1  0.3\n");
+    test_write_text(path, "the 0.1  0.3\n");
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "value 2 \"\" is not a number");
-    write_text(path, " 0.1 0.2 0.3\n");
+    test_write_text(path, " 0.1 0.2 0.3\n");
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT, ":1: empty word");
-    write_text(path, "10 300\nthe 1 2 3\n");
+    test_write_text(path, "10 300\nthe 1 2 3\n");
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 ":1: header says dimension 300, expected 3");
-    write_text(path, "\n\n");
+    test_write_text(path, "\n\n");
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_FORMAT,
                 "no word vectors");
     CHECK_FAILS(vtr_glove_load(test_path("absent.txt"), v, &opt, m, NULL, &err), VTR_ERR_IO,
@@ -539,7 +532,7 @@ TEST(glove_import_rejects_malformed_lines)
     CHECK_FAILS(vtr_glove_load(path, v, &opt, m, NULL, &err), VTR_ERR_INVALID, "dimension 0");
 
     /* values of words outside the vocabulary are checked only with check_all */
-    write_text(path, "the 0.1 0.2 0.3\nzebra 1 x 3\n");
+    test_write_text(path, "the 0.1 0.2 0.3\nzebra 1 x 3\n");
     opt.dim = 3;
     CHECK_OK(vtr_glove_load(path, v, &opt, m, NULL, &err));
     opt.check_all = true;
