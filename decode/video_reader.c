@@ -348,7 +348,8 @@ const char *vtr_video_reader_path(const vtr_video_reader *r)
 
 /* Seeks to the index's last keyframe that lies inside the file (a truncated file's
  * index may point past its end); again while a seek made the index longer (Matroska
- * reads its cues at the first seek). An MPEG program stream goes to its last
+ * reads its cues at the first seek), SEEKS_FOR_INDEX times at most (a damaged FLV's
+ * index grew at every seek, for ever). An MPEG program stream goes to its last
  * PROGRAM_STREAM_TAIL bytes instead (or stays at the start of a shorter one): a keyframe
  * found by seeking to it there has lost its times (FFmpeg's parser gives them to the tail
  * of the frame before, which begins in the same packet of the container). True when no
@@ -363,7 +364,10 @@ static bool seek_last_keyframe(vtr_video_reader *r)
         reset_packets(r);
         return ret >= 0;
     }
-    for (int seen = -1, n; (n = avformat_index_get_entries_count(r->st)) > seen; seen = n) {
+    enum { SEEKS_FOR_INDEX = 4 };
+    for (int seen = -1, n, seeks = 0;
+         seeks < SEEKS_FOR_INDEX && (n = avformat_index_get_entries_count(r->st)) > seen;
+         seen = n, seeks++) {
         const AVIndexEntry *last = NULL;
         for (int i = n - 1; i >= 0 && !last; i--) {
             const AVIndexEntry *e = avformat_index_get_entry(r->st, i);

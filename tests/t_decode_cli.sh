@@ -161,6 +161,15 @@ rc=$?
 [ $rc -eq 2 ] && grep -q "asks for 500001 frames over the 100000 s the file declares, more than 1000" \
     "$dir/err" && [ ! -s "$dir/gap.rec" ] || fail "--max-frames 1000: exit $rc: $(cat "$dir/err")"
 
+# 6f. a damaged FLV (found by fuzz_decode, kept in its corpus) whose index FFmpeg made
+#     longer at every seek: measuring its end seeked to the last keyframe again and again,
+#     for ever; now at most 4 times, and the bad packet fails the item at once
+timeout 60 vtr-decode --frames 5 -o "$dir/grows.rec" \
+    tests/fuzz/corpus/decode/regress_flv_index_grows.flv 2>"$dir/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "decoding the packet at 459.633 s" "$dir/err" ||
+    fail "an FLV whose index grows at every seek: exit $rc: $(cat "$dir/err")"
+
 # 7. usage errors: exit 1
 for args in "--frames 2 --fps 1 $dir/a.mp4" "--mean 0,0,0 $dir/a.mp4" \
     "--audio $dir/x.wav $dir/a.mp4 $dir/b.webm" "--size 12 $dir/a.mp4" "--frames 0 $dir/a.mp4" \
