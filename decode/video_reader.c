@@ -10,6 +10,7 @@
 
 #include "lib/file.h"
 
+#include "decode/heif_image.h"
 #include "decode/packet_times.h"
 #include "decode/poc_times.h"
 #include "decode/tiff_orientation.h"
@@ -24,6 +25,11 @@ typedef struct {
 struct vtr_video_reader {
     char *path;
     AVFormatContext *fmt;
+    /* a HEIF image: its decoded picture, which the demuxer reads as raw RGB through mem
+     * (at mem_pos) */
+    vtr_heif_picture heif;
+    AVIOContext *mem;
+    int64_t mem_pos;
     AVCodecContext *dec;
     AVStream *st;
     int stream;
@@ -69,45 +75,102 @@ static bool is_image_format(const char *name)
     return !strcmp(name, "image2") || (n > 5 && !strcmp(name + n - 5, "_pipe"));
 }
 
-/* What a photo archive holds that FFmpeg 5.1 cannot decode, told by path's first bytes:
- * "a HEIF (HEIC) image" (a phone's photo: ISO media of a HEIF brand) or "an animated
- * WebP" (its VP8X chunk's animation flag); NULL for anything else. */
-static const char *undecodable_image(const char *path)
+/* Whether path is an animated WebP (its VP8X chunk's animation flag), which FFmpeg 5.1
+ * cannot decode. */
+static bool is_animated_webp(const char *path)
 {
-    static const char heif_brands[][4] = {"heic", "heix", "heim", "heis",
-                                          "hevc", "hevx", "mif1", "msf1"};
     uint8_t b[21];
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
-    if (n >= 12 && !memcmp(b + 4, "ftyp", 4))
-        for (size_t i = 0; i < sizeof heif_brands / sizeof heif_brands[0]; i++)
-            if (!memcmp(b + 8, heif_brands[i], 4))
-                return "a HEIF (HEIC) image";
-    if (n == sizeof b && !memcmp(b, "RIFF", 4) && !memcmp(b + 8, "WEBPVP8X", 8) && (b[20] & 2))
-        return "an animated WebP";
-    return NULL;
+    return vtr_read_head(path, b, sizeof b) == sizeof b && !memcmp(b, "RIFF", 4) &&
+           !memcmp(b + 8, "WEBPVP8X", 8) && (b[20] & 2);
 }
 
-/* The error for a file FFmpeg cannot read: what it is when undecodable_image knows,
- * else what (fallback) says. */
+/* The error for a file FFmpeg cannot read: an animated WebP said as such, else what
+ * (fallback) says. */
 static vtr_status unreadable(const char *path, const char *fallback, vtr_error *err)
 {
-    const char *kind = undecodable_image(path);
-    if (kind)
+    if (is_animated_webp(path))
         return vtr_fail(err, VTR_ERR_UNSUPPORTED,
-                        "%s: %s, which this FFmpeg cannot decode (convert it to JPEG, PNG or "
-                        "a video first)",
-                        path, kind);
+                        "%s: an animated WebP, which this FFmpeg cannot decode (convert it to "
+                        "a video or to JPEG or PNG frames first)",
+                        path);
     return vtr_fail(err, VTR_ERR_FORMAT, "%s: %s", path, fallback);
+}
+
+/* The demuxer's reads and seeks in a HEIF image's picture. */
+static int mem_read(void *opaque, uint8_t *buf, int size)
+{
+    vtr_video_reader *r = opaque;
+    int64_t total = (int64_t)r->heif.width * r->heif.height * 3;
+    int n = (int)(total - r->mem_pos < size ? total - r->mem_pos : size);
+    if (n <= 0)
+        return AVERROR_EOF;
+    memcpy(buf, r->heif.rgb + r->mem_pos, (size_t)n);
+    r->mem_pos += n;
+    return n;
+}
+
+static int64_t mem_seek(void *opaque, int64_t offset, int whence)
+{
+    vtr_video_reader *r = opaque;
+    int64_t total = (int64_t)r->heif.width * r->heif.height * 3;
+    if (whence == AVSEEK_SIZE)
+        return total;
+    int64_t to = (whence & ~AVSEEK_FORCE) == SEEK_CUR   ? r->mem_pos + offset
+                 : (whence & ~AVSEEK_FORCE) == SEEK_END ? total + offset
+                                                        : offset;
+    if (to < 0 || to > total)
+        return AVERROR(EINVAL);
+    return r->mem_pos = to;
+}
+
+/* A HEIF image's demuxer: raw RGB frames of its size, read through r->mem. */
+static vtr_status open_heif_demuxer(vtr_video_reader *r, const AVInputFormat **in,
+                                    AVDictionary **opts, vtr_error *err)
+{
+    enum { BUFFER = 1 << 16 };
+    uint8_t *buf = av_malloc(BUFFER);
+    r->mem_pos = 0;
+    r->mem = buf ? avio_alloc_context(buf, BUFFER, 0, r, mem_read, NULL, mem_seek) : NULL;
+    r->fmt = r->mem ? avformat_alloc_context() : NULL;
+    if (!r->fmt) {
+        if (!r->mem)
+            av_free(buf);
+        return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", r->path);
+    }
+    r->fmt->pb = r->mem;
+    *in = av_find_input_format("rawvideo");
+    char size[32];
+    snprintf(size, sizeof size, "%dx%d", r->heif.width, r->heif.height);
+    if (!*in || av_dict_set(opts, "video_size", size, 0) < 0 ||
+        av_dict_set(opts, "pixel_format", "rgb24", 0) < 0)
+        return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory (or no rawvideo demuxer)", r->path);
+    return VTR_OK;
+}
+
+/* Closes the demuxer (and a HEIF image's reading context). */
+static void close_demuxer(vtr_video_reader *r)
+{
+    avformat_close_input(&r->fmt);
+    if (r->mem) {
+        av_freep(&r->mem->buffer);
+        avio_context_free(&r->mem);
+    }
 }
 
 /* Opens the demuxer on r->path (and reads the stream parameters when probe is set). */
 static vtr_status open_demuxer(vtr_video_reader *r, bool probe, vtr_error *err)
 {
-    int ret = avformat_open_input(&r->fmt, r->path, NULL, NULL);
+    const AVInputFormat *in = NULL;
+    AVDictionary *opts = NULL;
+    if (r->heif.rgb) {
+        vtr_status st = open_heif_demuxer(r, &in, &opts, err);
+        if (st != VTR_OK) {
+            av_dict_free(&opts);
+            return st;
+        }
+    }
+    int ret = avformat_open_input(&r->fmt, r->path, in, &opts);
+    av_dict_free(&opts);
     if (ret < 0) {
         if (ret == AVERROR_INVALIDDATA)
             return unreadable(r->path,
@@ -138,7 +201,7 @@ static void fill_info(vtr_video_reader *r)
     in->height = st->codecpar->height;
     in->tb_num = st->time_base.num;
     in->tb_den = st->time_base.den;
-    in->is_image = is_image_format(r->fmt->iformat->name);
+    in->is_image = is_image_format(r->fmt->iformat->name) || r->heif.rgb;
     in->start = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
     /* only the stream's own duration: the file's (AVFormatContext.duration) is the span
      * of all streams for some formats and the end time for others (Matroska) */
@@ -166,8 +229,9 @@ static void fill_info(vtr_video_reader *r)
                           : vtr_orientation_identity();
     const AVCodecDescriptor *desc = avcodec_descriptor_get(st->codecpar->codec_id);
     in->intra_only = in->is_image || (desc && (desc->props & AV_CODEC_PROP_INTRA_ONLY));
-    in->codec = r->dec->codec->name;
-    in->format = r->fmt->iformat->name;
+    /* a HEIF image: what the file holds, not the raw frame libheif made of it */
+    in->codec = r->heif.rgb ? "heif" : r->dec->codec->name;
+    in->format = r->heif.rgb ? "heif (libheif)" : r->fmt->iformat->name;
 }
 
 /* DivX and Xvid store B-frames "packed" in AVI (a P-frame and the next B-frame in one
@@ -219,6 +283,8 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
         goto end;
     }
     r->own.landing = -1;
+    if (vtr_heif_is(path) && (st = vtr_heif_decode(path, &r->heif, err)) != VTR_OK)
+        goto end;
     if ((st = open_demuxer(r, true, err)) != VTR_OK)
         goto end;
     /* the best video stream that is not cover art */
@@ -321,7 +387,8 @@ void vtr_video_reader_close(vtr_video_reader *r)
     if (r->times_from == TIMES_BY_ORDER)
         vtr_poc_times_free(&r->poc);
     av_packet_free(&r->next);
-    avformat_close_input(&r->fmt);
+    close_demuxer(r);
+    vtr_heif_picture_free(&r->heif);
     free(r->own.k);
     free(r->path);
     free(r);
@@ -778,7 +845,7 @@ vtr_status vtr_video_reader_rewind(vtr_video_reader *r, vtr_error *err)
 {
     r->stats.seeks++;
     enum AVCodecID id = r->st->codecpar->codec_id;
-    avformat_close_input(&r->fmt);
+    close_demuxer(r);
     vtr_status st = open_demuxer(r, false, err);
     if (st != VTR_OK)
         return st;

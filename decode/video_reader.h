@@ -33,7 +33,7 @@ typedef struct vtr_video_info {
                                     at open; a photo's (its EXIF orientation, which
                                     FFmpeg's JPEG decoder exports with the picture) once
                                     its frame is decoded (vtr_video_reader_receive) */
-    const char *codec;     /* decoder name ("h264", "vp9", "png", ...) */
+    const char *codec;           /* decoder name ("h264", "vp9", "png", ...; "heif") */
     const char *format;    /* demuxer name ("mov,mp4,m4a,3gp,3g2,mj2", "png_pipe", ...) */
     bool is_image;
     bool intra_only;       /* every frame is a keyframe (images, MJPEG, ...) */

@@ -38,7 +38,8 @@ typedef struct vtr_archive_files {
 } vtr_archive_files;
 
 /* Whether a file name has a video or image extension vtr-index takes (docs/indexing.md
- * lists them; HEIF and animated WebP are taken so that their failure is reported). */
+ * lists them; .webp although FFmpeg cannot decode an animated one: its failure is
+ * reported, not the file skipped). */
 bool vtr_archive_is_media_name(const char *name);
 
 /* Lists the files of source (a directory or a manifest); free them with

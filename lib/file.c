@@ -171,6 +171,16 @@ vtr_status vtr_write_all(FILE *fp, const void *data, size_t size, const char *wh
     return VTR_OK;
 }
 
+size_t vtr_read_head(const char *path, void *buf, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t got = fread(buf, 1, n, f);
+    fclose(f);
+    return got;
+}
+
 char *vtr_path_join(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;

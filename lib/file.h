@@ -59,6 +59,10 @@ void vtr_atomic_abort(vtr_atomic_file *file);
 /* "dir/name", malloc'ed; NULL when out of memory. */
 char *vtr_path_join(const char *dir, const char *name);
 
+/* Reads the first n bytes of the file at path into buf (to tell its kind by them);
+ * returns how many it read: fewer for a shorter file, 0 for one that cannot be opened. */
+size_t vtr_read_head(const char *path, void *buf, size_t n);
+
 /* mkdir -p: creates the directory path and its missing parents (mode 0777 less the
  * umask); an existing directory is fine. VTR_ERR_IO "cannot create DIR: ..." naming the
  * component that failed (one that exists and is not a directory included). */

@@ -10,7 +10,7 @@
 #include "check.h"
 #include "decode/orientation.h"
 
-const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", "tiff", NULL};
+const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", "tiff", "heif", NULL};
 
 static decode_fixture fixtures[32];
 static int n_fixtures;
@@ -150,6 +150,8 @@ static const char *file_name(const char *n)
         return "image.bmp";
     if (!strcmp(n, "tiff"))
         return "image.tif";
+    if (!strcmp(n, "heif"))
+        return "image.heic";
     static char buf[8][64];
     static int next;
     char *b = buf[next++ % 8];

@@ -551,8 +551,8 @@ static char *make_file(const char *name, const void *data, size_t n)
     return path;
 }
 
-/* The start of a phone's HEIC photo: the ftyp box of brand heic, then a meta box (FFmpeg
- * 5.1 reads no HEIF: it finds no moov). */
+/* The start of a phone's HEIC photo: the ftyp box of brand heic, then a meta box that
+ * holds nothing. */
 static char *make_heic_start(void)
 {
     static const char b[] = "\0\0\0\x18"
@@ -594,6 +594,7 @@ TEST(decode_bad_inputs_fail_cleanly)
 {
     decode_fixture *h264 = fixture_get("h264"), *vp9 = fixture_get("vp9");
     decode_fixture *png = fixture_get("png"), *avi = fixture_get("mpeg4_avi");
+    decode_fixture *heif = fixture_get("heif");
     const char *unknown_codec;
     char *unknown_path = make_unknown_codec_file(&unknown_codec);
     /* every path is strdup'd (test_path's buffers rotate) and freed at the end */
@@ -623,8 +624,11 @@ TEST(decode_bad_inputs_fail_cleanly)
         {make_flipped_file(avi->path, "flipped.avi", 30), VTR_ERR_CODEC, "decod"},
         {unknown_path, VTR_ERR_UNSUPPORTED, unknown_codec},
         {make_raw_h264(), VTR_ERR_UNSUPPORTED, "without timestamps"},
-        /* told by their first bytes, not "corrupt" */
-        {make_heic_start(), VTR_ERR_UNSUPPORTED, "a HEIF (HEIC) image, which this FFmpeg"},
+        /* HEIF goes to libheif, told by its first bytes */
+        {make_heic_start(), VTR_ERR_FORMAT, "HEIF image libheif cannot decode"},
+        {make_bad_file(heif->path, "cut.heic", file_size(heif->path) / 2, 0, 0), VTR_ERR_FORMAT,
+         "HEIF image libheif cannot decode"},
+        /* told by its first bytes, not "corrupt" */
         {make_animated_webp(), VTR_ERR_UNSUPPORTED, "an animated WebP, which this FFmpeg"},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
         {strdup(test_tmpdir()), VTR_ERR_IO, "directory"},

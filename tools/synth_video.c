@@ -7,6 +7,7 @@
 #include <libavutil/display.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/opt.h>
+#include <libheif/heif.h>
 #include <libswscale/swscale.h>
 #include <math.h>
 #include <pthread.h>
@@ -148,7 +149,7 @@ void vtr_synth_defaults(vtr_synth_options *o)
 static bool is_image_codec(const char *codec)
 {
     return !strcmp(codec, "png") || !strcmp(codec, "mjpeg") || !strcmp(codec, "webp") ||
-           !strcmp(codec, "bmp") || !strcmp(codec, "tiff");
+           !strcmp(codec, "bmp") || !strcmp(codec, "tiff") || !strcmp(codec, "heif");
 }
 
 /* Whether path's extension (after its last dot) is ext, in any case. */
@@ -176,6 +177,8 @@ static const char *codec_for_path(const char *path)
         return "bmp";
     if (has_extension(path, "tif") || has_extension(path, "tiff"))
         return "tiff";
+    if (has_extension(path, "heic") || has_extension(path, "heif"))
+        return "heif";
     return "h264";
 }
 
@@ -288,6 +291,55 @@ static vtr_status open_encoder(synth *s, const char *name, AVCodecContext **out,
     return VTR_OK;
 }
 
+/* *out: a new frame of the picture's size in format fmt. */
+static vtr_status new_frame(synth *s, enum AVPixelFormat fmt, AVFrame **out, vtr_error *err)
+{
+    AVFrame *f = *out = av_frame_alloc();
+    if (!f)
+        return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
+    f->format = fmt;
+    f->width = s->o->width;
+    f->height = s->o->height;
+    int ret = av_frame_get_buffer(f, 0);
+    return ret < 0 ? codec_error(err, s->path, "allocating a frame", ret) : VTR_OK;
+}
+
+/* The frames a picture is drawn into (yuv420p, and rgb24 for a draw callback) and, when
+ * pix_fmt differs, the frame it is converted into for encoding, with its converter. */
+static vtr_status setup_frames(synth *s, enum AVPixelFormat pix_fmt, vtr_error *err)
+{
+    const vtr_synth_options *o = s->o;
+    vtr_status st = new_frame(s, AV_PIX_FMT_YUV420P, &s->yuv, err);
+    if (st != VTR_OK)
+        return st;
+    if (o->draw) {
+        if ((st = new_frame(s, AV_PIX_FMT_RGB24, &s->rgb, err)) != VTR_OK)
+            return st;
+        s->rgb_sws =
+            sws_getContext(o->width, o->height, AV_PIX_FMT_RGB24, o->width, o->height,
+                           AV_PIX_FMT_YUV420P, SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
+        if (!s->rgb_sws)
+            return vtr_fail(err, VTR_ERR_CODEC, "%s: no pixel conversion from rgb24", s->path);
+    }
+    if (pix_fmt != AV_PIX_FMT_YUV420P) {
+        if ((st = new_frame(s, pix_fmt, &s->conv, err)) != VTR_OK)
+            return st;
+        enum AVPixelFormat dst = pix_fmt == AV_PIX_FMT_YUVJ420P ? AV_PIX_FMT_YUV420P : pix_fmt;
+        s->sws =
+            sws_getContext(o->width, o->height, AV_PIX_FMT_YUV420P, o->width, o->height, dst,
+                           SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL, NULL);
+        if (!s->sws)
+            return vtr_fail(err, VTR_ERR_CODEC, "%s: no pixel conversion to %s", s->path,
+                            av_get_pix_fmt_name(pix_fmt));
+        if (pix_fmt == AV_PIX_FMT_YUVJ420P) {
+            /* limited-range source to full-range JPEG */
+            const int *coef = sws_getCoefficients(SWS_CS_ITU601);
+            sws_setColorspaceDetails(s->sws, coef, 0, coef, 1, 0, 1 << 16, 1 << 16);
+        }
+    }
+    return VTR_OK;
+}
+
 static vtr_status setup_video(synth *s, const char *codec_name, bool image, vtr_error *err)
 {
     const vtr_synth_options *o = s->o;
@@ -353,53 +405,8 @@ static vtr_status setup_video(synth *s, const char *codec_name, bool image, vtr_
     if (ret < 0)
         return codec_error(err, s->path, "opening the video encoder", ret);
 
-    s->yuv = av_frame_alloc();
-    if (!s->yuv)
-        return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
-    s->yuv->format = AV_PIX_FMT_YUV420P;
-    s->yuv->width = o->width;
-    s->yuv->height = o->height;
-    if ((ret = av_frame_get_buffer(s->yuv, 0)) < 0)
-        return codec_error(err, s->path, "allocating a frame", ret);
-    if (o->draw) {
-        s->rgb = av_frame_alloc();
-        if (!s->rgb)
-            return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
-        s->rgb->format = AV_PIX_FMT_RGB24;
-        s->rgb->width = o->width;
-        s->rgb->height = o->height;
-        if ((ret = av_frame_get_buffer(s->rgb, 0)) < 0)
-            return codec_error(err, s->path, "allocating a frame", ret);
-        s->rgb_sws = sws_getContext(o->width, o->height, AV_PIX_FMT_RGB24, o->width,
-                                    o->height, AV_PIX_FMT_YUV420P,
-                                    SWS_BICUBIC | SWS_ACCURATE_RND, NULL, NULL, NULL);
-        if (!s->rgb_sws)
-            return vtr_fail(err, VTR_ERR_CODEC, "%s: no pixel conversion from rgb24",
-                            s->path);
-    }
-    if (c->pix_fmt != AV_PIX_FMT_YUV420P) {
-        s->conv = av_frame_alloc();
-        if (!s->conv)
-            return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
-        s->conv->format = c->pix_fmt;
-        s->conv->width = o->width;
-        s->conv->height = o->height;
-        if ((ret = av_frame_get_buffer(s->conv, 0)) < 0)
-            return codec_error(err, s->path, "allocating a frame", ret);
-        enum AVPixelFormat dst = c->pix_fmt == AV_PIX_FMT_YUVJ420P ? AV_PIX_FMT_YUV420P
-                                                                   : c->pix_fmt;
-        s->sws = sws_getContext(o->width, o->height, AV_PIX_FMT_YUV420P, o->width, o->height,
-                                dst, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT,
-                                NULL, NULL, NULL);
-        if (!s->sws)
-            return vtr_fail(err, VTR_ERR_CODEC, "%s: no pixel conversion to %s", s->path,
-                            av_get_pix_fmt_name(c->pix_fmt));
-        if (c->pix_fmt == AV_PIX_FMT_YUVJ420P) {
-            /* limited-range source to full-range JPEG */
-            const int *coef = sws_getCoefficients(SWS_CS_ITU601);
-            sws_setColorspaceDetails(s->sws, coef, 0, coef, 1, 0, 1 << 16, 1 << 16);
-        }
-    }
+    if ((st = setup_frames(s, c->pix_fmt, err)) != VTR_OK)
+        return st;
 
     if (s->oc) {
         s->vst = avformat_new_stream(s->oc, NULL);
@@ -695,8 +702,77 @@ static vtr_status draw(synth *s, int i, vtr_error *err)
     return VTR_OK;
 }
 
+/* libheif's writer: appends to the FILE at userdata. */
+static struct heif_error write_heif_bytes(struct heif_context *ctx, const void *data, size_t size,
+                                          void *userdata)
+{
+    (void)ctx;
+    if (fwrite(data, 1, size, userdata) != size)
+        return (struct heif_error){heif_error_Encoding_error,
+                                   heif_suberror_Cannot_write_output_data, "write failed"};
+    return (struct heif_error){heif_error_Ok, heif_suberror_Unspecified, "ok"};
+}
+
+/* A HEIF image (a phone's HEIC photo): the picture in RGB, HEVC-coded by libheif (its x265
+ * encoder; VTR_ERR_UNSUPPORTED without one). */
+static vtr_status write_heif(synth *s, vtr_error *err)
+{
+    vtr_status st = setup_frames(s, AV_PIX_FMT_RGB24, err);
+    if (st == VTR_OK)
+        st = draw(s, 0, err);
+    if (st != VTR_OK)
+        return st;
+    int w = s->o->width, h = s->o->height;
+    struct heif_context *ctx = heif_context_alloc();
+    struct heif_encoder *enc = NULL;
+    struct heif_image *img = NULL;
+    if (!ctx)
+        return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
+    struct heif_error e = heif_context_get_encoder_for_format(ctx, heif_compression_HEVC, &enc);
+    if (e.code != heif_error_Ok) {
+        st = vtr_fail(err, VTR_ERR_UNSUPPORTED, "%s: libheif has no HEVC encoder: %s", s->path,
+                      e.message);
+        goto end;
+    }
+    e = heif_encoder_set_lossy_quality(enc, 90);
+    if (e.code == heif_error_Ok)
+        e = heif_image_create(w, h, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &img);
+    if (e.code == heif_error_Ok)
+        e = heif_image_add_plane(img, heif_channel_interleaved, w, h, 8);
+    if (e.code == heif_error_Ok) {
+        int stride;
+        uint8_t *plane = heif_image_get_plane(img, heif_channel_interleaved, &stride);
+        for (int y = 0; y < h; y++)
+            memcpy(plane + (size_t)y * (size_t)stride,
+                   s->conv->data[0] + (size_t)y * (size_t)s->conv->linesize[0], (size_t)w * 3);
+        e = heif_context_encode_image(ctx, img, enc, NULL, NULL);
+    }
+    if (e.code != heif_error_Ok) {
+        st = vtr_fail(err, VTR_ERR_CODEC, "%s: encoding the image: %s", s->path, e.message);
+        goto end;
+    }
+    vtr_atomic_file file;
+    if ((st = vtr_atomic_open(&file, s->path, err)) != VTR_OK)
+        goto end;
+    struct heif_writer writer = {.writer_api_version = 1, .write = write_heif_bytes};
+    e = heif_context_write(ctx, &writer, file.fp);
+    if (e.code != heif_error_Ok) {
+        vtr_atomic_abort(&file);
+        st = vtr_fail(err, VTR_ERR_IO, "%s: %s", s->path, e.message);
+        goto end;
+    }
+    st = vtr_atomic_commit(&file, err);
+end:
+    heif_image_release(img);
+    heif_encoder_release(enc);
+    heif_context_free(ctx);
+    return st;
+}
+
 static vtr_status write_image(synth *s, const char *codec, vtr_error *err)
 {
+    if (!strcmp(codec, "heif"))
+        return write_heif(s, err);
     vtr_status st = setup_video(s, codec, true, err);
     if (st != VTR_OK)
         return st;
