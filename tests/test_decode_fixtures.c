@@ -325,17 +325,23 @@ void fixture_check_exif_display(const vtr_decoded_item *shown, const uint8_t *st
     /* clockwise turn per EXIF value; -1: a mirror image (a turn plus a flip, whose
      * rotation depends on the flip chosen) */
     static const int turn[9] = {0, 0, -1, 180, -1, -1, 90, -1, 270};
-    CHECK(exif >= 1 && exif <= 8);
-    int dw = (int)shown->frames.shape[2], dh = (int)shown->frames.shape[1];
-    bool turned = exif >= 5;
-    CHECK_MSG(shown->frames.shape[0] == 1 && dw == (turned ? h : w) && dh == (turned ? w : h),
-              "%s (orientation %d): %dx%d shown, %dx%d stored", what, exif, dw, dh, w, h);
+    fixture_check_exif_pixels(shown, stored, w, h, exif, what);
     json_int_t rotation = json_integer_value(json_object_get(shown->meta, "rotation"));
     bool mirrored = json_boolean_value(json_object_get(shown->meta, "mirrored"));
     CHECK_MSG(turn[exif] < 0 ? mirrored : !mirrored && rotation == turn[exif],
               "%s (orientation %d): rotation %lld, mirrored %d", what, exif,
               (long long)rotation, mirrored);
     CHECK_EQ_INT(json_integer_value(json_object_get(shown->meta, "source_width")), w);
+}
+
+void fixture_check_exif_pixels(const vtr_decoded_item *shown, const uint8_t *stored, int w, int h,
+                               int exif, const char *what)
+{
+    CHECK(exif >= 1 && exif <= 8);
+    int dw = (int)shown->frames.shape[2], dh = (int)shown->frames.shape[1];
+    bool turned = exif >= 5;
+    CHECK_MSG(shown->frames.shape[0] == 1 && dw == (turned ? h : w) && dh == (turned ? w : h),
+              "%s (orientation %d): %dx%d shown, %dx%d stored", what, exif, dw, dh, w, h);
     const uint8_t *a = fixture_frame(shown, 0);
     for (int y = 0; y < dh; y++)
         for (int x = 0; x < dw; x++) {

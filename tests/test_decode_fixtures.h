@@ -61,6 +61,10 @@ int fixture_index(const vtr_decoded_item *it, int64_t k, int rotation);
 void fixture_check_exif_display(const vtr_decoded_item *shown, const uint8_t *stored, int w,
                                 int h, int exif, const char *what);
 
+/* The same but for the metadata: the size and the pixels only. */
+void fixture_check_exif_pixels(const vtr_decoded_item *shown, const uint8_t *stored, int w, int h,
+                               int exif, const char *what);
+
 /* meta[key][k] as an integer / a real. */
 int64_t fixture_meta_int(const vtr_decoded_item *it, const char *key, int64_t k);
 double fixture_meta_real(const vtr_decoded_item *it, const char *key, int64_t k);

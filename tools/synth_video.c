@@ -232,6 +232,8 @@ static vtr_status check_options(const char *path, const vtr_synth_options *o, co
     if (o->rotation % 90 || o->rotation < 0 || o->rotation >= 360)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: rotation %d: use 0, 90, 180 or 270", path,
                         o->rotation);
+    if (o->orientation < 0 || o->orientation > 8 || (o->orientation && strcmp(codec, "heif")))
+        return vtr_fail(err, VTR_ERR_INVALID, "%s: an orientation (1..8) is for HEIF images", path);
     if (o->pts)
         for (int i = 1; i < o->frames; i++)
             if (o->pts[i] <= o->pts[i - 1])
@@ -745,7 +747,13 @@ static vtr_status write_heif(synth *s, vtr_error *err)
         for (int y = 0; y < h; y++)
             memcpy(plane + (size_t)y * (size_t)stride,
                    s->conv->data[0] + (size_t)y * (size_t)s->conv->linesize[0], (size_t)w * 3);
-        e = heif_context_encode_image(ctx, img, enc, NULL, NULL);
+        struct heif_encoding_options *eo = heif_encoding_options_alloc();
+        if (eo && s->o->orientation)
+            eo->image_orientation = (enum heif_orientation)s->o->orientation;
+        e = eo ? heif_context_encode_image(ctx, img, enc, eo, NULL)
+               : (struct heif_error){heif_error_Memory_allocation_error, heif_suberror_Unspecified,
+                                     "out of memory"};
+        heif_encoding_options_free(eo);
     }
     if (e.code != heif_error_Ok) {
         st = vtr_fail(err, VTR_ERR_CODEC, "%s: encoding the image: %s", s->path, e.message);
