@@ -9,8 +9,8 @@
 
 bool vtr_heif_is(const char *path)
 {
-    static const char brands[][4] = {"heic", "heix", "heim", "heis",
-                                     "hevc", "hevx", "mif1", "msf1"};
+    static const char brands[][4] = {"heic", "heix", "heim", "heis", "hevc",
+                                     "hevx", "mif1", "msf1", "avif"};
     uint8_t b[12];
     if (vtr_read_head(path, b, sizeof b) < sizeof b || memcmp(b + 4, "ftyp", 4))
         return false;

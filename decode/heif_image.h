@@ -1,5 +1,6 @@
-/* HEIF images (a phone's HEIC photos), which FFmpeg 5.1 cannot read: decoded with libheif
- * into one packed RGB picture, which the video reader then demuxes as a raw frame. */
+/* HEIF images: a phone's HEIC photos, which FFmpeg 5.1 cannot read, and AVIF stills,
+ * which it reads as a one-frame video: decoded with libheif into one packed RGB picture
+ * (its rotation applied), which the video reader then demuxes as a raw frame. */
 #ifndef VTR_HEIF_IMAGE_H
 #define VTR_HEIF_IMAGE_H
 
@@ -13,8 +14,8 @@ typedef struct vtr_heif_picture {
     int width, height;
 } vtr_heif_picture;
 
-/* Whether path begins as a HEIF file: ISO media (an ftyp box) of a HEIF brand (heic,
- * heix, mif1, ...). An AVIF (brand avif), which FFmpeg reads, is not one. */
+/* Whether path begins as a HEIF still image: ISO media (an ftyp box) of a HEIF brand
+ * (heic, heix, mif1, ..., avif). An image sequence (avis, a video) is not one. */
 bool vtr_heif_is(const char *path);
 
 /* Decodes the primary image of the HEIF file at path into *out, turned and mirrored as the

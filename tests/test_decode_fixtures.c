@@ -10,7 +10,7 @@
 #include "check.h"
 #include "decode/orientation.h"
 
-const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", "tiff", "heif", NULL};
+const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", "tiff", "heif", "avif", NULL};
 
 static decode_fixture fixtures[32];
 static int n_fixtures;
@@ -152,6 +152,8 @@ static const char *file_name(const char *n)
         return "image.tif";
     if (!strcmp(n, "heif"))
         return "image.heic";
+    if (!strcmp(n, "avif"))
+        return "image.avif";
     static char buf[8][64];
     static int next;
     char *b = buf[next++ % 8];

@@ -102,8 +102,8 @@ static void put_le(FILE *f, uint32_t v, int bytes)
  * turning the pixels: named exifVALUE.EXT. JPEG: an APP1 EXIF segment after the SOI
  * marker. WebP: the extended format (VP8X with the EXIF flag and the canvas w x h), the
  * image chunk, then an EXIF chunk. TIFF: a new first directory, the file's entries and
- * Orientation in tag order, appended, and the header pointed at it. HEIF: written again
- * with irot/imir. */
+ * Orientation in tag order, appended, and the header pointed at it. HEIF and AVIF:
+ * written again with irot/imir. */
 static char *make_exif_copy(const decode_fixture *f, const char *ext, int value, int w, int h)
 {
     char name[32];
@@ -112,7 +112,7 @@ static char *make_exif_copy(const decode_fixture *f, const char *ext, int value,
     CHECK(dst);
     vtr_error err;
     vtr_error_clear(&err);
-    if (!strcmp(ext, "heic")) {
+    if (!strcmp(ext, "heic") || !strcmp(ext, "avif")) {
         vtr_synth_options o = f->opt;
         o.orientation = value;
         CHECK_OK(vtr_synth_write(dst, &o, &err));
@@ -182,8 +182,9 @@ static char *make_exif_copy(const decode_fixture *f, const char *ext, int value,
 /* Issue 16: a photo with an EXIF orientation is shown turned (and mirrored) as EXIF says,
  * and the metadata records it like a video's rotation: a JPEG's APP1 segment (FFmpeg
  * gives a display matrix), a WebP's EXIF chunk (FFmpeg gives the tag only), a TIFF's
- * own Orientation tag (which FFmpeg 5.1 ignores) and a HEIF's irot/imir (libheif turns
- * the picture; the metadata says nothing turned, so only the pixels are checked). */
+ * own Orientation tag (which FFmpeg 5.1 ignores) and a HEIF's or AVIF's irot/imir
+ * (libheif turns the picture; the metadata says nothing turned, so only the pixels are
+ * checked). */
 TEST(decode_photo_exif_orientation)
 {
     static const struct {
@@ -192,7 +193,8 @@ TEST(decode_photo_exif_orientation)
     } formats[] = {{"jpeg", "jpg", true},
                    {"webp", "webp", true},
                    {"tiff", "tif", true},
-                   {"heif", "heic", false}};
+                   {"heif", "heic", false},
+                   {"avif", "avif", false}};
     vtr_sampler all = {.mode = VTR_SAMPLE_ALL};
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
         decode_fixture *f = fixture_get(formats[i].fixture);

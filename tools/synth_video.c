@@ -149,7 +149,8 @@ void vtr_synth_defaults(vtr_synth_options *o)
 static bool is_image_codec(const char *codec)
 {
     return !strcmp(codec, "png") || !strcmp(codec, "mjpeg") || !strcmp(codec, "webp") ||
-           !strcmp(codec, "bmp") || !strcmp(codec, "tiff") || !strcmp(codec, "heif");
+           !strcmp(codec, "bmp") || !strcmp(codec, "tiff") || !strcmp(codec, "heif") ||
+           !strcmp(codec, "avif");
 }
 
 /* Whether path's extension (after its last dot) is ext, in any case. */
@@ -179,6 +180,8 @@ static const char *codec_for_path(const char *path)
         return "tiff";
     if (has_extension(path, "heic") || has_extension(path, "heif"))
         return "heif";
+    if (has_extension(path, "avif"))
+        return "avif";
     return "h264";
 }
 
@@ -232,8 +235,10 @@ static vtr_status check_options(const char *path, const vtr_synth_options *o, co
     if (o->rotation % 90 || o->rotation < 0 || o->rotation >= 360)
         return vtr_fail(err, VTR_ERR_INVALID, "%s: rotation %d: use 0, 90, 180 or 270", path,
                         o->rotation);
-    if (o->orientation < 0 || o->orientation > 8 || (o->orientation && strcmp(codec, "heif")))
-        return vtr_fail(err, VTR_ERR_INVALID, "%s: an orientation (1..8) is for HEIF images", path);
+    if (o->orientation < 0 || o->orientation > 8 ||
+        (o->orientation && strcmp(codec, "heif") && strcmp(codec, "avif")))
+        return vtr_fail(err, VTR_ERR_INVALID,
+                        "%s: an orientation (1..8) is for HEIF and AVIF images", path);
     if (o->pts)
         for (int i = 1; i < o->frames; i++)
             if (o->pts[i] <= o->pts[i - 1])
@@ -715,9 +720,9 @@ static struct heif_error write_heif_bytes(struct heif_context *ctx, const void *
     return (struct heif_error){heif_error_Ok, heif_suberror_Unspecified, "ok"};
 }
 
-/* A HEIF image (a phone's HEIC photo): the picture in RGB, HEVC-coded by libheif (its x265
- * encoder; VTR_ERR_UNSUPPORTED without one). */
-static vtr_status write_heif(synth *s, vtr_error *err)
+/* A HEIF image: the picture in RGB, coded by libheif in HEVC (a phone's HEIC photo; its
+ * x265 encoder) or AV1 (an AVIF; libaom); VTR_ERR_UNSUPPORTED without that encoder. */
+static vtr_status write_heif(synth *s, bool av1, vtr_error *err)
 {
     vtr_status st = setup_frames(s, AV_PIX_FMT_RGB24, err);
     if (st == VTR_OK)
@@ -730,10 +735,11 @@ static vtr_status write_heif(synth *s, vtr_error *err)
     struct heif_image *img = NULL;
     if (!ctx)
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
-    struct heif_error e = heif_context_get_encoder_for_format(ctx, heif_compression_HEVC, &enc);
+    struct heif_error e = heif_context_get_encoder_for_format(
+        ctx, av1 ? heif_compression_AV1 : heif_compression_HEVC, &enc);
     if (e.code != heif_error_Ok) {
-        st = vtr_fail(err, VTR_ERR_UNSUPPORTED, "%s: libheif has no HEVC encoder: %s", s->path,
-                      e.message);
+        st = vtr_fail(err, VTR_ERR_UNSUPPORTED, "%s: libheif has no %s encoder: %s", s->path,
+                      av1 ? "AV1" : "HEVC", e.message);
         goto end;
     }
     e = heif_encoder_set_lossy_quality(enc, 90);
@@ -779,8 +785,8 @@ end:
 
 static vtr_status write_image(synth *s, const char *codec, vtr_error *err)
 {
-    if (!strcmp(codec, "heif"))
-        return write_heif(s, err);
+    if (!strcmp(codec, "heif") || !strcmp(codec, "avif"))
+        return write_heif(s, !strcmp(codec, "avif"), err);
     vtr_status st = setup_video(s, codec, true, err);
     if (st != VTR_OK)
         return st;
