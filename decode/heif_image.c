@@ -22,10 +22,13 @@ bool vtr_heif_is(const char *path)
 
 static vtr_status heif_failed(vtr_error *err, const char *path, struct heif_error e)
 {
-    if (e.code == heif_error_Memory_allocation_error)
+    /* libheif files its security limits (a picture too large) under memory errors */
+    if (e.code == heif_error_Memory_allocation_error &&
+        e.subcode != heif_suberror_Security_limit_exceeded)
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
-    return vtr_fail(err, VTR_ERR_FORMAT, "%s: HEIF image libheif cannot decode: %s", path,
-                    e.message);
+    /* its messages may end with a line break */
+    return vtr_fail(err, VTR_ERR_FORMAT, "%s: HEIF image libheif cannot decode: %.*s", path,
+                    (int)strcspn(e.message, "\n"), e.message);
 }
 
 vtr_status vtr_heif_decode(const char *path, vtr_heif_picture *out, vtr_error *err)
@@ -36,6 +39,9 @@ vtr_status vtr_heif_decode(const char *path, vtr_heif_picture *out, vtr_error *e
     struct heif_image *img = NULL;
     if (!ctx)
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", path);
+    /* at most 16384 x 16384 pixels, about FFmpeg's cap for a picture (libheif's own:
+     * 32768 x 32768, 3 GiB of RGB from a file of a few kilobytes) */
+    heif_context_set_maximum_image_size_limit(ctx, 16384);
     vtr_status st = VTR_OK;
     struct heif_error e = heif_context_read_from_file(ctx, path, NULL);
     if (e.code == heif_error_Ok)

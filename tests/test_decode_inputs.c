@@ -1,6 +1,6 @@
 /* Images as single-frame videos, the audio track, and bad inputs: one error naming the
  * file and the cause, nothing left behind. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* memmem */
 #include <dirent.h>
 #include <libavformat/avformat.h>
 #include <math.h>
@@ -590,6 +590,27 @@ static char *make_animated_webp(void)
     return make_file("animated.webp", b, sizeof b - 1);
 }
 
+/* A copy of HEIF fixture f whose image size property (ispe) declares 20000 x 20000. */
+static char *make_huge_heif(const decode_fixture *f)
+{
+    vtr_mapped_file in;
+    vtr_error err;
+    vtr_error_clear(&err);
+    CHECK_OK(vtr_map_file(f->path, &in, &err));
+    size_t n = in.size;
+    uint8_t *d = malloc(n);
+    CHECK(d);
+    memcpy(d, in.data, n);
+    vtr_unmap_file(&in);
+    uint8_t *ispe = memmem(d, n, "ispe", 4);
+    CHECK(ispe && ispe + 16 <= d + n);
+    static const uint8_t size[8] = {0, 0, 0x4e, 0x20, 0, 0, 0x4e, 0x20}; /* 20000, 20000 */
+    memcpy(ispe + 8, size, sizeof size); /* after the version and flags */
+    char *path = make_file("huge.heic", d, n);
+    free(d);
+    return path;
+}
+
 /* A WAV file: audio, no video. */
 static char *make_audio_only_file(void)
 {
@@ -644,6 +665,8 @@ TEST(decode_bad_inputs_fail_cleanly)
         {make_heic_start(), VTR_ERR_FORMAT, "HEIF image libheif cannot decode"},
         {make_bad_file(heif->path, "cut.heic", file_size(heif->path) / 2, 0, 0), VTR_ERR_FORMAT,
          "HEIF image libheif cannot decode"},
+        /* a few kilobytes that would be 1.1 GB of RGB: refused at FFmpeg's size cap */
+        {make_huge_heif(heif), VTR_ERR_FORMAT, "exceeds the maximum image size 16384x16384"},
         /* told by its first bytes, not "corrupt" */
         {make_animated_webp(), VTR_ERR_UNSUPPORTED, "an animated WebP, which this FFmpeg"},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},
