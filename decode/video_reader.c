@@ -138,6 +138,7 @@ static vtr_status open_heif_demuxer(vtr_video_reader *r, const AVInputFormat **i
         return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", r->path);
     }
     r->fmt->pb = r->mem;
+    r->fmt->flags |= AVFMT_FLAG_CUSTOM_IO; /* closing the demuxer leaves mem alone */
     *in = av_find_input_format("rawvideo");
     char size[32];
     snprintf(size, sizeof size, "%dx%d", r->heif.width, r->heif.height);
