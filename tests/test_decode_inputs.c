@@ -97,7 +97,7 @@ static void put_le(FILE *f, uint32_t v, int bytes)
         fputc((int)(v >> (8 * i)) & 0xff, f);
 }
 
-/* A copy of fixture f (a JPEG, a simple WebP, a little-endian TIFF, a HEIF) that says
+/* A copy of fixture f (JPEG, simple WebP, little-endian TIFF, HEIF or AVIF) that says
  * orientation value the way a camera or phone writes it into that format instead of
  * turning the pixels: named exifVALUE.EXT. JPEG: an APP1 EXIF segment after the SOI
  * marker. WebP: the extended format (VP8X with the EXIF flag and the canvas w x h), the
@@ -122,7 +122,7 @@ static char *make_exif_copy(const decode_fixture *f, const char *ext, int value,
     CHECK_OK(vtr_map_file(f->path, &in, &err));
     const uint8_t *d = in.data;
     FILE *out = fopen(dst, "wb");
-    CHECK(dst && out);
+    CHECK(out);
     uint8_t exif[EXIF_BYTES];
     exif_orientation(exif, value);
     if (!strcmp(ext, "jpg")) {
