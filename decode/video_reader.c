@@ -897,12 +897,14 @@ vtr_status vtr_video_reader_receive(vtr_video_reader *r, AVFrame *frame, bool *g
         return codec_error(err, r->path, "decoding", ret);
     r->stats.frames_decoded++;
     *got = true;
-    AVFrameSideData *sd = av_frame_get_side_data(frame, AV_FRAME_DATA_DISPLAYMATRIX);
-    AVDictionaryEntry *exif = av_dict_get(frame->metadata, "Orientation", NULL, 0);
-    if (r->info.is_image && sd && sd->size >= 9 * sizeof(int32_t))
-        r->info.orientation = vtr_orientation_from_matrix((const int32_t *)sd->data);
-    else if (r->info.is_image && exif) /* WebP's EXIF chunk: no display matrix */
-        r->info.orientation = vtr_orientation_from_exif(atoi(exif->value));
+    if (r->info.is_image) { /* a photo's orientation comes with its picture */
+        AVFrameSideData *sd = av_frame_get_side_data(frame, AV_FRAME_DATA_DISPLAYMATRIX);
+        AVDictionaryEntry *exif;
+        if (sd && sd->size >= 9 * sizeof(int32_t))
+            r->info.orientation = vtr_orientation_from_matrix((const int32_t *)sd->data);
+        else if ((exif = av_dict_get(frame->metadata, "Orientation", NULL, 0)))
+            r->info.orientation = vtr_orientation_from_exif(atoi(exif->value)); /* WebP's EXIF */
+    }
     return VTR_OK;
 }
 
