@@ -34,7 +34,9 @@ typedef struct audio_job {
     const char *src, *dst;
     AVFormatContext *fmt;
     AVCodecContext *dec;
-    SwrContext *swr;
+    SwrContext *swr; /* set up for the frames of in_layout, in_format, in_rate */
+    AVChannelLayout in_layout;
+    int in_format, in_rate;
     AVPacket *pkt;
     AVFrame *frame;
     float *out;
@@ -55,6 +57,8 @@ static vtr_status write_samples(audio_job *j, int n, vtr_error *err)
 /* Resamples the frame (NULL: flush) and writes what comes out. */
 static vtr_status convert(audio_job *j, const AVFrame *frame, vtr_error *err)
 {
+    if (!j->swr)
+        return VTR_OK;
     const uint8_t **in = frame ? (const uint8_t **)frame->extended_data : NULL;
     int in_count = frame ? frame->nb_samples : 0;
     for (;;) {
@@ -71,6 +75,53 @@ static vtr_status convert(audio_job *j, const AVFrame *frame, vtr_error *err)
     }
 }
 
+/* Sets the resampler up for the frame's channels, sample format and rate: at the first
+ * frame, and again where the stream changes them (files joined end to end, a broadcast
+ * switching from stereo to 5.1, HE-AAC doubling the rate its header gave), after
+ * flushing what the old one holds. The frame's own parameters, not the decoder's. */
+static vtr_status fit_resampler(audio_job *j, const AVFrame *frame, vtr_error *err)
+{
+    AVChannelLayout layout = {0};
+    int ret = 0;
+    if (frame->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC)
+        av_channel_layout_default(&layout, frame->ch_layout.nb_channels);
+    else
+        ret = av_channel_layout_copy(&layout, &frame->ch_layout);
+    if (ret < 0)
+        return codec_error(err, j->src, "reading the audio's channel layout", ret);
+    if (j->swr && frame->format == j->in_format && frame->sample_rate == j->in_rate &&
+        !av_channel_layout_compare(&layout, &j->in_layout)) {
+        av_channel_layout_uninit(&layout);
+        return VTR_OK;
+    }
+    vtr_status st = convert(j, NULL, err);
+    swr_free(&j->swr);
+    av_channel_layout_uninit(&j->in_layout);
+    j->in_layout = layout;
+    j->in_format = frame->format;
+    j->in_rate = frame->sample_rate;
+    if (st != VTR_OK)
+        return st;
+    if (layout.nb_channels < 1 || frame->sample_rate <= 0)
+        return vtr_fail(err, VTR_ERR_FORMAT, "%s: audio of %d channels at %d Hz", j->src,
+                        layout.nb_channels, frame->sample_rate);
+    AVChannelLayout mono = AV_CHANNEL_LAYOUT_MONO;
+    ret = swr_alloc_set_opts2(&j->swr, &mono, AV_SAMPLE_FMT_FLT, j->res->rate, &layout,
+                              frame->format, frame->sample_rate, 0, NULL);
+    /* mixing down, the channels' gains sum to 1 (as FFmpeg does for integer output):
+     * libswresample leaves them unscaled for float output, and a loud 5.1 track mixed at
+     * 3.4 times its level would clip */
+    if (ret >= 0)
+        ret = av_opt_set_double(j->swr, "rematrix_maxval", 1.0, 0);
+    if (ret >= 0)
+        ret = swr_init(j->swr);
+    if (ret < 0) {
+        swr_free(&j->swr);
+        return codec_error(err, j->src, "setting up the resampler", ret);
+    }
+    return VTR_OK;
+}
+
 static vtr_status decode_packet(audio_job *j, const AVPacket *pkt, vtr_error *err)
 {
     int ret = avcodec_send_packet(j->dec, pkt);
@@ -82,7 +133,9 @@ static vtr_status decode_packet(audio_job *j, const AVPacket *pkt, vtr_error *er
             return VTR_OK;
         if (ret < 0)
             return codec_error(err, j->src, "decoding audio", ret);
-        vtr_status st = convert(j, j->frame, err);
+        vtr_status st = fit_resampler(j, j->frame, err);
+        if (st == VTR_OK)
+            st = convert(j, j->frame, err);
         av_frame_unref(j->frame);
         if (st != VTR_OK)
             return st;
@@ -144,20 +197,6 @@ vtr_status vtr_audio_extract(const char *src, const char *dst, int rate,
         st = codec_error(err, src, "opening the audio decoder", ret);
         goto end;
     }
-    if (j.dec->ch_layout.order == AV_CHANNEL_ORDER_UNSPEC || !j.dec->ch_layout.nb_channels)
-        av_channel_layout_default(&j.dec->ch_layout,
-                                  j.dec->ch_layout.nb_channels ? j.dec->ch_layout.nb_channels
-                                                               : 1);
-    AVChannelLayout mono = AV_CHANNEL_LAYOUT_MONO;
-    ret = swr_alloc_set_opts2(&j.swr, &mono, AV_SAMPLE_FMT_FLT, rate, &j.dec->ch_layout,
-                              j.dec->sample_fmt, j.dec->sample_rate, 0, NULL);
-    if (ret >= 0)
-        ret = swr_init(j.swr);
-    if (ret < 0) {
-        st = codec_error(err, src, "setting up the resampler", ret);
-        goto end;
-    }
-
     if ((st = vtr_atomic_open(&file, dst, err)) != VTR_OK)
         goto end;
     file_open = true;
@@ -208,6 +247,7 @@ end:
     av_frame_free(&j.frame);
     av_packet_free(&j.pkt);
     swr_free(&j.swr);
+    av_channel_layout_uninit(&j.in_layout);
     avcodec_free_context(&j.dec);
     avformat_close_input(&j.fmt);
     return st;

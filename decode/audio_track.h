@@ -1,10 +1,11 @@
 /* Audio track: a file's audio resampled to mono and written with libsndfile.
  *
- * The best audio stream is decoded from start to end, mixed down to one channel and
- * resampled to `rate` Hz with libswresample, and written as 16-bit PCM: WAV for a path
- * ending in .wav, FLAC for .flac. The file appears atomically (temporary name, then
- * rename) and only when the whole track was written. A file without audio is not an
- * error: the result says so and nothing is written.
+ * The best audio stream is decoded from start to end, mixed down to one channel (the
+ * channels' gains summing to 1) and resampled to `rate` Hz with libswresample, each
+ * stretch from its own parameters where the stream changes its channels or rate, and
+ * written as 16-bit PCM: WAV for a path ending in .wav, FLAC for .flac. The file appears
+ * atomically (temporary name, then rename) and only when the whole track was written. A
+ * file without audio is not an error: the result says so and nothing is written.
  */
 #ifndef VTR_AUDIO_TRACK_H
 #define VTR_AUDIO_TRACK_H

@@ -279,6 +279,65 @@ TEST(decode_audio_track_to_wav_and_flac)
     check_no_temporaries();
 }
 
+/* Two MPEG-TS files joined end to end, as `cat` joins a broadcast's or a stream's
+ * segments: the audio changes from 44.1 kHz stereo to 48 kHz mono halfway. Each half
+ * resampled from its own parameters: the whole length, the first tone, then the second
+ * (the resampler kept for stereo read a second channel the mono frames lack and crashed).
+ * Both halves at the tone's level: the stereo mixdown's gains sum to 1 (unscaled, the two
+ * channels gave 1.41 times the level, and a loud track clipped). */
+TEST(decode_audio_whose_channels_and_rate_change)
+{
+    static const struct {
+        int rate, channels;
+        double hz;
+    } parts[] = {{44100, 2, 440.0}, {48000, 1, 880.0}};
+    const char *joined = test_path("joined.ts");
+    FILE *out = fopen(joined, "wb");
+    CHECK(out);
+    vtr_synth_options o;
+    vtr_synth_defaults(&o);
+    o.frames = 50;
+    double seconds = (double)o.frames * o.fps_den / o.fps_num;
+    vtr_error err;
+    vtr_error_clear(&err);
+    for (int i = 0; i < 2; i++) {
+        const char *part = test_path(i ? "part2.ts" : "part1.ts");
+        o.audio_codec = "aac";
+        o.audio_rate = parts[i].rate;
+        o.audio_channels = parts[i].channels;
+        o.tone_hz = parts[i].hz;
+        o.start_time = i * seconds;
+        CHECK_OK(vtr_synth_write(part, &o, &err));
+        vtr_mapped_file m;
+        CHECK_OK(vtr_map_file(part, &m, &err));
+        CHECK_EQ_INT(fwrite(m.data, 1, m.size, out), m.size);
+        vtr_unmap_file(&m);
+    }
+    CHECK(fclose(out) == 0);
+    const char *dst = test_path("joined.wav");
+    vtr_audio_result res;
+    CHECK_OK(vtr_audio_extract(joined, dst, 16000, &res, &err));
+    int64_t n;
+    int rate;
+    float *x = read_sound(dst, &n, &rate);
+    CHECK_EQ_INT(res.samples, n);
+    CHECK_MSG(fabs((double)n / rate - 2 * seconds) < 0.1, "%lld samples at %d Hz", (long long)n,
+              rate);
+    double peak[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        const float *half = x + i * n / 2;
+        double hz = tone_frequency(half, n / 2, rate);
+        CHECK_MSG(fabs(hz - parts[i].hz) < parts[i].hz * 0.02, "part %d: tone at %.1f Hz", i + 1,
+                  hz);
+        for (int64_t k = n / 8; k < 3 * n / 8; k++)
+            peak[i] = fmax(peak[i], fabs(half[k]));
+    }
+    CHECK_MSG(fabs(peak[0] / peak[1] - 1) < 0.05, "peaks %.3f (stereo) and %.3f (mono)", peak[0],
+              peak[1]);
+    free(x);
+    check_no_temporaries();
+}
+
 TEST(decode_video_without_audio_is_not_an_error)
 {
     decode_fixture *f = fixture_get("h264");
