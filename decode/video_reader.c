@@ -10,6 +10,7 @@
 
 #include "lib/file.h"
 
+#include "decode/gif_still.h"
 #include "decode/heif_image.h"
 #include "decode/packet_times.h"
 #include "decode/poc_times.h"
@@ -73,6 +74,21 @@ static bool is_image_format(const char *name)
 {
     size_t n = strlen(name);
     return !strcmp(name, "image2") || (n > 5 && !strcmp(name + n - 5, "_pipe"));
+}
+
+/* A GIF of one picture: an image, not a clip of one frame (FFmpeg's GIF demuxer makes
+ * every GIF a video). */
+static bool is_still_gif(const vtr_video_reader *r)
+{
+    if (strcmp(r->fmt->iformat->name, "gif"))
+        return false;
+    vtr_mapped_file m;
+    vtr_error ignored;
+    if (vtr_map_file(r->path, &m, &ignored) != VTR_OK)
+        return false;
+    bool still = vtr_gif_is_still(m.data, m.size);
+    vtr_unmap_file(&m);
+    return still;
 }
 
 /* Whether path is an animated WebP (its VP8X chunk's animation flag), which FFmpeg 5.1
@@ -202,7 +218,7 @@ static void fill_info(vtr_video_reader *r)
     in->height = st->codecpar->height;
     in->tb_num = st->time_base.num;
     in->tb_den = st->time_base.den;
-    in->is_image = is_image_format(r->fmt->iformat->name) || r->heif.rgb;
+    in->is_image = is_image_format(r->fmt->iformat->name) || r->heif.rgb || is_still_gif(r);
     in->start = st->start_time != AV_NOPTS_VALUE ? st->start_time : 0;
     /* only the stream's own duration: the file's (AVFormatContext.duration) is the span
      * of all streams for some formats and the end time for others (Matroska) */
@@ -321,7 +337,13 @@ vtr_status vtr_video_reader_open(const char *path, int threads, vtr_video_reader
         goto end;
     }
     if (par->width <= 0 || par->height <= 0) {
-        st = unreadable(path, "video stream without a frame size (corrupt?)", err);
+        st = unreadable(path,
+                        is_image_format(r->fmt->iformat->name)
+                            ? "the picture's size is unreadable: a damaged header, or a "
+                              "picture larger than FFmpeg decodes (over about 268 million pixels, "
+                              "16384 x 16384)"
+                            : "video stream without a frame size (corrupt?)",
+                        err);
         goto end;
     }
     r->dec = avcodec_alloc_context3(codec);

@@ -10,7 +10,8 @@
 #include "check.h"
 #include "decode/orientation.h"
 
-const char *const fixture_images[] = {"png", "jpeg", "webp", "bmp", "tiff", "heif", "avif", NULL};
+const char *const fixture_images[] = {"png",  "jpeg", "webp", "bmp", "tiff",
+                                      "heif", "avif", "gif",  NULL};
 
 static decode_fixture fixtures[32];
 static int n_fixtures;
@@ -107,6 +108,8 @@ static void describe(decode_fixture *f)
         o->gop = 12;
         o->b_frames = 2;
         o->audio_codec = "mp2";
+    } else if (!strcmp(n, "gif_anim")) {
+        o->frames = 20; /* an animated GIF: a video */
     } else if (!strcmp(n, "audio")) {
         o->frames = 50;
         o->gop = 25;
@@ -154,6 +157,10 @@ static const char *file_name(const char *n)
         return "image.heic";
     if (!strcmp(n, "avif"))
         return "image.avif";
+    if (!strcmp(n, "gif"))
+        return "image.gif"; /* one picture */
+    if (!strcmp(n, "gif_anim"))
+        return "animated.gif";
     static char buf[8][64];
     static int next;
     char *b = buf[next++ % 8];

@@ -20,7 +20,8 @@ typedef struct decode_fixture {
 
 /* The named fixture, written on first use ("h264", "h264_mkv", "h264_avi", "mpeg4", "mpeg4_avi",
  * "divx_avi", "vp9", "vfr", "start", "start_webm", "rot90", "rot180", "rot270", "audio",
- * "ts", "mpeg4_ts", "mpeg2_ps", "png", "jpeg", "webp", "bmp", "tiff", "heif", "avif"). */
+ * "ts", "mpeg4_ts", "mpeg2_ps", "gif_anim", "png", "jpeg", "webp", "bmp", "tiff", "heif",
+ * "avif", "gif"). */
 decode_fixture *fixture_get(const char *name);
 
 /* Every image fixture's name, NULL-terminated. */

@@ -57,6 +57,8 @@ TEST(decode_images_are_single_frame_videos)
                           f->name, c, (long long)it.frames.shape[0]);
                 CHECK_EQ_INT(it.frames.shape[1], 120);
                 CHECK_EQ_INT(it.frames.shape[2], 160);
+                CHECK_MSG(json_is_true(json_object_get(it.meta, "image")), "%s: not an image",
+                          f->name);
                 for (int64_t k = 0; k < it.frames.shape[0]; k++) {
                     CHECK_MSG(fixture_index(&it, k, 0) == 7, "%s case %zu: frame shows %d",
                               f->name, c, fixture_index(&it, k, 0));
@@ -73,6 +75,22 @@ TEST(decode_images_are_single_frame_videos)
         }
         vtr_decoded_item_free(&first);
     }
+}
+
+/* An animated GIF stays a video: every picture, in order (a GIF of one picture is an
+ * image, above). */
+TEST(decode_animated_gif_is_a_video)
+{
+    decode_fixture *f = fixture_get("gif_anim");
+    vtr_sampler every = {.mode = VTR_SAMPLE_EVERY, .n = 1};
+    vtr_decoded_item it;
+    fixture_decode(f->path, &every, false, NULL, &it);
+    CHECK(json_is_false(json_object_get(it.meta, "image")));
+    CHECK_EQ_INT(it.frames.shape[0], f->opt.frames);
+    for (int64_t k = 0; k < it.frames.shape[0]; k++)
+        CHECK_MSG(fixture_index(&it, k, 0) == k, "frame %lld shows %d", (long long)k,
+                  fixture_index(&it, k, 0));
+    vtr_decoded_item_free(&it);
 }
 
 /* EXIF as a TIFF structure (little-endian) whose first directory holds only
@@ -670,6 +688,16 @@ static char *make_huge_heif(const decode_fixture *f)
     return path;
 }
 
+/* A PNG's header declaring 20000 x 20000 (gray, 8 bits), then its end: over FFmpeg's cap
+ * on a picture's size, which its PNG reader refuses before any pixel is read. */
+static char *make_huge_png(void)
+{
+    static const char b[] = "\x89PNG\r\n\x1a\n"
+                            "\0\0\0\x0dIHDR\0\0\x4e\x20\0\0\x4e\x20\x08\0\0\0\0\xc6\x1b\x19\xe5"
+                            "\0\0\0\0IEND\xae\x42\x60\x82";
+    return make_file("huge.png", b, sizeof b - 1);
+}
+
 /* A WAV file: audio, no video. */
 static char *make_audio_only_file(void)
 {
@@ -726,6 +754,8 @@ TEST(decode_bad_inputs_fail_cleanly)
          "HEIF image libheif cannot decode"},
         /* a few kilobytes that would be 1.1 GB of RGB: refused at FFmpeg's size cap */
         {make_huge_heif(heif), VTR_ERR_FORMAT, "exceeds the maximum image size 16384x16384"},
+        /* FFmpeg says why only in its log: not "corrupt" alone */
+        {make_huge_png(), VTR_ERR_FORMAT, "a picture larger than FFmpeg decodes"},
         /* told by its first bytes, not "corrupt" */
         {make_animated_webp(), VTR_ERR_UNSUPPORTED, "an animated WebP, which this FFmpeg"},
         {make_audio_only_file(), VTR_ERR_FORMAT, "no video stream"},

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "decode/frame_convert.h"
 #include "decode/frame_sampler.h"
+#include "decode/gif_still.h"
 #include "decode/orientation.h"
 #include "decode/packet_times.h"
 #include "decode/presentation_order.h"
@@ -338,6 +339,41 @@ TEST(decode_tiff_orientation_tag)
     test_write_file(path, v, full);
     CHECK_EQ_INT(vtr_tiff_orientation(path), 0);
     CHECK_EQ_INT(vtr_tiff_orientation(test_path("missing.tif")), 0);
+}
+
+/* A GIF of two 1x1 pictures: the header with a global colour table of two colours, the
+ * looping extension, then per picture a graphics control extension, the descriptor (the
+ * second with a local colour table), LZW data in one sub-block; the trailer. */
+TEST(decode_gif_still_counts_pictures)
+{
+    static const char gif[] = "GIF89a\x01\0\x01\0\x80\0\0"
+                              "\0\0\0\xff\xff\xff"
+                              "\x21\xff\x0bNETSCAPE2.0\x03\x01\0\0\0"
+                              "\x21\xf9\x04\0\x0a\0\0\0"
+                              "\x2c\0\0\0\0\x01\0\x01\0\0\x02\x02\x44\x01\0"
+                              "\x21\xf9\x04\0\x0a\0\0\0"
+                              "\x2c\0\0\0\0\x01\0\x01\0\x80\0\0\0\xff\xff\xff\x02\x02\x44\x01\0"
+                              "\x3b";
+    const size_t full = sizeof gif - 1, first = 46, second = 69;
+    const uint8_t *d = (const uint8_t *)gif;
+    CHECK(d[first] == 0x2c && d[second] == 0x2c);
+    CHECK(!vtr_gif_is_still(d, full));
+    /* every shorter file: a still once its first picture begins, until its second does */
+    for (size_t n = 0; n < full; n++)
+        CHECK_MSG(vtr_gif_is_still(d, n) == (n > first && n <= second), "%zu bytes", n);
+    /* the first picture, then the trailer */
+    uint8_t one[sizeof gif];
+    memcpy(one, gif, second);
+    one[second] = 0x3b;
+    CHECK(vtr_gif_is_still(one, second + 1));
+    memcpy(one, "GIF87a", 6);
+    CHECK(vtr_gif_is_still(one, second + 1));
+    memcpy(one, "GIF90a", 6);
+    CHECK(!vtr_gif_is_still(one, second + 1));
+    memcpy(one, gif, second);
+    one[second] = 0x3b;
+    one[first - 8] = 0x42; /* not a block */
+    CHECK(!vtr_gif_is_still(one, second + 1));
 }
 
 TEST(decode_orientation_turns_pictures_clockwise)

@@ -182,6 +182,8 @@ static const char *codec_for_path(const char *path)
         return "heif";
     if (has_extension(path, "avif"))
         return "avif";
+    if (has_extension(path, "gif"))
+        return "gif"; /* a video of o->frames pictures, one a still */
     return "h264";
 }
 
@@ -394,6 +396,8 @@ static vtr_status setup_video(synth *s, const char *codec_name, bool image, vtr_
         c->pix_fmt = AV_PIX_FMT_RGB24;
     } else if (!strcmp(codec_name, "bmp")) {
         c->pix_fmt = AV_PIX_FMT_BGR24;
+    } else if (!strcmp(codec_name, "gif")) {
+        c->pix_fmt = AV_PIX_FMT_RGB8; /* 3-3-2 bits of colour, a palette of 256 */
     } else if (!strcmp(codec_name, "mjpeg")) {
         c->pix_fmt = AV_PIX_FMT_YUVJ420P;
         c->color_range = AVCOL_RANGE_JPEG;
