@@ -264,6 +264,7 @@ static json_t *build_meta(const char *path, const vtr_video_reader *r, const fra
     json_object_set_new(m, "source_width", json_integer(in->width));
     json_object_set_new(m, "source_height", json_integer(in->height));
     json_object_set_new(m, "codec", json_string(in->codec));
+    json_object_set_new(m, "hdr", in->hdr ? json_string(in->hdr) : json_null());
     json_object_set_new(m, "sampler", sampler_json(&o->sampler));
     if (o->normalize)
         json_object_set_new(m, "normalize",

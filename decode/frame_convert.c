@@ -4,6 +4,10 @@
 #include <libavutil/mem.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "decode/hdr_tone.h"
 
 #define SCALE_FLAGS (SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT)
 
@@ -11,6 +15,11 @@ struct vtr_frame_converter {
     struct SwsContext *sws;
     uint8_t *buf; /* the scaled RGB picture in coded orientation */
     size_t buf_size;
+    /* HDR frames: the scaled picture as 16-bit YUV 4:4:4, and the tables for their signal */
+    uint8_t *wide;
+    size_t wide_size;
+    vtr_hdr_tone *tone;
+    vtr_hdr_signal tone_signal;
 };
 
 vtr_status vtr_frame_geometry_plan(int coded_w, int coded_h, const vtr_orientation *o,
@@ -70,6 +79,8 @@ void vtr_frame_converter_free(vtr_frame_converter *c)
         return;
     sws_freeContext(c->sws);
     av_free(c->buf);
+    av_free(c->wide);
+    vtr_hdr_tone_free(c->tone);
     free(c);
 }
 
@@ -86,6 +97,30 @@ static enum AVPixelFormat plain_format(enum AVPixelFormat f, int *full_range)
     }
 }
 
+/* A buffer of at least need bytes at *buf (of *size). */
+static vtr_status reserve(uint8_t **buf, size_t *size, size_t need, vtr_error *err)
+{
+    if (need <= *size)
+        return VTR_OK;
+    av_free(*buf);
+    *buf = av_malloc(need);
+    *size = *buf ? need : 0;
+    return *buf ? VTR_OK : vtr_fail(err, VTR_ERR_NOMEM, "out of memory for a picture");
+}
+
+/* The tables for an HDR frame (kept while frames stay alike). */
+static vtr_status fit_tone(vtr_frame_converter *c, const AVFrame *frame, vtr_error *err)
+{
+    vtr_hdr_signal s;
+    vtr_hdr_signal_of(frame, &s);
+    if (c->tone && !memcmp(&s, &c->tone_signal, sizeof s))
+        return VTR_OK;
+    vtr_hdr_tone_free(c->tone);
+    c->tone = vtr_hdr_tone_new(&s);
+    c->tone_signal = s;
+    return c->tone ? VTR_OK : vtr_fail(err, VTR_ERR_NOMEM, "out of memory for HDR tables");
+}
+
 vtr_status vtr_frame_convert(vtr_frame_converter *c, const AVFrame *frame,
                              const vtr_frame_geometry *g, uint8_t *out, vtr_error *err)
 {
@@ -95,33 +130,44 @@ vtr_status vtr_frame_convert(vtr_frame_converter *c, const AVFrame *frame,
     int ph = o->transpose ? g->scaled_w : g->scaled_h;
     int full_range = frame->color_range == AVCOL_RANGE_JPEG;
     enum AVPixelFormat src = plain_format((enum AVPixelFormat)frame->format, &full_range);
+    const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(src);
+    bool yuv = desc && !(desc->flags & AV_PIX_FMT_FLAG_RGB);
+    /* HDR: scaled as YUV, then made SDR RGB by hdr_tone.c */
+    bool hdr = yuv && vtr_hdr_kind_of(frame->color_trc) != VTR_HDR_NONE;
     c->sws = sws_getCachedContext(c->sws, frame->width, frame->height, src, pw, ph,
-                                  AV_PIX_FMT_RGB24, SCALE_FLAGS, NULL, NULL, NULL);
+                                  hdr ? AV_PIX_FMT_YUV444P16 : AV_PIX_FMT_RGB24, SCALE_FLAGS, NULL,
+                                  NULL, NULL);
     if (!c->sws)
         return vtr_fail(err, VTR_ERR_UNSUPPORTED, "no conversion from %s %dx%d to RGB %dx%d",
                         av_get_pix_fmt_name(src), frame->width, frame->height, pw, ph);
-    const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(src);
-    if (desc && !(desc->flags & AV_PIX_FMT_FLAG_RGB)) {
+    if (yuv && !hdr) {
         /* as FFmpeg's scale filter: the matrix the frame declares (BT.601 by default) */
         const int *coef = sws_getCoefficients(frame->colorspace);
         sws_setColorspaceDetails(c->sws, coef, full_range, sws_getCoefficients(SWS_CS_DEFAULT),
                                  1, 0, 1 << 16, 1 << 16);
     }
-    int stride = FFALIGN(pw * 3, 64);
-    size_t need = (size_t)stride * ph;
-    if (need > c->buf_size) {
-        av_free(c->buf);
-        c->buf = av_malloc(need);
-        c->buf_size = c->buf ? need : 0;
-        if (!c->buf)
-            return vtr_fail(err, VTR_ERR_NOMEM, "out of memory for a %dx%d picture", pw, ph);
-    }
+    int stride = FFALIGN(pw * 3, 64), plane = FFALIGN(pw * 2, 64);
+    vtr_status st = reserve(&c->buf, &c->buf_size, (size_t)stride * ph, err);
+    if (st == VTR_OK && hdr)
+        st = reserve(&c->wide, &c->wide_size, 3 * (size_t)plane * ph, err);
+    if (st == VTR_OK && hdr)
+        st = fit_tone(c, frame, err);
+    if (st != VTR_OK)
+        return st;
     uint8_t *dst[4] = {c->buf, NULL, NULL, NULL};
     int dst_stride[4] = {stride, 0, 0, 0};
+    if (hdr)
+        for (int k = 0; k < 3; k++) {
+            dst[k] = c->wide + (size_t)k * plane * ph;
+            dst_stride[k] = plane;
+        }
     int rows = sws_scale(c->sws, (const uint8_t *const *)frame->data, frame->linesize, 0,
                          frame->height, dst, dst_stride);
     if (rows != ph)
         return vtr_fail(err, VTR_ERR_CODEC, "pixel conversion produced %d of %d rows", rows, ph);
+    if (hdr)
+        vtr_hdr_tone_map(c->tone, (const uint8_t *const *)dst, dst_stride, pw, ph, c->buf,
+                         (size_t)stride);
     vtr_orientation_copy_rgb(o, c->buf, pw, ph, (size_t)stride, g->crop_x, g->crop_y, g->out_w,
                              g->out_h, out);
     return VTR_OK;

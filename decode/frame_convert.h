@@ -12,7 +12,8 @@
  *      (sh - H) / 2); with --crop none all of sw x sh;
  *   2. libswscale converts the coded picture to RGB24 at sw x sh turned back to coded
  *      orientation (bicubic, accurate rounding, full chroma interpolation; the YUV matrix
- *      and range the frame declares, BT.601 limited when it declares none);
+ *      and range the frame declares, BT.601 limited when it declares none); an HDR frame
+ *      (PQ or HLG) to 16-bit YUV 4:4:4 instead, which decode/hdr_tone.h makes SDR RGB24;
  *   3. the RGB picture is turned/mirrored upright and cropped in one copy.
  */
 #ifndef VTR_FRAME_CONVERT_H

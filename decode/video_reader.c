@@ -11,6 +11,7 @@
 #include "lib/file.h"
 
 #include "decode/gif_still.h"
+#include "decode/hdr_tone.h"
 #include "decode/heif_image.h"
 #include "decode/packet_times.h"
 #include "decode/poc_times.h"
@@ -249,6 +250,7 @@ static void fill_info(vtr_video_reader *r)
     /* a HEIF image: what the file holds, not the raw frame libheif made of it */
     in->codec = r->heif.rgb ? "heif" : r->dec->codec->name;
     in->format = r->heif.rgb ? "heif (libheif)" : r->fmt->iformat->name;
+    in->hdr = vtr_hdr_name(vtr_hdr_kind_of(st->codecpar->color_trc));
 }
 
 /* DivX and Xvid store B-frames "packed" in AVI (a P-frame and the next B-frame in one

@@ -35,6 +35,7 @@ typedef struct vtr_video_info {
                                     its frame is decoded (vtr_video_reader_receive) */
     const char *codec;           /* decoder name ("h264", "vp9", "png", ...; "heif") */
     const char *format;    /* demuxer name ("mov,mp4,m4a,3gp,3g2,mj2", "png_pipe", ...) */
+    const char *hdr;       /* "pq" or "hlg": HDR video, made SDR (decode/hdr_tone.h); NULL */
     bool is_image;
     bool intra_only;       /* every frame is a keyframe (images, MJPEG, ...) */
     int64_t declared_end;  /* ticks: where the container says the video ends (the stream's
