@@ -35,7 +35,7 @@ typedef struct picker {
     bool from_start;
     bool region_started;
     int64_t region_first_ts;  /* index timestamp (dts, else pts) of its first packet */
-    int64_t region_first_pts;
+    int64_t region_first_pts; /* pts of its first packet shown (not hidden, below) */
     int64_t region_first_pos; /* its byte position, -1 unknown */
     int64_t region_base;      /* decode-order number of its first packet, -1 unknown */
     bool region_eof;
@@ -61,6 +61,15 @@ typedef struct picker {
     int64_t delivered;    /* frame modes: slots filled */
 } picker;
 
+/* A packet decoded but not shown: before the start of an edit list (a clip cut out of a
+ * longer one without re-encoding, `ffmpeg -ss T -i in -c copy out.mov`, keeps the frames
+ * from the keyframe before T that the following ones need). The decoder makes no frame
+ * of it; it has no place in the presentation order and is never picked. */
+static bool hidden(const AVPacket *pkt)
+{
+    return pkt->flags & AV_PKT_FLAG_DISCARD;
+}
+
 static int64_t index_ts(const AVPacket *pkt)
 {
     return pkt->dts != AV_NOPTS_VALUE ? pkt->dts : pkt->pts;
@@ -85,6 +94,7 @@ static void region_reset(picker *p, bool from_start)
     p->fl_len = 0;
     p->from_start = from_start;
     p->region_started = false;
+    p->region_first_pts = AV_NOPTS_VALUE;
     p->region_eof = false;
     p->region_end = INT64_MIN;
     p->sent_any = false;
@@ -147,7 +157,7 @@ static vtr_status read_one(picker *p, vtr_error *err)
         return vtr_fail(err, VTR_ERR_FORMAT, "%s: truncated or corrupt data at %.3f s", path,
                         t);
     }
-    if (!vtr_presentation_order_fits(&p->order, pkt->pts) && !p->from_start) {
+    if (!hidden(pkt) && !vtr_presentation_order_fits(&p->order, pkt->pts) && !p->from_start) {
         /* after a jump: a demuxer that lands inside a packet and guesses the timestamps
          * after it (MPEG program streams): end the region, decode straight from the start */
         if (!p->retry) {
@@ -160,7 +170,7 @@ static vtr_status read_one(picker *p, vtr_error *err)
         av_packet_free(&pkt);
         return VTR_OK;
     }
-    if (!vtr_presentation_order_fits(&p->order, pkt->pts)) {
+    if (!hidden(pkt) && !vtr_presentation_order_fits(&p->order, pkt->pts)) {
         /* no frame is "the one shown at t" then */
         double t = seconds(p, pkt->pts);
         av_packet_free(&pkt);
@@ -172,7 +182,6 @@ static vtr_status read_one(picker *p, vtr_error *err)
     if (!p->region_started) {
         p->region_started = true;
         p->region_first_ts = index_ts(pkt);
-        p->region_first_pts = pkt->pts;
         p->region_first_pos = pkt->pos;
         if (p->check_landing) {
             /* a demuxer that lands before the keyframe asked for (mov with an empty edit
@@ -186,10 +195,12 @@ static vtr_status read_one(picker *p, vtr_error *err)
         }
         p->region_base = p->from_start ? 0 : vtr_video_reader_frame_number(p->r, pkt->dts);
     }
+    if (!hidden(pkt) && p->region_first_pts == AV_NOPTS_VALUE)
+        p->region_first_pts = pkt->pts;
     int64_t end = pkt->pts + (pkt->duration > 0 ? pkt->duration : 0);
     if (end > p->region_end)
         p->region_end = end;
-    if ((st = vtr_presentation_order_add(&p->order, pkt->pts, err)) != VTR_OK ||
+    if ((!hidden(pkt) && (st = vtr_presentation_order_add(&p->order, pkt->pts, err)) != VTR_OK) ||
         (st = push_packet(p, pkt, err)) != VTR_OK) {
         av_packet_free(&pkt);
         return st;
@@ -318,8 +329,9 @@ static vtr_status receive_all(picker *p, vtr_error *err)
     }
 }
 
-static vtr_status send_packet(picker *p, AVPacket *pkt, bool picked, int64_t first, int64_t end,
-                              vtr_error *err)
+/* Notes that a frame with this pts will come out of the decoder. */
+static vtr_status expect_frame(picker *p, int64_t pts, bool picked, int64_t first, int64_t end,
+                               vtr_error *err)
 {
     if (p->fl_len == p->fl_cap) {
         int64_t cap = p->fl_cap ? 2 * p->fl_cap : 64;
@@ -330,12 +342,21 @@ static vtr_status send_packet(picker *p, AVPacket *pkt, bool picked, int64_t fir
         p->fl_cap = cap;
     }
     int64_t i = p->fl_len;
-    while (i > 0 && p->fl[i - 1].pts > pkt->pts)
+    while (i > 0 && p->fl[i - 1].pts > pts)
         i--;
     memmove(p->fl + i + 1, p->fl + i, (size_t)(p->fl_len - i) * sizeof *p->fl);
-    p->fl[i] = (inflight){pkt->pts, picked, first, end, frame_index(p, pkt->pts)};
+    p->fl[i] = (inflight){pts, picked, first, end, frame_index(p, pts)};
     p->fl_len++;
-    vtr_status st = vtr_video_reader_send(p->r, pkt, picked || !p->plan->skip_nonref, err);
+    return VTR_OK;
+}
+
+static vtr_status send_packet(picker *p, AVPacket *pkt, bool picked, int64_t first, int64_t end,
+                              vtr_error *err)
+{
+    vtr_status st;
+    if (!hidden(pkt) && (st = expect_frame(p, pkt->pts, picked, first, end, err)) != VTR_OK)
+        return st;
+    st = vtr_video_reader_send(p->r, pkt, picked || !p->plan->skip_nonref, err);
     if (st != VTR_OK)
         return decoder_failed(p, st, pkt->pts);
     p->sent_any = true;
@@ -494,6 +515,13 @@ static vtr_status pick_timed(picker *p, vtr_error *err)
         if ((st = settle(p, p->queue[p->q_head]->pts, err)) != VTR_OK)
             return st;
         AVPacket *pkt = pop_packet(p);
+        if (hidden(pkt)) {
+            st = send_packet(p, pkt, false, 0, 0, err);
+            av_packet_free(&pkt);
+            if (st != VTR_OK)
+                return st;
+            continue;
+        }
         int64_t q = vtr_presentation_order_next(&p->order, pkt->pts);
         int64_t first = vtr_targets_lower_bound(plan->targets, n, pkt->pts);
         int64_t end = q == INT64_MAX ? n : vtr_targets_lower_bound(plan->targets, n, q);
@@ -537,10 +565,10 @@ static vtr_status pick_frames_mode(picker *p, vtr_error *err)
         if ((st = settle(p, p->queue[p->q_head]->pts, err)) != VTR_OK)
             return st;
         AVPacket *pkt = pop_packet(p);
-        bool picked = true;
-        if (s->mode == VTR_SAMPLE_EVERY)
+        bool picked = !hidden(pkt);
+        if (picked && s->mode == VTR_SAMPLE_EVERY)
             picked = vtr_presentation_order_rank(&p->order, pkt->pts) % s->n == 0;
-        else if (s->mode == VTR_SAMPLE_KEYFRAMES)
+        else if (picked && s->mode == VTR_SAMPLE_KEYFRAMES)
             picked = (pkt->flags & AV_PKT_FLAG_KEY) || p->info->intra_only;
         st = VTR_OK;
         /* --keyframes: other packets are not even sent */

@@ -820,10 +820,22 @@ bool vtr_video_reader_keyframe_preceding(vtr_video_reader *r, int64_t pos, int64
 }
 
 /* The container's index has an entry for every frame (mp4/mov, AVI). */
+/* Index entries before entry `end` of frames an edit list hides (decoded, not shown). */
+static int hidden_entries(const vtr_video_reader *r, int end)
+{
+    int n = 0;
+    for (int i = 0; i < end; i++)
+        n += (avformat_index_get_entry(r->st, i)->flags & AVINDEX_DISCARD_FRAME) != 0;
+    return n;
+}
+
 static bool indexes_every_frame(const vtr_video_reader *r)
 {
     int n = avformat_index_get_entries_count(r->st);
-    return n > 0 && r->st->nb_frames == n;
+    /* with an edit list, FFmpeg's mp4 demuxer (the only one that hides entries) leaves the
+     * samples before the edit that no shown frame needs out of its index, and hides those
+     * it needs: the container's count is then larger, and the index still complete */
+    return n > 0 && (r->st->nb_frames == n || hidden_entries(r, n) > 0);
 }
 
 bool vtr_video_reader_jumps_tell_all(vtr_video_reader *r)
@@ -841,7 +853,8 @@ int64_t vtr_video_reader_frame_number(vtr_video_reader *r, int64_t dts)
         return -1;
     int idx = av_index_search_timestamp(r->st, dts, AVSEEK_FLAG_BACKWARD | AVSEEK_FLAG_ANY);
     const AVIndexEntry *e = idx >= 0 ? avformat_index_get_entry(r->st, idx) : NULL;
-    return e && e->timestamp == dts ? idx : -1;
+    /* frames an edit list hides are not numbered */
+    return e && e->timestamp == dts ? idx - hidden_entries(r, idx) : -1;
 }
 
 vtr_status vtr_video_reader_seek(vtr_video_reader *r, int64_t ts, vtr_error *err)

@@ -37,6 +37,13 @@ static void describe(decode_fixture *f)
         o->frames = 150;
         o->gop = 50;
         o->b_frames = 3;
+    } else if (!strcmp(n, "h264_cut")) {
+        /* cut mid-GOP (keyframes at 0, 12, 24, ...) out of a clip with B-frames */
+        o->codec = "h264";
+        o->frames = 100;
+        o->gop = 12;
+        o->b_frames = 2;
+        f->cut = 17;
     } else if (!strcmp(n, "h264_avi")) {
         /* AVI keeps no pts: B-frames (pyramid) are placed by their picture order counts */
         o->codec = "h264";
@@ -127,6 +134,8 @@ static const char *file_name(const char *n)
         return "h264.mkv";
     if (!strcmp(n, "h264_avi"))
         return "h264.avi";
+    if (!strcmp(n, "h264_cut"))
+        return "h264_cut.mov";
     if (!strcmp(n, "mpeg4"))
         return "mpeg4.mp4";
     if (!strcmp(n, "vp9"))
@@ -168,6 +177,9 @@ static const char *file_name(const char *n)
     return b;
 }
 
+static void remux(const char *src, const char *dst, const char *key, const char *value,
+                  double back);
+
 decode_fixture *fixture_get(const char *name)
 {
     fixture_quiet();
@@ -183,18 +195,25 @@ decode_fixture *fixture_get(const char *name)
     CHECK(path);
     vtr_error err;
     vtr_error_clear(&err);
-    vtr_status st = vtr_synth_write(path, &f->opt, &err);
+    const char *whole = f->cut ? test_path("cut_source.mp4") : path;
+    vtr_status st = vtr_synth_write(whole, &f->opt, &err);
     if (st == VTR_ERR_UNSUPPORTED) {
         free(path);
         test_skip(err.msg); /* an encoder this FFmpeg build lacks */
     }
     CHECK_OK(st);
+    if (f->cut) {
+        remux(whole, path, NULL, NULL, vtr_synth_frame_time(&f->opt, f->cut));
+        f->opt.first_index += f->cut;
+        f->opt.frames -= f->cut;
+    }
     f->path = path;
     n_fixtures++;
     return f;
 }
 
-void fixture_remux(const char *src, const char *dst, const char *key, const char *value)
+/* fixture_remux, every timestamp moved back by `back` seconds. */
+static void remux(const char *src, const char *dst, const char *key, const char *value, double back)
 {
     AVFormatContext *in = NULL, *out = NULL;
     CHECK(avformat_open_input(&in, src, NULL, NULL) >= 0);
@@ -218,6 +237,9 @@ void fixture_remux(const char *src, const char *dst, const char *key, const char
     while (av_read_frame(in, pkt) >= 0) {
         int i = pkt->stream_index;
         av_packet_rescale_ts(pkt, in->streams[i]->time_base, out->streams[i]->time_base);
+        int64_t shift = llround(back / av_q2d(out->streams[i]->time_base));
+        pkt->pts = pkt->pts == AV_NOPTS_VALUE ? pkt->pts : pkt->pts - shift;
+        pkt->dts = pkt->dts == AV_NOPTS_VALUE ? pkt->dts : pkt->dts - shift;
         pkt->pos = -1;
         CHECK(av_interleaved_write_frame(out, pkt) >= 0);
     }
@@ -226,6 +248,11 @@ void fixture_remux(const char *src, const char *dst, const char *key, const char
     CHECK(avio_closep(&out->pb) >= 0);
     avformat_free_context(out);
     avformat_close_input(&in);
+}
+
+void fixture_remux(const char *src, const char *dst, const char *key, const char *value)
+{
+    remux(src, dst, key, value, 0);
 }
 
 char *fixture_cues_in_front(const decode_fixture *vp9)

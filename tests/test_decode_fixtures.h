@@ -15,12 +15,17 @@ typedef struct decode_fixture {
     const char *name;      /* file name in test_tmpdir() */
     vtr_synth_options opt;
     int64_t pts_ms[64];    /* VFR timestamps when opt.pts is set */
+    int cut;               /* > 0: the file shows the synthetic video from frame `cut` on,
+                              as `ffmpeg -ss T -i in -c copy out.mov` cuts it: every
+                              packet kept, the timestamps moved back by T, the frames
+                              before T hidden by the edit list; opt then describes what
+                              is shown (first_index, frames) */
     const char *path;      /* set by fixture_get */
 } decode_fixture;
 
-/* The named fixture, written on first use ("h264", "h264_mkv", "h264_avi", "mpeg4", "mpeg4_avi",
- * "divx_avi", "vp9", "vfr", "start", "start_webm", "rot90", "rot180", "rot270", "audio",
- * "ts", "mpeg4_ts", "mpeg2_ps", "gif_anim", "png", "jpeg", "webp", "bmp", "tiff", "heif",
+/* The named fixture, written on first use ("h264", "h264_cut", "h264_mkv", "h264_avi", "mpeg4",
+ * "mpeg4_avi", "divx_avi", "vp9", "vfr", "start", "start_webm", "rot90", "rot180", "rot270",
+ * "audio", "ts", "mpeg4_ts", "mpeg2_ps", "gif_anim", "png", "jpeg", "webp", "bmp", "tiff", "heif",
  * "avif", "gif"). */
 decode_fixture *fixture_get(const char *name);
 

@@ -136,7 +136,12 @@ static int64_t expected_frames(const decode_fixture *f, const vtr_decoded_item *
                 want[j] = want[j - 1];
                 want[j - 1] = t;
             }
-        CHECK(n >= (frames + f->opt.gop - 1) / f->opt.gop);
+        /* at least a keyframe every gop frames of the synthetic video (of a cut one, those
+         * shown) */
+        int64_t keyframes = 0;
+        for (int64_t k = 0; k < frames; k++)
+            keyframes += (f->opt.first_index + k) % f->opt.gop == 0;
+        CHECK(n >= keyframes);
         break;
     }
     default:
@@ -346,6 +351,12 @@ TEST(decode_rotation_90) { check_all_modes("rot90"); }
 TEST(decode_rotation_180) { check_all_modes("rot180"); }
 TEST(decode_rotation_270) { check_all_modes("rot270"); }
 TEST(decode_with_audio_track) { check_all_modes("audio"); }
+/* frames an edit list hides (decoded, not shown) are neither delivered nor numbered (such a
+ * clip failed: "the frame at -0.200 s cannot be decoded") */
+TEST(decode_cut_with_edit_list)
+{
+    check_all_modes("h264_cut");
+}
 TEST(decode_h264_mpeg_ts)
 {
     check_all_modes("ts");
