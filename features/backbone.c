@@ -448,7 +448,9 @@ void vtr_backbone_preprocess(const vtr_backbone *b, vtr_preprocess_options *opt)
 vtr_status vtr_backbone_bf16_check(vtr_device device, vtr_error *err)
 {
     if (device == VTR_DEVICE_CPU && !vtr_matmul_have_bf16())
-        return vtr_fail(err, VTR_ERR_UNSUPPORTED, "this CPU has no AVX512-BF16 or AMX");
+        return vtr_fail(
+            err, VTR_ERR_UNSUPPORTED,
+            "bfloat16 features need a CPU with AVX512-BF16 or AMX; this one has neither");
     return VTR_OK;
 }
 
