@@ -85,8 +85,8 @@ static vtr_status store_plan(frame_store *s, vtr_error *err)
 {
     const vtr_video_info *in = vtr_video_reader_info(s->r);
     const char *path = vtr_video_reader_path(s->r);
-    vtr_status st = vtr_frame_geometry_plan(in->width, in->height, &in->orientation,
-                                            s->request, &s->geom, err);
+    vtr_status st = vtr_frame_geometry_plan(in->width, in->height, in->sar_num, in->sar_den,
+                                            &in->orientation, s->request, &s->geom, err);
     if (st != VTR_OK) {
         vtr_error_context(err, "%s", path);
         return st;
@@ -262,6 +262,9 @@ static json_t *build_meta(const char *path, const vtr_video_reader *r, const fra
     json_object_set_new(m, "rotation", json_integer(in->orientation.rotation));
     json_object_set_new(m, "mirrored", json_boolean(in->orientation.mirrored));
     json_object_set_new(m, "source_width", json_integer(in->width));
+    char sar[32];
+    snprintf(sar, sizeof sar, "%d:%d", in->sar_num, in->sar_den);
+    json_object_set_new(m, "sample_aspect_ratio", json_string(sar));
     json_object_set_new(m, "source_height", json_integer(in->height));
     json_object_set_new(m, "codec", json_string(in->codec));
     json_object_set_new(m, "hdr", in->hdr ? json_string(in->hdr) : json_null());

@@ -22,9 +22,9 @@ struct vtr_frame_converter {
     vtr_hdr_signal tone_signal;
 };
 
-vtr_status vtr_frame_geometry_plan(int coded_w, int coded_h, const vtr_orientation *o,
-                                   const vtr_geometry_request *req, vtr_frame_geometry *g,
-                                   vtr_error *err)
+vtr_status vtr_frame_geometry_plan(int coded_w, int coded_h, int sar_num, int sar_den,
+                                   const vtr_orientation *o, const vtr_geometry_request *req,
+                                   vtr_frame_geometry *g, vtr_error *err)
 {
     if (coded_w <= 0 || coded_h <= 0 || coded_w > 32768 || coded_h > 32768)
         return vtr_fail(err, VTR_ERR_FORMAT, "frame size %dx%d out of range", coded_w, coded_h);
@@ -32,10 +32,23 @@ vtr_status vtr_frame_geometry_plan(int coded_w, int coded_h, const vtr_orientati
         req->width > 32768 || req->height > 32768)
         return vtr_fail(err, VTR_ERR_INVALID, "output size %dx%d out of range", req->width,
                         req->height);
+    if (sar_num <= 0 || sar_den <= 0)
+        sar_num = sar_den = 1;
+    /* square pixels: widened (a sample aspect ratio over 1) or heightened, never narrowed */
+    int64_t w = coded_w, h = coded_h;
+    if (sar_num > sar_den)
+        w = ((int64_t)coded_w * sar_num * 2 + sar_den) / (2 * (int64_t)sar_den);
+    else if (sar_num < sar_den)
+        h = ((int64_t)coded_h * sar_den * 2 + sar_num) / (2 * (int64_t)sar_num);
+    if (w > 32768 || h > 32768)
+        return vtr_fail(err, VTR_ERR_FORMAT,
+                        "frame size %dx%d with pixels of aspect %d:%d "
+                        "out of range",
+                        coded_w, coded_h, sar_num, sar_den);
     g->orientation = *o;
     g->coded_w = coded_w;
     g->coded_h = coded_h;
-    vtr_orientation_display_size(o, coded_w, coded_h, &g->display_w, &g->display_h);
+    vtr_orientation_display_size(o, (int)w, (int)h, &g->display_w, &g->display_h);
     int dw = g->display_w, dh = g->display_h, W = req->width, H = req->height;
     if (W == 0) {
         g->scaled_w = dw;

@@ -2,8 +2,10 @@
  *
  * Order of operations, all in one place so that every path (sampled or straight decode)
  * gives the same bytes for the same frame:
- *   1. plan (vtr_frame_geometry_plan): the displayed size dw x dh (coded size turned by
- *      the orientation); the scaled size sw x sh in display space:
+ *   1. plan (vtr_frame_geometry_plan): the displayed size dw x dh (the coded size with
+ *      square pixels, widened by a sample aspect ratio over 1, heightened by one under 1,
+ *      as players show it, then turned by the orientation); the scaled size sw x sh in
+ *      display space:
  *        no size requested:  dw x dh;
  *        stretch:            exactly W x H;
  *        shorter-side:       the aspect ratio kept, the smallest size covering W x H
@@ -44,10 +46,11 @@ typedef struct vtr_frame_geometry {
     int out_w, out_h;
 } vtr_frame_geometry;
 
-/* Plans the conversion of coded_w x coded_h pictures shown with orientation o. */
-vtr_status vtr_frame_geometry_plan(int coded_w, int coded_h, const vtr_orientation *o,
-                                   const vtr_geometry_request *req, vtr_frame_geometry *g,
-                                   vtr_error *err);
+/* Plans the conversion of coded_w x coded_h pictures of sample aspect ratio
+ * sar_num:sar_den shown with orientation o. */
+vtr_status vtr_frame_geometry_plan(int coded_w, int coded_h, int sar_num, int sar_den,
+                                   const vtr_orientation *o, const vtr_geometry_request *req,
+                                   vtr_frame_geometry *g, vtr_error *err);
 
 typedef struct vtr_frame_converter vtr_frame_converter;
 

@@ -240,6 +240,10 @@ static void fill_info(vtr_video_reader *r)
     AVRational rate = st->avg_frame_rate;
     in->fps = !in->is_image && rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
     in->nb_frames = st->nb_frames > 0 ? st->nb_frames : 0;
+    AVRational sar = av_guess_sample_aspect_ratio(r->fmt, st, NULL);
+    bool said = sar.num > 0 && sar.den > 0;
+    in->sar_num = said ? sar.num : 1;
+    in->sar_den = said ? sar.den : 1;
     size_t size = 0;
     const uint8_t *matrix = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, &size);
     in->orientation = matrix && size >= 9 * sizeof(int32_t)

@@ -29,6 +29,8 @@ typedef struct vtr_video_info {
                               stream): see vtr_video_reader_measure */
     double fps;            /* average frame rate; 0 when unknown (and for images) */
     int64_t nb_frames;     /* frame count the container declares; 0 when unknown */
+    int sar_num, sar_den;  /* sample aspect ratio (a pixel's width over its height): what
+                              the stream or its codec says, 1:1 when neither says */
     vtr_orientation orientation; /* from the display matrix: a video's (stream side data)
                                     at open; a photo's (its EXIF orientation, which
                                     FFmpeg's JPEG decoder exports with the picture) once

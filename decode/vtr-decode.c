@@ -51,7 +51,7 @@ static const char usage_text[] =
     "                        header declaring days of video, under --fps) [10000000]\n"
     "\n"
     "Geometry (frames are first turned upright as the display matrix says):\n"
-    "      --size WxH        output size [the video's]\n"
+    "      --size WxH        output size [the video's as shown: turned, square pixels]\n"
     "      --resize MODE     shorter-side: keep the aspect ratio, cover WxH [default];\n"
     "                        stretch: exactly WxH\n"
     "      --crop MODE       center: cut the WxH middle [default]; none: keep the whole\n"

@@ -77,6 +77,40 @@ TEST(decode_images_are_single_frame_videos)
     }
 }
 
+/* Pixels that are not square (a DVD's, a DV camera's) shown as players show them: a
+ * 160x120 clip of pixels twice as wide as high is 320x120, of pixels twice as high
+ * 160x240 (both were 160x120). */
+TEST(decode_non_square_pixels)
+{
+    static const struct {
+        int num, den, w, h;
+        const char *sar;
+    } cases[] = {{2, 1, 320, 120, "2:1"}, {1, 2, 160, 240, "1:2"}};
+    vtr_sampler all = {.mode = VTR_SAMPLE_ALL};
+    vtr_error err;
+    vtr_error_clear(&err);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        vtr_synth_options o;
+        vtr_synth_defaults(&o);
+        o.frames = 6;
+        o.sar_num = cases[c].num;
+        o.sar_den = cases[c].den;
+        char *path = strdup(test_path("anamorphic.mp4"));
+        CHECK(path);
+        CHECK_OK(vtr_synth_write(path, &o, &err));
+        vtr_decoded_item it;
+        fixture_decode(path, &all, false, NULL, &it);
+        CHECK_STR(json_string_value(json_object_get(it.meta, "sample_aspect_ratio")), cases[c].sar);
+        CHECK_MSG(it.frames.shape[2] == cases[c].w && it.frames.shape[1] == cases[c].h,
+                  "%s: %lldx%lld", cases[c].sar, (long long)it.frames.shape[2],
+                  (long long)it.frames.shape[1]);
+        for (int64_t k = 0; k < o.frames; k++)
+            CHECK_EQ_INT(fixture_index(&it, k, 0), k);
+        vtr_decoded_item_free(&it);
+        free(path);
+    }
+}
+
 /* An animated GIF stays a video: every picture, in order (a GIF of one picture is an
  * image, above). */
 TEST(decode_animated_gif_is_a_video)

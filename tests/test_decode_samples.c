@@ -127,8 +127,9 @@ static void decode_plainly(const char *path, bool image, plain_decode *out)
     vtr_frame_geometry geom;
     vtr_error err;
     vtr_error_clear(&err);
-    CHECK_OK(vtr_frame_geometry_plan(st->codecpar->width, st->codecpar->height, &o,
-                                     &defaults.geometry, &geom, &err));
+    AVRational sar = av_guess_sample_aspect_ratio(fmt, st, NULL);
+    CHECK_OK(vtr_frame_geometry_plan(st->codecpar->width, st->codecpar->height, sar.num, sar.den,
+                                     &o, &defaults.geometry, &geom, &err));
     out->w = geom.out_w;
     out->h = geom.out_h;
     out->frame_bytes = (size_t)geom.out_w * geom.out_h * 3;

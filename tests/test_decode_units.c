@@ -411,7 +411,7 @@ TEST(decode_geometry_plan)
     vtr_orientation id = vtr_orientation_identity(), r90 = vtr_orientation_from_rotation(90);
     vtr_frame_geometry g;
     vtr_geometry_request req = {224, 224, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
-    CHECK_OK(vtr_frame_geometry_plan(160, 120, &id, &req, &g, &err));
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, 1, 1, &id, &req, &g, &err));
     /* 120 -> 224, 160 -> 298.67 rounded to 299, the middle 224 columns from 37 */
     CHECK_EQ_INT(g.scaled_w, 299);
     CHECK_EQ_INT(g.scaled_h, 224);
@@ -420,27 +420,42 @@ TEST(decode_geometry_plan)
     CHECK_EQ_INT(g.out_w, 224);
     CHECK_EQ_INT(g.out_h, 224);
     req.crop = VTR_CROP_NONE;
-    CHECK_OK(vtr_frame_geometry_plan(160, 120, &id, &req, &g, &err));
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, 1, 1, &id, &req, &g, &err));
     CHECK_EQ_INT(g.out_w, 299);
     CHECK_EQ_INT(g.out_h, 224);
     req = (vtr_geometry_request){100, 30, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
-    CHECK_OK(vtr_frame_geometry_plan(160, 120, &id, &req, &g, &err));
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, 1, 1, &id, &req, &g, &err));
     CHECK_EQ_INT(g.scaled_w, 100); /* the width binds: 75 rows, the middle 30 from 22 */
     CHECK_EQ_INT(g.scaled_h, 75);
     CHECK_EQ_INT(g.crop_y, 22);
     req = (vtr_geometry_request){50, 70, VTR_RESIZE_STRETCH, VTR_CROP_CENTER};
-    CHECK_OK(vtr_frame_geometry_plan(160, 120, &r90, &req, &g, &err));
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, 1, 1, &r90, &req, &g, &err));
     CHECK_EQ_INT(g.display_w, 120);
     CHECK_EQ_INT(g.display_h, 160);
     CHECK_EQ_INT(g.out_w, 50);
     CHECK_EQ_INT(g.out_h, 70);
     req = (vtr_geometry_request){0, 0, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
-    CHECK_OK(vtr_frame_geometry_plan(160, 120, &r90, &req, &g, &err));
+    CHECK_OK(vtr_frame_geometry_plan(160, 120, 1, 1, &r90, &req, &g, &err));
     CHECK_EQ_INT(g.out_w, 120);
     CHECK_EQ_INT(g.out_h, 160);
     req = (vtr_geometry_request){0, 10, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
-    CHECK_FAILS(vtr_frame_geometry_plan(160, 120, &id, &req, &g, &err), VTR_ERR_INVALID,
+    CHECK_FAILS(vtr_frame_geometry_plan(160, 120, 1, 1, &id, &req, &g, &err), VTR_ERR_INVALID,
                 "size");
+    /* non-square pixels, as players show them: a 16:9 PAL DVD's 720x576 at 64:45 is
+     * 1024x576, NTSC DV's 720x480 at 8:9 is 720x540 (heightened, not narrowed); turned
+     * after */
+    req = (vtr_geometry_request){0, 0, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
+    CHECK_OK(vtr_frame_geometry_plan(720, 576, 64, 45, &id, &req, &g, &err));
+    CHECK(g.coded_w == 720 && g.display_w == 1024 && g.out_w == 1024 && g.out_h == 576);
+    CHECK_OK(vtr_frame_geometry_plan(720, 480, 8, 9, &r90, &req, &g, &err));
+    CHECK(g.display_w == 540 && g.display_h == 720 && g.out_w == 540 && g.out_h == 720);
+    req = (vtr_geometry_request){224, 224, VTR_RESIZE_SHORTER_SIDE, VTR_CROP_CENTER};
+    CHECK_OK(vtr_frame_geometry_plan(720, 576, 64, 45, &id, &req, &g, &err));
+    CHECK(g.scaled_w == 398 && g.scaled_h == 224 && g.crop_x == 87);        /* 1024 * 224 / 576 */
+    CHECK_OK(vtr_frame_geometry_plan(720, 576, 0, 1, &id, &req, &g, &err)); /* unsaid: 1:1 */
+    CHECK(g.display_w == 720);
+    CHECK_FAILS(vtr_frame_geometry_plan(30000, 100, 2, 1, &id, &req, &g, &err), VTR_ERR_FORMAT,
+                "aspect 2:1");
 }
 
 TEST(decode_synth_pattern_round_trip)

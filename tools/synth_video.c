@@ -366,6 +366,7 @@ static vtr_status setup_video(synth *s, const char *codec_name, bool image, vtr_
     c->time_base = image ? (AVRational){1, 25} : video_time_base(o);
     c->framerate = (AVRational){o->fps_num, o->fps_den};
     c->pix_fmt = AV_PIX_FMT_YUV420P;
+    c->sample_aspect_ratio = (AVRational){o->sar_num, o->sar_den ? o->sar_den : 1};
     c->gop_size = o->gop;
     c->max_b_frames = o->b_frames;
     char buf[64];
@@ -425,6 +426,7 @@ static vtr_status setup_video(synth *s, const char *codec_name, bool image, vtr_
             return vtr_fail(err, VTR_ERR_NOMEM, "%s: out of memory", s->path);
         s->vst->time_base = c->time_base;
         s->vst->avg_frame_rate = c->framerate;
+        s->vst->sample_aspect_ratio = c->sample_aspect_ratio;
         if ((ret = avcodec_parameters_from_context(s->vst->codecpar, c)) < 0)
             return codec_error(err, s->path, "copying encoder parameters", ret);
         if (o->rotation) {

@@ -50,6 +50,8 @@ typedef struct vtr_synth_options {
                                 every packet one display slot) */
     double start_time;       /* seconds added to every timestamp (CFR: rounded to frames) */
     int rotation;            /* 0, 90, 180 or 270: clockwise display rotation */
+    int sar_num, sar_den;    /* sample (pixel) aspect ratio, as a DVD's or a DV camera's
+                                (0/0: square pixels, unsaid) */
     int orientation;         /* HEIF images: an EXIF orientation, 1..8, written as the
                                 irot/imir properties a phone writes; 0: none */
     const char *audio_codec; /* NULL or "none", "aac", "opus", "vorbis", "mp2" */
