@@ -262,10 +262,10 @@ static json_t *build_meta(const char *path, const vtr_video_reader *r, const fra
     json_object_set_new(m, "rotation", json_integer(in->orientation.rotation));
     json_object_set_new(m, "mirrored", json_boolean(in->orientation.mirrored));
     json_object_set_new(m, "source_width", json_integer(in->width));
+    json_object_set_new(m, "source_height", json_integer(in->height));
     char sar[32];
     snprintf(sar, sizeof sar, "%d:%d", in->sar_num, in->sar_den);
     json_object_set_new(m, "sample_aspect_ratio", json_string(sar));
-    json_object_set_new(m, "source_height", json_integer(in->height));
     json_object_set_new(m, "codec", json_string(in->codec));
     json_object_set_new(m, "hdr", in->hdr ? json_string(in->hdr) : json_null());
     json_object_set_new(m, "sampler", sampler_json(&o->sampler));
